@@ -1,0 +1,5 @@
+"""The ``ckptool`` command line: click and rich live only in this package."""
+
+from .main import main
+
+__all__ = ["main"]

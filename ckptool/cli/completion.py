@@ -1,0 +1,43 @@
+"""Shell-completion callbacks: checkpoint prefixes and tensor names."""
+
+from __future__ import annotations
+
+import os
+import re
+
+from click.shell_completion import CompletionItem
+
+_DATA = re.compile(r"\.data-\d{5,}-of-\d{5,}$")
+
+
+def complete_checkpoint(ctx, param, incomplete: str):
+    """Complete to directories and checkpoint prefixes (``x.index`` -> ``x``), not data shards."""
+    d, base = os.path.split(incomplete)
+    try:
+        names = os.listdir(d or ".")
+    except OSError:
+        return []
+    out = []
+    for n in sorted(names):
+        if not n.startswith(base):
+            continue
+        full = os.path.join(d, n)
+        if os.path.isdir(full):
+            out.append(CompletionItem(full + "/", type="dir"))
+        elif n.endswith(".index"):
+            out.append(CompletionItem(full[: -len(".index")]))
+    return out
+
+
+def complete_tensor(ctx, param, incomplete: str):
+    """Complete tensor names from the command's CHECKPOINT argument."""
+    path = ctx.params.get("checkpoint")
+    if not path:
+        return []
+    try:
+        import ckptool
+
+        with ckptool.open(path) as ck:
+            return [CompletionItem(n) for n in ck.names() if n.startswith(incomplete)]
+    except Exception:
+        return []

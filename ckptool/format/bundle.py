@@ -1,0 +1,374 @@
+"""Tensor bundles (V2 checkpoints): header, entries and tensor byte layouts.
+
+FORMAT.md §1, §3, §4 (tensorflow/core/util/tensor_bundle/{naming,tensor_bundle}.cc).
+The ``.index`` table maps ``""`` to a BundleHeaderProto and every tensor key
+to a BundleEntryProto; tensor bytes live in ``.data-NNNNN-of-MMMMM`` files.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+from google.protobuf.message import DecodeError
+
+from ..errors import ChecksumError, CorruptError, UnsupportedError
+from . import dtypes
+from .coding import FIXED32, crc32c, decode_varint, encode_varint, mask_crc, unmask_crc
+from .protos.tensor_bundle_pb2 import BundleEntryProto, BundleHeaderProto, TensorShapeProto
+
+HEADER_KEY = b""
+INDEX_SUFFIX = ".index"
+BUNDLE_VERSION = 1  # kTensorBundleVersion: producer written, min_consumer 0
+CONSUMER_VERSION = 1
+MAX_DIMS = 254
+INT64_MAX = (1 << 63) - 1
+LITTLE, BIG = 0, 1
+HOST_ENDIANNESS = BIG if sys.byteorder == "big" else LITTLE
+
+DATA_RE = re.compile(r"^(?P<prefix>.*)\.data-(?P<shard>\d{5,})-of-(?P<num>\d{5,})$")
+
+
+def data_filename(prefix: str, shard_id: int, num_shards: int) -> str:
+    return f"{prefix}.data-{shard_id:05d}-of-{num_shards:05d}"
+
+
+def index_filename(prefix: str) -> str:
+    return prefix + INDEX_SUFFIX
+
+
+# --------------------------------------------------------------------------- header
+
+
+@dataclass(frozen=True)
+class Header:
+    num_shards: int
+    endianness: int
+    producer: int
+    min_consumer: int
+    bad_consumers: tuple[int, ...] = ()
+
+    @property
+    def big_endian(self) -> bool:
+        return self.endianness == BIG
+
+
+def parse_header(value, name: str) -> Header:
+    try:
+        proto = BundleHeaderProto.FromString(bytes(value))
+    except DecodeError:
+        raise CorruptError(f"{name}: unable to parse header") from None
+    v = proto.version
+    if v.producer < 0:
+        raise CorruptError(f"{name}: checkpoint producer version {v.producer} below min producer 0")
+    if v.min_consumer > CONSUMER_VERSION:
+        raise UnsupportedError(
+            f"{name}: checkpoint min consumer version {v.min_consumer} above supported version "
+            f"{CONSUMER_VERSION}; it was written by a newer TensorFlow"
+        )
+    if CONSUMER_VERSION in v.bad_consumers:
+        raise UnsupportedError(f"{name}: checkpoint disallows consumer version {CONSUMER_VERSION}")
+    if proto.num_shards <= 0:
+        raise CorruptError(f"{name}: header says num_shards = {proto.num_shards}")
+    if proto.endianness not in (LITTLE, BIG):
+        raise CorruptError(f"{name}: header has unknown endianness {proto.endianness}")
+    return Header(proto.num_shards, proto.endianness, v.producer, v.min_consumer, tuple(v.bad_consumers))
+
+
+def encode_header(num_shards: int, endianness: int = HOST_ENDIANNESS) -> bytes:
+    proto = BundleHeaderProto(num_shards=num_shards, endianness=endianness)
+    proto.version.producer = BUNDLE_VERSION
+    return proto.SerializeToString()
+
+
+# --------------------------------------------------------------------------- entries
+
+Slice = tuple[tuple[int, int], ...]  # per dim (start, length); length -1 = whole dim
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One BundleEntryProto, validated."""
+
+    key: bytes
+    dtype: dtypes.DType
+    shape: tuple[int, ...]
+    shard_id: int
+    offset: int
+    size: int
+    crc32c: int  # masked, as stored
+    slices: tuple[Slice, ...]
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+
+def shape_from_proto(shape: TensorShapeProto, what: str) -> tuple[int, ...]:
+    if shape.unknown_rank:
+        raise CorruptError(f"invalid tensor shape: {what} has unknown rank")
+    dims = tuple(d.size for d in shape.dim)
+    check_shape(dims, what)
+    return dims
+
+
+def check_shape(dims, what: str) -> None:
+    if len(dims) > MAX_DIMS:
+        raise CorruptError(f"invalid tensor shape: {what} has {len(dims)} dimensions (max {MAX_DIMS})")
+    n = 1
+    for d in dims:
+        if d < 0:
+            raise CorruptError(f"invalid tensor shape: {what} {list(dims)}")
+        n *= d
+        if n > INT64_MAX:
+            raise CorruptError(f"invalid tensor shape: {what} {list(dims)} (element count overflows)")
+
+
+def slice_from_proto(proto, rank: int, what: str) -> Slice:
+    if len(proto.extent) != rank:
+        raise CorruptError(f"{what}: slice has {len(proto.extent)} dimensions, tensor has {rank}")
+    out = []
+    for ext in proto.extent:
+        if ext.WhichOneof("has_length") is None:
+            if ext.start:
+                raise CorruptError(f"{what}: slice extent starts at {ext.start} without a length")
+            out.append((0, -1))
+        else:
+            if ext.start < 0 or ext.length < 0:
+                raise CorruptError(f"{what}: slice extent ({ext.start}, {ext.length}) is negative")
+            out.append((ext.start, ext.length))
+    return tuple(out)
+
+
+def parse_entry(key: bytes, value, name: str) -> Entry:
+    shown = key.decode("utf-8", "backslashreplace")
+    try:
+        proto = BundleEntryProto.FromString(bytes(value))
+    except DecodeError:
+        raise CorruptError(f"{name}: entry for key {shown!r} not parseable") from None
+    dtype = dtypes.from_value(proto.dtype, f"{name}: entry {shown!r}")
+    shape = shape_from_proto(proto.shape, f"{name}: entry {shown!r}")
+    if proto.shard_id < 0 or proto.offset < 0 or proto.size < 0:
+        raise CorruptError(
+            f"{name}: entry {shown!r} has negative shard/offset/size "
+            f"({proto.shard_id}, {proto.offset}, {proto.size})"
+        )
+    slices = tuple(slice_from_proto(s, len(shape), f"{name}: entry {shown!r}") for s in proto.slices)
+    entry = Entry(key, dtype, shape, proto.shard_id, proto.offset, proto.size, proto.crc32c, slices)
+    if not slices and dtype.is_fixed:
+        expected = entry.numel * dtype.itemsize
+        if proto.size != expected:
+            raise CorruptError(
+                f"{name}: invalid size in bundle entry: key {shown!r}; stored size {proto.size}; "
+                f"expected size {expected}"
+            )
+    elif not slices and dtype.kind == dtypes.STRING and proto.size < 4:
+        raise CorruptError(f"{name}: invalid size in bundle entry: key {shown!r}; string tensor of {proto.size} bytes")
+    elif dtype.kind == dtypes.NONE:
+        raise UnsupportedError(f"{name}: entry {shown!r} has dtype {dtype.name}, which holds no data")
+    return entry
+
+
+def encode_entry(dtype: dtypes.DType, shape, shard_id: int, offset: int, size: int, crc: int,
+                 slices=()) -> bytes:
+    proto = BundleEntryProto(dtype=dtype.value, shard_id=shard_id, offset=offset, size=size, crc32c=crc)
+    proto.shape.SetInParent()
+    for d in shape:
+        proto.shape.dim.add(size=d)
+    for sl in slices:
+        sp = proto.slices.add()
+        for start, length in sl:
+            ext = sp.extent.add()
+            if length != -1:
+                ext.start = start
+                ext.length = length
+    return proto.SerializeToString()
+
+
+# --------------------------------------------------------------------------- tensor bytes
+
+
+def check_crc(data, entry: Entry, where: str) -> None:
+    actual = crc32c(data)
+    if actual != unmask_crc(entry.crc32c):
+        raise ChecksumError(
+            f"{where}: checksum does not match for tensor "
+            f"{entry.key.decode('utf-8', 'backslashreplace')!r}: stored {unmask_crc(entry.crc32c):08x}, "
+            f"calculated {actual:08x} on {len(data)} bytes at offset {entry.offset}"
+        )
+
+
+def decode_fixed(buf, entry: Entry, big_endian: bool) -> np.ndarray:
+    """A fixed-size tensor from its stored bytes (a writable buffer is used in place)."""
+    dt = entry.dtype.numpy
+    arr = np.frombuffer(buf, dtype=dt, count=entry.numel) if entry.numel else np.empty(0, dt)
+    if big_endian and entry.dtype.itemsize > 1:
+        arr = _byteswap(arr, entry.dtype)
+    return arr.reshape(entry.shape)
+
+
+def _byteswap(arr: np.ndarray, dtype: dtypes.DType) -> np.ndarray:
+    if arr.dtype.kind == "c":
+        return arr.byteswap()
+    width = {2: np.uint16, 4: np.uint32, 8: np.uint64}[dtype.itemsize]
+    return arr.view(width).byteswap().view(arr.dtype)
+
+
+_LEN32 = struct.Struct("<I")
+_LEN64 = struct.Struct("<Q")
+
+
+def _length_checksum(lengths, big_endian: bool) -> int:
+    order = ">" if big_endian else "<"
+    lens = np.asarray(lengths, dtype=np.uint64)
+    if lens.size and int(lens.max()) > 0xFFFFFFFF:
+        parts = []
+        for n in lengths:
+            parts.append(struct.pack(order + ("I" if n <= 0xFFFFFFFF else "Q"), n))
+        return crc32c(b"".join(parts))
+    return crc32c(lens.astype(order + "u4").tobytes())
+
+
+def decode_string(buf, entry: Entry, big_endian: bool, where: str, verify: bool = True) -> np.ndarray:
+    """A DT_STRING tensor: varint lengths, masked length checksum, bytes (§4.2)."""
+    n = entry.numel
+    size = len(buf)
+    view = memoryview(buf)
+    lengths = []
+    pos = 0
+    shown = entry.key.decode("utf-8", "backslashreplace")
+    for _ in range(n):
+        length, pos = decode_varint(view, pos, size, what=f"{where}: string length of {shown!r}")
+        lengths.append(length)
+    if pos + 4 > size:
+        raise CorruptError(f"{where}: string lengths longer than expected offset {entry.offset + size} in {shown!r}")
+    stored = view[pos:pos + 4]
+    (masked,) = struct.unpack(">I" if big_endian else "<I", stored)
+    if verify:
+        expected = _length_checksum(lengths, big_endian)
+        if unmask_crc(masked) != expected:
+            raise ChecksumError(
+                f"{where}: the length checksum does not match for {shown!r}: "
+                f"expected {expected:08x} but actual is {unmask_crc(masked):08x}"
+            )
+    pos += 4
+    if pos + sum(lengths) != size:
+        raise CorruptError(
+            f"{where}: string tensor {shown!r} holds {pos + sum(lengths)} bytes, its entry says {size}"
+        )
+    if verify:
+        crc = crc32c(view[pos:], crc32c(stored, _length_checksum(lengths, big_endian)))
+        if crc != unmask_crc(entry.crc32c):
+            raise ChecksumError(
+                f"{where}: checksum does not match for tensor {shown!r}: stored "
+                f"{unmask_crc(entry.crc32c):08x}, calculated {crc:08x} at offset {entry.offset}"
+            )
+    out = np.empty(n, dtype=object)
+    data = bytes(view[pos:])
+    p = 0
+    for i, length in enumerate(lengths):
+        out[i] = data[p:p + length]
+        p += length
+    return out.reshape(entry.shape)
+
+
+def encode_string(values) -> tuple[bytes, int]:
+    """Encode string elements (row-major); returns (bytes, unmasked crc)."""
+    elems = [bytes(v) for v in values]
+    lengths = [len(e) for e in elems]
+    head = b"".join(encode_varint(n) for n in lengths)
+    lcrc = _length_checksum(lengths, False)
+    stored = FIXED32.pack(mask_crc(lcrc))
+    body = b"".join(elems)
+    crc = crc32c(body, crc32c(stored, lcrc))
+    return head + stored + body, crc
+
+
+def decode_variant(buf, entry: Entry, where: str, verify: bool = True) -> np.ndarray:
+    """A DT_VARIANT tensor as serialized VariantTensorDataProto bytes (§4.3)."""
+    view = memoryview(buf)
+    size = len(view)
+    shown = entry.key.decode("utf-8", "backslashreplace")
+    out = np.empty(entry.numel, dtype=object)
+    pos = 0
+    running = 0
+    for i in range(entry.numel):
+        n, p2 = decode_varint(view, pos, size, what=f"{where}: variant length of {shown!r}")
+        if p2 + n + 4 > size:
+            raise CorruptError(f"{where}: variant element {i} of {shown!r} runs past its entry")
+        elem = view[p2:p2 + n]
+        running = crc32c(elem, crc32c(_LEN64.pack(n), running))
+        (stored,) = FIXED32.unpack_from(view, p2 + n)
+        if verify and unmask_crc(stored) != running:
+            raise ChecksumError(f"{where}: variant element {i} of {shown!r} fails its checksum")
+        running = crc32c(view[p2 + n:p2 + n + 4], running)
+        out[i] = bytes(elem)
+        pos = p2 + n + 4
+    if pos != size:
+        raise CorruptError(f"{where}: variant tensor {shown!r} holds {pos} bytes, its entry says {size}")
+    if verify and running != unmask_crc(entry.crc32c):
+        raise ChecksumError(f"{where}: checksum does not match for tensor {shown!r}")
+    return out.reshape(entry.shape)
+
+
+# --------------------------------------------------------------------------- slice keys
+# EncodeTensorNameSlice (saved_tensor_slice_util.cc) with OrderedCode (ordered_code.cc).
+
+_SIGNED_HEADERS = [
+    (0x80, 0), (0xC0, 0), (0xE0, 0), (0xF0, 0), (0xF8, 0),
+    (0xFC, 0), (0xFE, 0), (0xFF, 0), (0xFF, 0x80), (0xFF, 0xC0),
+]
+
+
+def _num_increasing(v: int) -> bytes:
+    body = v.to_bytes((v.bit_length() + 7) // 8, "big") if v else b""
+    return bytes((len(body),)) + body
+
+
+def _signed_num_increasing(v: int) -> bytes:
+    x = ~v if v < 0 else v
+    n = x.bit_length() // 7 + 1
+    raw = bytearray((v & ((1 << 80) - 1)).to_bytes(10, "big")[-n:])
+    h0, h1 = _SIGNED_HEADERS[n - 1]
+    raw[0] ^= h0
+    if n > 1:
+        raw[1] ^= h1
+    return bytes(raw)
+
+
+def encode_tensor_name_slice(name: bytes, sl: Slice) -> bytes:
+    escaped = name.replace(b"\xff", b"\xff\x00").replace(b"\x00", b"\x00\xff")
+    parts = [b"\x00", escaped, b"\x00\x01", _num_increasing(len(sl))]
+    for start, length in sl:
+        if length == -1:
+            start = 0
+        parts.append(_signed_num_increasing(start))
+        parts.append(_signed_num_increasing(length))
+    return b"".join(parts)
+
+
+def slice_region(sl: Slice, shape) -> tuple[slice, ...]:
+    """numpy index of a slice inside the full tensor; an error if out of bounds."""
+    out = []
+    for (start, length), dim in zip(sl, shape):
+        if length == -1:
+            out.append(slice(0, dim))
+            continue
+        if start + length > dim:
+            raise CorruptError(f"slice ({start}, {length}) exceeds dimension {dim}")
+        out.append(slice(start, start + length))
+    return tuple(out)
+
+
+def slice_shape(sl: Slice, shape) -> tuple[int, ...]:
+    return tuple(dim if length == -1 else length for (start, length), dim in zip(sl, shape))
+
+
+def is_full_slice(sl: Slice, shape) -> bool:
+    return all(length == -1 or (start == 0 and length == dim) for (start, length), dim in zip(sl, shape))

@@ -1,0 +1,72 @@
+"""Primitive encodings shared by the table and bundle formats.
+
+LEB128 varints (FORMAT.md notation), little-endian fixed32/fixed64, and the
+masked CRC32C that LevelDB-style tables and tensor bundles store
+(xla/tsl/lib/hash/crc32c.h).
+"""
+
+from __future__ import annotations
+
+import struct
+
+import crc32c as _crc32c
+
+from ..errors import CorruptError
+
+FIXED32 = struct.Struct("<I")
+FIXED64 = struct.Struct("<Q")
+
+MASK_DELTA = 0xA282EAD8
+MAX_VARINT32_BYTES = 5
+MAX_VARINT64_BYTES = 10
+
+
+def crc32c(data, value: int = 0) -> int:
+    """CRC-32C of ``data`` (any buffer), continuing from ``value``."""
+    return _crc32c.crc32c(data, value=value)
+
+
+def mask_crc(crc: int) -> int:
+    """The masked form of a CRC that TF stores on disk."""
+    return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + MASK_DELTA) & 0xFFFFFFFF
+
+
+def unmask_crc(masked: int) -> int:
+    rot = (masked - MASK_DELTA) & 0xFFFFFFFF
+    return ((rot >> 17) | (rot << 15)) & 0xFFFFFFFF
+
+
+def decode_varint(buf, pos: int, limit: int, max_bytes: int = MAX_VARINT64_BYTES, what: str = "varint"):
+    """Decode an unsigned varint at ``buf[pos:]`` not reaching ``limit``.
+
+    Returns ``(value, new_pos)``. Raises :class:`CorruptError` on a varint
+    that runs past ``limit`` or is longer than ``max_bytes``.
+    """
+    if pos < limit:
+        b = buf[pos]
+        if b < 0x80:
+            return b, pos + 1
+    result = 0
+    shift = 0
+    end = min(limit, pos + max_bytes)
+    while pos < end:
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result, pos
+        shift += 7
+    raise CorruptError(f"bad {what} at offset {pos}")
+
+
+def encode_varint(value: int) -> bytes:
+    if value < 0:
+        raise ValueError("varints are unsigned")
+    if value < 0x80:
+        return bytes((value,))
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)

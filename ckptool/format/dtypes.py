@@ -1,0 +1,130 @@
+"""TensorFlow's DataType enum (tensorflow/core/framework/types.proto, TF 2.21).
+
+This is the one table of dtypes in ckptool: the enum value, TensorFlow's
+dtype name (``tf.DType.name``), bytes per element in a V2 data file, and the
+numpy dtype that ``tf.train.load_checkpoint(...).get_tensor`` returns.
+Quantized types come back from TF as one-field structured dtypes, and so
+they do here; bfloat16, float8, int4, int2 and float4 come from ml_dtypes.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import UnsupportedError
+
+#: Element kinds: raw fixed-size elements, or the two variable-length layouts.
+FIXED, STRING, VARIANT, NONE = "fixed", "string", "variant", "none"
+
+
+@dataclass(frozen=True)
+class DType:
+    value: int
+    name: str  # TensorFlow's name, as tf.DType.name: "float32", "bfloat16", ...
+    enum_name: str  # "DT_FLOAT"
+    itemsize: int  # bytes per element on disk; 0 for variable-length kinds
+    kind: str
+    _numpy: str  # how to build the numpy dtype (see _numpy_dtype)
+
+    @property
+    def numpy(self) -> np.dtype:
+        return _numpy_dtype(self._numpy)
+
+    @property
+    def is_fixed(self) -> bool:
+        return self.kind == FIXED
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@functools.lru_cache(maxsize=None)
+def _numpy_dtype(spec: str) -> np.dtype:
+    if spec.startswith("ml:"):
+        import ml_dtypes
+
+        return np.dtype(getattr(ml_dtypes, spec[3:]))
+    if spec.startswith("q:"):  # TF's quantized types: np.dtype([("qint8", np.int8)])
+        name, base = spec[2:].split(",")
+        return np.dtype([(name, base)])
+    return np.dtype(spec)
+
+
+_TABLE = [
+    # value, name, enum name, itemsize, kind, numpy
+    (1, "float32", "DT_FLOAT", 4, FIXED, "<f4"),
+    (2, "float64", "DT_DOUBLE", 8, FIXED, "<f8"),
+    (3, "int32", "DT_INT32", 4, FIXED, "<i4"),
+    (4, "uint8", "DT_UINT8", 1, FIXED, "u1"),
+    (5, "int16", "DT_INT16", 2, FIXED, "<i2"),
+    (6, "int8", "DT_INT8", 1, FIXED, "i1"),
+    (7, "string", "DT_STRING", 0, STRING, "O"),
+    (8, "complex64", "DT_COMPLEX64", 8, FIXED, "<c8"),
+    (9, "int64", "DT_INT64", 8, FIXED, "<i8"),
+    (10, "bool", "DT_BOOL", 1, FIXED, "?"),
+    (11, "qint8", "DT_QINT8", 1, FIXED, "q:qint8,i1"),
+    (12, "quint8", "DT_QUINT8", 1, FIXED, "q:quint8,u1"),
+    (13, "qint32", "DT_QINT32", 4, FIXED, "q:qint32,<i4"),
+    (14, "bfloat16", "DT_BFLOAT16", 2, FIXED, "ml:bfloat16"),
+    (15, "qint16", "DT_QINT16", 2, FIXED, "q:qint16,<i2"),
+    (16, "quint16", "DT_QUINT16", 2, FIXED, "q:quint16,<u2"),
+    (17, "uint16", "DT_UINT16", 2, FIXED, "<u2"),
+    (18, "complex128", "DT_COMPLEX128", 16, FIXED, "<c16"),
+    (19, "float16", "DT_HALF", 2, FIXED, "<f2"),
+    (20, "resource", "DT_RESOURCE", 0, NONE, "O"),
+    (21, "variant", "DT_VARIANT", 0, VARIANT, "O"),
+    (22, "uint32", "DT_UINT32", 4, FIXED, "<u4"),
+    (23, "uint64", "DT_UINT64", 8, FIXED, "<u8"),
+    (24, "float8_e5m2", "DT_FLOAT8_E5M2", 1, FIXED, "ml:float8_e5m2"),
+    (25, "float8_e4m3fn", "DT_FLOAT8_E4M3FN", 1, FIXED, "ml:float8_e4m3fn"),
+    (26, "float8_e4m3fnuz", "DT_FLOAT8_E4M3FNUZ", 1, FIXED, "ml:float8_e4m3fnuz"),
+    (27, "float8_e4m3b11fnuz", "DT_FLOAT8_E4M3B11FNUZ", 1, FIXED, "ml:float8_e4m3b11fnuz"),
+    (28, "float8_e5m2fnuz", "DT_FLOAT8_E5M2FNUZ", 1, FIXED, "ml:float8_e5m2fnuz"),
+    (29, "int4", "DT_INT4", 1, FIXED, "ml:int4"),
+    (30, "uint4", "DT_UINT4", 1, FIXED, "ml:uint4"),
+    (31, "int2", "DT_INT2", 1, FIXED, "ml:int2"),
+    (32, "uint2", "DT_UINT2", 1, FIXED, "ml:uint2"),
+    (33, "float4_e2m1fn", "DT_FLOAT4_E2M1FN", 1, FIXED, "ml:float4_e2m1fn"),
+]
+
+BY_VALUE: dict[int, DType] = {row[0]: DType(*row) for row in _TABLE}
+BY_NAME: dict[str, DType] = {d.name: d for d in BY_VALUE.values()}
+BY_NAME["half"] = BY_VALUE[19]
+BY_NAME["float"] = BY_VALUE[1]
+BY_NAME["double"] = BY_VALUE[2]
+
+STRING_DTYPE = BY_VALUE[7]
+INT64 = BY_VALUE[9]
+
+
+def from_value(value: int, where: str = "") -> DType:
+    """The DType for an enum value from a file; unknown values are an error."""
+    dt = BY_VALUE.get(value)
+    if dt is None:
+        suffix = f" in {where}" if where else ""
+        if 101 <= value <= 133:
+            raise UnsupportedError(f"reference dtype {value} (graph-only) cannot be stored{suffix}")
+        raise UnsupportedError(f"unknown dtype {value}{suffix} (not defined by TensorFlow 2.21)")
+    return dt
+
+
+def from_name(name: str) -> DType:
+    dt = BY_NAME.get(name.lower())
+    if dt is None:
+        raise UnsupportedError(f"unknown dtype name {name!r}")
+    return dt
+
+
+def from_numpy(dtype: np.dtype) -> DType:
+    """The TF dtype that holds a numpy dtype exactly; an error when none does."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "OSU":
+        return STRING_DTYPE
+    native = dtype.newbyteorder("<") if dtype.byteorder == ">" else dtype
+    for dt in BY_VALUE.values():
+        if dt.kind == FIXED and _numpy_dtype(dt._numpy) == native:
+            return dt
+    raise UnsupportedError(f"numpy dtype {dtype} has no TensorFlow equivalent")

@@ -1,0 +1,314 @@
+"""The LevelDB-style sorted table TensorFlow uses for ``.index`` and V1 files.
+
+Layout (FORMAT.md §2, tsl/lib/io/{format,block,block_builder,table_builder}.cc)::
+
+    [data block][trailer] ... [metaindex block][trailer] [index block][trailer] [footer]
+
+Every block ends with a 5-byte trailer: a compression type byte (0 none,
+1 raw Snappy) and the masked CRC32C of the block contents plus that byte.
+The 48-byte footer holds two block handles (varint64 offset and size),
+zero padding, and the magic number.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from ..errors import ChecksumError, CorruptError, UnsupportedError
+from .coding import (
+    FIXED32,
+    MAX_VARINT32_BYTES,
+    crc32c,
+    decode_varint,
+    encode_varint,
+    mask_crc,
+    unmask_crc,
+)
+
+MAGIC = 0xDB4775248B80FB57
+FOOTER_SIZE = 48
+#: The footer's magic, two fixed32 halves at bytes 40..47.
+FOOTER_MAGIC = struct.Struct("<Q")
+FOOTER_HANDLES_SIZE = 40  # two handles of at most 20 bytes, zero padded
+#: Block trailer: compression type, masked CRC32C of contents + type byte.
+TRAILER = struct.Struct("<BI")
+NO_COMPRESSION = 0
+SNAPPY_COMPRESSION = 1
+
+BLOCK_SIZE = 262144
+RESTART_INTERVAL = 16
+INDEX_RESTART_INTERVAL = 1
+#: Raw Snappy cannot expand beyond this ratio (a 3-byte copy yields 64 bytes).
+SNAPPY_MAX_RATIO = 22
+
+
+@dataclass(frozen=True)
+class BlockHandle:
+    offset: int
+    size: int  # excludes the trailer
+
+    def encode(self) -> bytes:
+        return encode_varint(self.offset) + encode_varint(self.size)
+
+    @classmethod
+    def decode(cls, buf, pos: int, limit: int, what: str) -> tuple["BlockHandle", int]:
+        offset, pos = decode_varint(buf, pos, limit, what=f"{what} block handle")
+        size, pos = decode_varint(buf, pos, limit, what=f"{what} block handle")
+        return cls(offset, size), pos
+
+
+def read_footer(buf, name: str) -> tuple[BlockHandle, BlockHandle]:
+    """Parse the footer at the end of ``buf``: (metaindex, index) handles."""
+    n = len(buf)
+    if n < FOOTER_SIZE:
+        raise CorruptError(f"{name}: file is too short to be an sstable ({n} bytes)")
+    start = n - FOOTER_SIZE
+    (magic,) = FOOTER_MAGIC.unpack_from(buf, start + FOOTER_HANDLES_SIZE)
+    if magic != MAGIC:
+        raise CorruptError(f"{name}: not an sstable (bad magic number)")
+    limit = start + FOOTER_HANDLES_SIZE
+    meta, pos = BlockHandle.decode(buf, start, limit, f"{name}: footer metaindex")
+    index, _ = BlockHandle.decode(buf, pos, limit, f"{name}: footer index")
+    return meta, index
+
+
+def write_footer(metaindex: BlockHandle, index: BlockHandle) -> bytes:
+    handles = metaindex.encode() + index.encode()
+    return handles.ljust(FOOTER_HANDLES_SIZE, b"\0") + FOOTER_MAGIC.pack(MAGIC)
+
+
+def read_block(buf, handle: BlockHandle, name: str, file_size: int | None = None):
+    """The verified, decompressed contents of the block at ``handle``."""
+    size = len(buf) if file_size is None else file_size
+    end = handle.offset + handle.size
+    if end + TRAILER.size > size:
+        raise CorruptError(
+            f"{name}: truncated block read (block at offset {handle.offset}, "
+            f"{handle.size} bytes, file is {size} bytes)"
+        )
+    contents = memoryview(buf)[handle.offset:end]
+    ctype, stored = TRAILER.unpack_from(buf, end)
+    actual = crc32c(bytes((ctype,)), crc32c(contents))
+    if unmask_crc(stored) != actual:
+        raise ChecksumError(f"{name}: block checksum mismatch in block at offset {handle.offset}")
+    if ctype == NO_COMPRESSION:
+        return contents
+    if ctype == SNAPPY_COMPRESSION:
+        return _snappy_decompress(contents, name, handle.offset)
+    raise CorruptError(f"{name}: bad block type {ctype} in block at offset {handle.offset}")
+
+
+def _snappy_decompress(contents, name: str, offset: int) -> bytes:
+    length, _ = decode_varint(contents, 0, len(contents), what=f"{name}: snappy length")
+    if length > SNAPPY_MAX_RATIO * len(contents) + 32:
+        raise CorruptError(
+            f"{name}: corrupted compressed block contents at offset {offset} "
+            f"(claims {length} bytes from {len(contents)})"
+        )
+    try:
+        import cramjam
+    except ImportError:
+        raise UnsupportedError(
+            f"{name}: block at offset {offset} is Snappy-compressed; "
+            "install the snappy extra (pip install 'ckptool[snappy]')"
+        ) from None
+    try:
+        out = bytes(cramjam.snappy.decompress_raw(bytes(contents)))
+    except Exception as exc:  # cramjam raises its own DecompressionError
+        raise CorruptError(
+            f"{name}: corrupted compressed block contents at offset {offset}: {exc}"
+        ) from None
+    if len(out) != length:
+        raise CorruptError(f"{name}: corrupted compressed block contents at offset {offset}")
+    return out
+
+
+def iter_block(block, name: str, offset: int = 0) -> Iterator[tuple[bytes, memoryview]]:
+    """Yield ``(key, value)`` for every entry of a decompressed block.
+
+    Keys are rebuilt from their shared prefixes; values are views into the
+    block. Keys must be strictly increasing.
+    """
+    block = memoryview(block)
+    n = len(block)
+    if n < 4:
+        raise CorruptError(f"{name}: bad block contents at offset {offset} (too short)")
+    (num_restarts,) = FIXED32.unpack_from(block, n - 4)
+    if num_restarts > (n - 4) // 4:
+        raise CorruptError(f"{name}: bad block contents at offset {offset} ({num_restarts} restarts)")
+    limit = n - 4 - 4 * num_restarts
+    if num_restarts == 0:
+        if limit:
+            raise CorruptError(f"{name}: bad block contents at offset {offset} (no restarts)")
+        return
+    pos = 0
+    key = b""
+    where = f"{name}: bad entry in block at offset {offset}"
+    while pos < limit:
+        # Fast path: three one-byte varints is by far the common case.
+        if (pos + 3 <= limit and (shared := block[pos]) < 0x80
+                and (non_shared := block[pos + 1]) < 0x80 and (value_len := block[pos + 2]) < 0x80):
+            pos += 3
+        else:
+            shared, pos = decode_varint(block, pos, limit, MAX_VARINT32_BYTES, where)
+            non_shared, pos = decode_varint(block, pos, limit, MAX_VARINT32_BYTES, where)
+            value_len, pos = decode_varint(block, pos, limit, MAX_VARINT32_BYTES, where)
+        end_key = pos + non_shared
+        end_value = end_key + value_len
+        if shared > len(key) or end_value > limit:
+            raise CorruptError(f"{where} (entry at byte {pos})")
+        key = key[:shared] + bytes(block[pos:end_key])
+        yield key, block[end_key:end_value]
+        pos = end_value
+
+
+class TableReader:
+    """Reads a whole table held in a buffer (bytes, bytearray or mmap)."""
+
+    def __init__(self, buf, name: str):
+        self.buf = buf
+        self.name = name
+        self.size = len(buf)
+        _, index_handle = read_footer(buf, name)
+        self._index = read_block(buf, index_handle, name)
+
+    def block_handles(self) -> Iterator[BlockHandle]:
+        for _, value in iter_block(self._index, self.name, -1):
+            handle, end = BlockHandle.decode(value, 0, len(value), f"{self.name}: index entry")
+            yield handle
+
+    def read_block(self, handle: BlockHandle):
+        return read_block(self.buf, handle, self.name)
+
+    def __iter__(self) -> Iterator[tuple[bytes, memoryview]]:
+        last = None
+        for handle in self.block_handles():
+            for key, value in iter_block(self.read_block(handle), self.name, handle.offset):
+                if last is not None and key <= last:
+                    raise CorruptError(f"{self.name}: keys out of order at block offset {handle.offset}")
+                last = key
+                yield key, value
+
+
+# ---------------------------------------------------------------------------
+# Writing: byte-identical to TF's TableBuilder with compression off.
+
+
+def _shortest_separator(start: bytes, limit: bytes) -> bytes:
+    n = min(len(start), len(limit))
+    i = 0
+    while i < n and start[i] == limit[i]:
+        i += 1
+    if i >= n:
+        return start
+    b = start[i]
+    if b < 0xFF and b + 1 < limit[i]:
+        return start[:i] + bytes((b + 1,))
+    return start
+
+
+def _short_successor(key: bytes) -> bytes:
+    for i, b in enumerate(key):
+        if b != 0xFF:
+            return key[:i] + bytes((b + 1,))
+    return key
+
+
+class _BlockBuilder:
+    def __init__(self, restart_interval: int):
+        self.interval = restart_interval
+        self.reset()
+
+    def reset(self) -> None:
+        self.parts: list[bytes] = []
+        self.nbytes = 0
+        self.restarts = [0]
+        self.counter = 0
+        self.last_key = b""
+
+    @property
+    def empty(self) -> bool:
+        return not self.parts
+
+    def size_estimate(self) -> int:
+        return self.nbytes + 4 * len(self.restarts) + 4
+
+    def add(self, key: bytes, value: bytes) -> None:
+        shared = 0
+        if self.counter < self.interval:
+            last = self.last_key
+            n = min(len(last), len(key))
+            while shared < n and last[shared] == key[shared]:
+                shared += 1
+        else:
+            self.restarts.append(self.nbytes)
+            self.counter = 0
+        head = encode_varint(shared) + encode_varint(len(key) - shared) + encode_varint(len(value))
+        self.parts.append(head)
+        self.parts.append(key[shared:])
+        self.parts.append(value)
+        self.nbytes += len(head) + len(key) - shared + len(value)
+        self.last_key = key
+        self.counter += 1
+
+    def finish(self) -> bytes:
+        tail = b"".join(FIXED32.pack(r) for r in self.restarts) + FIXED32.pack(len(self.restarts))
+        return b"".join(self.parts) + tail
+
+
+class TableBuilder:
+    """Builds a table into ``out`` (a binary file object) entry by entry.
+
+    Keys must be added in strictly increasing bytewise order.
+    """
+
+    def __init__(self, out, block_size: int = BLOCK_SIZE):
+        self.out = out
+        self.offset = 0
+        self.block_size = block_size
+        self.data = _BlockBuilder(RESTART_INTERVAL)
+        self.index = _BlockBuilder(INDEX_RESTART_INTERVAL)
+        self.pending: BlockHandle | None = None
+        self.last_key: bytes | None = None
+
+    def add(self, key: bytes, value: bytes) -> None:
+        if self.last_key is not None and key <= self.last_key:
+            raise ValueError(f"table keys must be strictly increasing: {key!r} after {self.last_key!r}")
+        if self.last_key is not None and len(key) + len(value) >= 2 * self.block_size:
+            self._flush()
+        if self.pending is not None:
+            self.index.add(_shortest_separator(self.last_key, key), self.pending.encode())
+            self.pending = None
+        self.data.add(key, value)
+        self.last_key = key
+        if self.data.size_estimate() >= self.block_size:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self.data.empty:
+            return
+        self.pending = self._write_block(self.data.finish())
+        self.data.reset()
+
+    def _write_block(self, contents: bytes) -> BlockHandle:
+        handle = BlockHandle(self.offset, len(contents))
+        crc = mask_crc(crc32c(bytes((NO_COMPRESSION,)), crc32c(contents)))
+        self.out.write(contents)
+        self.out.write(TRAILER.pack(NO_COMPRESSION, crc))
+        self.offset += len(contents) + TRAILER.size
+        return handle
+
+    def finish(self) -> int:
+        """Write the remaining blocks and the footer; return the file size."""
+        self._flush()
+        metaindex = self._write_block(_BlockBuilder(RESTART_INTERVAL).finish())
+        if self.pending is not None:
+            self.index.add(_short_successor(self.last_key), self.pending.encode())
+            self.pending = None
+        index = self._write_block(self.index.finish())
+        footer = write_footer(metaindex, index)
+        self.out.write(footer)
+        self.offset += len(footer)
+        return self.offset

@@ -1,0 +1,117 @@
+"""Legacy V1 checkpoints (TensorSliceWriter): one table per shard (FORMAT.md §9).
+
+Key ``""`` holds a SavedTensorSlices with only ``meta`` set; every other key
+(EncodeTensorNameSlice of a name and a slice) holds a SavedTensorSlices whose
+``data`` is a SavedSlice: a name, a slice and a TensorProto with only the
+typed repeated field of its dtype set.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from google.protobuf.message import DecodeError
+
+from ..errors import CorruptError, UnsupportedError
+from . import dtypes
+from .bundle import Slice, shape_from_proto, slice_from_proto
+from .protos.tensor_bundle_pb2 import SavedTensorSlices, TensorProto
+
+V1_PRODUCER = 1  # TF_CHECKPOINT_VERSION
+V1_CONSUMER = 1
+
+#: dtype name -> (TensorProto field, numpy dtype of that field's elements)
+_FIELDS = {
+    "float32": ("float_val", "<f4"),
+    "float64": ("double_val", "<f8"),
+    "int32": ("int_val", "<i4"),
+    "int16": ("int_val", "<i4"),
+    "int8": ("int_val", "<i4"),
+    "uint8": ("int_val", "<i4"),
+    "uint16": ("int_val", "<i4"),
+    "qint8": ("int_val", "<i4"),
+    "quint8": ("int_val", "<i4"),
+    "qint16": ("int_val", "<i4"),
+    "quint16": ("int_val", "<i4"),
+    "qint32": ("int_val", "<i4"),
+    "string": ("string_val", None),
+    "complex64": ("scomplex_val", "<f4"),
+    "int64": ("int64_val", "<i8"),
+    "bool": ("bool_val", "?"),
+    "complex128": ("dcomplex_val", "<f8"),
+    "float16": ("half_val", "<i4"),
+    "uint32": ("uint32_val", "<u4"),
+    "uint64": ("uint64_val", "<u8"),
+}
+
+
+@dataclass(frozen=True)
+class SliceMeta:
+    name: str
+    dtype: dtypes.DType
+    shape: tuple[int, ...]
+    slices: tuple[Slice, ...]
+
+
+def _parse(value, where: str) -> SavedTensorSlices:
+    try:
+        return SavedTensorSlices.FromString(bytes(value))
+    except DecodeError:
+        raise CorruptError(f"{where}: unparsable SavedTensorSlices") from None
+
+
+def parse_meta(value, where: str) -> list[SliceMeta]:
+    """The tensors a V1 file declares (its ``""`` entry)."""
+    proto = _parse(value, where)
+    if not proto.HasField("meta"):
+        raise CorruptError(f"{where}: failed to find the saved tensor slices at the beginning of the file")
+    versions = proto.meta.versions
+    if versions.min_consumer > V1_CONSUMER:
+        raise UnsupportedError(f"{where}: V1 checkpoint needs consumer version {versions.min_consumer}")
+    out = []
+    for t in proto.meta.tensor:
+        what = f"{where}: tensor {t.name!r}"
+        dt = dtypes.from_value(t.type, what)
+        shape = shape_from_proto(t.shape, what)
+        out.append(SliceMeta(t.name, dt, shape, tuple(slice_from_proto(s, len(shape), what) for s in t.slice)))
+    return out
+
+
+def parse_slice(value, where: str):
+    """(name, slice proto, TensorProto) of a V1 data entry."""
+    proto = _parse(value, where)
+    if not proto.HasField("data"):
+        raise CorruptError(f"{where}: entry holds no tensor data")
+    return proto.data.name, proto.data.slice, proto.data.data
+
+
+def decode_tensor_proto(tp: TensorProto, dtype: dtypes.DType, shape, where: str) -> np.ndarray:
+    numel = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    if tp.tensor_content:
+        if not dtype.is_fixed:
+            raise CorruptError(f"{where}: tensor_content set for dtype {dtype.name}")
+        if len(tp.tensor_content) != numel * dtype.itemsize:
+            raise CorruptError(f"{where}: tensor_content holds {len(tp.tensor_content)} bytes, expected "
+                               f"{numel * dtype.itemsize}")
+        return np.frombuffer(tp.tensor_content, dtype=dtype.numpy).copy().reshape(shape)
+    spec = _FIELDS.get(dtype.name)
+    if spec is None:
+        raise UnsupportedError(f"{where}: dtype {dtype.name} cannot be stored in a V1 checkpoint")
+    field, elem = spec
+    values = getattr(tp, field)
+    count = numel * (2 if dtype.name.startswith("complex") else 1)
+    if len(values) != count:
+        raise CorruptError(f"{where}: holds {len(values)} values, its slice needs {count}")
+    if field == "string_val":
+        out = np.empty(numel, dtype=object)
+        for i, v in enumerate(values):
+            out[i] = bytes(v)
+        return out.reshape(shape)
+    raw = np.array(values, dtype=elem)
+    if dtype.name == "float16":
+        return raw.astype(np.uint16).view(np.float16).reshape(shape)
+    if dtype.name.startswith("complex"):
+        return raw.view(dtype.numpy).reshape(shape)
+    return raw.astype(dtype.numpy.fields[dtype.name][0] if dtype.numpy.fields else dtype.numpy) \
+        .view(dtype.numpy).reshape(shape)

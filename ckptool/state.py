@@ -1,0 +1,105 @@
+"""The ``checkpoint`` state file: a CheckpointState in protobuf text format.
+
+FORMAT.md §5 (python/checkpoint/checkpoint_management.py). Parsing and
+printing go through protobuf's ``text_format``; writes are atomic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from google.protobuf import text_format
+
+from .errors import CorruptError
+from .format.protos.tensor_bundle_pb2 import CheckpointState as _StateProto
+from .storage import LOCAL
+
+STATE_FILENAME = "checkpoint"
+
+
+@dataclass
+class CheckpointState:
+    """The state file's fields, paths exactly as written (relative or absolute)."""
+
+    model_checkpoint_path: str
+    all_model_checkpoint_paths: list[str] = field(default_factory=list)
+    all_model_checkpoint_timestamps: list[float] = field(default_factory=list)
+    last_preserved_timestamp: float = 0.0
+
+    def to_text(self) -> str:
+        proto = _StateProto(
+            model_checkpoint_path=self.model_checkpoint_path,
+            all_model_checkpoint_paths=self.all_model_checkpoint_paths,
+            all_model_checkpoint_timestamps=self.all_model_checkpoint_timestamps,
+            last_preserved_timestamp=self.last_preserved_timestamp,
+        )
+        return text_format.MessageToString(proto)
+
+    @classmethod
+    def from_text(cls, text: str, where: str) -> "CheckpointState":
+        proto = _StateProto()
+        try:
+            text_format.Parse(text, proto)
+        except text_format.ParseError as exc:
+            raise CorruptError(f"{where}: not a valid checkpoint state file: {exc}") from None
+        return cls(
+            proto.model_checkpoint_path,
+            list(proto.all_model_checkpoint_paths),
+            list(proto.all_model_checkpoint_timestamps),
+            proto.last_preserved_timestamp,
+        )
+
+
+def state_path(directory: str, storage=LOCAL, filename: str = STATE_FILENAME) -> str:
+    return storage.join(directory, filename) if directory else filename
+
+
+def read_state(directory: str, storage=LOCAL, filename: str = STATE_FILENAME) -> CheckpointState | None:
+    """The state in ``directory``, or None when there is no state file.
+
+    A file that does not parse, or names no checkpoint, is a CorruptError
+    (TensorFlow logs and ignores the first and raises on the second).
+    """
+    path = state_path(directory, storage, filename)
+    if not storage.isfile(path):
+        return None
+    raw = storage.read_bytes(path)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise CorruptError(f"{path}: not a valid checkpoint state file (not UTF-8 text)") from None
+    state = CheckpointState.from_text(text, path)
+    if not state.model_checkpoint_path:
+        raise CorruptError(f"{path}: invalid checkpoint state (empty model_checkpoint_path)")
+    return state
+
+
+def write_state(directory: str, state: CheckpointState, storage=LOCAL,
+                filename: str = STATE_FILENAME) -> None:
+    """Write the state file atomically (temp file, then rename over it)."""
+    if state.all_model_checkpoint_timestamps and len(state.all_model_checkpoint_timestamps) != len(
+            state.all_model_checkpoint_paths):
+        raise ValueError("timestamps and paths differ in number")
+    storage.write_bytes_atomic(state_path(directory, storage, filename), state.to_text().encode("utf-8"))
+
+
+def resolve(directory: str, path: str, storage=LOCAL) -> str:
+    """A state-file path as TF resolves it: relative paths join the directory."""
+    if storage.isabs(path) or "://" in path:
+        return path
+    return storage.join(directory, path) if directory else path
+
+
+def relative_to(directory: str, path: str, storage=LOCAL) -> str:
+    """``path`` relative to ``directory`` where it lies inside it (TF's relpath)."""
+    import os
+
+    if "://" in path or storage is not LOCAL:
+        prefix = directory.rstrip("/") + "/"
+        return path[len(prefix):] if path.startswith(prefix) else path
+    if not os.path.isabs(path):
+        return path
+    return os.path.relpath(path, os.path.abspath(directory or "."))
+
+
+__all__ = ["CheckpointState", "read_state", "write_state", "resolve", "relative_to", "STATE_FILENAME"]

@@ -1,0 +1,191 @@
+"""Where checkpoint files live: the local file system (and, through fsspec, object stores).
+
+The library reaches files only through a :class:`Storage`, so the same code
+reads a local directory and an ``s3://`` bucket. Local paths use the OS
+directly (positioned reads, atomic renames); other URLs go to fsspec.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import uuid
+
+from .errors import CkptError, MissingError
+
+
+class RangeReader:
+    """Positioned reads from one file, kept open."""
+
+    def __init__(self, path: str):
+        self.path = path
+        try:
+            self._fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        except FileNotFoundError:
+            raise MissingError(f"{path}: no such file") from None
+        except IsADirectoryError:
+            raise MissingError(f"{path}: is a directory, not a data file") from None
+        except OSError as exc:
+            raise CkptError(f"{path}: cannot open: {exc.strerror}") from None
+        self.size = os.fstat(self._fd).st_size
+
+    def readinto(self, offset: int, buf) -> None:
+        """Fill ``buf`` (a writable buffer) from ``offset``; short files are an error."""
+        view = memoryview(buf).cast("B")
+        want = len(view)
+        done = 0
+        while done < want:
+            n = os.preadv(self._fd, [view[done:]], offset + done)
+            if n <= 0:
+                raise_truncated(self.path, offset, want, done)
+            done += n
+
+    def read(self, offset: int, size: int) -> bytearray:
+        buf = bytearray(size)
+        self.readinto(offset, buf)
+        return buf
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+def raise_truncated(path: str, offset: int, want: int, got: int):
+    from .errors import CorruptError
+
+    raise CorruptError(
+        f"{path}: truncated: read {got} of {want} bytes at offset {offset} (file too short)"
+    )
+
+
+class LocalStorage:
+    """The local file system."""
+
+    sep = os.sep
+    atomic_rename = True
+
+    def join(self, *parts: str) -> str:
+        return os.path.join(*parts)
+
+    def dirname(self, path: str) -> str:
+        return os.path.dirname(path)
+
+    def basename(self, path: str) -> str:
+        return os.path.basename(path)
+
+    def isabs(self, path: str) -> bool:
+        return os.path.isabs(path)
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)
+
+    def isfile(self, path: str) -> bool:
+        return os.path.isfile(path)
+
+    def isdir(self, path: str) -> bool:
+        return os.path.isdir(path)
+
+    def listdir(self, path: str) -> list[str]:
+        try:
+            return sorted(os.listdir(path))
+        except FileNotFoundError:
+            raise MissingError(f"{path}: no such directory") from None
+        except OSError as exc:
+            raise CkptError(f"{path}: cannot list: {exc.strerror}") from None
+
+    def glob(self, directory: str, pattern: str) -> list[str]:
+        """Names in ``directory`` matching a glob ``pattern`` (no recursion)."""
+        try:
+            names = os.listdir(directory or ".")
+        except OSError:
+            return []
+        return sorted(n for n in names if fnmatch.fnmatchcase(n, pattern))
+
+    def size(self, path: str) -> int:
+        return os.stat(path).st_size
+
+    def mtime(self, path: str) -> float:
+        return os.stat(path).st_mtime_ns / 1e9
+
+    def read_bytes(self, path: str) -> bytes:
+        try:
+            with open(path, "rb") as f:
+                return f.read()
+        except FileNotFoundError:
+            raise MissingError(f"{path}: no such file") from None
+        except IsADirectoryError:
+            raise MissingError(f"{path}: is a directory") from None
+        except OSError as exc:
+            raise CkptError(f"{path}: cannot read: {exc.strerror}") from None
+
+    def open_reader(self, path: str) -> RangeReader:
+        return RangeReader(path)
+
+    def makedirs(self, path: str) -> None:
+        if path:
+            os.makedirs(path, exist_ok=True)
+
+    def temp_name(self, path: str) -> str:
+        """A fresh temporary name beside ``path``, as TF's ``.tempstate<N>``."""
+        return f"{path}.tempstate{uuid.uuid4().int & ((1 << 64) - 1)}"
+
+    def open_write(self, path: str):
+        return open(path, "xb")
+
+    def fsync_file(self, f) -> None:
+        f.flush()
+        os.fsync(f.fileno())
+
+    def rename(self, src: str, dst: str) -> None:
+        os.replace(src, dst)
+
+    def fsync_dir(self, path: str) -> None:
+        try:
+            fd = os.open(path or ".", os.O_RDONLY)
+        except OSError:
+            return
+        try:
+            os.fsync(fd)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+    def remove(self, path: str) -> None:
+        os.remove(path)
+
+    def write_bytes_atomic(self, path: str, data: bytes) -> None:
+        """Replace ``path`` with ``data`` atomically (temp file, fsync, rename)."""
+        tmp = f"{path}.tmp{uuid.uuid4().hex}"
+        try:
+            with open(tmp, "xb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.remove(tmp)
+            except OSError:
+                pass
+            raise
+        self.fsync_dir(os.path.dirname(path))
+
+
+LOCAL = LocalStorage()
+
+
+def is_url(path: str) -> bool:
+    return "://" in path and not path.startswith("file://")
+
+
+def storage_for(path: str):
+    """The storage that serves ``path``, and the path as that storage names it."""
+    if path.startswith("file://"):
+        return LOCAL, path[len("file://"):]
+    if is_url(path):
+        from . import remote  # fsspec-backed; an optional extra
+
+        return remote.storage_for_url(path), path
+    return LOCAL, path
