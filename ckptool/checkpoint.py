@@ -9,12 +9,13 @@ to ``tf.train.load_checkpoint(p).get_tensor(name)``.
 from __future__ import annotations
 
 import threading
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import CkptError, CorruptError, MissingError, TensorNotFoundError
+from .errors import CkptError, CkptWarning, CorruptError, MissingError, TensorNotFoundError
 from .format import bundle, dtypes
 from .format.bundle import Entry
 from .format.table import TableReader
@@ -152,6 +153,7 @@ class BundleCheckpoint(Checkpoint):
             self._raw[key] = value
         self._entries: dict[bytes, Entry] = {}
         self._variables: list[Variable] | None = None
+        self._slice_keys: set[bytes] | None = None
         self._readers: dict[int, object] = {}
         self._lock = threading.Lock()
 
@@ -176,12 +178,14 @@ class BundleCheckpoint(Checkpoint):
         return bytes(self._raw[key])
 
     def slice_keys(self) -> set[bytes]:
-        out = set()
-        for key in self._raw:
-            e = self.entry(key)
-            for sl in e.slices:
-                out.add(bundle.encode_tensor_name_slice(key, sl))
-        return out
+        """Keys of the slice entries that partitioned tensors refer to (hidden from listings)."""
+        if self._slice_keys is None:
+            out = set()
+            for key in self._raw:
+                for sl in self.entry(key).slices:
+                    out.add(bundle.encode_tensor_name_slice(key, sl))
+            self._slice_keys = out
+        return self._slice_keys
 
     def variables(self) -> list[Variable]:
         if self._variables is None:
@@ -249,15 +253,27 @@ class BundleCheckpoint(Checkpoint):
                     try:
                         r = self.storage.open_reader(path)
                     except MissingError:
-                        raise MissingError(
-                            f"{path}: data shard {shard_id} of {self.header.num_shards} is missing "
-                            f"(needed for {_name(key)!r})"
-                        ) from None
+                        r = self._misnumbered_shard(shard_id)
+                        if r is None:
+                            raise MissingError(
+                                f"{path}: data shard {shard_id} of {self.header.num_shards} is missing "
+                                f"(needed for {_name(key)!r})"
+                            ) from None
                     self._readers[shard_id] = r
         return r
 
-    def _where(self, e: Entry) -> str:
-        return self.shard_path(e.shard_id)
+    def _misnumbered_shard(self, shard_id: int):
+        """MergeV2Checkpoints can sum num_shards over header-only inputs (FORMAT.md §1.3);
+        the file then says "-of-" a smaller count. Use it when it is the only candidate."""
+        d, base = self.storage.dirname(self.prefix), self.storage.basename(self.prefix)
+        names = self.storage.glob(d, f"{base}.data-{shard_id:05d}-of-*")
+        names = [n for n in names if bundle.DATA_RE.match(n)]
+        if len(names) != 1:
+            return None
+        path = self.storage.join(d, names[0]) if d else names[0]
+        warnings.warn(f"{self.index_path}: header says {self.header.num_shards} shards; "
+                      f"reading shard {shard_id} from {path}", CkptWarning, stacklevel=4)
+        return self.storage.open_reader(path)
 
     def _check_bounds(self, e: Entry, reader) -> None:
         if e.offset + e.size > reader.size:
