@@ -1,0 +1,433 @@
+"""Writing V2 checkpoints TensorFlow restores: :func:`write` and :class:`BundleWriter`.
+
+FORMAT.md §1-4. Tensor bytes are appended to the data shard(s) in the order
+they are added (as ``SaveV2`` appends its inputs); the ``.index`` table holds
+the header under ``""`` and one BundleEntryProto per key, sorted bytewise.
+For the same tensors in the same order the files are byte-identical to
+``tf.raw_ops.SaveV2``'s.
+
+Write protocol (as TF's BundleWriter): every file is written under a
+temporary name (``storage.temp_name``), fsynced and renamed into place, the
+data shards first and the index last, so that once ``PREFIX.index`` exists
+the checkpoint is complete. On any error the temporary files are removed and
+nothing is left behind. Memory is bounded by the largest tensor: data is
+streamed to the shard file as each tensor is added.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import CkptError, RefusedError, UnsupportedError
+from .format import bundle, dtypes
+from .format.bundle import Entry
+from .format.coding import crc32c, mask_crc
+from .format.table import TableBuilder
+from .objgraph import OBJECT_GRAPH_KEY, ObjectGraph, is_object_key
+from .storage import storage_for
+
+#: Bytes per write() call when copying from chunked sources.
+_CHUNK = 8 << 20
+
+
+@dataclass
+class WriteResult:
+    """What a write produced."""
+
+    prefix: str
+    files: list[str]  # data shards, then the index
+    variables: int  # entries written, slice entries excluded, the object graph included
+    nbytes: int  # tensor bytes in the data shards
+    object_graph: bool = False  # a synthesized object graph was added
+    keys: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"prefix": self.prefix, "files": list(self.files), "variables": self.variables,
+                "bytes": self.nbytes}
+
+
+def _key_bytes(name) -> bytes:
+    if isinstance(name, bytes):
+        key = name
+    elif isinstance(name, str):
+        key = name.encode("utf-8", "surrogateescape")
+    else:
+        raise CkptError(f"tensor names must be str or bytes, not {type(name).__name__} ({name!r})")
+    if not key:
+        raise CkptError("the empty string cannot name a tensor (it is the bundle header's key)")
+    return key
+
+
+def _shown(key: bytes) -> str:
+    return key.decode("utf-8", "backslashreplace")
+
+
+def _as_dtype(dtype) -> dtypes.DType:
+    if isinstance(dtype, dtypes.DType):
+        return dtype
+    if isinstance(dtype, str):
+        return dtypes.from_name(dtype)
+    if isinstance(dtype, int):
+        return dtypes.from_value(dtype)
+    return dtypes.from_numpy(dtype)
+
+
+def _is_string_value(value) -> bool:
+    return isinstance(value, (bytes, bytearray, memoryview, str))
+
+
+def _to_bytes(elem, key: bytes) -> bytes:
+    if isinstance(elem, bytes):
+        return elem
+    if isinstance(elem, str):
+        return elem.encode("utf-8")
+    if isinstance(elem, (bytearray, memoryview, np.bytes_)):
+        return bytes(elem)
+    if isinstance(elem, np.str_):
+        return str(elem).encode("utf-8")
+    raise UnsupportedError(
+        f"string tensor {_shown(key)!r} holds a {type(elem).__name__}; only bytes and str can be stored"
+    )
+
+
+def encode_tensor(key: bytes, value) -> tuple[dtypes.DType, tuple[int, ...], object, int]:
+    """(dtype, shape, buffer, unmasked crc) of a value as a V2 data file stores it.
+
+    The buffer of a fixed-size array is a view of the array's own memory (no copy
+    when it is C-contiguous and little-endian).
+    """
+    if _is_string_value(value):
+        data, crc = bundle.encode_string([_to_bytes(value, key)])
+        return dtypes.STRING_DTYPE, (), data, crc
+    try:
+        arr = np.asarray(value)
+    except Exception as exc:  # arbitrary objects: say which tensor
+        raise UnsupportedError(f"tensor {_shown(key)!r}: cannot convert {type(value).__name__} "
+                               f"to an array ({exc})") from None
+    shape = tuple(int(d) for d in arr.shape)
+    bundle.check_shape(shape, f"tensor {_shown(key)!r}")
+    try:
+        dt = dtypes.from_numpy(arr.dtype)
+    except UnsupportedError as exc:
+        raise UnsupportedError(f"tensor {_shown(key)!r}: {exc}") from None
+    if dt.kind == dtypes.STRING:
+        data, crc = bundle.encode_string([_to_bytes(e, key) for e in arr.ravel(order="C")])
+        return dt, shape, data, crc
+    native = dt.numpy
+    if arr.dtype != native:  # big-endian input, or an equivalent spelling
+        arr = arr.astype(native)
+    arr = np.ascontiguousarray(arr)
+    buf = arr.reshape(-1).view(np.uint8)
+    return dt, shape, buf, crc32c(buf)
+
+
+class BundleWriter:
+    """Write a V2 bundle tensor by tensor.
+
+    ::
+
+        with BundleWriter("out/ckpt-1") as w:
+            w.add("w", np.zeros(3, np.float32))
+        # PREFIX.index exists only once the block ends without an error
+
+    ``num_shards > 1`` spreads tensors over that many data files, each tensor
+    going to the shard holding the fewest bytes so far. ``force`` allows
+    replacing an existing ``PREFIX.index`` (else :class:`RefusedError`).
+    ``object_graph=True`` adds a synthesized ``_CHECKPOINTABLE_OBJECT_GRAPH``
+    at :meth:`finish` when object-based keys were added without one.
+    ``endianness`` is what the header records; :meth:`add` always encodes in
+    the host's order, so a non-host value is only for :meth:`add_raw` copies.
+    """
+
+    def __init__(self, prefix: str, num_shards: int = 1, storage=None, force: bool = False,
+                 object_graph: bool = False, endianness: int = bundle.HOST_ENDIANNESS,
+                 sync: bool = True):
+        if storage is None:
+            storage, prefix = storage_for(prefix)
+        if not isinstance(num_shards, int) or num_shards < 1:
+            raise CkptError(f"{prefix}: the number of shards must be a positive integer, not {num_shards!r}")
+        if not prefix or prefix.endswith(("/", storage.sep)):
+            raise CkptError(f"{prefix!r}: a checkpoint prefix needs a file name part")
+        self.prefix = prefix
+        self.storage = storage
+        self.num_shards = num_shards
+        self.force = force
+        self.endianness = endianness
+        self.sync = sync
+        self._auto_graph = object_graph
+        self.index_path = bundle.index_filename(prefix)
+        if storage.exists(self.index_path) and not force:
+            raise RefusedError(f"{self.index_path} already exists; not overwriting it without --force")
+        self._entries: dict[bytes, bytes] = {}
+        self._order: list[bytes] = []  # keys as added (listing order for results)
+        self._slice_keys: set[bytes] = set()
+        self._shard_bytes = [0] * num_shards
+        self._files = []  # (temp path, final path, file object)
+        self._closed = False
+        self._finished = False
+        storage.makedirs(storage.dirname(prefix))
+        try:
+            for i in range(num_shards):
+                final = bundle.data_filename(prefix, i, num_shards)
+                tmp = storage.temp_name(final)
+                self._files.append([tmp, final, storage.open_write(tmp)])
+        except BaseException:
+            self.abort()
+            raise
+
+    # -- context manager ---------------------------------------------------
+
+    def __enter__(self) -> "BundleWriter":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            if not self._finished:
+                self.finish()
+        else:
+            self.abort()
+
+    # -- adding --------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise CkptError(f"{self.prefix}: the writer is already finished or aborted")
+
+    def _claim(self, key: bytes) -> None:
+        if key in self._entries:
+            raise CkptError(f"{self.prefix}: adding duplicate key {_shown(key)!r}")
+
+    def _pick_shard(self) -> int:
+        sizes = self._shard_bytes
+        return min(range(len(sizes)), key=sizes.__getitem__)
+
+    def _append(self, data, shard: int) -> int:
+        """Write ``data`` (a buffer, or an iterable of buffers) to ``shard``; its offset."""
+        f = self._files[shard][2]
+        offset = self._shard_bytes[shard]
+        n = 0
+        if isinstance(data, (bytes, bytearray, memoryview, np.ndarray)):
+            view = memoryview(data).cast("B") if not isinstance(data, np.ndarray) else memoryview(
+                np.ascontiguousarray(data).reshape(-1).view(np.uint8))
+            if len(view):
+                f.write(view)
+            n = len(view)
+        else:
+            for chunk in data:
+                view = memoryview(chunk).cast("B")
+                f.write(view)
+                n += len(view)
+        self._shard_bytes[shard] += n
+        return offset, n
+
+    def add(self, name, value, shard: int | None = None) -> None:
+        """Add a tensor: a numpy array (any TF dtype), a scalar, or bytes/str (DT_STRING)."""
+        self._check_open()
+        key = _key_bytes(name)
+        self._claim(key)
+        dt, shape, data, crc = encode_tensor(key, value)
+        shard = self._pick_shard() if shard is None else shard
+        offset, size = self._append(data, shard)
+        self._entries[key] = bundle.encode_entry(dt, shape, shard, offset, size, mask_crc(crc))
+        self._order.append(key)
+
+    def add_raw(self, key, entry: Entry, data, shard: int | None = None) -> None:
+        """Copy a tensor's stored bytes (from another checkpoint) without decoding them.
+
+        ``data`` is the entry's bytes exactly as stored (a buffer, or an iterable of
+        buffers for big tensors); dtype, shape, size and the CRC are kept from
+        ``entry``, only the shard and offset are rewritten. An entry with slices
+        (a partitioned tensor's full entry) carries no data: pass ``data=None``.
+        """
+        self._check_open()
+        key = _key_bytes(key)
+        self._claim(key)
+        if entry.slices:
+            if data not in (None, b""):
+                raise CkptError(f"{self.prefix}: {_shown(key)!r} is a sliced entry and holds no data")
+            self._add_full_entry(key, entry.dtype, entry.shape, entry.slices)
+            return
+        shard = self._pick_shard() if shard is None else shard
+        offset, size = self._append(b"" if data is None else data, shard)
+        if size != entry.size:
+            raise CkptError(f"{self.prefix}: copying {_shown(key)!r}: got {size} bytes, its entry says "
+                            f"{entry.size}")
+        self._entries[key] = bundle.encode_entry(entry.dtype, entry.shape, shard, offset, size,
+                                                 entry.crc32c)
+        self._order.append(key)
+
+    def add_sliced(self, key, dtype, full_shape, slices) -> None:
+        """The full-tensor entry of a partitioned tensor: dtype, full shape, its slices.
+
+        Each slice's data is added separately, under
+        ``bundle.encode_tensor_name_slice(key, slice)``, with :meth:`add` or
+        :meth:`add_raw`. A slice is a tuple of ``(start, length)`` per dimension,
+        length -1 for a whole dimension.
+        """
+        self._check_open()
+        key = _key_bytes(key)
+        self._claim(key)
+        shape = tuple(int(d) for d in full_shape)
+        bundle.check_shape(shape, f"tensor {_shown(key)!r}")
+        norm = []
+        for sl in slices:
+            sl = tuple((int(s), int(n)) for s, n in sl)
+            if len(sl) != len(shape):
+                raise CkptError(f"{self.prefix}: slice {list(sl)} of {_shown(key)!r} has {len(sl)} "
+                                f"dimensions, the tensor {len(shape)}")
+            try:
+                bundle.slice_region(sl, shape)
+            except CkptError as exc:
+                raise CkptError(f"{self.prefix}: {_shown(key)!r}: {exc}") from None
+            norm.append(sl)
+        if not norm:
+            raise CkptError(f"{self.prefix}: partitioned tensor {_shown(key)!r} needs at least one slice")
+        self._add_full_entry(key, _as_dtype(dtype), shape, tuple(norm))
+
+    def _add_full_entry(self, key: bytes, dt: dtypes.DType, shape, slices) -> None:
+        self._entries[key] = bundle.encode_entry(dt, shape, 0, 0, 0, 0, slices)
+        self._order.append(key)
+        for sl in slices:
+            self._slice_keys.add(bundle.encode_tensor_name_slice(key, sl))
+
+    def __contains__(self, name) -> bool:
+        return _key_bytes(name) in self._entries
+
+    # -- finishing -----------------------------------------------------------
+
+    def finish(self) -> WriteResult:
+        """Close and rename the data shards, then write the index; the checkpoint exists after this."""
+        self._check_open()
+        synthesized = False
+        try:
+            if self._auto_graph and OBJECT_GRAPH_KEY.encode() not in self._entries:
+                names = [k.decode("utf-8", "surrogateescape") for k in self._order]
+                if any(is_object_key(n) for n in names):
+                    graph = ObjectGraph.from_keys(names)
+                    self.add(OBJECT_GRAPH_KEY, graph.serialize())
+                    synthesized = True
+            for rec in self._files:
+                f = rec[2]
+                if self.sync:
+                    self.storage.fsync_file(f)
+                f.close()
+            for rec in self._files:
+                self.storage.rename(rec[0], rec[1])
+                rec[0] = None  # renamed: no longer ours to delete on failure
+            old = self._stale_shards() if self.force else []
+            write_index(self.prefix, self.num_shards, sorted(self._entries.items()),
+                        storage=self.storage, force=True, endianness=self.endianness, sync=self.sync)
+        except BaseException:
+            self.abort()
+            raise
+        self._closed = True
+        self._finished = True
+        for path in old:
+            try:
+                self.storage.remove(path)
+            except OSError:
+                pass
+        hidden = self._slice_keys
+        listed = [k for k in self._order if k not in hidden]
+        return WriteResult(self.prefix, [r[1] for r in self._files] + [self.index_path], len(listed),
+                           sum(self._shard_bytes), synthesized,
+                           [k.decode("utf-8", "surrogateescape") for k in listed])
+
+    def _stale_shards(self) -> list[str]:
+        """Data files of a checkpoint being replaced that the new one does not use."""
+        st = self.storage
+        d, base = st.dirname(self.prefix), st.basename(self.prefix)
+        ours = {st.basename(r[1]) for r in self._files}
+        pat = re.compile(re.escape(base) + r"\.data-\d{5,}-of-\d{5,}$")
+        return [st.join(d, n) if d else n for n in st.glob(d, base + ".data-*")
+                if pat.match(n) and n not in ours]
+
+    def abort(self) -> None:
+        """Close and delete the temporary files; idempotent."""
+        self._closed = True
+        for rec in self._files:
+            tmp, _, f = rec
+            try:
+                f.close()
+            except Exception:
+                pass
+            if tmp is not None:
+                try:
+                    self.storage.remove(tmp)
+                except OSError:
+                    pass
+                rec[0] = None
+
+
+def write_index(prefix: str, num_shards: int, entries: Iterable[tuple[bytes, bytes]], storage=None,
+                force: bool = False, endianness: int = bundle.HOST_ENDIANNESS, sync: bool = True) -> str:
+    """Write only ``PREFIX.index`` (temp file, then rename): the header and ``entries``.
+
+    ``entries`` are ``(key, serialized BundleEntryProto)`` pairs; they are sorted
+    here. Used directly to re-point an index at data files that were copied or
+    hard-linked whole. Returns the index path.
+    """
+    if storage is None:
+        storage, prefix = storage_for(prefix)
+    path = bundle.index_filename(prefix)
+    if storage.exists(path) and not force:
+        raise RefusedError(f"{path} already exists; not overwriting it without --force")
+    items = sorted((bytes(k), bytes(v)) for k, v in entries)
+    for i, (k, _) in enumerate(items):
+        if not k:
+            raise CkptError(f"{path}: the empty key is reserved for the bundle header")
+        if i and items[i - 1][0] == k:
+            raise CkptError(f"{path}: duplicate key {_shown(k)!r}")
+    storage.makedirs(storage.dirname(prefix))
+    tmp = storage.temp_name(path)
+    f = storage.open_write(tmp)
+    try:
+        table = TableBuilder(f)
+        table.add(bundle.HEADER_KEY, bundle.encode_header(num_shards, endianness))
+        for k, v in items:
+            table.add(k, v)
+        table.finish()
+        if sync:
+            storage.fsync_file(f)
+        f.close()
+        storage.rename(tmp, path)
+    except BaseException:
+        try:
+            f.close()
+        except Exception:
+            pass
+        try:
+            storage.remove(tmp)
+        except OSError:
+            pass
+        raise
+    if sync:
+        storage.fsync_dir(storage.dirname(prefix))
+    return path
+
+
+def write(prefix: str, mapping: Mapping | Iterable, *, num_shards: int = 1, force: bool = False,
+          storage=None, sync: bool = True) -> WriteResult:
+    """Write ``{name: array}`` as a V2 checkpoint at ``prefix`` that TensorFlow restores.
+
+    Values are numpy arrays of any TF dtype (ml_dtypes for bfloat16 / float8 /
+    int4, TF's structured quantized dtypes), scalars, or bytes/str and object or
+    bytes arrays for DT_STRING. ``mapping`` may also be an iterable of
+    ``(name, value)`` pairs (a generator streams: one tensor in memory at a time).
+    Data is appended in mapping order. Keys of the object-based form
+    (``a/b/.ATTRIBUTES/VARIABLE_VALUE``) get a synthesized
+    ``_CHECKPOINTABLE_OBJECT_GRAPH`` unless the mapping has one.
+    """
+    items = mapping.items() if isinstance(mapping, Mapping) else mapping
+    with BundleWriter(prefix, num_shards=num_shards, storage=storage, force=force,
+                      object_graph=True, sync=sync) as w:
+        for name, value in items:
+            w.add(name, value)
+        return w.finish()
+
+
+__all__ = ["write", "write_index", "BundleWriter", "WriteResult", "encode_tensor"]
