@@ -1,0 +1,56 @@
+"""``ckptool save``."""
+
+from __future__ import annotations
+
+import click
+
+from ..common import emit_json, human_bytes, json_option
+
+
+@click.command("save")
+@click.argument("prefix", metavar="PREFIX")
+@click.option("--from", "sources", multiple=True, required=True, metavar="SRC",
+              help="A .npz, .npy (named after the file) or .safetensors file, or a checkpoint "
+                   "(copied without decoding). Repeatable.")
+@click.option("--global-step", type=click.IntRange(min=0), metavar="N",
+              help="Name the checkpoint PREFIX-N, as Saver.save(global_step=N) does.")
+@click.option("--pad-step-number", is_flag=True,
+              help="With --global-step: PREFIX-%08d, as Saver(pad_step_number=True).")
+@click.option("--object-based", is_flag=True,
+              help="Store plain names as NAME/.ATTRIBUTES/VARIABLE_VALUE with an object graph, "
+                   "so tf.train.Checkpoint restores them.")
+@click.option("--shards", type=click.IntRange(min=1), default=1, show_default=True, metavar="N",
+              help="Spread the data over N data files.")
+@click.option("--force", is_flag=True, help="Replace an existing checkpoint at the target.")
+@click.option("--no-state", is_flag=True,
+              help="Leave the directory's 'checkpoint' state file alone and apply no retention.")
+@click.option("--max-to-keep", type=click.IntRange(min=0), default=5, show_default=True, metavar="K",
+              help="Retention after saving: keep the K newest checkpoints (0 keeps all).")
+@click.option("--keep-every-n-hours", type=click.FloatRange(min=0, min_open=True), default=10000.0,
+              show_default=True, metavar="H",
+              help="Retention: also preserve one checkpoint every H hours, as Saver does.")
+@json_option("Print what was written (prefix, files, variables, bytes) and the retention result as JSON.")
+def command(prefix: str, sources: tuple[str, ...], global_step: int | None, pad_step_number: bool,
+            object_based: bool, shards: int, force: bool, no_state: bool, max_to_keep: int,
+            keep_every_n_hours: float, as_json: bool) -> None:
+    """Write a V2 checkpoint at PREFIX from --from sources.
+
+    Names are kept exactly; data goes to temporary files renamed into place
+    (data first, index last). Unless --no-state, the directory's 'checkpoint'
+    file then records PREFIX (relative paths) and retention is applied.
+    """
+    from ...sources import save
+
+    if pad_step_number and global_step is None:
+        raise click.UsageError("--pad-step-number needs --global-step")
+    result = save(prefix, list(sources), global_step=global_step, pad_step_number=pad_step_number,
+                  object_based=object_based, num_shards=shards, force=force, state=not no_state,
+                  max_to_keep=max_to_keep or None, keep_every_n_hours=keep_every_n_hours)
+    if as_json:
+        emit_json(result.to_json())
+        return
+    click.echo(f"saved {result.prefix}: {result.variables} variables, {human_bytes(result.nbytes)} "
+               f"in {len(result.files)} files")
+    if result.retention is not None:
+        for p in result.retention.deleted:
+            click.echo(f"deleted {p}")
