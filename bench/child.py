@@ -1,0 +1,137 @@
+"""One measured operation, run in its own process by ``bench/run.py``.
+
+    python bench/child.py OP ARGS...
+
+Imports happen first and are not timed; the operation itself is timed with
+``time.perf_counter`` and reported as one JSON line on stdout
+(``{"seconds": ...}`` plus extras). The parent measures the wall time and the
+peak RSS of the whole process (``os.wait4``). ``ck_*`` operations use
+ckptool, ``tf_*`` TensorFlow (run with the TensorFlow venv's python).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+def _report(seconds: float, **extra) -> None:
+    print(json.dumps({"seconds": seconds, **extra}))
+
+
+# -- ckptool -----------------------------------------------------------------
+
+
+def ck_read_all(prefix: str) -> None:
+    from ckptool import open as ck_open  # ckptool imports lazily: resolve it before timing
+
+    t0 = time.perf_counter()
+    total = 0
+    with ck_open(prefix) as ck:
+        for v in ck.variables():
+            total += ck.read(v.name).nbytes  # CRC checked (verify=True is the default)
+    _report(time.perf_counter() - t0, bytes=total)
+
+
+def ck_list(prefix: str) -> None:
+    from ckptool import open as ck_open
+
+    t0 = time.perf_counter()
+    with ck_open(prefix) as ck:
+        n = len(ck.variables())
+    _report(time.perf_counter() - t0, variables=n)
+
+
+def ck_write(out: str, n: str, elems: str) -> None:
+    from ckptool import write
+    from workloads import big_arrays
+
+    arrays = dict(big_arrays(int(n), int(elems)))
+    t0 = time.perf_counter()
+    write(out, arrays)
+    _report(time.perf_counter() - t0)
+
+
+# -- TensorFlow ----------------------------------------------------------------
+
+
+def _tf():
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf
+
+    return tf
+
+
+def tf_read_all(prefix: str) -> None:
+    tf = _tf()
+    t0 = time.perf_counter()
+    reader = tf.train.load_checkpoint(prefix)
+    total = 0
+    for name in sorted(reader.get_variable_to_shape_map()):
+        total += reader.get_tensor(name).nbytes  # BundleReader checks each tensor's CRC32C
+    _report(time.perf_counter() - t0, bytes=total)
+
+
+def tf_list(prefix: str) -> None:
+    tf = _tf()
+    t0 = time.perf_counter()
+    n = len(tf.train.list_variables(prefix))
+    _report(time.perf_counter() - t0, variables=n)
+
+
+def tf_write(out: str, n: str, elems: str) -> None:
+    """tf.train.Checkpoint.write of the same arrays as tf.Variables; the second
+    (warm, already traced) write is the one reported, the first as ``cold``."""
+    tf = _tf()
+    from workloads import big_arrays
+
+    variables = {name.split("/")[0]: tf.Variable(a) for name, a in big_arrays(int(n), int(elems))}
+    ckpt = tf.train.Checkpoint(**variables)
+    t0 = time.perf_counter()
+    ckpt.write(out + "-cold")
+    cold = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    ckpt.write(out)
+    _report(time.perf_counter() - t0, cold=cold)
+
+
+def tf_rename(src: str, out: str, mapfile: str) -> None:
+    """TF's way to rename: read every tensor, write them all under new names (SaveV2)."""
+    tf = _tf()
+    with open(mapfile) as f:
+        mapping = json.load(f)
+    t0 = time.perf_counter()
+    reader = tf.train.load_checkpoint(src)
+    names = sorted(reader.get_variable_to_shape_map())
+    tensors = [reader.get_tensor(n) for n in names]
+    tf.raw_ops.SaveV2(prefix=out, tensor_names=[mapping.get(n, n) for n in names],
+                      shape_and_slices=[""] * len(names), tensors=tensors)
+    _report(time.perf_counter() - t0)
+
+
+def tf_prune(directory: str, keep: str) -> None:
+    """TF's only retention engine: CheckpointManager sweeps old checkpoints on save()."""
+    tf = _tf()
+    t0 = time.perf_counter()
+    state = tf.train.get_checkpoint_state(directory)
+    last = int(state.model_checkpoint_path.rsplit("-", 1)[1])
+    manager = tf.train.CheckpointManager(tf.train.Checkpoint(), directory, max_to_keep=int(keep))
+    manager.save(checkpoint_number=last + 1)
+    _report(time.perf_counter() - t0, kept=len(manager.checkpoints))
+
+
+def tf_import() -> None:
+    t0 = time.perf_counter()
+    _tf()
+    _report(time.perf_counter() - t0)
+
+
+OPS = {f.__name__: f for f in (ck_read_all, ck_list, ck_write, tf_read_all, tf_list, tf_write, tf_rename,
+                               tf_prune, tf_import)}
+
+if __name__ == "__main__":
+    OPS[sys.argv[1]](*sys.argv[2:])

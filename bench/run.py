@@ -1,0 +1,458 @@
+#!/usr/bin/env python3
+"""ckptool vs TensorFlow, side by side in one run.
+
+    python bench/run.py [--quick] [--repeat N] [--tf-python PATH | --no-tf]
+                        [--only ROW,...] [--write-results] [--json FILE]
+
+Run it with the python that has ckptool installed (e.g. ``/work/venv/bin/python
+bench/run.py``). It builds the workloads under ``bench/work/`` (reused when
+present; about 1.2 GiB), then runs every row ``--repeat`` times (default 5),
+ckptool and TensorFlow alternately, each measured operation in its own process,
+and prints a table of medians, ckptool/TF ratios, targets and peak RSS.
+``--write-results`` also writes the table to ``bench/RESULTS.md``.
+
+TensorFlow: ``--tf-python PATH`` (or ``CKPTOOL_BENCH_TF_PYTHON``) names a python
+that has tensorflow; otherwise ``bench/work/tfvenv`` is used, created with
+``python -m venv`` and ``pip install tensorflow-cpu==2.21.0`` when absent.
+
+Workloads (``--quick``: about a tenth of each): 1 GiB as 128 float32 tensors of
+8 MiB; 20,000 small variables; one directory of 10,000 checkpoints; 1,000 run
+directories of 20 checkpoints each. Rows whose ckptool command or option does
+not exist yet are skipped with a note.
+
+Times: "in-process" rows time the operation inside the child after its imports
+(what a script pays); "process" rows time the whole command, start-up included
+(what a shell or cron job pays). Peak memory is the child's ru_maxrss.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+import workloads  # noqa: E402
+
+TF_PIN = "tensorflow-cpu==2.21.0"
+CHILD = os.path.join(HERE, "child.py")
+
+
+# -- running one measured process -------------------------------------------------
+
+
+@dataclass
+class Sample:
+    wall: float  # seconds, the whole process
+    op: float | None  # seconds, the operation as timed inside the child (None for CLI commands)
+    peak_mb: float  # peak RSS of the process, MB (10^6 bytes)
+    extra: dict = field(default_factory=dict)
+
+
+class RunFailed(Exception):
+    pass
+
+
+def measure(argv: list[str], env: dict | None = None) -> Sample:
+    """Run ``argv`` to completion in its own process; wall time, peak RSS, and its JSON report."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    if proc.returncode != 0:
+        lines = [ln for ln in stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
+        raise RunFailed(f"exit {proc.returncode}: {lines[-1] if lines else '(no stderr)'}")
+    op, extra = None, {}
+    last = stdout.rstrip().rsplit(b"\n", 1)[-1] if stdout.strip() else b""
+    if last.startswith(b"{"):
+        try:
+            doc = json.loads(last)
+            op = doc.pop("seconds", None)
+            extra = doc
+        except ValueError:
+            pass
+    peak = usage.ru_maxrss * (1024 if sys.platform.startswith("linux") else 1) / 1e6
+    return Sample(wall, op, peak, extra)
+
+
+# -- the tools ----------------------------------------------------------------------
+
+
+class Tools:
+    def __init__(self, tf_python: str | None):
+        self.py = sys.executable
+        script = os.path.join(os.path.dirname(sys.executable), "ckptool")
+        self.ckptool = [script] if os.path.exists(script) else [self.py, "-m", "ckptool"]
+        self.tf_python = tf_python
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH")) if p)
+        self.ck_env = env
+        tf_env = dict(os.environ)
+        tf_env["TF_CPP_MIN_LOG_LEVEL"] = "2"
+        tf_env["CUDA_VISIBLE_DEVICES"] = ""
+        tf_env.pop("PYTHONPATH", None)
+        self.tf_env = tf_env
+        self._help: dict[str, str | None] = {}
+
+    def cli(self, *args: str) -> list[str]:
+        return [*self.ckptool, *args]
+
+    def child(self, op: str, *args: str) -> list[str]:
+        return [self.py, CHILD, op, *args]
+
+    def tf_child(self, op: str, *args: str) -> list[str]:
+        return [self.tf_python, CHILD, op, *args]
+
+    def help_text(self, command: str) -> str | None:
+        """``ckptool COMMAND --help`` output, or None when the command does not exist."""
+        if command not in self._help:
+            r = subprocess.run(self.cli(command, "--help"), capture_output=True, text=True, env=self.ck_env)
+            self._help[command] = r.stdout if r.returncode == 0 else None
+        return self._help[command]
+
+    def missing(self, needs: list[str]) -> str | None:
+        """Why a row cannot run yet (a missing library function, command or option), else None."""
+        for need in needs:
+            if need.startswith("lib:"):
+                r = subprocess.run([self.py, "-c", f"import ckptool; ckptool.{need[4:]}"],
+                                   capture_output=True, env=self.ck_env)
+                if r.returncode != 0:
+                    return f"ckptool.{need[4:]} not available yet"
+                continue
+            command, _, option = need.partition(" ")
+            text = self.help_text(command)
+            if text is None:
+                return f"`ckptool {command}` not available yet"
+            if option and option not in text:
+                return f"`ckptool {command} {option}` not available yet"
+        return None
+
+
+def ensure_tf(args) -> str | None:
+    if args.no_tf:
+        return None
+    if args.tf_python:
+        return args.tf_python
+    venv = os.path.join(args.work, "tfvenv")
+    py = os.path.join(venv, "bin", "python")
+    if not os.path.exists(py):
+        print(f"bench: installing {TF_PIN} into {venv} (once)", file=sys.stderr)
+        subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+        subprocess.run([py, "-m", "pip", "install", "-q", TF_PIN], check=True)
+    return py
+
+
+# -- rows -----------------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    key: str
+    label: str
+    ck: list[str]
+    tf: list[str] | None
+    metric: str  # "op": time inside the child; "wall": whole process
+    target: str  # "ratio<=X", "wall<=X" (seconds), "mem<=X" (MB), "" (none)
+    needs: list[str]
+    setup: object = None  # callable run before every measurement (untimed)
+    note: str = ""
+
+
+def rows(t: Tools, w: dict, sizes: dict, out: str) -> list[Row]:
+    big, many, cdir, runs = w["big"], w["many"], w["dir"], w["runs"]
+    n, elems = str(sizes["big_tensors"]), str(sizes["big_elems"])
+    nbytes = sizes["big_tensors"] * sizes["big_elems"] * 4
+    size = next(f"{nbytes / 2**s:g} {u}" for s, u in ((30, "GiB"), (20, "MiB"), (10, "KiB"), (0, "B"))
+                if nbytes >= 2**s or s == 0)
+    mapfile = os.path.join(os.path.dirname(out), "rename-map.json")
+    with open(mapfile, "w") as f:
+        json.dump({workloads.big_name(i): f"renamed_{i:03d}/kernel" for i in range(sizes["big_tensors"])}, f)
+
+    def clean():
+        if os.path.lexists(out):
+            shutil.rmtree(out)
+        os.makedirs(out)
+
+    dir_copy = os.path.join(out, "run")
+
+    def fresh_dir():
+        clean()
+        workloads.copy_tree(cdir, dir_copy)
+
+    many_n = f"{sizes['many']:,}"
+    ndir = f"{sizes['dir_ckpts']:,}"
+    nruns = f"{sizes['runs']:,}×{sizes['runs_ckpts']}"
+    return [
+        Row("read", f"read all tensors of {size}, CRC on (in-process)",
+            t.child("ck_read_all", big), t.tf_child("tf_read_all", big), "op", "ratio<=1.0",
+            ["lib:open"], note="TF: load_checkpoint + get_tensor loop"),
+        Row("list", f"list {many_n} variables (in-process)",
+            t.child("ck_list", many), t.tf_child("tf_list", many), "op", "ratio<=1.0",
+            ["lib:open"], note="TF: tf.train.list_variables"),
+        Row("write", f"write {size} (in-process)",
+            t.child("ck_write", os.path.join(out, "w"), n, elems),
+            t.tf_child("tf_write", os.path.join(out, "w"), n, elems), "op", "ratio<=0.5",
+            ["lib:write"], clean, note="TF: tf.train.Checkpoint.write, warm (2nd) write"),
+        Row("rewrite", f"rewrite-names on {size} (process)",
+            t.cli("rewrite-names", big, os.path.join(out, "r"), "--map", mapfile),
+            t.tf_child("tf_rename", big, os.path.join(out, "r"), mapfile), "wall", "ratio<=0.05",
+            ["rewrite-names --map"], clean, note="TF: load_checkpoint, get_tensor all, SaveV2 (process)"),
+        Row("listcli", f"`list-variables` {many_n} variables (process)",
+            t.cli("list-variables", many), [t.tf_python, "-m", "tensorflow.python.tools.inspect_checkpoint",
+                                            f"--file_name={many}", "--all_tensor_names"] if t.tf_python else None,
+            "wall", "ratio<=0.1", ["list-variables"], note="TF: inspect_checkpoint --all_tensor_names"),
+        Row("version", "`ckptool --version` (process)", t.cli("--version"),
+            t.tf_child("tf_import"), "wall", "wall<=0.25", [], note="TF column: python -c 'import tensorflow'"),
+        Row("verify", f"`inspect --verify` {size}: peak RSS", t.cli("inspect", big, "--verify"),
+            None, "wall", "mem<=300", ["inspect --verify"]),
+        Row("stats", f"`inspect --stats` {size}: peak RSS", t.cli("inspect", big, "--stats"),
+            None, "wall", "mem<=300", ["inspect --stats"]),
+        Row("convert-tf", f"`convert` {size} to TF V2: peak RSS", t.cli("convert", big, os.path.join(out, "c")),
+            None, "wall", "mem<=300", ["convert"], clean),
+        Row("convert-st", f"`convert` {size} to .safetensors: peak RSS",
+            t.cli("convert", big, os.path.join(out, "c.safetensors")), None, "wall", "mem<=300", ["convert"], clean),
+        Row("convert-npz", f"`convert` {size} to .npz: peak RSS",
+            t.cli("convert", big, os.path.join(out, "c.npz")), None, "wall", "mem<=300", ["convert"], clean),
+        Row("prune", f"`prune --max-to-keep 5`, {ndir} checkpoints (process)",
+            t.cli("prune", dir_copy, "--max-to-keep", "5"), t.tf_child("tf_prune", dir_copy, "5"), "wall",
+            "wall<=5", ["prune --max-to-keep"], fresh_dir, note="TF: CheckpointManager(max_to_keep=5).save() sweep"),
+        Row("prune-dry", f"`prune --dry-run`, {ndir} checkpoints (process)",
+            t.cli("prune", cdir, "--max-to-keep", "5", "--dry-run"), None, "wall", "wall<=5",
+            ["prune --dry-run"]),
+        Row("du", f"`du` over {nruns} checkpoints (process)", t.cli("du", runs), None, "wall", "wall<=5", ["du"]),
+        Row("prune-rec", f"`prune --recursive --dry-run` over {nruns} (process)",
+            t.cli("prune", runs, "--recursive", "--max-to-keep", "5", "--dry-run"), None, "wall", "wall<=5",
+            ["prune --recursive"]),
+    ]
+
+
+# -- measuring and reporting ------------------------------------------------------------
+
+
+@dataclass
+class Result:
+    row: Row
+    ck: list[Sample] = field(default_factory=list)
+    tf: list[Sample] = field(default_factory=list)
+    skipped: str = ""
+    failed: str = ""
+
+    def seconds(self, samples: list[Sample]) -> list[float]:
+        return [s.op if self.row.metric == "op" and s.op is not None else s.wall for s in samples]
+
+    def median(self, which: str) -> float | None:
+        xs = self.seconds(getattr(self, which))
+        return statistics.median(xs) if xs else None
+
+    def peak(self, which: str) -> float | None:
+        xs = [s.peak_mb for s in getattr(self, which)]
+        return max(xs) if xs else None
+
+    def spread(self, which: str) -> float | None:
+        xs = self.seconds(getattr(self, which))
+        if len(xs) < 2:
+            return None
+        return (max(xs) - min(xs)) / statistics.median(xs)
+
+    def ratio(self) -> float | None:
+        c, t = self.median("ck"), self.median("tf")
+        return c / t if c is not None and t else None
+
+    def verdict(self) -> str:
+        if self.skipped or self.failed or not self.ck:
+            return ""
+        kind, _, value = self.row.target.partition("<=")
+        if not kind:
+            return ""
+        limit = float(value)
+        got = {"ratio": self.ratio(), "wall": self.median("ck"), "mem": self.peak("ck")}[kind]
+        if got is None:
+            return "n/a"
+        return "yes" if got <= limit else "**NO**"
+
+
+def run_row(res: Result, repeat: int, tools: Tools, progress) -> None:
+    row = res.row
+    sides = [("ck", row.ck, tools.ck_env)]
+    if row.tf is not None and tools.tf_python:
+        sides.append(("tf", row.tf, tools.tf_env))
+    for i in range(repeat):
+        order = sides if i % 2 == 0 else sides[::-1]  # alternate who goes first
+        for which, argv, env in order:
+            if row.setup:
+                row.setup()
+            try:
+                s = measure(argv, env)
+            except RunFailed as exc:
+                res.failed = f"{'ckptool' if which == 'ck' else 'TF'}: {exc}"
+                return
+            getattr(res, which).append(s)
+            progress(f"  {row.key} {which} #{i + 1}: {res.seconds([s])[0]:.3f} s, {s.peak_mb:.0f} MB")
+
+
+def fmt_s(x: float | None) -> str:
+    if x is None:
+        return "—"
+    return f"{x * 1000:.0f} ms" if x < 1 else f"{x:.2f} s"
+
+
+def fmt_mb(x: float | None) -> str:
+    return "—" if x is None else f"{x:.0f} MB"
+
+
+def fmt_target(t: str) -> str:
+    kind, _, v = t.partition("<=")
+    return {"ratio": f"ratio ≤ {v}", "wall": f"≤ {v} s", "mem": f"peak ≤ {v} MB"}.get(kind, "")
+
+
+def table(results: list[Result]) -> str:
+    head = ["operation", "ckptool", "TF", "ckptool/TF", "target", "met", "ckptool peak", "TF peak", "spread ck/TF"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in results:
+        if r.skipped or (r.failed and not r.ck):
+            why = r.skipped or f"failed: {r.failed}"
+            lines.append(f"| {r.row.label} | *{why}* |  |  | {fmt_target(r.row.target)} |  |  |  |  |")
+            continue
+        ratio = r.ratio()
+        sp = "/".join("—" if r.spread(w) is None else f"{r.spread(w):.0%}" for w in ("ck", "tf"))
+        lines.append("| " + " | ".join([
+            r.row.label, fmt_s(r.median("ck")), fmt_s(r.median("tf")),
+            "—" if ratio is None else f"{ratio:.3f}", fmt_target(r.row.target),
+            r.verdict() + (f" (failed: {r.failed})" if r.failed else ""),
+            fmt_mb(r.peak("ck")), fmt_mb(r.peak("tf")), sp]) + " |")
+    return "\n".join(lines)
+
+
+def machine() -> dict:
+    cpu = platform.processor() or "?"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    mem = "?"
+    try:
+        with open("/proc/meminfo") as f:
+            mem = f"{int(f.readline().split()[1]) / 2**20:.0f} GiB"
+    except (OSError, ValueError, IndexError):
+        pass
+    return {"os": f"{platform.system()} {platform.release()}", "cpu": cpu, "cores": os.cpu_count(), "ram": mem,
+            "python": platform.python_version()}
+
+
+def git_commit() -> str:
+    r = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return r.stdout.strip() or "?"
+
+
+def warm(path_prefix: str) -> None:
+    """Read a checkpoint's files once so every timed read starts from a warm page cache."""
+    d = os.path.dirname(path_prefix)
+    for name in os.listdir(d):
+        with open(os.path.join(d, name), "rb") as f:
+            while f.read(64 << 20):
+                pass
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="about a tenth of each workload (128 MiB, ...)")
+    ap.add_argument("--repeat", type=int, default=5, help="measurements per tool and row (default 5)")
+    ap.add_argument("--tf-python", default=os.environ.get("CKPTOOL_BENCH_TF_PYTHON"),
+                    help="a python with tensorflow (default: bench/work/tfvenv, created when absent)")
+    ap.add_argument("--no-tf", action="store_true", help="ckptool only (no TensorFlow columns)")
+    ap.add_argument("--only", default="", help="comma-separated row keys (read,list,write,rewrite,listcli,...)")
+    ap.add_argument("--work", default=os.path.join(HERE, "work"), help="workload directory (default bench/work)")
+    ap.add_argument("--sizes", default="", help=argparse.SUPPRESS)  # "toy" for the smoke test
+    ap.add_argument("--write-results", action="store_true", help="write the table to bench/RESULTS.md")
+    ap.add_argument("--json", metavar="FILE", help="also write every sample as JSON")
+    args = ap.parse_args(argv)
+
+    sizes = workloads.TOY if args.sizes == "toy" else workloads.QUICK if args.quick else workloads.FULL
+    work = os.path.join(args.work, "toy" if args.sizes == "toy" else "quick" if args.quick else "full")
+    tools = Tools(ensure_tf(args))
+    log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
+    t0 = time.perf_counter()
+    log(f"bench: building workloads under {work} (reused when present)")
+    w = workloads.build_all(work, sizes)
+    log(f"bench: workloads ready in {time.perf_counter() - t0:.1f} s")
+    warm(w["big"])
+    warm(w["many"])
+    out = os.path.join(work, "out")
+    all_rows = rows(tools, w, sizes, out)
+    only = {k for k in args.only.split(",") if k}
+    unknown = only - {r.key for r in all_rows}
+    if unknown:
+        ap.error(f"unknown rows: {', '.join(sorted(unknown))}")
+    load_before = os.getloadavg()
+    started = datetime.datetime.now(datetime.timezone.utc)
+    results = []
+    for row in all_rows:
+        if only and row.key not in only:
+            continue
+        res = Result(row)
+        res.skipped = tools.missing(row.needs) or ""
+        if res.skipped:
+            log(f"bench: {row.key}: skipped ({res.skipped})")
+        else:
+            log(f"bench: {row.key}: {row.label}")
+            run_row(res, args.repeat, tools, log)
+            if res.failed:
+                log(f"bench: {row.key}: FAILED: {res.failed}")
+        results.append(res)
+    if os.path.lexists(out):
+        shutil.rmtree(out)
+    load_after = os.getloadavg()
+    m = machine()
+    tf_version = "—"
+    if tools.tf_python:
+        r = subprocess.run([tools.tf_python, "-c", "import tensorflow as tf; print(tf.__version__)"],
+                           capture_output=True, text=True, env=tools.tf_env)
+        tf_version = r.stdout.strip() or "?"
+    header = (
+        f"Date: {started:%Y-%m-%d %H:%M} UTC; ckptool {git_commit()}; TensorFlow {tf_version}; "
+        f"python {m['python']}\n"
+        f"Machine: {m['cpu']}, {m['cores']} cores, {m['ram']} RAM, {m['os']}\n"
+        f"Command: `python bench/run.py{' --quick' if args.quick else ''} --repeat {args.repeat}`; "
+        f"medians of {args.repeat}; load average before/after: "
+        f"{load_before[0]:.2f}/{load_after[0]:.2f}; spread = (max-min)/median"
+    )
+    text = header + "\n\n" + table(results) + "\n"
+    print(text)
+    if args.write_results:
+        notes = "\n".join(f"- {r.row.key}: {r.row.note}" for r in results if r.row.note)
+        with open(os.path.join(HERE, "RESULTS.md"), "w") as f:
+            f.write("# Benchmark results\n\n" + text + "\nBaselines:\n" + notes + "\n")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"header": header, "rows": [
+                {"key": r.row.key, "label": r.row.label, "target": r.row.target, "skipped": r.skipped,
+                 "failed": r.failed, "verdict": r.verdict(), "ratio": r.ratio(),
+                 "ck": [s.__dict__ for s in r.ck], "tf": [s.__dict__ for s in r.tf]} for r in results]},
+                f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

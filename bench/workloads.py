@@ -1,0 +1,223 @@
+"""The benchmark workloads: deterministic checkpoints built without TensorFlow.
+
+Used by ``bench/run.py`` (full size, under ``bench/work/``) and by
+``tests/test_bench_smoke.py`` (toy size, in a temporary directory). Only
+numpy is imported at module level, so the TensorFlow child processes of the
+harness can import :func:`big_arrays` to write the very same arrays.
+
+Every builder is idempotent: it writes a ``.built.json`` marker holding its
+parameters last, and skips the work when a matching marker is present.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import numpy as np
+
+MARKER = ".built.json"
+
+#: Full-size parameters (the issue's workloads).
+FULL = {
+    "big_tensors": 128,  # 128 float32 tensors ...
+    "big_elems": 2 * 1024 * 1024,  # ... of 8 MiB each: 1 GiB
+    "many": 20_000,  # small variables
+    "dir_ckpts": 10_000,  # checkpoints in one directory
+    "runs": 1_000,  # run directories ...
+    "runs_ckpts": 20,  # ... of 20 checkpoints each
+}
+
+#: ``--quick``: the same shapes of work, about a tenth the size.
+QUICK = {
+    "big_tensors": 16,
+    "big_elems": 2 * 1024 * 1024,  # 128 MiB
+    "many": 2_000,
+    "dir_ckpts": 1_000,
+    "runs": 100,
+    "runs_ckpts": 20,
+}
+
+#: Toy sizes for the smoke test.
+TOY = {
+    "big_tensors": 3,
+    "big_elems": 1024,
+    "many": 50,
+    "dir_ckpts": 12,
+    "runs": 4,
+    "runs_ckpts": 5,
+}
+
+#: Epoch of the synthetic step times (2026-01-01T00:00:00Z) and the step spacing.
+T0 = 1_767_225_600.0
+STEP_SECONDS = 600.0
+
+
+def big_name(i: int) -> str:
+    return f"layer_{i:03d}/kernel"
+
+
+def big_shape(elems: int) -> tuple[int, ...]:
+    return (elems // 1024, 1024) if elems >= 1024 and elems % 1024 == 0 else (elems,)
+
+
+def big_array(i: int, elems: int) -> np.ndarray:
+    """Tensor ``i`` of the big checkpoint: float32, deterministic, not compressible."""
+    rng = np.random.default_rng(1000 + i)
+    return rng.random(elems, dtype=np.float32).reshape(big_shape(elems))
+
+
+def big_arrays(n: int, elems: int):
+    """``(name, array)`` pairs of the big checkpoint, generated one at a time."""
+    for i in range(n):
+        yield big_name(i), big_array(i, elems)
+
+
+def many_spec(n: int):
+    """``(name, array)`` pairs of the many-small-variables checkpoint."""
+    for i in range(n):
+        block, layer = divmod(i, 100)
+        kind = i % 4
+        base = f"model/block_{block:03d}/layer_{layer:02d}"
+        if kind == 0:
+            yield f"{base}/kernel", np.full((4, 4), i, dtype=np.float32)
+        elif kind == 1:
+            yield f"{base}/bias", np.full((4,), i, dtype=np.float32)
+        elif kind == 2:
+            yield f"{base}/moving_mean", np.full((8,), i, dtype=np.float64)
+        else:
+            yield f"{base}/step", np.array(i, dtype=np.int64)
+
+
+def _marker_ok(path: str, params: dict) -> bool:
+    try:
+        with open(os.path.join(path, MARKER)) as f:
+            return json.load(f) == params
+    except (OSError, ValueError):
+        return False
+
+
+def _fresh(path: str) -> None:
+    if os.path.lexists(path):
+        shutil.rmtree(path)
+    os.makedirs(path)
+
+
+def _mark(path: str, params: dict) -> None:
+    with open(os.path.join(path, MARKER), "w") as f:
+        json.dump(params, f)
+
+
+def build_big(root: str, n: int, elems: int) -> str:
+    """``root/ckpt``: ``n`` float32 tensors of ``elems`` elements. Returns the prefix."""
+    import ckptool
+
+    params = {"kind": "big", "n": n, "elems": elems}
+    prefix = os.path.join(root, "ckpt")
+    if not _marker_ok(root, params):
+        _fresh(root)
+        ckptool.write(prefix, big_arrays(n, elems), sync=False)
+        _mark(root, params)
+    return prefix
+
+
+def build_many(root: str, n: int) -> str:
+    """``root/ckpt``: ``n`` small variables (float32/float64/int64, scalars included)."""
+    import ckptool
+
+    params = {"kind": "many", "n": n}
+    prefix = os.path.join(root, "ckpt")
+    if not _marker_ok(root, params):
+        _fresh(root)
+        ckptool.write(prefix, many_spec(n), sync=False)
+        _mark(root, params)
+    return prefix
+
+
+def _template() -> dict[str, bytes]:
+    """The files of one tiny checkpoint (a step scalar), by suffix. A bundle's
+    files do not mention its prefix, so copies under other names are valid."""
+    import tempfile
+
+    import ckptool
+
+    with tempfile.TemporaryDirectory() as tmp:
+        prefix = os.path.join(tmp, "tpl")
+        ckptool.write(prefix, {"global_step": np.array(7, dtype=np.int64),
+                               "w": np.arange(4, dtype=np.float32)}, sync=False)
+        out = {}
+        for name in sorted(os.listdir(tmp)):
+            with open(os.path.join(tmp, name), "rb") as f:
+                out[name[len("tpl"):]] = f.read()
+    return out
+
+
+def _state_text(names: list[str], times: list[float]) -> str:
+    """A ``checkpoint`` state file (CheckpointState, protobuf text format), relative paths."""
+    lines = [f'model_checkpoint_path: "{names[-1]}"']
+    lines += [f'all_model_checkpoint_paths: "{n}"' for n in names]
+    lines += [f"all_model_checkpoint_timestamps: {t:.6f}" for t in times]
+    lines.append(f"last_preserved_timestamp: {times[0] - STEP_SECONDS:.6f}")
+    return "\n".join(lines) + "\n"
+
+
+def _write_run(d: str, steps: range, files: dict[str, bytes]) -> None:
+    """Checkpoints ``ckpt-<step>`` in ``d`` with mtimes and a state file as CheckpointManager leaves them."""
+    os.makedirs(d, exist_ok=True)
+    names, times = [], []
+    for step in steps:
+        t = T0 + step * STEP_SECONDS
+        for suffix, data in files.items():
+            path = os.path.join(d, f"ckpt-{step}{suffix}")
+            with open(path, "wb") as f:
+                f.write(data)
+            os.utime(path, (t, t))
+        names.append(f"ckpt-{step}")
+        times.append(t)
+    with open(os.path.join(d, "checkpoint"), "w") as f:
+        f.write(_state_text(names, times))
+
+
+def build_ckpt_dir(root: str, n: int) -> str:
+    """``root/run``: one directory of ``n`` checkpoints ``ckpt-1`` .. ``ckpt-n``. Returns it."""
+    params = {"kind": "dir", "n": n}
+    run = os.path.join(root, "run")
+    if not _marker_ok(root, params):
+        _fresh(root)
+        files = _template()
+        _write_run(run, range(1, n + 1), files)
+        _mark(root, params)
+    return run
+
+
+def build_runs(root: str, dirs: int, per: int) -> str:
+    """``root/runs``: ``dirs`` run directories (two levels deep) of ``per`` checkpoints each."""
+    params = {"kind": "runs", "dirs": dirs, "per": per}
+    top = os.path.join(root, "runs")
+    if not _marker_ok(root, params):
+        _fresh(root)
+        files = _template()
+        for i in range(dirs):
+            d = os.path.join(top, f"exp_{i // 50:02d}", f"trial_{i:04d}")
+            _write_run(d, range(1000, 1000 + per * 100, 100), files)
+        _mark(root, params)
+    return top
+
+
+def copy_tree(src: str, dst: str) -> None:
+    """A fresh copy of a workload directory (for destructive operations), mtimes kept."""
+    if os.path.lexists(dst):
+        shutil.rmtree(dst)
+    shutil.copytree(src, dst)
+
+
+def build_all(work: str, sizes: dict) -> dict[str, str]:
+    """Build (or reuse) every workload under ``work``; the paths the harness measures."""
+    os.makedirs(work, exist_ok=True)
+    return {
+        "big": build_big(os.path.join(work, "big"), sizes["big_tensors"], sizes["big_elems"]),
+        "many": build_many(os.path.join(work, "many"), sizes["many"]),
+        "dir": build_ckpt_dir(os.path.join(work, "dir"), sizes["dir_ckpts"]),
+        "runs": build_runs(os.path.join(work, "runs"), sizes["runs"], sizes["runs_ckpts"]),
+    }

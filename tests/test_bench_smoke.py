@@ -1,0 +1,117 @@
+"""The benchmark harness (bench/) at toy size, without TensorFlow: keeps it from rotting.
+
+No timing assertions: only that the workloads are what the harness claims
+they are, and that the harness runs its rows and prints its table.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+
+import ckptool
+from ckptool.state import read_state
+
+BENCH = pathlib.Path(__file__).resolve().parent.parent / "bench"
+
+
+def _load(name: str):
+    sys.path.insert(0, str(BENCH))
+    try:
+        spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = mod  # dataclasses look their module up there
+        spec.loader.exec_module(mod)
+        return mod
+    finally:
+        sys.path.remove(str(BENCH))
+
+
+@pytest.fixture(scope="module")
+def wl():
+    return _load("workloads")
+
+
+@pytest.fixture(scope="module")
+def built(wl, tmp_path_factory):
+    work = tmp_path_factory.mktemp("bench")
+    return work, wl.build_all(str(work), wl.TOY)
+
+
+def test_big_checkpoint_holds_the_generated_arrays(wl, built):
+    _, w = built
+    sizes = wl.TOY
+    with ckptool.open(w["big"]) as ck:
+        vs = ck.variables()
+        assert [v.name for v in vs] == [wl.big_name(i) for i in range(sizes["big_tensors"])]
+        for i, v in enumerate(vs):
+            assert v.dtype == "float32"
+            assert v.nbytes == sizes["big_elems"] * 4
+            np.testing.assert_array_equal(ck.read(v.name), wl.big_array(i, sizes["big_elems"]))
+
+
+def test_full_size_parameters_are_the_issue_s():
+    wl = _load("workloads")
+    f = wl.FULL
+    assert f["big_tensors"] * f["big_elems"] * 4 == 1 << 30 and f["big_elems"] * 4 == 8 << 20
+    assert (f["many"], f["dir_ckpts"], f["runs"], f["runs_ckpts"]) == (20_000, 10_000, 1_000, 20)
+
+
+def test_many_small_variables(wl, built):
+    _, w = built
+    expected = dict(wl.many_spec(wl.TOY["many"]))
+    with ckptool.open(w["many"]) as ck:
+        assert ck.names() == sorted(expected, key=lambda n: n.encode())
+        for name, value in expected.items():
+            got = ck.read(name)
+            assert got.dtype == value.dtype and got.shape == value.shape
+            np.testing.assert_array_equal(got, value)
+
+
+def test_checkpoint_directory_and_state_file(wl, built):
+    _, w = built
+    n = wl.TOY["dir_ckpts"]
+    state = read_state(w["dir"])
+    assert state.all_model_checkpoint_paths == [f"ckpt-{i}" for i in range(1, n + 1)]
+    assert state.model_checkpoint_path == f"ckpt-{n}"
+    assert state.all_model_checkpoint_timestamps == [wl.T0 + i * wl.STEP_SECONDS for i in range(1, n + 1)]
+    for i in (1, n):
+        prefix = os.path.join(w["dir"], f"ckpt-{i}")
+        assert os.stat(prefix + ".index").st_mtime == wl.T0 + i * wl.STEP_SECONDS
+        with ckptool.open(prefix) as ck:
+            assert int(ck.read("global_step")) == 7
+
+
+def test_run_directories(wl, built):
+    _, w = built
+    dirs = sorted(p for p, _, files in os.walk(w["runs"]) if "checkpoint" in files)
+    assert len(dirs) == wl.TOY["runs"]
+    for d in dirs:
+        state = read_state(d)
+        assert len(state.all_model_checkpoint_paths) == wl.TOY["runs_ckpts"]
+        assert sum(n.endswith(".index") for n in os.listdir(d)) == wl.TOY["runs_ckpts"]
+
+
+def test_builders_reuse_a_matching_workload(wl, built):
+    work, w = built
+    index = w["big"] + ".index"
+    before = os.stat(index).st_mtime_ns
+    assert wl.build_all(str(work), wl.TOY) == w
+    assert os.stat(index).st_mtime_ns == before
+
+
+def test_harness_runs_rows_without_tensorflow(built, capsys):
+    work, _ = built
+    run = _load("run")
+    assert run.main(["--sizes", "toy", "--no-tf", "--repeat", "1", "--only", "read,list,write,listcli",
+                     "--work", str(work / "harness")]) == 0
+    out = capsys.readouterr().out
+    assert "| operation | ckptool | TF |" in out
+    for label in ("read all tensors", "list 50 variables", "write", "`list-variables` 50 variables"):
+        assert label in out
+    assert "failed" not in out
