@@ -247,6 +247,8 @@ def parse_object_key(key: str):
     is then the original variable's. None when ``key`` is not of the form
     ``<escaped path>/.ATTRIBUTES/<escaped attribute>``.
     """
+    if key.startswith("\0"):  # an encoded slice key (FORMAT.md §4.4), not a name
+        return None
     parts = key.split("/")
     if len(parts) < 2 or parts[-2] != ATTRIBUTES or not parts[-1] or ATTRIBUTES in parts[:-2]:
         return None

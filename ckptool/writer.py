@@ -305,7 +305,8 @@ class BundleWriter:
         synthesized = False
         try:
             if self._auto_graph and OBJECT_GRAPH_KEY.encode() not in self._entries:
-                names = [k.decode("utf-8", "surrogateescape") for k in self._order]
+                names = [k.decode("utf-8", "surrogateescape") for k in self._order
+                         if k not in self._slice_keys]
                 if any(is_object_key(n) for n in names):
                     graph = ObjectGraph.from_keys(names)
                     self.add(OBJECT_GRAPH_KEY, graph.serialize())
