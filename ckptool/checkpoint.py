@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import CkptError, CkptWarning, CorruptError, MissingError, TensorNotFoundError
+from .errors import CkptError, CkptWarning, CorruptError, MissingError, TensorNotFoundError, UnsupportedError
 from .format import bundle, dtypes
 from .format.bundle import Entry
 from .format.table import TableReader
@@ -106,6 +106,9 @@ class Checkpoint:
         if not self.is_object_based:
             return None
         value = self.read(OBJECT_GRAPH_KEY)
+        if value.dtype != object or value.size != 1:
+            raise CorruptError(f"{self.prefix}: {OBJECT_GRAPH_KEY} is not a string scalar "
+                               f"({value.dtype} {list(value.shape)})")
         return ObjectGraph.parse(value.item() if value.shape == () else value.ravel()[0],
                                  f"{self.prefix}: {OBJECT_GRAPH_KEY}")
 
@@ -315,19 +318,33 @@ class BundleCheckpoint(Checkpoint):
 
     def read(self, name: str, verify: bool = True) -> np.ndarray:
         e = self._lookup(name)
+        _check_numpy_shape(e.shape, e.dtype, f"{self.index_path}: tensor {name!r}")
         if not e.slices:
             return self._read_plain(e, verify)
         return self._assemble(e, verify)
 
     def _assemble(self, e: Entry, verify: bool) -> np.ndarray:
-        out = np.empty(e.shape, dtype=e.dtype.numpy)
-        covered = np.zeros(e.shape, dtype=bool) if e.numel else None
+        # The full shape comes from the index alone: before allocating it, check that
+        # the slices (each bounded by its data file) can cover it at all.
+        parts = []
+        stored = 0
         for sl in e.slices:
             part = self._slice_entry(e, sl)
             try:
                 region = bundle.slice_region(sl, e.shape)
             except CorruptError as exc:
                 raise CorruptError(f"{self.index_path}: {_name(e.key)!r}: {exc}") from None
+            self._check_bounds(part, self._reader(part.shard_id, part.key))
+            parts.append((part, region))
+            stored += part.numel
+        if stored < e.numel:
+            raise CorruptError(
+                f"{self.index_path}: does not have sufficient slices for partitioned tensor "
+                f"{_name(e.key)!r} ({len(e.slices)} slices hold {stored} of {e.numel} elements)"
+            )
+        out = np.empty(e.shape, dtype=e.dtype.numpy)
+        covered = np.zeros(e.shape, dtype=bool) if e.numel else None
+        for part, region in parts:
             out[region] = self._read_plain(part, verify)
             if covered is not None:
                 covered[region] = True
@@ -421,17 +438,42 @@ class V1Checkpoint(Checkpoint):
         m = self._meta.get(name)
         if m is None:
             raise self._not_found(name)
+        _check_numpy_shape(m.shape, m.dtype, f"{self.prefix}: tensor {name!r}")
         if len(m.slices) == 1 and bundle.is_full_slice(m.slices[0], m.shape):
             return self._slice_value(m, m.slices[0])
+        # Decode the slices first: their sizes are bounded by the file, the full shape is not.
+        values = [(bundle.slice_region(sl, m.shape), self._slice_value(m, sl)) for sl in m.slices]
+        numel = 1
+        for d in m.shape:
+            numel *= d
+        if sum(v.size for _, v in values) < numel:
+            raise CorruptError(f"{self.prefix}: slices of {name!r} do not cover the tensor")
         out = np.empty(m.shape, dtype=m.dtype.numpy)
         covered = np.zeros(m.shape, dtype=bool)
-        for sl in m.slices:
-            region = bundle.slice_region(sl, m.shape)
-            out[region] = self._slice_value(m, sl)
+        for region, value in values:
+            out[region] = value
             covered[region] = True
         if out.size and not covered.all():
             raise CorruptError(f"{self.prefix}: slices of {name!r} do not cover the tensor")
         return out
+
+
+#: numpy's NPY_MAXDIMS; TensorFlow allows up to 254 dimensions.
+NUMPY_MAX_DIMS = 64
+
+
+def _check_numpy_shape(shape, dtype, what: str) -> None:
+    """A shape TF accepts but numpy cannot hold (over 64 dimensions, or a zero-size
+    tensor whose other dimensions multiply past numpy's limit) is an UnsupportedError."""
+    if len(shape) > NUMPY_MAX_DIMS:
+        raise UnsupportedError(f"{what} has {len(shape)} dimensions; numpy arrays hold at most "
+                               f"{NUMPY_MAX_DIMS}")
+    n = max(1, dtype.itemsize)
+    for d in shape:
+        if d:
+            n *= d
+    if n > np.iinfo(np.intp).max:
+        raise UnsupportedError(f"{what} has shape {list(shape)}, too large for a numpy array")
 
 
 def open(path: str, storage=None) -> Checkpoint:  # noqa: A001 - the contract's name

@@ -295,6 +295,9 @@ def decode_variant(buf, entry: Entry, where: str, verify: bool = True) -> np.nda
     view = memoryview(buf)
     size = len(view)
     shown = entry.key.decode("utf-8", "backslashreplace")
+    if entry.numel * 5 > size:  # each element: a varint length and a fixed32 checksum at least
+        raise CorruptError(f"{where}: variant tensor {shown!r} of {entry.numel} elements cannot fit "
+                           f"in its {size} bytes")
     out = np.empty(entry.numel, dtype=object)
     pos = 0
     running = 0
