@@ -1,4 +1,4 @@
-"""Pieces shared by the commands: arguments, JSON output, terminal detection."""
+"""Pieces shared by the commands: arguments, JSON output, terminal detection, formatting."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ def checkpoint_argument(name: str = "checkpoint", **kwargs):
     """A CHECKPOINT argument (completes to checkpoint prefixes, not data files)."""
     from .completion import complete_checkpoint
 
-    return click.argument(name, metavar=name.upper(), shell_complete=complete_checkpoint, **kwargs)
+    return click.argument(name, metavar=kwargs.pop("metavar", name.upper()), shell_complete=complete_checkpoint,
+                          **kwargs)
 
 
 def json_option(help: str = "Print one JSON document on stdout instead of text."):
@@ -21,7 +22,14 @@ def json_option(help: str = "Print one JSON document on stdout instead of text."
 
 
 def emit_json(doc) -> None:
-    click.echo(json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False, default=_default))
+    """One JSON document on stdout. Names that are not valid UTF-8 (kept by the reader as
+    surrogate escapes) are written as \\udcXX escapes, which Python's json reads back."""
+    try:
+        text = json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False, default=_default)
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(doc, indent=2, ensure_ascii=True, allow_nan=False, default=_default)
+    click.echo(text)
 
 
 def _default(obj):
@@ -43,16 +51,43 @@ def stderr_is_terminal() -> bool:
 
 
 def color_enabled(stream=None) -> bool:
+    """Colour only on a terminal, never with NO_COLOR set (any value) or TERM=dumb."""
     stream = stream or sys.stdout
-    return stream.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+    try:
+        tty = stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+    return tty and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+
+
+def style(text: str, **kw) -> str:
+    """click.style when stdout takes colour, else the text unchanged."""
+    return click.style(text, **kw) if color_enabled() else text
 
 
 def settings():
-    ctx = click.get_current_context()
-    return ctx.find_root().obj
+    ctx = click.get_current_context(silent=True)
+    obj = ctx.find_root().obj if ctx is not None else None
+    if obj is None:
+        from .main import Settings
+
+        return Settings(False, False)
+    return obj
 
 
-def human_bytes(n: int) -> str:
+def quiet() -> bool:
+    return settings().quiet
+
+
+def note(message: str) -> None:
+    """An informational line on stderr (totals, summaries); not shown with --quiet."""
+    if not quiet():
+        click.echo(message, err=True)
+
+
+def human_bytes(n: int | None) -> str:
+    if n is None:
+        return "-"
     step = 1024.0
     value = float(n)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
@@ -62,5 +97,25 @@ def human_bytes(n: int) -> str:
     return f"{n} B"  # pragma: no cover
 
 
+def human_count(n: int) -> str:
+    """1234567 -> '1.2M' (parameters); small numbers exactly."""
+    if n < 10_000:
+        return str(n)
+    for unit, size in (("T", 10**12), ("G", 10**9), ("M", 10**6), ("K", 10**3)):
+        if n >= size:
+            return f"{n / size:.1f}{unit}"
+    return str(n)  # pragma: no cover
+
+
 def format_shape(shape) -> str:
     return "[" + ",".join(str(d) for d in shape) + "]"
+
+
+def display_name(name: str) -> str:
+    """A tensor name safe for one line of text: bytes that are not UTF-8 as \\xNN,
+    control characters escaped (as ``ls -b`` does), so one variable stays one line."""
+    if name.isprintable():
+        return name
+    raw = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return "".join(c if c.isprintable() or c == " " else c.encode("unicode_escape").decode("ascii")
+                   for c in raw)

@@ -49,6 +49,17 @@ class LazyGroup(click.Group):
         mod = self._module(name)
         return None if mod is None else mod.command
 
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            # click turns EPIPE into exit 1; a closed pipe (`| head`) is not a failure
+            raise _PipeClosed() from None
+
+
+class _PipeClosed(Exception):
+    pass
+
 
 class Settings:
     def __init__(self, debug: bool, quiet: bool):
@@ -94,7 +105,7 @@ def main(argv=None) -> None:
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
-    except BrokenPipeError:
+    except (BrokenPipeError, _PipeClosed):
         _quiet_broken_pipe()
     except KeyboardInterrupt:
         click.echo("ckptool: interrupted", err=True)
@@ -107,6 +118,12 @@ def main(argv=None) -> None:
     except Failed as exc:
         if exc.message:
             click.echo(f"ckptool: error: {exc.message}", err=True)
+        sys.exit(1)
+    except OSError as exc:  # the file system is at fault: one line too (permissions, disk full, ...)
+        if debug:
+            raise
+        where = f"{exc.filename}: " if exc.filename else ""
+        click.echo(f"ckptool: error: {where}{exc.strerror or exc}", err=True)
         sys.exit(1)
     else:
         _flush_or_quiet()

@@ -1,26 +1,221 @@
-"""Human output. The only module (with progress.py) that uses rich."""
+"""Human (text) output of the inspection commands. Data on stdout; totals and notes on stderr."""
 
 from __future__ import annotations
 
 import click
 
-from .common import color_enabled, format_shape, human_bytes
+from .common import display_name, format_shape, human_bytes, human_count, note, style
+
+
+def _table(header, rows, right=()) -> list[str]:
+    """Columns padded with spaces (greppable, awk-able); the last column is not padded."""
+    widths = [max([len(header[i])] + [len(r[i]) for r in rows]) for i in range(len(header))]
+
+    def line(cols):
+        out = []
+        for i, c in enumerate(cols):
+            if i == len(cols) - 1 and i not in right:
+                out.append(c)
+            else:
+                out.append(c.rjust(widths[i]) if i in right else c.ljust(widths[i]))
+        return "  ".join(out).rstrip()
+
+    return [style(line(header), bold=True)] + [line(r) for r in rows]
 
 
 def print_variables(variables) -> None:
-    """NAME DTYPE SHAPE SIZE columns, padded with spaces (greppable), and a totals line."""
-    rows = [(v.name, v.dtype, format_shape(v.shape), str(v.nbytes)) for v in variables]
-    header = ("NAME", "DTYPE", "SHAPE", "SIZE")
-    widths = [max([len(header[i])] + [len(r[i]) for r in rows]) for i in range(3)]
-    color = color_enabled()
-
-    def line(cols, bold=False):
-        text = "  ".join(c.ljust(w) for c, w in zip(cols[:3], widths)) + "  " + cols[3]
-        return click.style(text, bold=True) if bold and color else text
-
-    click.echo(line(header, bold=True))
-    for r in rows:
-        click.echo(line(r))
+    """NAME DTYPE SHAPE SIZE (bytes), one variable a line; the totals line, starting with '#',
+    goes to stderr so that `grep`, `awk '{s+=$4}'` and `wc -l` see only the table."""
+    rows = [(display_name(v.name), v.dtype, format_shape(v.shape), str(v.nbytes)) for v in variables]
+    for line in _table(("NAME", "DTYPE", "SHAPE", "SIZE"), rows):
+        click.echo(line)
     params = sum(v.numel for v in variables)
     total = sum(v.nbytes for v in variables)
-    click.echo(f"# {len(variables)} variables, {params} parameters, {total} bytes ({human_bytes(total)})")
+    note(f"# {len(variables)} variables, {params} parameters, {total} bytes ({human_bytes(total)})")
+
+
+def _kv(pairs) -> None:
+    width = max(len(k) for k, _ in pairs)
+    for k, v in pairs:
+        click.echo(f"{style(k.ljust(width), bold=True)}  {v}" if k else f"{' ' * width}  {v}")
+
+
+def print_summary(doc: dict) -> None:
+    kind = "object-based" if doc["object_based"] else "name-based"
+    pairs = [("checkpoint", display_name(doc["prefix"])), ("format", f"{doc['format']}, {kind}")]
+    if doc["format"] == "V2":
+        pairs.append(("index", f"{display_name(doc['index']['path'])}  {human_bytes(doc['index']['bytes'])}"))
+        shards = doc["shards"]
+        total = sum(s["bytes"] or 0 for s in shards)
+        pairs.append(("shards", f"{len(shards)}, {human_bytes(total)}"))
+        for s in shards:
+            size = "missing" if s["bytes"] is None else f"{s['bytes']} bytes"
+            pairs.append(("", f"{display_name(s['path'])}  {size}"))
+    else:
+        for i, f in enumerate(doc["files"]):
+            pairs.append(("files" if i == 0 else "", f"{display_name(f['path'])}  {f['bytes']} bytes"))
+    part = f" ({doc['partitioned']} partitioned)" if doc["partitioned"] else ""
+    pairs += [("variables", f"{doc['variables']}{part}"),
+              ("parameters", _count(doc["parameters"])),
+              ("bytes", f"{doc['bytes']} ({human_bytes(doc['bytes'])})")]
+    for i, (name, d) in enumerate(doc["dtypes"].items()):
+        pairs.append(("dtypes" if i == 0 else "",
+                      f"{name}: {_plural(d['variables'], 'variable')}, {_plural(d['parameters'], 'parameter')}, "
+                      f"{_plural(d['bytes'], 'byte')}"))
+    if doc["format"] == "V2":
+        b = doc["bundle"]
+        pairs.append(("bundle", f"version {b['producer']} (min consumer {b['min_consumer']}), "
+                                f"{b['endianness']}-endian"))
+    meta = doc.get("meta_graph")
+    if meta:
+        pairs.append(("meta graph", f"{display_name(meta['path'])}  {human_bytes(meta['bytes'])}"))
+        if meta.get("tensorflow_version"):
+            git = f" ({meta['tensorflow_git_version']})" if meta.get("tensorflow_git_version") else ""
+            pairs.append(("tensorflow", f"{meta['tensorflow_version']}{git}"))
+    state = doc.get("state")
+    if state:
+        pairs.append(("state", display_name(state["path"])))
+    _kv(pairs)
+    if state:
+        rows = [(str(c["step"]) if c["step"] is not None else "-", c["time"] or "-", human_bytes(c["bytes"]),
+                 c["status"], display_name(c["path"] or c["prefix"])) for c in state["checkpoints"]]
+        click.echo("")
+        for line in _table(("STEP", "TIME", "SIZE", "STATUS", "PATH"), rows, right=(0, 2)):
+            click.echo(line)
+
+
+def _count(n: int) -> str:
+    short = human_count(n)
+    return str(n) if short == str(n) else f"{n} ({short})"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def print_tensor(name: str, dtype: str, shape, value, full: bool) -> None:
+    import shutil
+    import sys
+
+    import numpy as np
+
+    click.echo(style(f"{display_name(name)}  {dtype}  {format_shape(shape)}", bold=True))
+    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else 75
+    opts = {"threshold": sys.maxsize if full else 1000, "linewidth": max(40, width)}
+    if value.dtype.names:  # quantized: show the integers
+        value = value[value.dtype.names[0]]
+    click.echo(np.array2string(np.asarray(value), **opts) if value.shape else _scalar(value))
+
+
+def _scalar(value) -> str:
+    item = value.reshape(()).item() if hasattr(value, "reshape") else value
+    return repr(item) if isinstance(item, bytes) else str(value.reshape(()) if hasattr(value, "reshape") else value)
+
+
+def _num(x) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, int):
+        return str(x)
+    return f"{x:.6g}"
+
+
+def print_stats(rows: list[dict]) -> None:
+    table = [(display_name(r["name"]), r["dtype"], format_shape(r["shape"]), _num(r["min"]), _num(r["max"]),
+              _num(r["mean"]), _num(r["std"]), _num(r["nan"]), _num(r["inf"]), _num(r["zeros"])) for r in rows]
+    for line in _table(("NAME", "DTYPE", "SHAPE", "MIN", "MAX", "MEAN", "STD", "NAN", "INF", "ZEROS"), table,
+                       right=(3, 4, 5, 6, 7, 8, 9)):
+        click.echo(line)
+
+
+def print_verify(report) -> None:
+    for p in report.problems:
+        click.echo(f"ckptool: error: {p.error}", err=True)
+    if report.ok:
+        click.echo(f"ok: {report.tensors} tensors, {report.bytes} bytes read, every checksum matches")
+    else:
+        names = sorted({p.name for p in report.problems})
+        click.echo(f"corrupt: {len(names)} of {report.tensors} tensors: " + ", ".join(display_name(n) for n in names))
+
+
+def print_tree(root, depth: int | None, title: str) -> None:
+    lines: list[tuple[str, str, str, str]] = []  # (tree text, dtype+shape, params, bytes)
+
+    def tensor_cols(t):
+        return f"{t['dtype']} {format_shape(t['shape'])}", str(t["parameters"]), human_bytes(t["bytes"])
+
+    def walk(node, prefix: str, level: int):
+        items = []  # (label, cols, node or None)
+        for a in node.attributes:
+            items.append((f"{display_name(a['name'])}", tensor_cols(a), None))
+        for s in node.slots:
+            items.append((f"{display_name(s['slot'])} (slot of {display_name(s['optimizer'] or '?')})",
+                          tensor_cols(s), None))
+        for c in node.children:
+            items.append((None, None, c))
+        if depth is not None and level >= depth:
+            return
+        for i, (label, cols, child) in enumerate(items):
+            last = i == len(items) - 1
+            branch = prefix + ("└── " if last else "├── ")
+            deeper = prefix + ("    " if last else "│   ")
+            if child is None:
+                lines.append((branch + label, *cols))
+            elif child.alias_of is not None:
+                ds = f"{child.tensor['dtype']} {format_shape(child.tensor['shape'])}" if child.tensor else ""
+                lines.append((branch + f"{display_name(child.name)} -> {display_name(child.alias_of)}", ds, "", ""))
+            else:
+                lines.append((branch + _node_label(child, depth, level + 1), *_node_cols(child)))
+                walk(child, deeper, level + 1)
+
+    lines.append((_node_label(root, depth, 0, title), *_node_cols(root)))
+    walk(root, "", 0)
+    w0 = max(len(x[0]) for x in lines)
+    w1 = max(len(x[1]) for x in lines)
+    w2 = max(len(x[2]) for x in lines)
+    for text, ds, params, size in lines:
+        click.echo(f"{text.ljust(w0)}  {ds.ljust(w1)}  {params.rjust(w2)}  {size}".rstrip())
+    note(f"# {root.parameters} parameters, {root.bytes} bytes ({human_bytes(root.bytes)}); "
+         f"subtree totals include the slot variables an optimizer owns")
+
+
+def _node_label(node, depth, level, title=None) -> str:
+    label = title if title is not None else display_name(node.name)
+    if node.owned_slots:
+        label += f" (+{node.owned_slots} slots)"
+    has_more = bool(node.children or node.attributes or node.slots)
+    if depth is not None and level >= depth and has_more:
+        label += " …"
+    return label
+
+
+def _node_cols(node):
+    ds = f"{node.tensor['dtype']} {format_shape(node.tensor['shape'])}" if node.tensor else ""
+    return ds, str(node.parameters), human_bytes(node.bytes)
+
+
+def print_diff(report) -> None:
+    rows = []
+    for v in report.removed:
+        rows.append(("-", display_name(v["name"]), f"{v['dtype']} {format_shape(v['shape'])}"))
+    for v in report.added:
+        rows.append(("+", display_name(v["name"]), f"{v['dtype']} {format_shape(v['shape'])}"))
+    for c in report.changed:
+        a, b = c["a"], c["b"]
+        parts = []
+        if a["dtype"] != b["dtype"]:
+            parts.append(f"dtype {a['dtype']} -> {b['dtype']}")
+        if a["shape"] != b["shape"]:
+            parts.append(f"shape {format_shape(a['shape'])} -> {format_shape(b['shape'])}")
+        rows.append(("~", display_name(c["name"]), ", ".join(parts)))
+    for v in report.values:
+        m = "" if v.max_abs_diff is None else f", max abs diff {v.max_abs_diff:.6g}"
+        rows.append(("~", display_name(v.name), f"values: {v.differing} of {v.count} elements differ{m}"))
+    rows.sort(key=lambda r: (r[1], r[0]))
+    colors = {"-": "red", "+": "green", "~": "yellow"}
+    width = max([len(r[1]) for r in rows] + [0])
+    for mark, name, what in rows:
+        click.echo(style(f"{mark} {name.ljust(width)}  {what}", fg=colors[mark]))
+    changed = len(report.changed) + len(report.values)
+    note(f"# {len(report.added)} added, {len(report.removed)} removed, {changed} changed, "
+         f"{report.unchanged} unchanged")

@@ -11,13 +11,18 @@ from ..common import checkpoint_argument, emit_json, json_option
 @checkpoint_argument()
 @json_option()
 @click.option("--match", "patterns", multiple=True, metavar="GLOB",
-              help="Only names matching this glob (repeatable; any may match).")
+              help="Only names matching this glob, as fnmatch (repeatable; any may match).")
 @click.option("--regex", metavar="RE", help="Only names in which this regular expression matches (re.search).")
 def command(checkpoint: str, as_json: bool, patterns: tuple[str, ...], regex: str | None) -> None:
-    """List the variables of CHECKPOINT, as tf.train.list_variables does.
+    """List the variables of CHECKPOINT, sorted by name, as tf.train.list_variables does.
 
-    Without --json: aligned columns NAME DTYPE SHAPE SIZE, one variable a
-    line, then a totals line starting with '#'.
+    \b
+    Without --json: a header line, then aligned columns NAME DTYPE SHAPE
+    SIZE (bytes stored), one variable a line, so grep, awk and cut work
+    (`awk 'NR>1 {s+=$4} END {print s}'`). A totals line starting with '#'
+    (variables, parameters, bytes) goes to stderr, not stdout; --quiet
+    drops it. --json prints an array of {"name", "dtype", "shape",
+    "nbytes"} objects ("slices" is added for partitioned variables).
     """
     import ckptool
 

@@ -1,0 +1,124 @@
+"""``ckptool inspect``."""
+
+from __future__ import annotations
+
+import click
+
+from ..common import checkpoint_argument, emit_json, json_option
+from ..completion import complete_tensor
+
+
+@click.command("inspect")
+@checkpoint_argument()
+@json_option("Print one JSON document on stdout instead of text (see the JSON section).")
+@click.option("--tensor", "tensors", multiple=True, metavar="NAME", shell_complete=complete_tensor,
+              help="Print the value of tensor NAME (repeatable). With --stats: only these tensors.")
+@click.option("--all-tensors", is_flag=True, help="Print the value of every tensor (with --stats: all).")
+@click.option("--full", is_flag=True, help="Print values in full (default: numpy's summary with '...' "
+                                           "for more than 1000 elements).")
+@click.option("--stats", is_flag=True,
+              help="Per tensor: min, max, mean, std (over finite elements), NaN, Inf and zero counts, "
+                   "read in chunks with bounded memory.")
+@click.option("--verify", is_flag=True,
+              help="Read every byte and check every checksum; exit 1 naming each corrupt tensor.")
+@click.option("--tree", is_flag=True,
+              help="Draw the object graph (or the name scopes) with parameters and bytes per subtree; "
+                   "slot variables under their variables.")
+@click.option("--depth", type=click.IntRange(min=0), metavar="N", help="With --tree: show N levels.")
+def command(checkpoint: str, as_json: bool, tensors: tuple[str, ...], all_tensors: bool, full: bool,
+            stats: bool, verify: bool, tree: bool, depth: int | None) -> None:
+    """Summarize CHECKPOINT, print tensor values or statistics, verify it, or draw its tree.
+
+    \b
+    Without options: the summary (format, prefix, index and shards with
+    sizes, variable count, parameters, bytes, dtypes, object- or name-based,
+    the bundle version, the TensorFlow version from a .meta file) and, when
+    CHECKPOINT is a directory with a 'checkpoint' state file, each of its
+    checkpoints with step, time (UTC), size and status: latest, kept
+    (listed in the state), preserved (dropped from the state by
+    keep_checkpoint_every_n_hours), untracked, or missing.
+
+    \b
+    JSON: the summary is an object; --tensor NAME given once gives
+    {"name", "dtype", "shape", "value"}, more names or --all-tensors an
+    array of those. Values are nested lists; floats in the shortest form
+    that reads back to the same value of their dtype (bfloat16 and float8
+    too), NaN and infinities as the strings "NaN", "Infinity",
+    "-Infinity"; complex numbers as {"real", "imag"}; strings as text when
+    valid UTF-8, else {"base64": "..."}. --stats gives an array of
+    {"name", "dtype", "shape", "count", "min", "max", "mean", "std",
+    "nan", "inf", "zeros"}; --verify {"prefix", "ok", "tensors", "bytes",
+    "errors": [{"name", "error"}]}; --tree nested nodes {"name", "path",
+    "parameters", "bytes", "tensor", "attributes", "slots", "children"}.
+    """
+    import ckptool
+
+    from ... import inspection
+    from .. import render
+    from ..main import Failed
+
+    modes = [m for m, on in (("--verify", verify), ("--tree", tree)) if on]
+    if stats:
+        modes.append("--stats")
+    elif tensors or all_tensors:
+        modes.append("--tensor" if tensors else "--all-tensors")
+    if len(modes) > 1:
+        raise click.UsageError(f"{modes[0]} and {modes[1]} cannot be combined")
+    if depth is not None and not tree:
+        raise click.UsageError("--depth goes with --tree")
+    if tensors and all_tensors:
+        raise click.UsageError("--tensor and --all-tensors cannot be combined")
+    if full and (not (tensors or all_tensors) or stats):
+        raise click.UsageError("--full goes with --tensor or --all-tensors")
+
+    with ckptool.open(checkpoint) as ck:
+        if verify:
+            from ..progress import progress_bar
+
+            with progress_bar("verifying") as bar:
+                report = inspection.verify(ck, progress=bar)
+            if as_json:
+                emit_json(report.to_json())
+            else:
+                render.print_verify(report)
+            if not report.ok:
+                bad = len({p.name for p in report.problems})
+                raise Failed(f"{ck.prefix}: verification failed: {bad} of {report.tensors} tensors corrupt")
+            return
+        if tree:
+            root = inspection.tree(ck)
+            if as_json:
+                emit_json(root.to_json())
+            else:
+                render.print_tree(root, depth, _title(ck.prefix))
+            return
+        names = list(tensors) if tensors else [v.name for v in ck.variables()]
+        for n in tensors:
+            ck.variable(n)  # unknown names fail before any output, with a suggestion
+        if stats:
+            rows = [inspection.tensor_stats(ck, n) for n in names]
+            if as_json:
+                emit_json(rows)
+            else:
+                render.print_stats(rows)
+            return
+        if tensors or all_tensors:
+            if as_json:
+                docs = [inspection.tensor_json(ck, n) for n in names]
+                emit_json(docs[0] if len(tensors) == 1 else docs)
+                return
+            for i, n in enumerate(names):
+                v = ck.variable(n)
+                if i:
+                    click.echo("")
+                render.print_tensor(v.name, v.dtype, v.shape, ck.read(n), full)
+            return
+        doc = inspection.summary(ck, checkpoint)
+        if as_json:
+            emit_json(doc)
+        else:
+            render.print_summary(doc)
+
+
+def _title(prefix: str) -> str:
+    return prefix.rstrip("/").rsplit("/", 1)[-1] or prefix
