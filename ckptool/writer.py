@@ -118,6 +118,8 @@ def encode_tensor(key: bytes, value) -> tuple[dtypes.DType, tuple[int, ...], obj
         data, crc = bundle.encode_string([_to_bytes(e, key) for e in arr.ravel(order="C")])
         return dt, shape, data, crc
     native = dt.numpy
+    if arr.dtype.names is not None:  # a quantized type given as TF's structured dtype
+        arr = arr.view(arr.dtype[0])
     if arr.dtype != native:  # big-endian input, or an equivalent spelling
         arr = arr.astype(native)
     arr = np.ascontiguousarray(arr)

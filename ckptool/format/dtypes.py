@@ -34,6 +34,13 @@ class DType:
         return _numpy_dtype(self._numpy)
 
     @property
+    def write_numpy(self) -> np.dtype:
+        """The numpy dtype that asks the writer for exactly this type: ``numpy``, except for the
+        quantized types, which read as plain integers and are written from TF's structured
+        ``as_numpy_dtype`` (``np.dtype([("qint8", np.int8)])``)."""
+        return _quantized_struct(self._numpy) if self._numpy.startswith("q:") else self.numpy
+
+    @property
     def is_fixed(self) -> bool:
         return self.kind == FIXED
 
@@ -47,10 +54,17 @@ def _numpy_dtype(spec: str) -> np.dtype:
         import ml_dtypes
 
         return np.dtype(getattr(ml_dtypes, spec[3:]))
-    if spec.startswith("q:"):  # TF's quantized types: np.dtype([("qint8", np.int8)])
-        name, base = spec[2:].split(",")
-        return np.dtype([(name, base)])
+    if spec.startswith("q:"):
+        # TF's quantized types read as their plain integer type, as get_tensor returns them
+        # (ndarray_tensor.cc maps TF_QINT8 to NPY_INT8, ...).
+        return np.dtype(spec.split(",")[1])
     return np.dtype(spec)
+
+
+def _quantized_struct(spec: str) -> np.dtype:
+    """tf.qint8.as_numpy_dtype and friends: np.dtype([("qint8", np.int8)])."""
+    name, base = spec[2:].split(",")
+    return np.dtype([(name, base)])
 
 
 _TABLE = [
@@ -124,7 +138,10 @@ def from_numpy(dtype: np.dtype) -> DType:
     if dtype.kind in "OSU":
         return STRING_DTYPE
     native = dtype.newbyteorder("<") if dtype.byteorder == ">" else dtype
+    quantized = native.names is not None  # only TF's own structured dtypes name a quantized type
     for dt in BY_VALUE.values():
-        if dt.kind == FIXED and _numpy_dtype(dt._numpy) == native:
+        if dt.kind != FIXED or dt._numpy.startswith("q:") != quantized:
+            continue
+        if (_quantized_struct(dt._numpy) if quantized else _numpy_dtype(dt._numpy)) == native:
             return dt
     raise UnsupportedError(f"numpy dtype {dtype} has no TensorFlow equivalent")
