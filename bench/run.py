@@ -48,6 +48,7 @@ import workloads  # noqa: E402
 
 TF_PIN = "tensorflow-cpu==2.21.0"
 CHILD = os.path.join(HERE, "child.py")
+LAUNCH = os.path.join(HERE, "launch.py")
 
 
 # -- running one measured process -------------------------------------------------
@@ -66,19 +67,23 @@ class RunFailed(Exception):
 
 
 def measure(argv: list[str], env: dict | None = None) -> Sample:
-    """Run ``argv`` to completion in its own process; wall time, peak RSS, and its JSON report."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - t0
-        proc.returncode = os.waitstatus_to_exitcode(status)
+    """Run ``argv`` to completion in its own process (through bench/launch.py); its wall
+    time, peak RSS, and the JSON report it prints last, if any."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.NamedTemporaryFile(suffix=".json") as rep:
+        subprocess.run([sys.executable, "-S", LAUNCH, rep.name, *argv], stdout=out, stderr=err,
+                       stdin=subprocess.DEVNULL, env=env)
         out.seek(0)
         err.seek(0)
         stdout, stderr = out.read(), err.read()
-    if proc.returncode != 0:
+        try:
+            with open(rep.name) as f:
+                launched = json.load(f)
+        except ValueError:
+            launched = {"exit": "?"}
+    if launched["exit"] != 0:
         lines = [ln for ln in stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
-        raise RunFailed(f"exit {proc.returncode}: {lines[-1] if lines else '(no stderr)'}")
+        raise RunFailed(f"exit {launched['exit']}: {lines[-1] if lines else '(no stderr)'}")
     op, extra = None, {}
     last = stdout.rstrip().rsplit(b"\n", 1)[-1] if stdout.strip() else b""
     if last.startswith(b"{"):
@@ -88,8 +93,8 @@ def measure(argv: list[str], env: dict | None = None) -> Sample:
             extra = doc
         except ValueError:
             pass
-    peak = usage.ru_maxrss * (1024 if sys.platform.startswith("linux") else 1) / 1e6
-    return Sample(wall, op, peak, extra)
+    scale = 1024 if sys.platform.startswith("linux") else 1  # ru_maxrss: KiB on Linux, bytes on macOS
+    return Sample(launched["wall"], op, launched["maxrss_kb"] * scale / 1e6, extra)
 
 
 # -- the tools ----------------------------------------------------------------------
