@@ -8,12 +8,13 @@ recorded on the optimizer's node.
 
 from __future__ import annotations
 
+import copy
 from collections import deque
 from dataclasses import dataclass, field
 
 from google.protobuf.message import DecodeError
 
-from .errors import CorruptError
+from .errors import CkptError, CorruptError
 from .format.protos.tensor_bundle_pb2 import TrackableObjectGraph
 
 OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
@@ -141,6 +142,154 @@ class ObjectGraph:
     def keys(self) -> list[str]:
         return [a.checkpoint_key for node in self.nodes for a in node.attributes]
 
+    # -- editing (rewrite-names) ----------------------------------------------
+
+    def optimizer_nodes(self) -> set[int]:
+        """The optimizers: nodes that record slot variables, and the root's ``optimizer`` child."""
+        out = {n.id for n in self.nodes if n.slot_variables}
+        if self.nodes:
+            out |= {nid for name, nid in self.nodes[0].children if name == "optimizer"}
+        return out
+
+    def _walk(self, path) -> int | None:
+        nid = 0
+        for name in path:
+            nid = next((c for n, c in self.nodes[nid].children if n == name), None)
+            if nid is None:
+                return None
+        return nid
+
+    def edited(self, renames: dict[str, str], dropped=frozenset(), strip_optimizer: bool = False):
+        """A copy with keys renamed and dropped, each renamed object moved to its new path.
+
+        The graph is edited, not rebuilt: objects reached by several paths (a
+        Keras model's variables are also the optimizer's ``_trainable_variables``)
+        keep their other paths, and slot variables stay attached to their
+        optimizer. ``strip_optimizer`` cuts the optimizers out (their edges and
+        slot records). Nodes no longer reachable from the root are removed.
+
+        Returns ``(graph, keys)``: ``keys`` maps every key the caller planned
+        (after ``renames``) to the key the graph now uses for it, or to None when
+        it left the graph with an unreachable node. A kept variable whose key ran
+        through a removed path is re-keyed by its first path breadth first, as TF
+        would key it.
+        """
+        nodes = [copy.deepcopy(n) for n in self.nodes]
+        g = ObjectGraph(nodes)
+        if not nodes:
+            return g, {}
+        if strip_optimizer:
+            opt = self.optimizer_nodes()
+            for n in nodes:
+                n.slot_variables = []
+                n.children = [(c, i) for c, i in n.children if i not in opt]
+        slot_nodes = set(self.slot_owners())
+        moves: dict[int, tuple[tuple, tuple, str]] = {}  # node -> (old path, new path, new key)
+        for n in nodes:
+            kept = []
+            for a in n.attributes:
+                key = a.checkpoint_key
+                if key in dropped:
+                    continue
+                new = renames.get(key, key)
+                if new != key:
+                    parsed = parse_object_key(new)
+                    if parsed is None:  # now a plain tensor, outside the graph
+                        continue
+                    path, attr, slot = parsed
+                    a.checkpoint_key, a.name = new, attr
+                    old = parse_object_key(key)
+                    if slot is None and n.id not in slot_nodes and (old is None or old[0] != path):
+                        prev = moves.setdefault(n.id, (old[0] if old else None, path, new))
+                        if prev[1] != path:
+                            raise CkptError(f"{key!r} -> {new!r} splits one object between "
+                                            f"{'/'.join(prev[1])!r} and {'/'.join(path)!r}")
+                kept.append(a)
+            n.attributes = kept
+        for nid, (old_path, _, _) in moves.items():  # detach every mover first: swaps work
+            if old_path and g._walk(old_path) == nid:
+                parent = nodes[g._walk(old_path[:-1])]
+                parent.children = [(c, i) for c, i in parent.children if not (c == old_path[-1] and i == nid)]
+        for nid, (_, path, new) in moves.items():
+            g._attach(nid, path, new)
+        emptied = self._valued() - g._valued()  # objects whose values all moved or went
+        for n in nodes:
+            n.children = [(c, i) for c, i in n.children if i not in emptied]
+        return g._compacted()
+
+    def _valued(self) -> set[int]:
+        """Nodes with attributes, slot records or a registered saver, or reaching such a node
+        (save_util_v1._add_checkpoint_values_check)."""
+        parents: dict[int, list[int]] = {}
+        for n in self.nodes:
+            for _, c in n.children:
+                parents.setdefault(c, []).append(n.id)
+        out = {n.id for n in self.nodes if n.attributes or n.slot_variables or n.registered_saver}
+        queue = deque(out)
+        while queue:
+            for p in parents.get(queue.popleft(), ()):
+                if p not in out:
+                    out.add(p)
+                    queue.append(p)
+        return out
+
+    def _attach(self, nid: int, path: tuple, key: str) -> None:
+        cur = 0
+        for depth, name in enumerate(path):
+            last = depth == len(path) - 1
+            child = next((c for n, c in self.nodes[cur].children if n == name), None)
+            if child is None:
+                if last:
+                    self.nodes[cur].children.append((name, nid))
+                    return
+                child = len(self.nodes)
+                self.nodes.append(Node(child))
+                self.nodes[cur].children.append((name, child))
+            elif last and child != nid:
+                raise CkptError(f"cannot rename to {key!r}: another object already has that path")
+            cur = child
+
+    def _compacted(self):
+        reach: list[int] = []
+        seen = {0}
+        queue = deque([0])
+        while queue:
+            nid = queue.popleft()
+            reach.append(nid)
+            node = self.nodes[nid]
+            refs = [c for _, c in node.children]
+            for s in node.slot_variables:
+                refs += [s.original_variable_node_id, s.slot_variable_node_id]
+            for r in refs:
+                if r not in seen:
+                    seen.add(r)
+                    queue.append(r)
+        keys = {a.checkpoint_key: None for n in self.nodes for a in n.attributes}
+        order = sorted(reach)
+        new_id = {old: i for i, old in enumerate(order)}
+        nodes = []
+        for old in order:
+            n = self.nodes[old]
+            n.id = new_id[old]
+            n.children = [(c, new_id[i]) for c, i in n.children]
+            n.slot_variables = [SlotVariable(new_id[s.original_variable_node_id], s.slot_name,
+                                             new_id[s.slot_variable_node_id]) for s in n.slot_variables]
+            nodes.append(n)
+        g = ObjectGraph(nodes)
+        slots = set(g.slot_owners())
+        paths = g.paths()
+        for n in nodes:
+            for a in n.attributes:
+                parsed = parse_object_key(a.checkpoint_key)
+                if n.id not in slots and n.id in paths and (parsed is None or g._walk(parsed[0]) != n.id):
+                    key = f"{paths[n.id]}/{ATTRIBUTES}/{escape(a.name)}"
+                    keys[a.checkpoint_key] = key
+                    a.checkpoint_key = key
+                else:
+                    keys[a.checkpoint_key] = a.checkpoint_key
+        g._mark_values()
+        return g, keys
+
     # -- synthesis -----------------------------------------------------------
 
     @classmethod
@@ -201,22 +350,9 @@ class ObjectGraph:
 
     def _mark_values(self) -> None:
         """has_checkpoint_values: a node with attributes or slots, or with such descendants."""
-        n = len(self.nodes)
-        memo: dict[int, bool] = {}
-
-        def has(nid: int, seen: frozenset) -> bool:
-            if nid in memo:
-                return memo[nid]
-            node = self.nodes[nid]
-            value = bool(node.attributes or node.slot_variables)
-            for _, child in node.children:
-                if 0 <= child < n and child not in seen and has(child, seen | {nid}):
-                    value = True
-            memo[nid] = value
-            return value
-
+        valued = self._valued()
         for node in self.nodes:
-            node.has_checkpoint_values = has(node.id, frozenset())
+            node.has_checkpoint_values = node.id in valued
 
 
 class _Tree:

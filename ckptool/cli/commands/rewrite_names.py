@@ -1,0 +1,104 @@
+"""``ckptool rewrite-names``."""
+
+from __future__ import annotations
+
+import click
+
+from ..common import checkpoint_argument, display_name, emit_json, json_option, note
+
+
+@click.command("rewrite-names")
+@checkpoint_argument("src")
+@click.argument("dst", metavar="DST")
+@click.option("--map", "map_file", metavar="FILE", type=click.Path(dir_okay=False, allow_dash=True),
+              help="An assignment map: a JSON object {old: new}, read as init_from_checkpoint "
+                   "reads it (a key ending in '/' maps a scope, '/' is the root; a key "
+                   "'re:PATTERN' is a regular expression). '-' reads standard input.")
+@click.option("--rule", "rules", multiple=True, metavar="OLD=NEW",
+              help="One rule, as a map entry: 'old/name=new/name', 'old/=new/', '/=scope/', "
+                   "or 're:PATTERN=REPL' (full match; \\1 or \\g<name> in REPL). Repeatable; "
+                   "applied after --map's rules.")
+@click.option("--drop", "drops", multiple=True, metavar="GLOB",
+              help="Leave out every variable whose (old) name matches GLOB. Repeatable.")
+@click.option("--strip-optimizer", is_flag=True,
+              help="Leave out optimizer state: TF1 slots (Adam, Adam_1, Momentum, beta1_power, ...) "
+                   "and TF2 'optimizer/...' and '.OPTIMIZER_SLOT' keys.")
+@click.option("--template", metavar="CHECKPOINT",
+              help="A checkpoint the target model wrote (e.g. its initial state): DST gets its "
+                   "names, dtypes, shapes and object graph, with values from SRC through the rules; "
+                   "what SRC cannot supply keeps the template's value.")
+@click.option("--strict", is_flag=True,
+              help="Fail, writing nothing, when a rule or --drop matches nothing, or (with "
+                   "--template) when a template variable is missing, a SRC variable is unused, "
+                   "or a shape or dtype differs.")
+@click.option("--compact", is_flag=True,
+              help="Copy tensor bytes into new data files instead of linking SRC's data files "
+                   "(the default when SRC is a V2 bundle), so dropped tensors take no space.")
+@click.option("--dry-run", is_flag=True, help="Print the plan; write nothing.")
+@click.option("--force", is_flag=True, help="Replace an existing checkpoint at DST.")
+@json_option("Print the plan as JSON: {\"src\", \"dst\", \"tensors\": [{\"old\", \"new\"}], \"renamed\", "
+             "\"dropped\", \"unmatched_rules\", \"object_graph\", \"fast_path\", ...}.")
+def command(src: str, dst: str, map_file: str | None, rules: tuple[str, ...], drops: tuple[str, ...],
+            strip_optimizer: bool, template: str | None, strict: bool, compact: bool, dry_run: bool,
+            force: bool, as_json: bool) -> None:
+    """Write a copy of SRC at DST with its variables renamed.
+
+    \b
+    Rules are tried in order: an exact name, then the longest matching
+    scope prefix, then the root rule, then regular expressions in the
+    order given; a name no rule matches is kept. Two variables landing on
+    one name is an error, and nothing is written. SRC is never modified.
+
+    \b
+    Object-based (TF2) checkpoints get an object graph rebuilt for the new
+    names, so tf.train.Checkpoint restores them under the new structure.
+    Tensor bytes are copied without decoding; when SRC is a V2 bundle its
+    data files are hard-linked (or copied whole) and only the index is
+    rebuilt.
+
+    \b
+    Examples:
+      ckptool rewrite-names old/model.ckpt-100 new/ckpt-100 --rule 'dense/=model/dense/'
+      ckptool rewrite-names tf1/ tf2/ckpt-1 --map map.json --template init/ckpt-0 --strict
+      ckptool rewrite-names run/ckpt-9 small/ckpt-9 --strip-optimizer
+    """
+    from ...rename import parse_map, parse_rule, rewrite_names
+
+    parsed = []
+    if map_file is not None:
+        parsed += parse_map(_read_map(map_file))
+    parsed += [parse_rule(r) for r in rules]
+    if not (parsed or drops or strip_optimizer or template):
+        raise click.UsageError("nothing to do: give --map, --rule, --drop, --strip-optimizer or --template")
+    plan = rewrite_names(src, dst, parsed, drop=drops, strip_optimizer=strip_optimizer, strict=strict,
+                         template=template, dry_run=dry_run, force=force, compact=compact)
+    for rule in plan.unmatched_rules:
+        note(f"ckptool: warning: {rule} matches no variable")
+    if as_json:
+        emit_json(plan.to_json())
+        return
+    width = max((len(display_name(o)) for o, n in plan.renames if o != n), default=0)
+    for old, new in plan.renames:
+        if old != new:
+            click.echo(f"{display_name(old):<{width}}  ->  {display_name(new)}")
+    for name in plan.dropped:
+        click.echo(f"{display_name(name):<{width}}  (dropped)")
+    verb = "would write" if dry_run else "wrote"
+    renamed = sum(1 for o, n in plan.renames if o != n)
+    how = "; data files linked, index rebuilt" if plan.fast_path and not dry_run else ""
+    note(f"# {verb} {plan.dst}: {len(plan.renames)} variables, {renamed} renamed, "
+         f"{len(plan.dropped)} dropped; object graph {plan.object_graph}{how}")
+
+
+def _read_map(path: str):
+    import json
+
+    from ...errors import CkptError
+
+    try:
+        with click.open_file(path, "r", encoding="utf-8") as f:
+            return json.load(f)
+    except OSError as exc:
+        raise CkptError(f"{path}: cannot read the assignment map: {exc.strerror}") from None
+    except ValueError as exc:
+        raise CkptError(f"{path}: not a JSON assignment map: {exc}") from None

@@ -1,0 +1,435 @@
+"""Rename, drop and strip variables of a checkpoint: the library side of ``ckptool rewrite-names``.
+
+Rules (first match wins, in this order):
+
+* exact: ``{"old/name": "new/name"}`` renames that one variable;
+* scope prefix: ``{"old/": "new/"}`` renames every ``old/x`` to ``new/x`` (the
+  longest matching prefix wins); ``{"old/": "/"}`` moves ``old/x`` to the root;
+* root: ``{"/": "scope/"}`` renames every ``x`` to ``scope/x``
+  (``init_from_checkpoint``'s rules, FORMAT.md §8.2, read as old -> new);
+* regex: ``re:PATTERN=REPL`` (command line) or a map key ``re:PATTERN``: a
+  full match of PATTERN, REPL with ``\\1`` / ``\\g<name>`` groups; in order given.
+
+Fast path: when SRC is a V2 bundle, its data files are hard-linked (or copied
+whole) to DST's names and only the index is rebuilt; dropped tensors' bytes
+stay in the linked files unless ``compact`` is asked. A renamed object-based
+checkpoint gets an object graph rebuilt from its new keys (slot references
+included), written to one extra small data shard.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import shutil
+from dataclasses import dataclass, field
+
+from .errors import CkptError, RefusedError
+from .format import bundle
+from .objgraph import OBJECT_GRAPH_KEY, OPTIMIZER_SLOT, ObjectGraph, is_object_key, object_key
+from .storage import LocalStorage
+
+EXACT, PREFIX, ROOT, REGEX = "exact", "prefix", "root", "regex"
+
+
+@dataclass
+class Rule:
+    kind: str
+    old: str
+    new: str
+    pattern: re.Pattern | None = None
+    used: int = 0
+
+    def text(self) -> str:
+        return f"re:{self.old}={self.new}" if self.kind == REGEX else f"{self.old}={self.new}"
+
+
+def make_rule(old: str, new: str) -> Rule:
+    if old.startswith("re:"):
+        pat = old[3:]
+        try:
+            return Rule(REGEX, pat, new, re.compile(pat))
+        except re.error as exc:
+            raise CkptError(f"bad regular expression in rule {old!r}: {exc}") from None
+    if old == "/":
+        if new != "/" and not new.endswith("/"):
+            raise CkptError(f"rule '/' -> {new!r}: the root maps to a scope ending in '/'")
+        return Rule(ROOT, old, "" if new == "/" else new)
+    if old.endswith("/"):
+        if not new.endswith("/"):
+            raise CkptError(f"rule {old!r} -> {new!r}: a scope (ending in '/') must map to a scope")
+        return Rule(PREFIX, old, "" if new == "/" else new)
+    if not old:
+        raise CkptError("a rule needs a non-empty old name")
+    return Rule(EXACT, old, new)
+
+
+def parse_rule(text: str) -> Rule:
+    """``OLD=NEW`` or ``re:PATTERN=REPL`` (split at the last '=' for regex rules? no: the first
+    '=' not inside the pattern is ambiguous, so regex rules split at the LAST '=')."""
+    if text.startswith("re:"):
+        old, sep, new = text.rpartition("=")
+    else:
+        old, sep, new = text.partition("=")
+    if not sep:
+        raise CkptError(f"rule {text!r} is not of the form OLD=NEW")
+    return make_rule(old, new)
+
+
+def parse_map(doc) -> list[Rule]:
+    if not isinstance(doc, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in doc.items()):
+        raise CkptError("an assignment map is a JSON object of {old: new} strings")
+    return [make_rule(k, v) for k, v in doc.items()]
+
+
+class Renamer:
+    def __init__(self, rules: list[Rule]):
+        self.rules = rules
+        self.exact = {r.old: r for r in rules if r.kind == EXACT}
+        self.prefixes = sorted((r for r in rules if r.kind == PREFIX), key=lambda r: -len(r.old))
+        self.root = [r for r in rules if r.kind == ROOT]
+        self.regex = [r for r in rules if r.kind == REGEX]
+
+    def __call__(self, name: str) -> str:
+        r = self.exact.get(name)
+        if r is not None:
+            r.used += 1
+            return r.new
+        for r in self.prefixes:
+            if name.startswith(r.old):
+                r.used += 1
+                return r.new + name[len(r.old):]
+        for r in self.root:
+            r.used += 1
+            return r.new + name
+        for r in self.regex:
+            m = r.pattern.fullmatch(name)
+            if m:
+                r.used += 1
+                try:
+                    return m.expand(r.new)
+                except (re.error, IndexError) as exc:
+                    raise CkptError(f"rule {r.text()!r} on {name!r}: {exc}") from None
+        return name
+
+    def unused(self) -> list[str]:
+        return [r.text() for r in self.rules if not r.used]
+
+
+_TF1_SLOT = re.compile(r"(^|.*/)(Adam(_\d+)?|Momentum|RMSProp(_\d+)?|Adagrad(DA)?|Ftrl(_\d+)?|"
+                       r"Adadelta(_\d+)?|ProximalAdagrad|AdamW(_\d+)?|Nadam(_\d+)?|Adamax(_\d+)?)$")
+_TF1_POWER = re.compile(r"(^|.*/)beta[12]_power(_\d+)?$")
+
+
+def is_optimizer_name(name: str) -> bool:
+    """TF1 slot / accumulator names and TF2 optimizer keys."""
+    if name.startswith("optimizer/") or f"/{OPTIMIZER_SLOT}/" in name:
+        return True
+    return bool(_TF1_SLOT.match(name) or _TF1_POWER.match(name))
+
+
+@dataclass
+class Plan:
+    src: str
+    dst: str
+    renames: list[tuple[str, str]] = field(default_factory=list)  # (old, new), sorted by new
+    dropped: list[str] = field(default_factory=list)
+    unmatched_rules: list[str] = field(default_factory=list)
+    object_graph: str = "none"  # none | kept | rebuilt | template
+    fast_path: bool = False
+    template: dict | None = None
+    files: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        doc = {"src": self.src, "dst": self.dst, "fast_path": self.fast_path,
+               "object_graph": self.object_graph,
+               "tensors": [{"old": o, "new": n} for o, n in self.renames],
+               "renamed": sum(1 for o, n in self.renames if o != n),
+               "dropped": self.dropped, "unmatched_rules": self.unmatched_rules}
+        if self.template is not None:
+            doc["template"] = self.template
+        if self.files:
+            doc["files"] = self.files
+        return doc
+
+
+def plan_names(names: list[str], rules: list[Rule], drop=(), strip_optimizer=False, strict=False,
+               src="", dst="") -> Plan:
+    """Which SRC names go where; raises on collisions (and with ``strict`` on unused rules)."""
+    renamer = Renamer(rules)
+    drops = [re.compile(fnmatch.translate(g)) for g in drop]
+    used_drops = [0] * len(drops)
+    plan = Plan(src, dst)
+    targets: dict[str, str] = {}
+    collisions = []
+    for name in sorted(names):
+        if name == OBJECT_GRAPH_KEY:
+            continue
+        hit = [i for i, p in enumerate(drops) if p.match(name)]
+        for i in hit:
+            used_drops[i] += 1
+        if hit or (strip_optimizer and is_optimizer_name(name)):
+            plan.dropped.append(name)
+            continue
+        new = renamer(name)
+        if not new or new == OBJECT_GRAPH_KEY or new.startswith("\0"):
+            raise CkptError(f"{name!r} would be renamed to the reserved name {new!r}")
+        if new in targets:
+            collisions.append(f"{targets[new]!r} and {name!r} -> {new!r}")
+        targets[new] = name
+    if collisions:
+        raise CkptError("two sources land on one name: " + "; ".join(collisions) + " (nothing written)")
+    plan.renames = sorted(((o, n) for n, o in targets.items()), key=lambda p: p[1])
+    plan.unmatched_rules = renamer.unused() + [f"--drop {g}" for g, n in zip(drop, used_drops) if not n]
+    if strict and plan.unmatched_rules:
+        raise CkptError("--strict: these rules match nothing: " + ", ".join(plan.unmatched_rules)
+                        + " (nothing written)")
+    return plan
+
+
+def _graph_for(src_graph: ObjectGraph | None, plan: Plan, strip_optimizer: bool) -> ObjectGraph | None:
+    """DST's object graph, and ``plan`` brought in line with it.
+
+    An object-based SRC has its graph edited (objects moved, other paths and
+    slot references kept, optimizers cut out with ``strip_optimizer``): what
+    left the graph is dropped and re-keyed variables take their new key. A
+    name-based SRC gets a graph synthesized when new names are object keys.
+    """
+    if src_graph is None:
+        if not any(is_object_key(n) for _, n in plan.renames):
+            return None
+        plan.object_graph = "rebuilt"
+        return ObjectGraph.from_keys([n for _, n in plan.renames])
+    graph, keys = src_graph.edited({o: n for o, n in plan.renames if o != n}, set(plan.dropped),
+                                   strip_optimizer=strip_optimizer)
+    renames, targets = [], {}
+    for old, new in plan.renames:
+        final = keys.get(new, new)
+        if final is None:
+            plan.dropped.append(old)
+            continue
+        if final in targets:
+            raise CkptError(f"{targets[final]!r} and {old!r} both land on {final!r} (nothing written)")
+        targets[final] = old
+        renames.append((old, final))
+    plan.dropped.sort()
+    plan.renames = sorted(renames, key=lambda p: p[1])
+    changed = any(o != n for o, n in plan.renames) or plan.dropped
+    plan.object_graph = "rebuilt" if changed else "kept"
+    return graph
+
+
+def _check_dst(src_ck, dst: str, storage, force: bool) -> None:
+    idx = bundle.index_filename(dst)
+    same = os.path.abspath(src_ck.prefix) == os.path.abspath(dst)
+    if same:
+        raise RefusedError(f"{dst}: DST is SRC; SRC is never modified")
+    if storage.exists(idx) and not force:
+        raise RefusedError(f"{idx} already exists; not overwriting it without --force")
+
+
+def _link_or_copy(storage, src: str, dst: str) -> str:
+    """Hard-link src to a temporary name next to dst (copy when linking fails); returns it."""
+    tmp = storage.temp_name(dst)
+    if isinstance(storage, LocalStorage):
+        try:
+            os.link(src, tmp)
+            return tmp
+        except OSError:
+            shutil.copyfile(src, tmp)
+            return tmp
+    reader = storage.open_reader(src)
+    try:
+        with storage.open_write(tmp) as f:
+            off = 0
+            while off < reader.size:
+                n = min(8 << 20, reader.size - off)
+                f.write(reader.read(off, n))
+                off += n
+    finally:
+        reader.close()
+    return tmp
+
+
+def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop=(), strip_optimizer=False, strict=False,
+                  template: str | None = None, dry_run=False, force=False, compact=False) -> Plan:
+    from .checkpoint import BundleCheckpoint, open as open_checkpoint
+    from .storage import storage_for
+    from .writer import BundleWriter, write_index
+
+    storage, dprefix = storage_for(dst)
+    with open_checkpoint(src) as ck:
+        # object-based: the graph says what is optimizer state (a Keras model's weights are
+        # also keyed under optimizer/_trainable_variables), so names decide only for TF1
+        plan = plan_names(ck.names(), rules, drop, strip_optimizer and not ck.is_object_based, strict,
+                          src=src, dst=dst)
+        _check_dst(ck, dprefix, storage, force)
+        if template is not None:
+            return _with_template(ck, plan, template, dprefix, storage, strict, dry_run, force)
+        graph = _graph_for(ck.object_graph() if ck.is_object_based else None, plan, strip_optimizer)
+        bundle_src = isinstance(ck, BundleCheckpoint)
+        plan.fast_path = bundle_src and not compact
+        if dry_run:
+            return plan
+        graph_bytes = graph.serialize() if plan.object_graph == "rebuilt" else None
+        if plan.fast_path:
+            plan.files = _fast(ck, plan, dprefix, storage, graph_bytes, force, write_index)
+            return plan
+        with BundleWriter(dprefix, storage=storage, force=force,
+                          endianness=ck.header.endianness if bundle_src else bundle.HOST_ENDIANNESS) as w:
+            for old, new in plan.renames:
+                if bundle_src:
+                    e = ck.entry(old.encode("utf-8", "surrogateescape"))
+                    _copy_raw(ck, e, new, w)
+                else:
+                    w.add(new, ck.read(old))
+            if graph_bytes is not None:
+                w.add(OBJECT_GRAPH_KEY, graph_bytes)
+            elif plan.object_graph == "kept":
+                e = ck.entry(OBJECT_GRAPH_KEY.encode())
+                w.add_raw(OBJECT_GRAPH_KEY, e, ck.read_raw(e))
+            res = w.finish()
+        plan.files = res.files
+        return plan
+
+
+def _copy_raw(ck, e, new: str, w) -> None:
+    if not e.slices:
+        w.add_raw(new, e, ck.read_raw(e))
+        return
+    w.add_raw(new, e, None)
+    nk = new.encode("utf-8", "surrogateescape")
+    for sl in e.slices:
+        part = ck.entry(bundle.encode_tensor_name_slice(e.key, sl))
+        w.add_raw(bundle.encode_tensor_name_slice(nk, sl), part, ck.read_raw(part))
+
+
+def _fast(ck, plan: Plan, dprefix: str, storage, graph_bytes, force, write_index) -> list[str]:
+    n_src = ck.header.num_shards
+    n_dst = n_src + (1 if graph_bytes is not None else 0)
+    entries = []
+    for old, new in plan.renames:
+        ok = old.encode("utf-8", "surrogateescape")
+        nk = new.encode("utf-8", "surrogateescape")
+        e = ck.entry(ok)
+        entries.append((nk, ck.raw_entry(ok)))
+        for sl in e.slices:
+            sk = bundle.encode_tensor_name_slice(ok, sl)
+            entries.append((bundle.encode_tensor_name_slice(nk, sl), ck.raw_entry(sk)))
+    if plan.object_graph == "kept":
+        k = OBJECT_GRAPH_KEY.encode()
+        entries.append((k, ck.raw_entry(k)))
+    storage.makedirs(storage.dirname(dprefix))
+    made = []  # (tmp, final)
+    try:
+        for i in range(n_src):
+            final = bundle.data_filename(dprefix, i, n_dst)
+            made.append((_link_or_copy(storage, ck.shard_path(i), final), final))
+        if graph_bytes is not None:
+            from .format.coding import mask_crc
+            from .writer import encode_tensor
+
+            dt, shape, data, crc = encode_tensor(OBJECT_GRAPH_KEY.encode(), graph_bytes)
+            final = bundle.data_filename(dprefix, n_src, n_dst)
+            tmp = storage.temp_name(final)
+            made.append((tmp, final))
+            blob = bytes(data) if isinstance(data, (bytes, bytearray, memoryview)) else b"".join(
+                bytes(c) for c in data)
+            with storage.open_write(tmp) as f:
+                f.write(blob)
+            entries.append((OBJECT_GRAPH_KEY.encode(),
+                            bundle.encode_entry(dt, shape, n_src, 0, len(blob), mask_crc(crc))))
+        for tmp, final in made:
+            storage.rename(tmp, final)
+        made = [(None, final) for _, final in made]
+        idx = write_index(dprefix, n_dst, entries, storage=storage, force=force,
+                          endianness=ck.header.endianness)
+    except BaseException:
+        for tmp, _ in made:
+            if tmp is not None:
+                try:
+                    storage.remove(tmp)
+                except OSError:
+                    pass
+        raise
+    return [f for _, f in made] + [idx]
+
+
+def _with_template(ck, plan: Plan, template: str, dprefix, storage, strict, dry_run, force) -> Plan:
+    """DST gets TEMPLATE's keys and graph, values from SRC (through the renames)."""
+    from .checkpoint import BundleCheckpoint, open as open_checkpoint
+    from .writer import BundleWriter
+
+    with open_checkpoint(template) as tp:
+        tvars = {v.name: v for v in tp.variables() if v.name != OBJECT_GRAPH_KEY}
+        graph = tp.object_graph() if tp.is_object_based else None
+        by_full = {}
+        if graph is not None:
+            for node in graph.nodes:
+                for a in node.attributes:
+                    by_full.setdefault(a.full_name, a.checkpoint_key)
+        svars = {v.name: v for v in ck.variables()}
+        supply: dict[str, str] = {}  # template key -> SRC name
+        unused = []
+        for old, new in plan.renames:
+            t = new if new in tvars else object_key(new) if object_key(new) in tvars else by_full.get(new)
+            if t is None or t not in tvars:
+                unused.append(old)
+                continue
+            if t in supply:
+                raise CkptError(f"two sources land on template key {t!r}: {supply[t]!r} and {old!r} "
+                                "(nothing written)")
+            supply[t] = old
+        mismatched = []
+        for t, old in list(supply.items()):
+            a, b = tvars[t], svars[old]
+            if a.dtype != b.dtype or tuple(a.shape) != tuple(b.shape):
+                mismatched.append({"name": t, "source": old,
+                                   "template": {"dtype": a.dtype, "shape": list(a.shape)},
+                                   "src": {"dtype": b.dtype, "shape": list(b.shape)}})
+                del supply[t]
+        missing = sorted(t for t in tvars if t not in supply and not (
+            t.startswith("save_counter/") or t.startswith("optimizer/") or f"/{OPTIMIZER_SLOT}/" in t))
+        plan.template = {"path": template, "from_src": [{"key": t, "source": s} for t, s in sorted(supply.items())],
+                         "missing": missing, "unused": sorted(unused), "mismatched": mismatched}
+        plan.object_graph = "template" if graph is not None else "none"
+        if strict and (missing or unused or mismatched):
+            parts = []
+            if missing:
+                parts.append("missing: " + ", ".join(missing))
+            if unused:
+                parts.append("not in the template: " + ", ".join(sorted(unused)))
+            if mismatched:
+                parts.append("shape/dtype mismatch: " + ", ".join(
+                    f"{m['name']} ({m['template']['dtype']}{m['template']['shape']} vs "
+                    f"{m['src']['dtype']}{m['src']['shape']})" for m in mismatched))
+            raise CkptError("--strict template check failed: " + "; ".join(parts) + " (nothing written)")
+        if mismatched:
+            raise CkptError("shape/dtype mismatch with the template: " + ", ".join(
+                f"{m['name']} ({m['template']['dtype']}{m['template']['shape']} vs "
+                f"{m['src']['dtype']}{m['src']['shape']})" for m in mismatched) + " (nothing written)")
+        if dry_run:
+            return plan
+        src_bundle = isinstance(ck, BundleCheckpoint)
+        tp_bundle = isinstance(tp, BundleCheckpoint)
+        with BundleWriter(dprefix, storage=storage, force=force) as w:
+            for t in sorted(tvars):
+                s = supply.get(t)
+                if s is not None:
+                    e = ck.entry(s.encode("utf-8", "surrogateescape")) if src_bundle else None
+                    if e is not None and not e.slices and not ck.header.big_endian:
+                        w.add_raw(t, e, ck.read_raw(e))
+                    else:
+                        w.add(t, ck.read(s))
+                else:
+                    e = tp.entry(t.encode("utf-8", "surrogateescape")) if tp_bundle else None
+                    if e is not None and not tp.header.big_endian:
+                        _copy_raw(tp, e, t, w)
+                    else:
+                        w.add(t, tp.read(t))
+            if graph is not None:
+                w.add(OBJECT_GRAPH_KEY, graph.serialize())
+            plan.files = w.finish().files
+        plan.renames = [(supply.get(t, f"<template>:{t}"), t) for t in sorted(tvars)]
+        return plan
