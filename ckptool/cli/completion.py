@@ -23,7 +23,8 @@ def complete_checkpoint(ctx, param, incomplete: str):
             continue
         full = os.path.join(d, n)
         if os.path.isdir(full):
-            out.append(CompletionItem(full + "/", type="dir"))
+            # plain, not type="dir": the shell scripts would then complete directories only
+            out.append(CompletionItem(full + "/"))
         elif n.endswith(".index"):
             out.append(CompletionItem(full[: -len(".index")]))
     return out
@@ -31,7 +32,9 @@ def complete_checkpoint(ctx, param, incomplete: str):
 
 def complete_tensor(ctx, param, incomplete: str):
     """Complete tensor names from the command's CHECKPOINT argument."""
-    path = ctx.params.get("checkpoint")
+    # while an option's value is being completed click leaves the positional arguments
+    # unprocessed, in ctx.args
+    path = ctx.params.get("checkpoint") or next((a for a in ctx.args if not a.startswith("-")), None)
     if not path:
         return []
     try:

@@ -21,8 +21,10 @@ from ..common import checkpoint_argument, display_name, emit_json, json_option, 
 @click.option("--drop", "drops", multiple=True, metavar="GLOB",
               help="Leave out every variable whose (old) name matches GLOB. Repeatable.")
 @click.option("--strip-optimizer", is_flag=True,
-              help="Leave out optimizer state: TF1 slots (Adam, Adam_1, Momentum, beta1_power, ...) "
-                   "and TF2 'optimizer/...' and '.OPTIMIZER_SLOT' keys.")
+              help="Leave out optimizer state. Name-based: TF1 slots (Adam, Adam_1, Momentum, "
+                   "beta1_power, ...). Object-based: the optimizer objects and their slot variables, "
+                   "from the object graph; model variables the optimizer also tracks are kept "
+                   "(re-keyed under the model, as TF would key them).")
 @click.option("--template", metavar="CHECKPOINT",
               help="A checkpoint the target model wrote (e.g. its initial state): DST gets its "
                    "names, dtypes, shapes and object graph, with values from SRC through the rules; "
@@ -50,8 +52,10 @@ def command(src: str, dst: str, map_file: str | None, rules: tuple[str, ...], dr
     one name is an error, and nothing is written. SRC is never modified.
 
     \b
-    Object-based (TF2) checkpoints get an object graph rebuilt for the new
-    names, so tf.train.Checkpoint restores them under the new structure.
+    Object-based (TF2) checkpoints get their object graph edited to match:
+    renamed objects move to their new paths, other paths to them and slot
+    variables stay, so tf.train.Checkpoint restores them under the new
+    structure.
     Tensor bytes are copied without decoding; when SRC is a V2 bundle its
     data files are hard-linked (or copied whole) and only the index is
     rebuilt.

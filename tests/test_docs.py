@@ -1,0 +1,82 @@
+"""Man pages and completions are generated from the click commands; the committed ones are current."""
+
+import pathlib
+import re
+
+import click
+import numpy as np
+import pytest
+from click.shell_completion import ShellComplete
+from click.testing import CliRunner
+
+import ckptool
+from ckptool.cli import docs
+from ckptool.cli.main import cli
+
+ROOT = pathlib.Path(__file__).parent.parent
+REGEN = "python -m ckptool.cli.docs ."
+
+
+def _commands():
+    ctx = click.Context(cli, info_name="ckptool")
+    return {name: cli.get_command(ctx, name) for name in cli.list_commands(ctx)}
+
+
+def test_committed_man_pages_and_completions_are_current():
+    want = docs.generate()
+    for rel, text in want.items():
+        path = ROOT / rel
+        assert path.is_file(), f"{rel} is missing; run `{REGEN}`"
+        assert path.read_text(encoding="utf-8") == text, f"{rel} is stale; run `{REGEN}`"
+    for sub in ("man", "completions"):
+        extra = {f"{sub}/{p.name}" for p in (ROOT / sub).iterdir()} - set(want)
+        assert not extra, f"{sorted(extra)} no longer generated; run `{REGEN}`"
+
+
+def test_every_command_in_the_contract_exists():
+    assert set(_commands()) >= {"list-variables", "inspect", "diff", "save", "rewrite-names"}
+
+
+@pytest.mark.parametrize("name", sorted(_commands()))
+def test_every_option_is_in_help_and_in_the_man_page(name):
+    cmd = _commands()[name]
+    help_text = CliRunner().invoke(cli, [name, "--help"]).output
+    page = docs.man_pages()[f"ckptool-{name}.1"]
+    assert cmd.help and cmd.help.split("\n")[0].strip()[:40] in help_text
+    for param in cmd.params:
+        if isinstance(param, click.Option):
+            for opt in param.opts:
+                assert opt in help_text, (name, opt)
+                assert opt.replace("-", "\\-") in page, (name, opt)
+            assert param.help, f"{name} {param.opts[0]} has no help text"
+    assert "ckptool\\-" + name.replace("-", "\\-") + "\\fR(1)" in docs.man_pages()["ckptool.1"]
+
+
+def test_roff_escapes_leading_dots_and_backslashes():
+    assert docs._roff(".TH x\n'quote\na\\b-c") == "\\&.TH x\n\\&'quote\na\\eb\\-c"
+
+
+def _complete(args, incomplete):
+    comp = ShellComplete(cli, {}, "ckptool", "_CKPTOOL_COMPLETE")
+    return [c.value for c in comp.get_completions(args, incomplete)]
+
+
+def test_checkpoint_arguments_complete_to_prefixes_not_data_files(tmp_path, monkeypatch):
+    ckptool.write(str(tmp_path / "ckpt-1"), {"w": np.zeros(2)}, num_shards=2, sync=False)
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path)
+    got = _complete(["list-variables"], "")
+    assert got == ["ckpt-1", "sub/"]
+    assert _complete(["inspect"], "ck") == ["ckpt-1"]
+
+
+def test_tensor_names_complete_from_the_checkpoint(tmp_path):
+    p = str(tmp_path / "c")
+    ckptool.write(p, {"dense/kernel": np.zeros(2), "dense/bias": np.zeros(1), "step": np.int64(1)}, sync=False)
+    assert _complete(["inspect", p, "--tensor"], "dense/") == ["dense/bias", "dense/kernel"]
+
+
+def test_completion_scripts_call_back_into_ckptool():
+    scripts = docs.completions()
+    for name, text in scripts.items():
+        assert "_CKPTOOL_COMPLETE" in text and re.search(r"\bckptool\b", text), name
