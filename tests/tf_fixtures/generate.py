@@ -26,7 +26,8 @@ Next to the checkpoint files each fixture directory gets:
     paths inside the fixture directory made relative to it.
 
 Values use fixed seeds; only timestamps (state files, CheckpointManager) and
-absolute paths differ between runs.  ``bigendian`` is a placeholder, not run.
+absolute paths differ between runs.  ``bigendian`` is laid out by ckptool (TF cannot
+write one on a little-endian host) and read back by TF for its expected values.
 """
 
 import argparse
@@ -437,14 +438,37 @@ def make_ckpt_save(gen):
     return [os.path.basename(p) for p in paths], {}
 
 
-def make_bigendian(gen):  # pragma: no cover - PLACEHOLDER, not registered, not run
-    """PLACEHOLDER: a big-endian bundle (header endianness = BIG).
+@fixture("bigendian")
+def make_bigendian(gen):
+    """A big-endian bundle (header endianness BIG), as a big-endian host's TF writes it.
 
-    TF cannot be made to write one on a little-endian host; this will be built with
-    ckptool's own table writer once it exists, then read back by TF for expected.json.
-    Intentionally not decorated with @fixture, so it is never run.
+    TF cannot be made to write one on a little-endian host, so ckptool's writer lays it
+    out (element bytes swapped, CRC32C over the stored bytes, FORMAT.md §4.6) and TF
+    reads it back, byte-swapping, for expected.json: TF is the judge of the layout.
     """
-    raise NotImplementedError("bigendian fixture: waiting for the table writer")
+    import numpy as np
+
+    from ckptool.format import bundle, dtypes
+    from ckptool.format.bundle import Entry
+    from ckptool.format.coding import mask_crc
+    from ckptool.writer import BundleWriter
+    from crc32c import crc32c
+
+    rng = np.random.default_rng(99)
+    names = ["float32", "float64", "float16", "bfloat16", "int16", "int32", "int64", "uint16", "uint32",
+             "uint64", "int8", "uint8", "bool", "complex64", "complex128"]
+    prefix = os.path.join(gen, "big")
+    with BundleWriter(prefix, endianness=bundle.BIG) as w:
+        for name in names:
+            dt = dtypes.from_name(name)
+            for label, shape in (("scalar", ()), ("matrix", (3, 4)), ("empty", (0, 2))):
+                value = _values(name, shape, rng, specials=(label == "matrix"))
+                stored = np.ascontiguousarray(value).byteswap().tobytes() if dt.itemsize > 1 else \
+                    np.ascontiguousarray(value).tobytes()
+                key = f"{name}/{label}".encode()
+                e = Entry(key, dt, tuple(shape), 0, 0, len(stored), mask_crc(crc32c(stored)), ())
+                w.add_raw(key, e, stored)
+    return ["big"], {"note": "written by ckptool's BundleWriter (big-endian), values as TF reads them"}
 
 
 # --------------------------------------------------------------------------- expected values
