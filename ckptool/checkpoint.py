@@ -180,24 +180,27 @@ class BundleCheckpoint(Checkpoint):
         """The serialized BundleEntryProto of ``key``, exactly as stored."""
         return bytes(self._raw[key])
 
+    def _all_entries(self) -> dict[bytes, Entry]:
+        """Every entry parsed (once), in key order."""
+        if len(self._entries) != len(self._raw):
+            parse, where, done = bundle.parse_entry, self.index_path, self._entries
+            self._entries = {k: done.get(k) or parse(k, v, where) for k, v in self._raw.items()}
+        return self._entries
+
     def slice_keys(self) -> set[bytes]:
         """Keys of the slice entries that partitioned tensors refer to (hidden from listings)."""
         if self._slice_keys is None:
-            out = set()
-            for key in self._raw:
-                for sl in self.entry(key).slices:
-                    out.add(bundle.encode_tensor_name_slice(key, sl))
-            self._slice_keys = out
+            self._slice_keys = {bundle.encode_tensor_name_slice(key, sl)
+                                for key, e in self._all_entries().items() if e.slices for sl in e.slices}
         return self._slice_keys
 
     def variables(self) -> list[Variable]:
         if self._variables is None:
             hidden = self.slice_keys()
             out = []
-            for key in self._raw:
-                if key in hidden:
+            for key, e in self._all_entries().items():
+                if hidden and key in hidden:
                     continue
-                e = self.entry(key)
                 if e.slices:
                     nbytes = sum(self._slice_entry(e, sl).size for sl in e.slices)
                 else:
