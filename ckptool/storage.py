@@ -155,6 +155,22 @@ class LocalStorage:
     def remove(self, path: str) -> None:
         os.remove(path)
 
+    # Used by prune/state/du (ckptool/manage.py); a remote Storage may lack them.
+    def lstat(self, path: str):
+        """``os.lstat`` (symlinks not followed); None when the path does not exist."""
+        try:
+            return os.lstat(path)
+        except FileNotFoundError:
+            return None
+
+    def realpath(self, path: str) -> str:
+        return os.path.realpath(path)
+
+    def lock(self, directory: str):
+        """An exclusive advisory lock (fcntl.flock on ``DIR/.ckptool.lock``) as a context
+        manager; a RefusedError when another process holds it."""
+        return _DirLock(os.path.join(directory, LOCK_FILENAME))
+
     def write_bytes_atomic(self, path: str, data: bytes) -> None:
         """Replace ``path`` with ``data`` atomically (temp file, fsync, rename)."""
         tmp = f"{path}.tmp{uuid.uuid4().hex}"
@@ -171,6 +187,41 @@ class LocalStorage:
                 pass
             raise
         self.fsync_dir(os.path.dirname(path))
+
+
+LOCK_FILENAME = ".ckptool.lock"
+
+
+class _DirLock:
+    def __init__(self, path: str):
+        self.path = path
+        self._fd = -1
+
+    def __enter__(self):
+        from .errors import RefusedError
+
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX: no advisory lock
+            return self
+        try:
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        except OSError as exc:
+            raise CkptError(f"{self.path}: cannot open the lock file: {exc.strerror}") from None
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(self._fd)
+            self._fd = -1
+            raise RefusedError(f"{self.path}: another ckptool process is pruning this directory "
+                               f"(lock held); try again later") from None
+        return self
+
+    def __exit__(self, *exc):
+        if self._fd >= 0:
+            os.close(self._fd)  # closing releases the flock
+            self._fd = -1
+        return False
 
 
 LOCAL = LocalStorage()

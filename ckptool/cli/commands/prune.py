@@ -1,0 +1,92 @@
+"""``ckptool prune``."""
+
+from __future__ import annotations
+
+import click
+
+from ..common import emit_json, human_bytes, json_option, note
+
+
+def _duration(ctx, param, value):
+    if value is None:
+        return None
+    from ...retention import parse_duration
+
+    try:
+        return parse_duration(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+@click.command("prune")
+@click.argument("directory", metavar="DIR", type=click.Path(file_okay=False))
+@click.option("--max-to-keep", type=click.IntRange(min=0), default=5, show_default=True, metavar="K",
+              help="Keep the K newest checkpoints of the state file (0 keeps all), as "
+                   "CheckpointManager(max_to_keep=K) / Saver(max_to_keep=K).")
+@click.option("--keep-every-n-hours", type=click.FloatRange(min=0, min_open=True), default=None, metavar="H",
+              help="Of those rotated out, preserve one every H hours (kept on disk, dropped from the "
+                   "state file), as keep_checkpoint_every_n_hours. Default: none (CheckpointManager's).")
+@click.option("--keep-steps-every", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Also keep every checkpoint whose step is a multiple of N (stays in the state file).")
+@click.option("--min-age", callback=_duration, default=None, metavar="DURATION",
+              help="Never delete a checkpoint younger than DURATION (90s, 30m, 12h, 7d): an evaluator "
+                   "may be reading it.")
+@click.option("--keep", "pinned", multiple=True, metavar="NAME",
+              help="Never delete checkpoint NAME (a prefix base name such as ckpt-1000). Repeatable.")
+@click.option("--scan", is_flag=True,
+              help="Consider every complete checkpoint in DIR (orphans of earlier runs, absolute TF1 "
+                   "paths of a moved directory, checkpoints TF preserved and forgot), not only the "
+                   "state file's; the policy is applied over the whole history, ordered by step then age.")
+@click.option("-n", "--dry-run", is_flag=True, help="Show the plan; change nothing.")
+@json_option('Print {"kept": [...], "deleted": [...], "preserved": [...], "reasons": {...}, '
+             '"bytes_freed": N, ...} as JSON.')
+def command(directory: str, max_to_keep: int, keep_every_n_hours: float | None, keep_steps_every: int | None,
+            min_age: float | None, pinned: tuple[str, ...], scan: bool, dry_run: bool, as_json: bool) -> None:
+    """Apply retention to the checkpoints in DIR, exactly as TensorFlow would.
+
+    The decision is tf.train.CheckpointManager's: the state file's
+    checkpoints, oldest first, with their recorded timestamps (for a TF1
+    Saver directory without timestamps, the .index modification times, as
+    recover_last_checkpoints does); the K newest are kept; each one rotated
+    out is preserved if --keep-every-n-hours says so, else deleted with all
+    its files (.index, every .data-*, .meta and other PREFIX.* files).
+    --keep-steps-every, --min-age and --keep add protection (the union of the
+    rules keeps a checkpoint).
+
+    Safe to run from cron: the latest checkpoint is never deleted; a plan that
+    would delete every checkpoint is refused; nothing outside DIR is touched
+    (state entries with '..', absolute paths elsewhere and symlinks out are
+    left alone with a warning); files being written (*.tempstate*, *_temp*)
+    are left alone; the state file is rewritten atomically, after re-reading
+    it so that checkpoints a trainer saved meanwhile are kept; an advisory
+    lock (DIR/.ckptool.lock) keeps two prunes apart.
+
+    The table says why each checkpoint is kept: latest, max_to_keep,
+    every-n-hours, steps-every, min-age, pinned (--keep), or unmanaged (at
+    or before the state's last_preserved_timestamp: TF no longer manages it).
+
+    Exit status: 0 done (or nothing to do); 1 refused or failed (no state
+    file without --scan, a corrupt state file, lock held); 2 usage error.
+    """
+    from ...manage import prune
+
+    result = prune(directory, max_to_keep=max_to_keep or None, keep_every_n_hours=keep_every_n_hours,
+                   keep_steps_every=keep_steps_every, min_age=min_age, keep=pinned, scan=scan, dry_run=dry_run)
+    if as_json:
+        emit_json(result.to_json())
+        return
+    render_result(result)
+
+
+def render_result(result, prefix: str = "") -> None:
+    rows = [(p, "keep", ", ".join(result.reasons.get(p, []))) for p in result.kept]
+    rows += [(p, "preserve", ", ".join(result.reasons.get(p, []))) for p in result.preserved]
+    rows += [(p, "would delete" if result.dry_run else "deleted", "") for p in result.deleted]
+    rows += [(p, "skipped", "outside the directory") for p in result.skipped]
+    width = max((len(r[0]) for r in rows), default=10)
+    aw = max((len(r[1]) for r in rows), default=4)
+    for path, action, why in rows:
+        click.echo(f"{prefix}{path:<{width}}  {action:<{aw}}  {why}".rstrip())
+    verb = "would free" if result.dry_run else "freed"
+    note(f"{len(result.kept)} kept, {len(result.preserved)} preserved, {len(result.deleted)} "
+         f"{'to delete' if result.dry_run else 'deleted'}; {verb} {human_bytes(result.bytes_freed)}")

@@ -1,0 +1,68 @@
+"""``ckptool state``."""
+
+from __future__ import annotations
+
+import datetime
+
+import click
+
+from ..common import emit_json, json_option, note
+
+
+@click.command("state")
+@click.argument("directory", metavar="DIR", type=click.Path(file_okay=False))
+@click.option("--rebuild", is_flag=True,
+              help="Recreate the state file from the complete checkpoints on disk, oldest first by "
+                   "step then modification time (as recover_last_checkpoints), timestamps from the "
+                   ".index modification times, relative paths.")
+@click.option("--relative", is_flag=True,
+              help="Rewrite absolute paths that name checkpoints in DIR (also those of a moved "
+                   "directory) as relative ones; paths elsewhere are kept, with a warning.")
+@click.option("-n", "--dry-run", is_flag=True, help="With --rebuild or --relative: show, write nothing.")
+@json_option("Print the state as JSON: model_checkpoint_path, all_model_checkpoint_paths, "
+             "all_model_checkpoint_timestamps, last_preserved_timestamp, entries (with exists).")
+def command(directory: str, rebuild: bool, relative: bool, dry_run: bool, as_json: bool) -> None:
+    """Show, rebuild or relativize DIR's 'checkpoint' state file.
+
+    Without options: the latest checkpoint and every recorded one with its
+    timestamp and whether it is on disk. Every write is atomic (temporary
+    file, then rename) and takes the directory's advisory lock.
+
+    Exit status: 0 ok; 1 no state file, a corrupt one, or nothing to rebuild
+    from; 2 usage error.
+    """
+    from ...manage import rebuild_state, relative_state, show_state
+
+    if rebuild and relative:
+        raise click.UsageError("--rebuild writes relative paths already; give one of --rebuild, --relative")
+    if rebuild:
+        st = rebuild_state(directory, dry_run=dry_run)
+        note(f"{'would write' if dry_run else 'wrote'} {len(st.all_model_checkpoint_paths)} checkpoints "
+             f"into {directory}/checkpoint")
+    elif relative:
+        _, changed = relative_state(directory, dry_run=dry_run)
+        note(f"{len(changed)} paths {'would be' if dry_run else ''} made relative".replace("  ", " "))
+    doc = show_state(directory) if not (dry_run and (rebuild or relative)) else _doc(directory, rebuild, relative)
+    if as_json:
+        emit_json(doc)
+        return
+    click.echo(f"latest: {doc['model_checkpoint_path']}")
+    for e in doc["entries"]:
+        when = "-" if e["timestamp"] is None else datetime.datetime.fromtimestamp(
+            e["timestamp"], datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+        click.echo(f"  {e['path']}  {when}{'' if e['exists'] else '  (missing)'}")
+    if doc["last_preserved_timestamp"]:
+        lp = datetime.datetime.fromtimestamp(doc["last_preserved_timestamp"], datetime.timezone.utc)
+        click.echo(f"last preserved: {lp.strftime('%Y-%m-%d %H:%M:%S UTC')}")
+
+
+def _doc(directory, rebuild, relative):
+    from ...manage import rebuild_state, relative_state
+
+    st = rebuild_state(directory, dry_run=True) if rebuild else relative_state(directory, dry_run=True)[0]
+    ts = st.all_model_checkpoint_timestamps
+    return {"directory": directory, "model_checkpoint_path": st.model_checkpoint_path,
+            "all_model_checkpoint_paths": list(st.all_model_checkpoint_paths),
+            "all_model_checkpoint_timestamps": list(ts), "last_preserved_timestamp": st.last_preserved_timestamp,
+            "entries": [{"path": p, "timestamp": ts[i] if i < len(ts) else None, "exists": True, "step": None}
+                        for i, p in enumerate(st.all_model_checkpoint_paths)]}

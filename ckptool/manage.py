@@ -1,0 +1,685 @@
+"""Managing a directory of checkpoints: retention after ``save``, ``prune``, ``state``.
+
+Decisions come from the pure engine (:mod:`ckptool.retention`); this module
+reads the state file and the directory, applies the decision and rewrites
+the state file. Safety rules (CONTRACT.md ``prune``):
+
+- only files directly inside DIR are ever deleted; a state entry that
+  resolves elsewhere (``..``, an absolute path outside, a symlink out) is
+  left alone with a warning, and stays in the state file as it was;
+- files being written (``*.tempstate*``, ``*_temp*``) are never deleted;
+- the latest checkpoint is never deleted; a plan that would leave no
+  checkpoint on disk is refused;
+- the state file is rewritten atomically *before* any file is deleted, so it
+  never names a deleted checkpoint. Just before that rewrite the state is
+  read again: entries added meanwhile (a writer saving) are kept. The names
+  to delete are journaled in ``DIR/.ckptool-prune-pending`` first, so a run
+  killed half-way is finished by the next one;
+- an advisory lock (``DIR/.ckptool.lock``, local directories only) keeps
+  two prunes from interleaving.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import stat as _stat
+import time
+import warnings
+from dataclasses import dataclass, field
+
+from . import retention as R
+from .errors import CkptError, CkptWarning, CorruptError, MissingError, RefusedError
+from .format.bundle import INDEX_SUFFIX
+from .paths import STEP_RE, V1_SHARD_RE, step_of
+from .state import STATE_FILENAME, CheckpointState, read_state, write_state
+from .storage import LOCAL, storage_for
+
+JOURNAL = ".ckptool-prune-pending"
+_DATA_RE = re.compile(r"^(?P<base>.+)\.data-\d{5,}-of-\d{5,}$")
+_V1_RE = re.compile(r"^(?P<base>.+)-\d{5,}-of-\d{5,}$")
+
+
+def _is_temp(name: str) -> bool:
+    return ".tempstate" in name or "_temp" in name or name.startswith(STATE_FILENAME + ".tmp")
+
+
+# --------------------------------------------------------------------------- the directory
+
+
+@dataclass
+class FileInfo:
+    name: str
+    size: int
+    mtime: float
+    link_out: bool = False  # a symlink that leads outside the directory
+
+
+@dataclass
+class DirListing:
+    """One listing of DIR: checkpoint base names -> their files (temp files excluded)."""
+
+    directory: str
+    files: dict[str, list[FileInfo]] = field(default_factory=dict)
+    complete: set[str] = field(default_factory=set)  # bases with a .index (or a V1 table)
+
+    def mtime(self, base: str) -> float | None:
+        for f in self.files.get(base, ()):
+            if f.name == base + INDEX_SUFFIX or f.name == base:
+                return f.mtime
+        return None
+
+    def size(self, base: str) -> int:
+        return sum(f.size for f in self.files.get(base, ()))
+
+
+def _stat_of(storage, path: str):
+    lstat = getattr(storage, "lstat", None)
+    if lstat is None:
+        try:
+            return False, storage.size(path), storage.mtime(path), False
+        except (OSError, CkptError):
+            return None
+    st = lstat(path)
+    if st is None:
+        return None
+    if _stat.S_ISLNK(st.st_mode):
+        return True, 0, st.st_mtime_ns / 1e9, True
+    if not _stat.S_ISREG(st.st_mode):
+        return None
+    return False, st.st_size, st.st_mtime_ns / 1e9, False
+
+
+def list_directory(storage, directory: str) -> DirListing:
+    """Group DIR's files by the checkpoint they belong to, with one listing."""
+    names = storage.listdir(directory)
+    out = DirListing(directory)
+    candidates: dict[str, str] = {}  # file name -> base
+    bases = set()
+    for n in names:
+        if _is_temp(n):
+            continue
+        if n.endswith(INDEX_SUFFIX):
+            candidates[n] = n[: -len(INDEX_SUFFIX)]
+            bases.add(candidates[n])
+        else:
+            m = _DATA_RE.match(n)
+            if m:
+                candidates[n] = m.group("base")
+    real_dir = None
+    for n in names:
+        if _is_temp(n) or n in (STATE_FILENAME, JOURNAL, ".ckptool.lock", ".ckptool.toml"):
+            continue
+        base = candidates.get(n)
+        if base is None:
+            base = _owner(n, bases)
+            if base is None:
+                continue
+        info = _stat_of(storage, storage.join(directory, n))
+        if info is None:
+            continue
+        is_link, size, mtime, _ = info
+        link_out = False
+        if is_link:
+            if real_dir is None:
+                real_dir = storage.realpath(directory)
+            target = storage.realpath(storage.join(directory, n))
+            link_out = not target.startswith(real_dir.rstrip("/") + "/")
+            if not link_out:
+                try:
+                    size, mtime = storage.size(target), storage.mtime(target)
+                except OSError:
+                    pass
+        out.files.setdefault(base, []).append(FileInfo(n, size, mtime, link_out))
+    out.complete = {b for b in bases if any(f.name == b + INDEX_SUFFIX for f in out.files.get(b, ()))}
+    return out
+
+
+def _owner(name: str, bases: set[str]) -> str | None:
+    """The longest checkpoint base that ``name`` belongs to (``base.meta``, ``base.<any>``)."""
+    i = len(name)
+    while True:
+        i = name.rfind(".", 0, i)
+        if i <= 0:
+            return None
+        if name[:i] in bases:
+            return name[:i]
+
+
+# --------------------------------------------------------------------------- state entries
+
+
+@dataclass
+class Candidate:
+    """A checkpoint under consideration: its state-file name and its base name in DIR."""
+
+    name: str  # as written in the state file (or the base name, for scanned ones)
+    base: str | None  # the file name prefix inside DIR; None when it is not safely inside
+    timestamp: float | None = None
+    step: int | None = None
+
+
+def _inside_base(storage, directory: str, path: str) -> str | None:
+    """The base name when the state path ``path`` names a checkpoint directly in DIR, else None."""
+    import os
+
+    if not path or "\0" in path or "\n" in path:
+        return None
+    if storage is LOCAL:
+        if "://" in path:
+            return None
+        if os.path.isabs(path):
+            full = os.path.normpath(path)
+            if os.path.dirname(full) != os.path.normpath(os.path.abspath(directory or ".")):
+                return None
+            base = os.path.basename(full)
+        else:
+            base = os.path.normpath(path)
+            if os.sep in base or (os.altsep and os.altsep in base):
+                return None
+    else:
+        prefix = directory.rstrip("/") + "/"
+        if "://" in path or path.startswith("/"):
+            if not path.startswith(prefix):
+                return None
+            base = path[len(prefix):]
+        else:
+            base = path
+        if "/" in base:
+            return None
+    if base in ("", ".", "..") or _is_temp(base):
+        return None
+    return base
+
+
+def _warn(msg: str) -> None:
+    warnings.warn(msg, CkptWarning, stacklevel=3)
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass
+class PruneResult:
+    directory: str
+    kept: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    preserved: list[str] = field(default_factory=list)
+    reasons: dict[str, list[str]] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)  # refused: outside DIR or a symlink out
+    missing: list[str] = field(default_factory=list)  # listed in the state, not on disk
+    bytes_freed: int = 0
+    dry_run: bool = False
+    last_preserved_timestamp: float = 0.0
+    policy: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {"kept": list(self.kept), "deleted": list(self.deleted), "preserved": list(self.preserved),
+                "directory": self.directory, "reasons": dict(self.reasons), "skipped": list(self.skipped),
+                "missing": list(self.missing), "bytes_freed": self.bytes_freed, "dry_run": self.dry_run,
+                "last_preserved_timestamp": _finite(self.last_preserved_timestamp), "policy": dict(self.policy)}
+
+
+# Retention after `save` is the same engine, applied as CheckpointManager.save does.
+RetentionResult = PruneResult
+
+
+# --------------------------------------------------------------------------- the core
+
+
+def _lock(storage, directory: str, dry_run: bool):
+    import contextlib
+
+    lock = getattr(storage, "lock", None)
+    if dry_run or lock is None:
+        return contextlib.nullcontext()
+    return lock(directory)
+
+
+def _finish_journal(storage, directory: str, listing: DirListing | None = None) -> None:
+    """Complete the deletions of a prune that was killed (names it journaled)."""
+    path = storage.join(directory, JOURNAL)
+    if not storage.isfile(path):
+        return
+    try:
+        names = json.loads(storage.read_bytes(path).decode("utf-8"))
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise ValueError
+    except (ValueError, UnicodeDecodeError):
+        _warn(f"{path}: unreadable prune journal; ignored")
+        storage.remove(path)
+        return
+    state = _read_state_safe(storage, directory)
+    listed = set()
+    if state is not None:
+        for p in state.all_model_checkpoint_paths + [state.model_checkpoint_path]:
+            b = _inside_base(storage, directory, p)
+            if b:
+                listed.add(b)
+    listing = listing or list_directory(storage, directory)
+    for base in names:
+        if base in listed or "/" in base or base in ("", ".", ".."):
+            continue
+        _delete_files(storage, directory, listing, base)
+    storage.remove(path)
+
+
+def _read_state_safe(storage, directory: str):
+    try:
+        return read_state(directory, storage)
+    except MissingError:
+        return None
+
+
+def _delete_files(storage, directory: str, listing: DirListing, base: str) -> int:
+    """Delete every file of checkpoint ``base`` (index first: the commit marker). Bytes freed."""
+    from . import _faults
+
+    files = listing.files.get(base, [])
+    order = sorted(files, key=lambda f: (f.name != base + INDEX_SUFFIX, f.name))
+    freed = 0
+    for f in order:
+        try:
+            storage.remove(storage.join(directory, f.name))
+            freed += f.size
+        except FileNotFoundError:
+            pass
+        _faults.crash_point("prune:file-deleted")
+    return freed
+
+
+def _state_entries(storage, directory: str, state: CheckpointState) -> list[Candidate]:
+    paths = list(state.all_model_checkpoint_paths)
+    if not paths or paths[-1] != state.model_checkpoint_path:
+        paths.append(state.model_checkpoint_path)  # as TF's generate_checkpoint_state_proto
+    ts = list(state.all_model_checkpoint_timestamps)
+    out = []
+    for i, p in enumerate(paths):
+        base = _inside_base(storage, directory, p)
+        t = ts[i] if i < len(ts) else None
+        out.append(Candidate(p, base, t, step_of(base) if base else None))
+    return out
+
+
+def _order_key(c: Candidate, ts: float):
+    return (c.step if c.step is not None else -1, ts)
+
+
+def _run(directory: str, policy: R.Policy, *, storage, now: float, dry_run: bool, scan: bool,
+         new_entry: str | None = None) -> PruneResult:
+    res = PruneResult(directory, dry_run=dry_run, policy=policy.to_json())
+    if not storage.isdir(directory):
+        raise MissingError(f"{directory}: no such directory")
+    if not dry_run:
+        _finish_journal(storage, directory)
+    state = read_state(directory, storage)
+    listing = list_directory(storage, directory)
+    if state is None and not scan and new_entry is None:
+        raise MissingError(f"{directory}: no 'checkpoint' state file here (use --scan to consider every "
+                           f"checkpoint on disk, or 'ckptool state --rebuild' to recreate it)")
+    entries = _state_entries(storage, directory, state) if state is not None else []
+    if new_entry is not None:
+        entries = [c for c in entries if c.name != new_entry and c.base != new_entry]
+    have_ts = state is not None and bool(state.all_model_checkpoint_timestamps) and \
+        len(state.all_model_checkpoint_timestamps) == len(state.all_model_checkpoint_paths)
+    unsafe = []
+    safe: list[Candidate] = []
+    for c in entries:
+        if c.base is None:
+            unsafe.append(c)
+            _warn(f"{storage.join(directory, STATE_FILENAME)}: {c.name!r} is not a checkpoint inside "
+                  f"{directory}; left alone")
+        elif any(f.link_out for f in listing.files.get(c.base, ())):
+            unsafe.append(c)
+            _warn(f"{storage.join(directory, c.base)}: a file of this checkpoint is a symlink leading out "
+                  f"of {directory}; left alone")
+        else:
+            safe.append(c)
+    res.skipped = [c.name for c in unsafe]
+    latest_name = state.model_checkpoint_path if state is not None else None
+    latest_base = _inside_base(storage, directory, latest_name) if latest_name else None
+
+    missing_bases: set[str] = set()
+    # Timestamps: the state file's; otherwise the index file's mtime (recover_last_checkpoints).
+    if scan:
+        by_base: dict[str, Candidate] = {}
+        for c in safe:
+            by_base.setdefault(c.base, c)
+        for base in sorted(listing.complete):
+            if base not in by_base and not any(f.link_out for f in listing.files.get(base, ())):
+                by_base[base] = Candidate(base, base, None, step_of(base))
+        pool = []
+        for c in by_base.values():
+            t = c.timestamp if (have_ts and c.timestamp is not None) else listing.mtime(c.base)
+            if t is None:
+                res.missing.append(c.name)
+                missing_bases.add(c.base)
+                continue
+            pool.append((c, min(t, now)))
+        pool.sort(key=lambda ct: _order_key(*ct))
+        managed = [R.Entry(c.base, t, c.step) for c, t in pool]
+        names = {c.base: c.name for c, _ in pool}
+        if new_entry is not None:
+            managed = R.record(managed, R.Entry(new_entry, now, step_of(new_entry)))
+            names[new_entry] = new_entry
+        lp0 = state.last_preserved_timestamp if state is not None else 0.0
+        decision = R.rethin(managed, policy, now, latest=new_entry or latest_base)
+        decision.last_preserved_timestamp = max(decision.last_preserved_timestamp, min(lp0, now))
+        unmanaged = []
+    else:
+        names = {c.base: c.name for c in safe}
+        if have_ts:
+            rec = R.recover([c.base for c in safe], [now if c.timestamp is None else c.timestamp for c in safe],
+                            state.last_preserved_timestamp, now, [c.step for c in safe])
+        else:
+            stamped = []
+            for c in safe:
+                t = listing.mtime(c.base)
+                if t is None:
+                    res.missing.append(c.name)
+                    missing_bases.add(c.base)
+                    continue
+                stamped.append(R.Entry(c.base, min(t, now), c.step))
+            lp = state.last_preserved_timestamp if state is not None else None
+            if lp is None:
+                rec = R.recover([], None, None, now)
+            else:
+                rec = R.Recovered([], [], min(lp, now))
+                seen = {}
+                for e in stamped:
+                    seen[e.name] = e if e.name not in seen else R.Entry(e.name, e.timestamp, seen[e.name].step)
+                rec.managed = list(seen.values())
+        if rec.clock_went_back:
+            _warn(f"{directory}: the clock is behind the state's last_preserved_timestamp; using now")
+        managed = rec.managed
+        unmanaged = rec.unmanaged
+        if new_entry is not None:
+            managed = R.record(managed, R.Entry(new_entry, now, step_of(new_entry)))
+            names[new_entry] = new_entry
+        decision = R.plan(managed, policy, rec.last_preserved_timestamp, now,
+                          latest=new_entry or latest_base)
+
+    for e in unmanaged:
+        decision.preserved.append(e)
+        decision.reasons[e.name] = [R.UNMANAGED]
+    # Never delete the latest checkpoint, even when the state lists it oddly.
+    protect = {latest_base} if latest_base else set()
+    if new_entry:
+        protect.add(new_entry)
+    rescued = [e for e in decision.deleted if e.name in protect]
+    if rescued:
+        decision.deleted = [e for e in decision.deleted if e.name not in protect]
+        decision.kept = [e for e in managed if e in decision.kept or e in rescued]
+        for e in rescued:
+            decision.reasons[e.name] = [R.LATEST]
+    if decision.deleted:
+        survivors = [e.name for e in decision.kept + decision.preserved if e.name in listing.complete]
+        survivors += [c.name for c in unsafe]
+        if not survivors and new_entry is None:
+            raise RefusedError(f"{directory}: refusing a policy that would delete every checkpoint "
+                               f"({len(decision.deleted)})")
+
+    def disp(base: str) -> str:
+        return storage.join(directory, base) if directory else base
+
+    res.kept = [disp(e.name) for e in decision.kept]
+    res.preserved = [disp(e.name) for e in decision.preserved]
+    res.deleted = [disp(e.name) for e in decision.deleted]
+    res.reasons = {disp(k): v for k, v in decision.reasons.items()
+                   if k not in {e.name for e in decision.deleted}}
+    res.last_preserved_timestamp = decision.last_preserved_timestamp
+    res.bytes_freed = sum(listing.size(e.name) for e in decision.deleted)
+    if dry_run:
+        return res
+    drop = {e.name for e in decision.deleted} | {e.name for e in decision.preserved}
+    drop |= missing_bases  # mtime mode: as recover_last_checkpoints, missing ones go
+    from . import _faults
+
+    if decision.deleted:
+        storage.write_bytes_atomic(storage.join(directory, JOURNAL),
+                                   json.dumps([e.name for e in decision.deleted]).encode("utf-8"))
+        _faults.crash_point("prune:journaled")
+    new_state = _merge_state(storage, directory, state, decision, names, drop, unsafe, have_ts or scan
+                             or new_entry is not None, new_entry)
+    if new_state is not None and (new_entry is not None or drop or decision.deleted or scan or
+                                  _changed(state, new_state)):
+        write_state(directory, new_state, storage)
+        _faults.crash_point("prune:state-written")
+    freed = 0
+    for e in decision.deleted:
+        freed += _delete_files(storage, directory, listing, e.name)
+    res.bytes_freed = freed
+    if decision.deleted:
+        storage.remove(storage.join(directory, JOURNAL))
+    return res
+
+
+def _finite(x):
+    """JSON has no NaN or infinity: such timestamps (a hostile state file) show as null."""
+    import math
+
+    return x if isinstance(x, (int, float)) and math.isfinite(x) else None
+
+
+def _changed(old, new) -> bool:
+    return old is None or old.to_text() != new.to_text()
+
+
+def _merge_state(storage, directory, planned: CheckpointState | None, decision: R.Decision,
+                 names: dict[str, str], drop: set[str], unsafe: list[Candidate], with_ts: bool,
+                 new_entry: str | None) -> CheckpointState | None:
+    """The state to write: re-read now, so entries a writer added since we planned stay."""
+    current = _read_state_safe(storage, directory) if planned is not None else None
+    if current is None:
+        current = planned
+    kept = {e.name: e for e in decision.kept}
+    paths: list[str] = []
+    stamps: list[float] = []
+    cur_ts = list(current.all_model_checkpoint_timestamps) if current is not None else []
+    cur_paths = list(current.all_model_checkpoint_paths) if current is not None else []
+    seen = set()
+    unsafe_names = {c.name for c in unsafe}
+    planned_names = set(names.values()) | set(names)
+    # Planned entries, in the engine's order (oldest first).
+    order = [e.name for e in decision.kept]
+    placed = []
+    for base in order:
+        placed.append((names.get(base, base), kept[base].timestamp))
+    # Entries of the current file we did not plan for (a concurrent writer) or refused to touch.
+    extra = []
+    for i, p in enumerate(cur_paths):
+        base = _inside_base(storage, directory, p)
+        if p in unsafe_names or (p not in planned_names and (base is None or base not in names)
+                                 and base not in drop):
+            t = cur_ts[i] if i < len(cur_ts) else time.time()
+            extra.append((p, t, p in unsafe_names))
+    unsafe_first = [x for x in extra if x[2]]
+    newer = [x for x in extra if not x[2]]
+    for p, t, _ in unsafe_first:
+        if p not in seen:
+            seen.add(p)
+            paths.append(p)
+            stamps.append(t)
+    for p, t in placed:
+        if p not in seen:
+            seen.add(p)
+            paths.append(p)
+            stamps.append(t)
+    for p, t, _ in newer:
+        if p not in seen:
+            seen.add(p)
+            paths.append(p)
+            stamps.append(t)
+    latest = current.model_checkpoint_path if current is not None else None
+    if new_entry is not None and (planned is None or current is None
+                                  or current.model_checkpoint_path == planned.model_checkpoint_path):
+        latest = new_entry
+    if latest is None or (latest in {names.get(b, b) for b in drop} and paths):
+        latest = paths[-1] if paths else latest
+    if latest is None:
+        return None
+    if not paths or paths[-1] != latest:
+        if latest in seen:
+            i = paths.index(latest)
+            stamps.append(stamps.pop(i))
+            paths.append(paths.pop(i))
+        else:
+            paths.append(latest)
+            stamps.append(time.time())
+    lp = decision.last_preserved_timestamp
+    if current is not None and current.last_preserved_timestamp > lp:
+        lp = current.last_preserved_timestamp
+    if not with_ts:
+        stamps = []
+        lp = current.last_preserved_timestamp if current is not None else 0.0
+    return CheckpointState(latest, paths, stamps, lp)
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def record_save(directory: str, prefix: str, *, max_to_keep: int | None, keep_every_n_hours: float | None,
+                now: float | None = None, storage=None) -> PruneResult:
+    """After saving ``prefix`` (a checkpoint in ``directory``): record it in the state file and
+    apply retention, as ``tf.train.CheckpointManager.save`` does (relative paths, timestamps,
+    last_preserved_timestamp)."""
+    if storage is None:
+        storage, directory = storage_for(directory)
+    now = time.time() if now is None else now
+    base = storage.basename(prefix)
+    if storage.dirname(prefix) and _norm(storage, storage.dirname(prefix)) != _norm(storage, directory):
+        raise CkptError(f"{prefix}: not in {directory}; cannot record it in that state file")
+    policy = R.Policy(max_to_keep or None, keep_every_n_hours or None)
+    with _lock(storage, directory, False):
+        return _run(directory, policy, storage=storage, now=now, dry_run=False, scan=False, new_entry=base)
+
+
+def _norm(storage, path: str) -> str:
+    import os
+
+    return os.path.normpath(os.path.abspath(path)) if storage is LOCAL else path.rstrip("/")
+
+
+def prune(directory: str, *, max_to_keep: int | None = 5, keep_every_n_hours: float | None = None,
+          keep_steps_every: int | None = None, min_age: float | None = None, keep=(), scan: bool = False,
+          dry_run: bool = False, now: float | None = None, storage=None) -> PruneResult:
+    """Apply retention to ``directory`` (see the module docstring for the safety rules).
+
+    ``max_to_keep`` None or 0 keeps every checkpoint in the state; ``min_age`` is in
+    seconds; ``keep`` names checkpoints (base names) that are never deleted.
+    """
+    if storage is None:
+        storage, directory = storage_for(directory)
+    if directory != "/" and directory.endswith("/") and "://" not in directory:
+        directory = directory.rstrip("/")
+    if max_to_keep is not None and max_to_keep < 0:
+        raise CkptError(f"max_to_keep must be >= 0, not {max_to_keep}")
+    if keep_steps_every is not None and keep_steps_every <= 0:
+        raise CkptError(f"keep_steps_every must be > 0, not {keep_steps_every}")
+    now = time.time() if now is None else now
+    policy = R.Policy(max_to_keep or None, keep_every_n_hours or None, keep_steps_every, min_age,
+                      frozenset(keep))
+    with _lock(storage, directory, dry_run):
+        return _run(directory, policy, storage=storage, now=now, dry_run=dry_run, scan=scan)
+
+
+# --------------------------------------------------------------------------- state
+
+
+def show_state(directory: str, storage=None) -> dict:
+    """The state file as a JSON-able dict, with each entry's existence on disk."""
+    if storage is None:
+        storage, directory = storage_for(directory)
+    state = read_state(directory, storage)
+    if state is None:
+        raise MissingError(f"{directory}: no 'checkpoint' state file here")
+    from .paths import checkpoint_exists
+    from .state import resolve
+
+    entries = []
+    ts = state.all_model_checkpoint_timestamps
+    for i, p in enumerate(state.all_model_checkpoint_paths):
+        try:
+            exists = checkpoint_exists(storage, resolve(directory, p, storage))
+        except (CkptError, OSError, ValueError):
+            exists = False
+        entries.append({"path": p, "timestamp": _finite(ts[i]) if i < len(ts) else None, "exists": exists,
+                        "step": step_of(p)})
+    return {"directory": directory, "model_checkpoint_path": state.model_checkpoint_path,
+            "all_model_checkpoint_paths": list(state.all_model_checkpoint_paths),
+            "all_model_checkpoint_timestamps": [_finite(t) for t in ts],
+            "last_preserved_timestamp": _finite(state.last_preserved_timestamp), "entries": entries}
+
+
+def rebuild_state(directory: str, *, dry_run: bool = False, storage=None) -> CheckpointState:
+    """Recreate the state file from the complete checkpoints in DIR, oldest first by step then
+    mtime (recover_last_checkpoints uses the mtimes); timestamps are the index mtimes."""
+    if storage is None:
+        storage, directory = storage_for(directory)
+    with _lock(storage, directory, dry_run):
+        listing = list_directory(storage, directory)
+        found = []
+        for base in listing.complete:
+            if any(f.link_out for f in listing.files.get(base, ())):
+                _warn(f"{storage.join(directory, base)}: a symlink out of {directory}; not recorded")
+                continue
+            found.append((step_of(base), listing.mtime(base), base))
+        if not found:
+            raise MissingError(f"{directory}: no complete checkpoint (no *.index file) to rebuild the state from")
+        found.sort(key=lambda x: (x[0] if x[0] is not None else -1, x[1], x[2]))
+        old = _read_state_safe_any(storage, directory)
+        lp = old.last_preserved_timestamp if old is not None else 0.0
+        st = CheckpointState(found[-1][2], [b for _, _, b in found], [t for _, t, _ in found], lp)
+        if not dry_run:
+            write_state(directory, st, storage)
+        return st
+
+
+def _read_state_safe_any(storage, directory):
+    try:
+        return read_state(directory, storage)
+    except CkptError:
+        return None
+
+
+def relative_state(directory: str, *, dry_run: bool = False, storage=None) -> tuple[CheckpointState, list[str]]:
+    """Rewrite absolute paths inside DIR as relative ones (also those of a moved directory that
+    name a checkpoint present here). Paths outside DIR are kept, with a warning. Returns the
+    new state and the paths changed."""
+    if storage is None:
+        storage, directory = storage_for(directory)
+    import os
+
+    with _lock(storage, directory, dry_run):
+        state = read_state(directory, storage)
+        if state is None:
+            raise MissingError(f"{directory}: no 'checkpoint' state file here")
+        changed = []
+
+        def rel(p: str) -> str:
+            if storage is LOCAL and os.path.isabs(p):
+                base = _inside_base(storage, directory, p)
+                if base is None:
+                    moved = re.split(r"[\\/]", p.rstrip("/\\"))[-1]
+                    if moved and storage.isfile(storage.join(directory, moved + INDEX_SUFFIX)):
+                        base = moved
+                if base is not None:
+                    changed.append(p)
+                    return base
+                _warn(f"{p}: outside {directory}; kept as it is")
+            elif storage is not LOCAL and "://" in p:
+                base = _inside_base(storage, directory, p)
+                if base:
+                    changed.append(p)
+                    return base
+            return p
+
+        new = CheckpointState(rel(state.model_checkpoint_path), [rel(p) for p in state.all_model_checkpoint_paths],
+                              list(state.all_model_checkpoint_timestamps), state.last_preserved_timestamp)
+        if changed and not dry_run:
+            write_state(directory, new, storage)
+        return new, sorted(set(changed))
+
+
+__all__ = ["record_save", "prune", "PruneResult", "RetentionResult", "show_state", "rebuild_state",
+           "relative_state", "list_directory"]

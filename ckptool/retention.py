@@ -1,0 +1,199 @@
+"""The retention engine: which checkpoints are kept, preserved or deleted.
+
+Pure (no I/O, no clock): callers give the checkpoints, their timestamps and
+"now". The core is TensorFlow's own decision, step for step (FORMAT.md §6.3):
+
+- :func:`recover` is what ``tf.train.CheckpointManager.__init__`` does with a
+  state file (which entries it manages, the ``last_preserved_timestamp``);
+- :func:`sweep` is ``CheckpointManager._sweep``: while more than
+  ``max_to_keep`` are managed, pop the oldest; keep it on disk ("preserved",
+  no longer listed) when ``keep_every_n_hours`` says so, else delete it.
+  ``max_to_keep`` None or 0 keeps everything.
+
+:func:`plan` adds the rules beyond TF that ``ckptool prune`` offers (the
+latest is never deleted, ``keep_steps_every``, ``min_age``, pinned names);
+with none of them it decides exactly as :func:`sweep`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+#: Why a checkpoint is kept (the human table and --json "reasons" name these).
+LATEST = "latest"
+MAX_TO_KEEP = "max_to_keep"
+EVERY_N_HOURS = "every-n-hours"
+STEPS_EVERY = "steps-every"
+MIN_AGE = "min-age"
+PINNED = "pinned"
+UNMANAGED = "unmanaged"  # TF dropped it from management (timestamp <= last_preserved): never deleted
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One checkpoint: its name (as the caller keys it), timestamp (Unix seconds) and step."""
+
+    name: str
+    timestamp: float
+    step: int | None = None
+
+
+@dataclass(frozen=True)
+class Policy:
+    max_to_keep: int | None = 5
+    keep_every_n_hours: float | None = None
+    keep_steps_every: int | None = None
+    min_age: float | None = None  # seconds
+    pinned: frozenset = frozenset()
+
+    def to_json(self) -> dict:
+        return {"max_to_keep": self.max_to_keep, "keep_every_n_hours": self.keep_every_n_hours,
+                "keep_steps_every": self.keep_steps_every, "min_age": self.min_age,
+                "keep": sorted(self.pinned)}
+
+
+@dataclass
+class Decision:
+    """The outcome. ``kept`` stays in the state file (oldest first); ``preserved`` stays
+    on disk but leaves the state file; ``deleted`` goes. ``reasons`` says why each
+    kept or preserved checkpoint stays."""
+
+    kept: list[Entry] = field(default_factory=list)
+    preserved: list[Entry] = field(default_factory=list)
+    deleted: list[Entry] = field(default_factory=list)
+    last_preserved_timestamp: float = 0.0
+    reasons: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass
+class Recovered:
+    managed: list[Entry]
+    unmanaged: list[Entry]
+    last_preserved_timestamp: float
+    clock_went_back: bool = False
+
+
+def recover(names: list[str], timestamps: list[float] | None, last_preserved: float | None, now: float,
+            steps: list[int | None] | None = None) -> Recovered:
+    """What ``CheckpointManager(directory)`` makes of a state file at time ``now``.
+
+    ``last_preserved`` None means "no state file" (TF backdates it to now - 1).
+    Entries whose timestamp (clamped to now) is not after last_preserved are not
+    managed; a name listed twice keeps its first position and last timestamp.
+    """
+    steps = steps or [None] * len(names)
+    if last_preserved is None:
+        return Recovered([], [], now - 1.0)
+    lp = last_preserved
+    back = False
+    if now < lp:
+        lp, back = now, True
+    ts = list(timestamps) if timestamps else [lp] * len(names)
+    managed: dict[str, Entry] = {}
+    unmanaged: list[Entry] = []
+    for name, t, step in zip(names, ts, steps):
+        t = min(t, now)
+        if t > lp:
+            if name in managed:
+                managed[name] = Entry(name, t, managed[name].step)
+            else:
+                managed[name] = Entry(name, t, step)
+        elif name not in managed:
+            unmanaged.append(Entry(name, t, step))
+    kept = set(managed)
+    return Recovered(list(managed.values()), [e for e in unmanaged if e.name not in kept], lp, back)
+
+
+def record(managed: list[Entry], new: Entry) -> list[Entry]:
+    """``CheckpointManager.save``'s bookkeeping: the new one goes last (re-saved ones move)."""
+    return [e for e in managed if e.name != new.name] + [new]
+
+
+def sweep(managed: list[Entry], max_to_keep: int | None, keep_every_n_hours: float | None,
+          last_preserved: float) -> Decision:
+    """``CheckpointManager._sweep``, exactly."""
+    d = Decision(last_preserved_timestamp=last_preserved)
+    queue = list(managed)
+    if max_to_keep:
+        while len(queue) > max_to_keep:
+            e = queue.pop(0)
+            if keep_every_n_hours and e.timestamp - keep_every_n_hours * 3600.0 >= d.last_preserved_timestamp:
+                d.last_preserved_timestamp = e.timestamp
+                d.preserved.append(e)
+                d.reasons[e.name] = [EVERY_N_HOURS]
+                continue
+            d.deleted.append(e)
+    d.kept = queue
+    for e in queue:
+        d.reasons.setdefault(e.name, [MAX_TO_KEEP])
+    return d
+
+
+def plan(managed: list[Entry], policy: Policy, last_preserved: float, now: float,
+         latest: str | None = None) -> Decision:
+    """:func:`sweep` plus ckptool's extra rules; never deletes ``latest`` (or the newest).
+
+    A checkpoint the TF rules would delete but an extra rule protects stays in
+    the state file (so a later run decides again, e.g. once it is old enough).
+    """
+    base = sweep(managed, policy.max_to_keep, policy.keep_every_n_hours, last_preserved)
+    if latest is None and managed:
+        latest = managed[-1].name
+    protect: dict[str, list[str]] = {}
+    for e in managed:
+        why = []
+        if e.name == latest:
+            why.append(LATEST)
+        if e.name in policy.pinned:
+            why.append(PINNED)
+        if policy.keep_steps_every and e.step is not None and e.step % policy.keep_steps_every == 0:
+            why.append(STEPS_EVERY)
+        if policy.min_age is not None and now - e.timestamp < policy.min_age:
+            why.append(MIN_AGE)
+        if why:
+            protect[e.name] = why
+    out = Decision(preserved=base.preserved, last_preserved_timestamp=base.last_preserved_timestamp,
+                   reasons=dict(base.reasons))
+    rescued = set()
+    for e in base.deleted:
+        if e.name in protect:
+            rescued.add(e.name)
+            out.reasons[e.name] = protect[e.name]
+        else:
+            out.deleted.append(e)
+    out.kept = [e for e in managed if e.name in rescued or e in base.kept]
+    for e in out.kept + out.preserved:
+        extra = [r for r in protect.get(e.name, []) if r not in out.reasons[e.name]]
+        out.reasons[e.name] = out.reasons[e.name] + extra
+    return out
+
+
+def rethin(entries: list[Entry], policy: Policy, now: float, latest: str | None = None) -> Decision:
+    """``--scan``: the policy over a whole directory's history, as if one manager had seen it all.
+
+    The every-n-hours rule starts from the oldest checkpoint (last_preserved 0),
+    so checkpoints TF preserved earlier (spaced by at least N hours) stay preserved.
+    """
+    return plan(entries, policy, 0.0, now, latest)
+
+
+def parse_duration(text: str) -> float:
+    """``90s``, ``30m``, ``12h``, ``7d`` (or plain seconds) -> seconds; ValueError otherwise."""
+    t = text.strip().lower()
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+    mult = 1
+    if t and t[-1] in units:
+        mult = units[t[-1]]
+        t = t[:-1]
+    try:
+        value = float(t)
+    except ValueError:
+        raise ValueError(f"not a duration: {text!r} (use e.g. 90s, 30m, 12h, 7d)") from None
+    if value < 0 or value != value or value == float("inf"):
+        raise ValueError(f"not a duration: {text!r} (use e.g. 90s, 30m, 12h, 7d)")
+    return value * mult
+
+
+__all__ = ["Entry", "Policy", "Decision", "Recovered", "recover", "record", "sweep", "plan", "rethin",
+           "parse_duration", "LATEST", "MAX_TO_KEEP", "EVERY_N_HOURS", "STEPS_EVERY", "MIN_AGE", "PINNED",
+           "UNMANAGED"]
