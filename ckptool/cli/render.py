@@ -11,14 +11,12 @@ def _table(header, rows, right=()) -> list[str]:
     """Columns padded with spaces (greppable, awk-able); the last column is not padded."""
     widths = [max([len(header[i])] + [len(r[i]) for r in rows]) for i in range(len(header))]
 
+    last = len(header) - 1
+    fmt = "  ".join("{:%s%d}" % (">" if i in right else "<", widths[i]) if i != last or i in right else "{}"
+                    for i in range(len(header)))
+
     def line(cols):
-        out = []
-        for i, c in enumerate(cols):
-            if i == len(cols) - 1 and i not in right:
-                out.append(c)
-            else:
-                out.append(c.rjust(widths[i]) if i in right else c.ljust(widths[i]))
-        return "  ".join(out).rstrip()
+        return fmt.format(*cols).rstrip()
 
     return [style(line(header), bold=True)] + [line(r) for r in rows]
 
@@ -27,8 +25,9 @@ def print_variables(variables) -> None:
     """NAME DTYPE SHAPE SIZE (bytes), one variable a line; the totals line, starting with '#',
     goes to stderr so that `grep`, `awk '{s+=$4}'` and `wc -l` see only the table."""
     rows = [(display_name(v.name), v.dtype, format_shape(v.shape), str(v.nbytes)) for v in variables]
-    for line in _table(("NAME", "DTYPE", "SHAPE", "SIZE"), rows):
-        click.echo(line)
+    lines = _table(("NAME", "DTYPE", "SHAPE", "SIZE"), rows)
+    for i in range(0, len(lines), 4096):  # a few large writes, not one per line
+        click.echo("\n".join(lines[i:i + 4096]))
     params = sum(v.numel for v in variables)
     total = sum(v.nbytes for v in variables)
     note(f"# {len(variables)} variables, {params} parameters, {total} bytes ({human_bytes(total)})")
