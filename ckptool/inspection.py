@@ -371,7 +371,8 @@ class _Acc:
     count: int = 0
     finite: int = 0
     mean: float = 0.0
-    m2: float = 0.0
+    m2: float = 0.0  # sum of squared deviations, divided by scale**2 (no overflow near float64 max)
+    scale: float = 1.0  # a power of two >= every |value| seen
     lo: object = None
     hi: object = None
     nan: int = 0
@@ -393,7 +394,7 @@ class _Acc:
             lo, hi = float(f.min()), float(f.max())
             self.lo = lo if self.lo is None else min(self.lo, lo)
             self.hi = hi if self.hi is None else max(self.hi, hi)
-            self._combine(nfin, float(f.mean()), float(((f - f.mean()) ** 2).sum()))
+            self._add_finite(f, max(abs(lo), abs(hi)))
 
     def add_int(self, a: np.ndarray) -> None:
         self.count += a.size
@@ -403,17 +404,25 @@ class _Acc:
         self.lo = lo if self.lo is None else min(self.lo, lo)
         self.hi = hi if self.hi is None else max(self.hi, hi)
         self.zeros += int(np.count_nonzero(a == 0))
-        f = a.astype(np.float64)
-        m = float(f.mean())
-        self._combine(a.size, m, float(((f - m) ** 2).sum()))
+        self._add_finite(a.astype(np.float64), float(max(abs(lo), abs(hi))))
 
-    def _combine(self, n: int, mean: float, m2: float) -> None:
-        # Chan et al.'s parallel update of (count, mean, M2)
-        tot = self.finite + n
-        delta = mean - self.mean
-        self.mean += delta * n / tot
+    def _add_finite(self, f: np.ndarray, biggest: float) -> None:
+        """Chan et al.'s parallel update of (count, mean, M2), in units of ``scale``."""
+        scale = max(self.scale, math.ldexp(1.0, min(math.frexp(biggest)[1], 1023)) if biggest else 1.0)
+        if scale != self.scale:
+            self.m2 *= (self.scale / scale) ** 2
+            self.scale = scale
+        g = f / scale
+        mean = float(g.mean())
+        m2 = float(((g - mean) ** 2).sum())
+        n, tot = f.size, self.finite + f.size
+        delta = mean - self.mean / scale
+        self.mean = (self.mean / scale + delta * n / tot) * scale
         self.m2 += m2 + delta * delta * self.finite * n / tot
         self.finite = tot
+
+    def std(self) -> float:
+        return math.sqrt(max(self.m2, 0.0) / self.finite) * self.scale
 
 
 def tensor_stats(ck, name: str, chunk_bytes: int = CHUNK_BYTES) -> dict:
@@ -451,7 +460,7 @@ def tensor_stats(ck, name: str, chunk_bytes: int = CHUNK_BYTES) -> dict:
                 acc.add_float(f)
     doc.update(nan=acc.nan, inf=acc.inf, zeros=acc.zeros)
     if acc.finite:
-        doc.update(min=acc.lo, max=acc.hi, mean=acc.mean, std=math.sqrt(max(acc.m2, 0.0) / acc.finite))
+        doc.update(min=acc.lo, max=acc.hi, mean=acc.mean, std=acc.std())
     return doc
 
 

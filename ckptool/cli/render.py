@@ -100,7 +100,7 @@ def print_tensor(name: str, dtype: str, shape, value, full: bool) -> None:
 
     click.echo(style(f"{display_name(name)}  {dtype}  {format_shape(shape)}", bold=True))
     width = shutil.get_terminal_size().columns if sys.stdout.isatty() else 75
-    opts = {"threshold": sys.maxsize if full else 1000, "linewidth": max(40, width)}
+    opts = {"threshold": sys.maxsize if full else 1000, "max_line_width": max(40, width)}
     if value.dtype.names:  # quantized: show the integers
         value = value[value.dtype.names[0]]
     click.echo(np.array2string(np.asarray(value), **opts) if value.shape else _scalar(value))
