@@ -183,3 +183,50 @@ def test_prune_killed_at_every_disk_event(tmp_path):
             r = _run(["prune", str(d), "--max-to-keep", "2"])
             assert r.returncode == 0, r.stderr
             assert sorted(p.name for p in d.glob("*.index")) == ["ckpt-5.index", "ckpt-6.index"]
+
+
+def _rename_setup(d):
+    d.mkdir()
+    src = d / "src" / "ckpt-3"
+    ckptool.write(str(src), VALUES, num_shards=2, sync=False)
+    return src
+
+
+def _check_renamed(dst):
+    with ckptool.open(str(dst)) as ck:
+        assert ck.names() == ["b", "step", "weights"]
+        assert ck.read("weights").tobytes() == VALUES["w"].tobytes()
+        assert all(e is None for _, e in ck.verify())
+
+
+@pytest.mark.parametrize("compact", [False, True], ids=["linked", "compact"])
+def test_rewrite_names_killed_at_every_disk_event(tmp_path, compact):
+    """After any kill: SRC is intact; DST has no index, or is complete and verifies; a rerun
+    (with --force when the index made it) finishes the job."""
+    def args(d):
+        return ["rewrite-names", str(d / "src" / "ckpt-3"), str(d / "dst" / "ckpt-3"), "--rule", "w=weights",
+                *(["--compact"] if compact else [])]
+
+    d = tmp_path / "count"
+    _rename_setup(d)
+    log = tmp_path / "events.log"
+    r = _run(args(d), {"CKPTOOL_FAULT_LOG": str(log)})
+    assert r.returncode == 0, r.stderr
+    _check_renamed(d / "dst" / "ckpt-3")
+    n = sum(1 for line in log.read_text().splitlines() if " fs " in line)
+    assert n >= 3
+    for k in range(1, n + 1):
+        for mode in ("fs", "fs+"):
+            d = tmp_path / f"r-{mode.replace('+', 'p')}-{k}"
+            src = _rename_setup(d)
+            before = {p.name: p.read_bytes() for p in src.parent.iterdir()}
+            r = _run(args(d), {"CKPTOOL_CRASH_AT": f"{mode}:{k}"})
+            assert r.returncode == -signal.SIGKILL, (mode, k, r.stderr)
+            KILLS["event"] += 1
+            assert {p.name: p.read_bytes() for p in src.parent.iterdir()} == before, "SRC changed"
+            dst = d / "dst" / "ckpt-3"
+            if (d / "dst" / "ckpt-3.index").exists():
+                _check_renamed(dst)
+            r = _run(args(d) + (["--force"] if (d / "dst" / "ckpt-3.index").exists() else []))
+            assert r.returncode == 0, r.stderr
+            _check_renamed(dst)
