@@ -370,7 +370,8 @@ def _run(directory: str, policy: R.Policy, *, storage, now: float, dry_run: bool
         names = {c.base: c.name for c in safe}
         if have_ts:
             rec = R.recover([c.base for c in safe], [now if c.timestamp is None else c.timestamp for c in safe],
-                            state.last_preserved_timestamp, now, [c.step for c in safe])
+                            state.last_preserved_timestamp, now, [c.step for c in safe],
+                            continuing=new_entry is not None)
         else:
             stamped = []
             for c in safe:
@@ -403,9 +404,7 @@ def _run(directory: str, policy: R.Policy, *, storage, now: float, dry_run: bool
         decision.preserved.append(e)
         decision.reasons[e.name] = [R.UNMANAGED]
     # Never delete the latest checkpoint, even when the state lists it oddly.
-    protect = {latest_base} if latest_base else set()
-    if new_entry:
-        protect.add(new_entry)
+    protect = {new_entry} if new_entry else ({latest_base} if latest_base else set())
     rescued = [e for e in decision.deleted if e.name in protect]
     if rescued:
         decision.deleted = [e for e in decision.deleted if e.name not in protect]

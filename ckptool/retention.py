@@ -74,12 +74,17 @@ class Recovered:
 
 
 def recover(names: list[str], timestamps: list[float] | None, last_preserved: float | None, now: float,
-            steps: list[int | None] | None = None) -> Recovered:
+            steps: list[int | None] | None = None, continuing: bool = False) -> Recovered:
     """What ``CheckpointManager(directory)`` makes of a state file at time ``now``.
 
     ``last_preserved`` None means "no state file" (TF backdates it to now - 1).
     Entries whose timestamp (clamped to now) is not after last_preserved are not
     managed; a name listed twice keeps its first position and last timestamp.
+
+    ``continuing``: the state is that of a manager still running (``save`` continues
+    it): every listed entry is managed, as in the manager that wrote the file. (A
+    checkpoint saved in the same instant as the last preserved one differs: a new
+    manager drops it, the running one keeps managing it.)
     """
     steps = steps or [None] * len(names)
     if last_preserved is None:
@@ -93,7 +98,7 @@ def recover(names: list[str], timestamps: list[float] | None, last_preserved: fl
     unmanaged: list[Entry] = []
     for name, t, step in zip(names, ts, steps):
         t = min(t, now)
-        if t > lp:
+        if t > lp or continuing:
             if name in managed:
                 managed[name] = Entry(name, t, managed[name].step)
             else:
