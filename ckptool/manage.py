@@ -680,5 +680,235 @@ def relative_state(directory: str, *, dry_run: bool = False, storage=None) -> tu
         return new, sorted(set(changed))
 
 
-__all__ = ["record_save", "prune", "PruneResult", "RetentionResult", "show_state", "rebuild_state",
+# --------------------------------------------------------------------------- fleets (prune --recursive, du)
+
+POLICY_FILE = ".ckptool.toml"
+_POLICY_KEYS = {"max_to_keep", "keep_every_n_hours", "keep_steps_every", "min_age", "keep"}
+
+
+def _load_toml(storage, path: str) -> dict:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        try:
+            import tomli as tomllib  # type: ignore[no-redef]
+        except ModuleNotFoundError:
+            from .errors import UnsupportedError
+
+            raise UnsupportedError(f"{path}: reading .ckptool.toml on Python < 3.11 needs the 'tomli' "
+                                   f"package") from None
+    raw = storage.read_bytes(path)
+    try:
+        doc = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise CorruptError(f"{path}: not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise CorruptError(f"{path}: {exc}") from None
+    bad = sorted(set(doc) - _POLICY_KEYS)
+    if bad:
+        raise CorruptError(f"{path}: unknown key {bad[0]!r} (known: {', '.join(sorted(_POLICY_KEYS))})")
+    out = {}
+    for key, value in doc.items():
+        ok = True
+        if key in ("max_to_keep", "keep_steps_every"):
+            ok = isinstance(value, int) and not isinstance(value, bool) and value >= (0 if key == "max_to_keep" else 1)
+        elif key == "keep_every_n_hours":
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+        elif key == "min_age":
+            if isinstance(value, str):
+                try:
+                    value = R.parse_duration(value)
+                except ValueError:
+                    ok = False
+            else:
+                ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
+        elif key == "keep":
+            ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
+        if not ok:
+            raise CorruptError(f"{path}: bad value for {key}: {value!r}")
+        out[key] = value
+    return out
+
+
+def effective_policy(root: str, directory: str, defaults: dict, storage=LOCAL) -> tuple[dict, list[str]]:
+    """The policy for a run directory: ``defaults`` (the command line), overridden by each
+    ``.ckptool.toml`` from ROOT down to the directory (the nearest wins). Also the files read."""
+    import os
+
+    policy = dict(defaults)
+    rel = os.path.relpath(directory, root) if storage is LOCAL else directory[len(root.rstrip("/")) + 1:]
+    parts = [] if rel in (".", "") else rel.replace(os.sep, "/").split("/")
+    chain = [root] + [storage.join(root, *parts[: i + 1]) for i in range(len(parts))]
+    used = []
+    for d in chain:
+        p = storage.join(d, POLICY_FILE)
+        if storage.isfile(p):
+            policy.update(_load_toml(storage, p))
+            used.append(p)
+    return policy, used
+
+
+def find_runs(root: str, *, exclude=(), scan: bool = False, storage=None) -> list[str]:
+    """Directories below ROOT (ROOT included) holding checkpoints: a state file, or with ``scan``
+    an ``*.index`` file. Symlinked directories are not followed; ``*_temp*`` staging directories
+    and directories matching an ``exclude`` glob (against the path relative to ROOT or the
+    name) are skipped."""
+    import fnmatch
+    import os
+
+    if storage is None:
+        storage, root = storage_for(root)
+    if not storage.isdir(root):
+        raise MissingError(f"{root}: no such directory")
+    out = []
+
+    def excluded(rel: str) -> bool:
+        name = rel.rsplit("/", 1)[-1]
+        return any(fnmatch.fnmatchcase(rel, g) or fnmatch.fnmatchcase(name, g) for g in exclude)
+
+    if storage is LOCAL:
+        for d, dirs, files in os.walk(root, followlinks=False):
+            rel = os.path.relpath(d, root).replace(os.sep, "/")
+            dirs[:] = sorted(x for x in dirs if not _is_temp(x) and not excluded(
+                (x if rel == "." else f"{rel}/{x}")))
+            if STATE_FILENAME in files or (scan and any(f.endswith(INDEX_SUFFIX) and not _is_temp(f)
+                                                        for f in files)):
+                out.append(d)
+        return out
+    find = getattr(storage, "find", None)
+    if find is None:
+        from .errors import UnsupportedError
+
+        raise UnsupportedError(f"{root}: this storage cannot list a tree")
+    seen = set()
+    for path in find(root):
+        d, name = path.rsplit("/", 1)
+        rel = d[len(root.rstrip("/")) + 1:] if d != root.rstrip("/") else "."
+        if any(_is_temp(p) for p in rel.split("/")) or (rel != "." and any(
+                excluded("/".join(rel.split("/")[: i + 1])) for i in range(rel.count("/") + 1))):
+            continue
+        if name == STATE_FILENAME or (scan and name.endswith(INDEX_SUFFIX) and not _is_temp(name)):
+            seen.add(d)
+    return sorted(seen)
+
+
+@dataclass
+class TreeResult:
+    root: str
+    runs: dict = field(default_factory=dict)  # directory -> PruneResult
+    errors: dict = field(default_factory=dict)  # directory -> message
+    dry_run: bool = False
+
+    def to_json(self) -> dict:
+        runs = {}
+        for d, r in self.runs.items():
+            doc = r.to_json()
+            doc["counts"] = {"kept": len(r.kept), "deleted": len(r.deleted), "preserved": len(r.preserved)}
+            runs[d] = doc
+        for d, msg in self.errors.items():
+            runs[d] = {"error": msg}
+        return {"root": self.root, "dry_run": self.dry_run, "directories": runs, "total": self.total()}
+
+    def total(self) -> dict:
+        rs = list(self.runs.values())
+        return {"directories": len(rs) + len(self.errors), "failed": len(self.errors),
+                "kept": sum(len(r.kept) for r in rs), "deleted": sum(len(r.deleted) for r in rs),
+                "preserved": sum(len(r.preserved) for r in rs), "bytes_freed": sum(r.bytes_freed for r in rs)}
+
+
+def prune_tree(root: str, *, max_to_keep: int | None = 5, keep_every_n_hours: float | None = None,
+               keep_steps_every: int | None = None, min_age: float | None = None, keep=(), exclude=(),
+               scan: bool = False, dry_run: bool = False, now: float | None = None, storage=None,
+               progress=None, discover_all: bool = False) -> TreeResult:
+    """``prune --recursive``: each run directory below ROOT pruned as :func:`prune` would, with
+    its effective policy; a directory's failure is recorded and the others still run."""
+    if storage is None:
+        storage, root = storage_for(root)
+    if root != "/" and root.endswith("/") and "://" not in root:
+        root = root.rstrip("/")
+    now = time.time() if now is None else now
+    defaults = {"max_to_keep": max_to_keep, "keep_every_n_hours": keep_every_n_hours,
+                "keep_steps_every": keep_steps_every, "min_age": min_age, "keep": list(keep)}
+    out = TreeResult(root, dry_run=dry_run)
+    runs = find_runs(root, exclude=exclude, scan=scan or discover_all, storage=storage)
+    for i, d in enumerate(runs):
+        if progress:
+            progress(i, len(runs), d)
+        try:
+            pol, _ = effective_policy(root, d, defaults, storage)
+            out.runs[d] = prune(d, max_to_keep=pol["max_to_keep"] or None, keep_every_n_hours=pol["keep_every_n_hours"],
+                                keep_steps_every=pol["keep_steps_every"], min_age=pol["min_age"], keep=pol["keep"],
+                                scan=scan or not storage.isfile(storage.join(d, STATE_FILENAME)),
+                                dry_run=dry_run, now=now, storage=storage)
+        except (CkptError, OSError) as exc:
+            out.errors[d] = str(exc) if isinstance(exc, CkptError) else f"{getattr(exc, 'filename', d)}: {exc.strerror or exc}"
+    return out
+
+
+@dataclass
+class RunUsage:
+    directory: str
+    checkpoints: int
+    bytes: int
+    latest: str | None
+    latest_step: int | None
+    latest_age: float | None
+    would_free: int | None
+    error: str | None = None
+
+    def to_json(self) -> dict:
+        return {"directory": self.directory, "checkpoints": self.checkpoints, "bytes": self.bytes,
+                "latest": self.latest, "latest_step": self.latest_step, "latest_age_seconds": self.latest_age,
+                "would_free": self.would_free, "error": self.error}
+
+
+def du(root: str, *, max_to_keep: int | None = 5, keep_every_n_hours: float | None = None,
+       keep_steps_every: int | None = None, min_age: float | None = None, exclude=(), now: float | None = None,
+       storage=None) -> list[RunUsage]:
+    """Per run directory below ROOT: complete checkpoints, their bytes (each file counted once,
+    hard links included), the latest and its age, and what prune would free with the effective
+    policy. Sorted by bytes, largest first."""
+    if storage is None:
+        storage, root = storage_for(root)
+    now = time.time() if now is None else now
+    plan = prune_tree(root, max_to_keep=max_to_keep, keep_every_n_hours=keep_every_n_hours,
+                      keep_steps_every=keep_steps_every, min_age=min_age, exclude=exclude,
+                      dry_run=True, now=now, storage=storage, discover_all=True)
+    seen_inodes: set = set()
+    out = []
+    for d in list(plan.runs) + list(plan.errors):
+        try:
+            listing = list_directory(storage, d)
+        except CkptError as exc:
+            out.append(RunUsage(d, 0, 0, None, None, None, None, str(exc)))
+            continue
+        total = 0
+        for base in listing.complete:
+            for f in listing.files.get(base, ()):
+                if f.link_out:
+                    continue
+                st = storage.lstat(storage.join(d, f.name)) if hasattr(storage, "lstat") else None
+                key = (st.st_dev, st.st_ino) if st is not None else (d, f.name)
+                if key in seen_inodes:
+                    continue
+                seen_inodes.add(key)
+                total += f.size
+        latest = None
+        state = _read_state_safe_any(storage, d)
+        if state is not None:
+            latest = _inside_base(storage, d, state.model_checkpoint_path)
+        if latest is None or latest not in listing.complete:
+            ranked = sorted(listing.complete, key=lambda b: (step_of(b) if step_of(b) is not None else -1,
+                                                             listing.mtime(b) or 0))
+            latest = ranked[-1] if ranked else None
+        mt = listing.mtime(latest) if latest else None
+        r = plan.runs.get(d)
+        out.append(RunUsage(d, len(listing.complete), total, storage.join(d, latest) if latest else None,
+                            step_of(latest) if latest else None, None if mt is None else max(0.0, now - mt),
+                            r.bytes_freed if r is not None else None, plan.errors.get(d)))
+    out.sort(key=lambda u: (-u.bytes, u.directory))
+    return out
+
+
+__all__ = ["prune_tree", "du", "find_runs", "effective_policy", "TreeResult", "RunUsage", "record_save", "prune", "PruneResult", "RetentionResult", "show_state", "rebuild_state",
            "relative_state", "list_directory"]

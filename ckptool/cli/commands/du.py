@@ -1,0 +1,67 @@
+"""``ckptool du``."""
+
+from __future__ import annotations
+
+import click
+
+from ..common import emit_json, human_bytes, json_option
+from .prune import _duration
+
+
+def _age(seconds):
+    if seconds is None:
+        return "-"
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f}{unit}"
+    return f"{seconds:.0f}s"
+
+
+@click.command("du")
+@click.argument("root", metavar="ROOT", type=click.Path(file_okay=False))
+@click.option("--max-to-keep", type=click.IntRange(min=0), default=5, show_default=True, metavar="K",
+              help="Policy for the 'would free' column (as prune; .ckptool.toml files override it).")
+@click.option("--keep-every-n-hours", type=click.FloatRange(min=0, min_open=True), default=None, metavar="H",
+              help="Policy: as prune --keep-every-n-hours (default: none).")
+@click.option("--keep-steps-every", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Policy: as prune --keep-steps-every.")
+@click.option("--min-age", callback=_duration, default=None, metavar="DURATION", help="Policy: as prune --min-age.")
+@click.option("--exclude", multiple=True, metavar="GLOB", help="Skip directories matching GLOB. Repeatable.")
+@json_option("Print a JSON document: {\"directories\": [...], \"total\": {...}}.")
+def command(root: str, max_to_keep: int, keep_every_n_hours, keep_steps_every, min_age, exclude, as_json: bool) -> None:
+    """Where the space goes: checkpoints per run directory below ROOT.
+
+    For each directory holding checkpoints (a 'checkpoint' state file or any
+    *.index): the number of complete checkpoints, their bytes (each file
+    counted once, hard links too; other programs' files are not counted),
+    the latest step and its age, and what 'ckptool prune ROOT --recursive'
+    would free with the effective policy. Largest first, then a total.
+    Nothing is changed.
+
+    Exit status: 0 ok; 1 ROOT missing or a directory could not be read; 2
+    usage error.
+    """
+    from ...manage import du
+    from ..main import Failed
+
+    rows = du(root, max_to_keep=max_to_keep or None, keep_every_n_hours=keep_every_n_hours,
+              keep_steps_every=keep_steps_every, min_age=min_age, exclude=exclude)
+    total = {"directories": len(rows), "checkpoints": sum(r.checkpoints for r in rows),
+             "bytes": sum(r.bytes for r in rows), "would_free": sum(r.would_free or 0 for r in rows)}
+    errors = [r for r in rows if r.error]
+    if as_json:
+        emit_json({"root": root, "directories": [r.to_json() for r in rows], "total": total})
+    else:
+        head = ("DIRECTORY", "CHECKPOINTS", "SIZE", "LATEST", "AGE", "WOULD FREE")
+        table = [(r.directory, str(r.checkpoints), human_bytes(r.bytes),
+                  "-" if r.latest_step is None else str(r.latest_step), _age(r.latest_age),
+                  "error" if r.error else human_bytes(r.would_free)) for r in rows]
+        table.append(("total", str(total["checkpoints"]), human_bytes(total["bytes"]), "", "",
+                      human_bytes(total["would_free"])))
+        widths = [max(len(t[i]) for t in table + [head]) for i in range(6)]
+        for t in [head] + table:
+            click.echo("  ".join([t[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(t[1:], widths[1:])]).rstrip())
+    for r in errors:
+        click.echo(f"ckptool: error: {r.error}", err=True)
+    if errors:
+        raise Failed()
