@@ -10,7 +10,10 @@ Write protocol (as TF's BundleWriter): every file is written under a
 temporary name (``storage.temp_name``), fsynced and renamed into place, the
 data shards first and the index last, so that once ``PREFIX.index`` exists
 the checkpoint is complete. On any error the temporary files are removed and
-nothing is left behind. Memory is bounded by the largest tensor: data is
+nothing is left behind. A storage without atomic renames (an object store,
+``storage.atomic_rename`` False) is written under the final names directly,
+in the same order: its objects appear only when closed (a PUT is atomic), and
+an aborted one is discarded, never published (:func:`open_part`). Memory is bounded by the largest tensor: data is
 streamed to the shard file as each tensor is added.
 """
 
@@ -32,6 +35,35 @@ from .storage import storage_for
 
 #: Bytes per write() call when copying from chunked sources.
 _CHUNK = 8 << 20
+
+
+def open_part(storage, final: str):
+    """``(name, file)`` to write ``final`` through: a temporary name beside it where the
+    storage renames atomically, else ``final`` itself (published when the file closes)."""
+    name = storage.temp_name(final) if getattr(storage, "atomic_rename", True) else final
+    return name, storage.open_write(name)
+
+
+def publish_part(storage, name: str, final: str) -> None:
+    """Put a closed part in place (the rename; nothing to do when written under ``final``)."""
+    if name != final:
+        storage.rename(name, final)
+
+
+def drop_part(storage, name: str, f) -> None:
+    """Abandon a part that was not published: discard the upload, or close and delete it."""
+    discard = getattr(f, "discard", None)
+    if not getattr(storage, "atomic_rename", True) and discard is not None:
+        discard()  # nothing was published under the name
+        return
+    try:
+        f.close()
+    except Exception:
+        pass
+    try:
+        storage.remove(name)
+    except OSError:
+        pass
 
 
 @dataclass
@@ -175,8 +207,8 @@ class BundleWriter:
         try:
             for i in range(num_shards):
                 final = bundle.data_filename(prefix, i, num_shards)
-                tmp = storage.temp_name(final)
-                self._files.append([tmp, final, storage.open_write(tmp)])
+                name, f = open_part(storage, final)
+                self._files.append([name, final, f])
         except BaseException:
             self.abort()
             raise
@@ -317,9 +349,12 @@ class BundleWriter:
                 f = rec[2]
                 if self.sync:
                     self.storage.fsync_file(f)
-                f.close()
+                f.close()  # on an object store this publishes the object
+                if rec[0] == rec[1]:
+                    rec[0] = None  # published under its final name: not ours to delete
             for rec in self._files:
-                self.storage.rename(rec[0], rec[1])
+                if rec[0] is not None:
+                    publish_part(self.storage, rec[0], rec[1])
                 rec[0] = None  # renamed: no longer ours to delete on failure
             old = self._stale_shards() if self.force else []
             write_index(self.prefix, self.num_shards, sorted(self._entries.items()),
@@ -354,16 +389,14 @@ class BundleWriter:
         self._closed = True
         for rec in self._files:
             tmp, _, f = rec
-            try:
-                f.close()
-            except Exception:
-                pass
             if tmp is not None:
-                try:
-                    self.storage.remove(tmp)
-                except OSError:
-                    pass
+                drop_part(self.storage, tmp, f)
                 rec[0] = None
+            else:
+                try:
+                    f.close()
+                except Exception:
+                    pass
 
 
 def write_index(prefix: str, num_shards: int, entries: Iterable[tuple[bytes, bytes]], storage=None,
@@ -386,8 +419,8 @@ def write_index(prefix: str, num_shards: int, entries: Iterable[tuple[bytes, byt
         if i and items[i - 1][0] == k:
             raise CkptError(f"{path}: duplicate key {_shown(k)!r}")
     storage.makedirs(storage.dirname(prefix))
-    tmp = storage.temp_name(path)
-    f = storage.open_write(tmp)
+    tmp, f = open_part(storage, path)
+    published = False
     try:
         table = TableBuilder(f)
         table.add(bundle.HEADER_KEY, bundle.encode_header(num_shards, endianness))
@@ -397,16 +430,11 @@ def write_index(prefix: str, num_shards: int, entries: Iterable[tuple[bytes, byt
         if sync:
             storage.fsync_file(f)
         f.close()
-        storage.rename(tmp, path)
+        published = tmp == path
+        publish_part(storage, tmp, path)
     except BaseException:
-        try:
-            f.close()
-        except Exception:
-            pass
-        try:
-            storage.remove(tmp)
-        except OSError:
-            pass
+        if not published:
+            drop_part(storage, tmp, f)
         raise
     if sync:
         storage.fsync_dir(storage.dirname(prefix))
