@@ -48,7 +48,7 @@ histories = st.fixed_dictionaries({
 })
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(h=histories)
 def test_checkpoint_manager_histories_and_prune(tmp_path_factory, monkeypatch_session, h):
     base = tmp_path_factory.mktemp("hist")
@@ -121,3 +121,28 @@ def test_prune_of_a_tf1_saver_directory_uses_mtimes(tmp_path):
     assert _files(d) == sorted(["checkpoint"] + [f"model-{s}{x}" for s in (3, 4) for x in
                                                              (".index", ".data-00000-of-00001", ".meta")])
     assert tf.train.latest_checkpoint(d) == os.path.join(d, "model-4")
+
+
+def test_recursive_prune_of_tf_manager_directories_matches_tf(tmp_path):
+    """Several CheckpointManager directories under one root, pruned with `prune --recursive`,
+    keep exactly the files a manager with the same policy keeps after its sweep."""
+    root, ref = tmp_path / "runs", tmp_path / "ref"
+    v = tf.Variable(tf.zeros(2))
+    for i, (n, k) in enumerate([(6, 2), (3, 5), (8, 1), (4, 3)]):
+        for base in (root, ref):
+            d = str(base / f"run{i}" / ("train" if i % 2 else ""))
+            mgr = tf.train.CheckpointManager(tf.train.Checkpoint(v=v), d, max_to_keep=None)
+            for s in range(1, n + 1):
+                mgr.save(checkpoint_number=s)
+        (root / f"run{i}" / ".ckptool.toml").write_text(f"max_to_keep = {k}\n")
+        d = str(ref / f"run{i}" / ("train" if i % 2 else ""))
+        mgr = tf.train.CheckpointManager(tf.train.Checkpoint(v=v), d, max_to_keep=k)
+        mgr._sweep()
+        mgr._record_state()
+    res = manage.prune_tree(str(root))
+    assert not res.errors and len(res.runs) == 4
+    for i in range(4):
+        sub = f"run{i}/" + ("train" if i % 2 else "")
+        assert _files(root / sub) == _files(ref / sub)
+        assert [x for x in _state_text(root / sub).splitlines() if "timestamp" not in x] == \
+            [x for x in _state_text(ref / sub).splitlines() if "timestamp" not in x]
