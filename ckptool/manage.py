@@ -53,6 +53,7 @@ class FileInfo:
     size: int
     mtime: float
     link_out: bool = False  # a symlink that leads outside the directory
+    inode: tuple | None = None  # (st_dev, st_ino): du counts a hard-linked file once
 
 
 @dataclass
@@ -77,17 +78,17 @@ def _stat_of(storage, path: str):
     lstat = getattr(storage, "lstat", None)
     if lstat is None:
         try:
-            return False, storage.size(path), storage.mtime(path), False
+            return False, storage.size(path), storage.mtime(path), None
         except (OSError, CkptError):
             return None
     st = lstat(path)
     if st is None:
         return None
     if _stat.S_ISLNK(st.st_mode):
-        return True, 0, st.st_mtime_ns / 1e9, True
+        return True, 0, st.st_mtime_ns / 1e9, None
     if not _stat.S_ISREG(st.st_mode):
         return None
-    return False, st.st_size, st.st_mtime_ns / 1e9, False
+    return False, st.st_size, st.st_mtime_ns / 1e9, (st.st_dev, st.st_ino)
 
 
 def list_directory(storage, directory: str) -> DirListing:
@@ -118,7 +119,7 @@ def list_directory(storage, directory: str) -> DirListing:
         info = _stat_of(storage, storage.join(directory, n))
         if info is None:
             continue
-        is_link, size, mtime, _ = info
+        is_link, size, mtime, inode = info
         link_out = False
         if is_link:
             if real_dir is None:
@@ -130,7 +131,7 @@ def list_directory(storage, directory: str) -> DirListing:
                     size, mtime = storage.size(target), storage.mtime(target)
                 except OSError:
                     pass
-        out.files.setdefault(base, []).append(FileInfo(n, size, mtime, link_out))
+        out.files.setdefault(base, []).append(FileInfo(n, size, mtime, link_out, inode))
     out.complete = {b for b in bases if any(f.name == b + INDEX_SUFFIX for f in out.files.get(b, ()))}
     return out
 
@@ -212,6 +213,7 @@ class PruneResult:
     dry_run: bool = False
     last_preserved_timestamp: float = 0.0
     policy: dict = field(default_factory=dict)
+    _seen: tuple = field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict:
         return {"kept": list(self.kept), "deleted": list(self.deleted), "preserved": list(self.preserved),
@@ -338,6 +340,7 @@ def _run(directory: str, policy: R.Policy, *, storage, now: float, dry_run: bool
     res.skipped = [c.name for c in unsafe]
     latest_name = state.model_checkpoint_path if state is not None else None
     latest_base = _inside_base(storage, directory, latest_name) if latest_name else None
+    res._seen = (listing, latest_base)  # for du: one listing and one state read per directory
 
     missing_bases: set[str] = set()
     # Timestamps: the state file's; otherwise the index file's mtime (recover_last_checkpoints).
@@ -877,8 +880,10 @@ def du(root: str, *, max_to_keep: int | None = 5, keep_every_n_hours: float | No
     seen_inodes: set = set()
     out = []
     for d in list(plan.runs) + list(plan.errors):
+        r = plan.runs.get(d)
+        seen = r._seen if r is not None else None
         try:
-            listing = list_directory(storage, d)
+            listing = seen[0] if seen else list_directory(storage, d)
         except CkptError as exc:
             out.append(RunUsage(d, 0, 0, None, None, None, None, str(exc)))
             continue
@@ -887,22 +892,21 @@ def du(root: str, *, max_to_keep: int | None = 5, keep_every_n_hours: float | No
             for f in listing.files.get(base, ()):
                 if f.link_out:
                     continue
-                st = storage.lstat(storage.join(d, f.name)) if hasattr(storage, "lstat") else None
-                key = (st.st_dev, st.st_ino) if st is not None else (d, f.name)
+                key = f.inode or (d, f.name)
                 if key in seen_inodes:
                     continue
                 seen_inodes.add(key)
                 total += f.size
-        latest = None
-        state = _read_state_safe_any(storage, d)
-        if state is not None:
-            latest = _inside_base(storage, d, state.model_checkpoint_path)
+        if seen:
+            latest = seen[1]
+        else:
+            state = _read_state_safe_any(storage, d)
+            latest = _inside_base(storage, d, state.model_checkpoint_path) if state is not None else None
         if latest is None or latest not in listing.complete:
             ranked = sorted(listing.complete, key=lambda b: (step_of(b) if step_of(b) is not None else -1,
                                                              listing.mtime(b) or 0))
             latest = ranked[-1] if ranked else None
         mt = listing.mtime(latest) if latest else None
-        r = plan.runs.get(d)
         out.append(RunUsage(d, len(listing.complete), total, storage.join(d, latest) if latest else None,
                             step_of(latest) if latest else None, None if mt is None else max(0.0, now - mt),
                             r.bytes_freed if r is not None else None, plan.errors.get(d)))
