@@ -27,6 +27,7 @@ import fnmatch
 import os
 import posixpath
 import threading
+import time
 import uuid
 from contextlib import contextmanager
 
@@ -37,6 +38,10 @@ from .storage import raise_truncated
 EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs"}
 #: Bytes per ranged GET when a large read is split (bounds the extra copy).
 READ_CHUNK = 64 << 20
+#: Seconds for which size/mtime may answer from the directory listing that just named
+#: the file (prune lists a directory, then asks each file's size and mtime: one LIST
+#: instead of two HEADs per file). exists/isfile/reads always ask the store.
+LISTED_TTL = 2.0
 #: A file being written is kept in memory up to this size and PUT in one request;
 #: past it, it streams to the store as a multipart upload completed at close.
 PUT_LIMIT = 16 << 20
@@ -312,6 +317,7 @@ class RemoteStorage:
         self.fs = fs
         self.protocol = protocol
         self.scheme = protocol + "://"
+        self._listed: dict[str, tuple[float, dict]] = {}  # url -> (monotonic time, ls entry)
 
     def __repr__(self) -> str:
         return f"<ckptool RemoteStorage {self.scheme}>"
@@ -385,7 +391,21 @@ class RemoteStorage:
         return out
 
     def listdir(self, path: str) -> list[str]:
-        return sorted({posixpath.basename(str(e["name"]).rstrip("/")) for e in self._ls(path)})
+        entries = self._ls(path)
+        now = time.monotonic()
+        names = set()
+        listed = self._listed
+        if len(listed) > 100_000:
+            listed.clear()
+        for e in entries:
+            name = posixpath.basename(str(e["name"]).rstrip("/"))
+            names.add(name)
+            if e.get("type") == "file":
+                listed[self.join(path, name)] = (now, e)
+        return sorted(names)
+
+    def _forget(self, path: str) -> None:
+        self._listed.pop(path, None)
 
     def glob(self, directory: str, pattern: str) -> list[str]:
         """Names in ``directory`` matching a glob ``pattern`` (no recursion); one listing."""
@@ -396,6 +416,9 @@ class RemoteStorage:
         return sorted(n for n in names if fnmatch.fnmatchcase(n, pattern))
 
     def _file_info(self, path: str) -> dict:
+        hit = self._listed.get(path)
+        if hit is not None and time.monotonic() - hit[0] < LISTED_TTL:
+            return hit[1]
         info = self._info(path)
         if info is None:
             raise MissingError(f"{path}: no such file")
@@ -449,6 +472,7 @@ class RemoteStorage:
         return f"{path}.tempstate{uuid.uuid4().int & ((1 << 64) - 1)}"
 
     def open_write(self, path: str) -> RemoteWriter:
+        self._forget(path)
         return RemoteWriter(self.fs, path, self.protocol)
 
     def fsync_file(self, f) -> None:
@@ -458,6 +482,8 @@ class RemoteStorage:
         """Copy then delete (not atomic; writers avoid it: ``atomic_rename`` is False)."""
         if src == dst:
             return
+        self._forget(src)
+        self._forget(dst)
         with _requests(src, f"rename to {dst}"):
             self.fs.copy(src, dst)
             self.fs.rm_file(src)
@@ -466,6 +492,7 @@ class RemoteStorage:
         pass
 
     def remove(self, path: str) -> None:
+        self._forget(path)
         if not self.isfile(path):
             raise MissingError(f"{path}: no such file")
         with _requests(path, "delete"):
@@ -473,6 +500,7 @@ class RemoteStorage:
 
     def write_bytes_atomic(self, path: str, data: bytes) -> None:
         """Replace ``path`` with ``data``: one PUT, which is atomic on an object store."""
+        self._forget(path)
         with _requests(path, "write"):
             self.fs.pipe_file(path, bytes(data))
 

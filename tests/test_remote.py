@@ -51,6 +51,7 @@ def run(capsys):
             rc = exc.code or 0
         out, err = capsys.readouterr()
         assert rc == code, (argv, out, err)
+        go.last_out = out
         return out, err
     return go
 
@@ -539,11 +540,20 @@ def test_s3_prune_matches_local(run, s3, tmp_path):
     upload(fs, DATA / "manager", f"{root}/m")
     run("prune", local, "--max-to-keep", "1", "--dry-run", "--json")
     lo, _ = run("prune", local, "--max-to-keep", "1", "--json")
-    ro, _ = run("prune", f"{root}/m", "--max-to-keep", "1", "--json")
+    log = _requests_for(counter, lambda: run("prune", f"{root}/m", "--max-to-keep", "1", "--json"))
+    ro = run.last_out
+    # sizes and mtimes come from the directory listing, not one HEAD per file
+    # (one HEAD per file deleted: remove() checks that the object is there)
+    deleted = [r["path"] for r in log if r["method"] == "DELETE"]
+    heads = [r["path"] for r in log if r["method"] == "HEAD" and ".data-" in r["path"]]
+    assert sorted(heads) == sorted(p for p in deleted if ".data-" in p), (heads, deleted)
+    assert {p.rsplit("/", 1)[-1] for p in deleted} >= {"ckpt-3.index", "ckpt-3.data-00000-of-00001",
+                                                       "ckpt-4.index", "ckpt-4.data-00000-of-00001"}
     assert normalized(json.loads(ro), f"{root}/m", str(local)) == normalized(json.loads(lo), "", "")
     assert remote.storage_for_url(root).listdir(f"{root}/m") == sorted(
         n for n in os.listdir(local) if not n.startswith(".ckptool"))
     same_output(run, str(local), f"{root}/m", "inspect", "{}", "--json")
+    print(f"\nprune of 3 checkpoints on s3 (2 deleted): {len(log)} requests")
 
 
 @pytest.mark.skipif(not has("ckptool.cli.commands.convert"), reason="convert not there yet")
