@@ -404,6 +404,24 @@ class RemoteStorage:
                 listed[self.join(path, name)] = (now, e)
         return sorted(names)
 
+    def find(self, root: str) -> list[str]:
+        """Every file below ``root`` (recursively) as a URL spelled from ``root``; one
+        paginated listing of the prefix on an object store."""
+        with _requests(root, "list", "no such directory"):
+            found = self.fs.find(root, detail=True)
+        own = self.fs._strip_protocol(root).rstrip("/")
+        base = root.rstrip("/")
+        now = time.monotonic()
+        out = []
+        for name, info in sorted(found.items()):
+            name = str(name).rstrip("/")
+            if not name.startswith(own + "/") or info.get("type", "file") != "file":
+                continue
+            url = base + "/" + name[len(own) + 1:]
+            self._listed[url] = (now, info)
+            out.append(url)
+        return out
+
     def _forget(self, path: str) -> None:
         self._listed.pop(path, None)
 

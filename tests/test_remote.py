@@ -76,7 +76,7 @@ def normalized(doc, remote_root: str, local_root: str):
     if isinstance(doc, dict):
         return {normalized(k, remote_root, local_root): normalized(v, remote_root, local_root)
                 for k, v in doc.items()
-                if k not in ("timestamp", "time", "mtime", "last_preserved_timestamp")}
+                if k not in ("timestamp", "time", "mtime", "last_preserved_timestamp", "latest_age_seconds")}
     if isinstance(doc, list):
         return [normalized(v, remote_root, local_root) for v in doc]
     if isinstance(doc, str):
@@ -84,10 +84,10 @@ def normalized(doc, remote_root: str, local_root: str):
     return doc
 
 
-def same_output(run, local_root: str, remote_root: str, *argv):
-    """Run argv (with {} standing for the root) on both; the outputs agree."""
-    lo, le = run(*[a.format(local_root) for a in argv])
-    ro, re_ = run(*[a.format(remote_root) for a in argv])
+def same_output(run, local_root: str, remote_root: str, *argv, code=0):
+    """Run argv (with {} standing for the root) on both; the outputs (and exit codes) agree."""
+    lo, le = run(*[a.format(local_root) for a in argv], code=code)
+    ro, re_ = run(*[a.format(remote_root) for a in argv], code=code)
     if "--json" in argv:
         assert normalized(json.loads(ro), remote_root, local_root) == normalized(json.loads(lo), local_root,
                                                                                local_root)
@@ -563,3 +563,62 @@ def test_s3_convert_round_trip(run, s3, tmp_path):
     run("convert", DATA / "keras_adam", tmp_path / "local-ckpt")
     run("convert", f"{root}/k", f"{root}/conv/ckpt")
     same_output(run, str(tmp_path / "local-ckpt"), f"{root}/conv/ckpt", "list-variables", "{}")
+
+
+# --------------------------------------------------------------------------- the other commands
+
+
+def test_memory_diff_rewrite_names_state_du_match_local(run, mem, tmp_path):
+    fs, root = mem
+    import shutil
+
+    local = tmp_path / "k"
+    shutil.copytree(DATA / "manager", local)
+    upload(fs, DATA / "manager", f"{root}/k")
+    url = f"{root}/k"
+    same_output(run, str(local), url, "diff", "{}/ckpt-4", "{}/ckpt-5", code=1)
+    same_output(run, str(local), url, "diff", "{}/ckpt-5", "{}/ckpt-5")
+    same_output(run, str(local), url, "state", "{}", "--json")
+    run("state", url, "--rebuild", "--dry-run")  # (from mtimes: an upload's differ from the files')
+    if has("ckptool.cli.commands.du"):
+        same_output(run, str(local), url, "du", "{}", "--json")
+    # rewrite-names: a copy with renamed variables, read back the same
+    run("rewrite-names", local / "ckpt-5", local / "renamed-5", "--rule", "/=scope/")
+    run("rewrite-names", f"{url}/ckpt-5", f"{url}/renamed-5", "--rule", "/=scope/")
+    same_output(run, str(local), url, "list-variables", "{}/renamed-5")
+    same_output(run, str(local), url, "inspect", "{}/renamed-5", "--verify")
+    assert not [n for n in remote.storage_for_url(url).listdir(url) if "tempstate" in n]
+
+
+def test_s3_diff_and_rewrite_names_match_local(run, s3, tmp_path):
+    fs, root, _ = s3
+    import shutil
+
+    local = tmp_path / "k"
+    shutil.copytree(DATA / "manager", local)
+    upload(fs, DATA / "manager", f"{root}/k")
+    url = f"{root}/k"
+    same_output(run, str(local), url, "diff", "{}/ckpt-4", "{}/ckpt-5", code=1)
+    run("rewrite-names", local / "ckpt-5", local / "renamed-5", "--rule", "/=scope/")
+    run("rewrite-names", f"{url}/ckpt-5", f"{url}/renamed-5", "--rule", "/=scope/")
+    same_output(run, str(local), url, "list-variables", "{}/renamed-5", "--json")
+    same_output(run, str(local), url, "inspect", "{}/renamed-5", "--verify")
+    assert not [n for n in remote.storage_for_url(url).listdir(url) if "tempstate" in n]
+
+
+@pytest.mark.skipif(not has("ckptool.cli.commands.prune"), reason="prune not there yet")
+def test_s3_recursive_prune_and_du_match_local(run, s3, tmp_path):
+    fs, root, counter = s3
+    import shutil
+
+    local = tmp_path / "runs"
+    for name in ("manager", "ckpt_save"):
+        shutil.copytree(DATA / name, local / "exp" / name)
+        upload(fs, DATA / name, f"{root}/runs/exp/{name}")
+    url = f"{root}/runs"
+    if has("ckptool.cli.commands.du"):
+        same_output(run, str(local), url, "du", "{}", "--json")
+    same_output(run, str(local), url, "prune", "{}", "--recursive", "--max-to-keep", "1", "--json")
+    st = remote.storage_for_url(url)
+    for name in ("manager", "ckpt_save"):
+        assert st.listdir(f"{url}/exp/{name}") == local_names(local / "exp" / name)
