@@ -113,7 +113,7 @@ def mem():
 
 
 def test_url_names():
-    st = remote.storage_for_url("s3://b/x")
+    st = remote.RemoteStorage(None, "s3")  # names alone: no backend needed
     assert st.join("s3://b/run", "ckpt-1") == "s3://b/run/ckpt-1"
     assert st.join("s3://b/run/", "ckpt-1") == "s3://b/run/ckpt-1"
     assert st.join("s3://b/run", "variables", "variables") == "s3://b/run/variables/variables"
@@ -123,7 +123,7 @@ def test_url_names():
     assert st.basename("s3://b/run/ckpt-1.index") == "ckpt-1.index"
     assert st.isabs("s3://b/x") and st.isabs("/abs") and not st.isabs("ckpt-1")
     assert st.atomic_rename is False
-    assert remote.storage_for_url("s3://other/y") is st  # cached per protocol and options
+    assert remote.storage_for_url("memory://other/y") is remote.storage_for_url("memory://z")  # cached
     assert storage_for("memory://a/b")[0] is remote.storage_for_url("memory://z")
     assert storage_for("file:///tmp/x")[1] == "/tmp/x"
 
@@ -150,6 +150,19 @@ def test_missing_backend_names_the_extra(monkeypatch):
             ckptool.open("gs://bucket/run/ckpt-1")
     finally:
         remote.clear_cache()
+
+
+def test_without_fsspec_the_cli_names_the_extra(run, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "fsspec", None)
+    remote.clear_cache()
+    try:
+        _, err = run("list-variables", "s3://bucket/run/ckpt-1", code=1)
+    finally:
+        remote.clear_cache()
+    assert err.startswith("ckptool: error: ") and err.count("\n") == 1
+    assert "pip install 'ckptool[s3]'" in err
 
 
 def test_unknown_protocol_is_one_line(run):
