@@ -42,6 +42,11 @@ READ_CHUNK = 64 << 20
 #: the file (prune lists a directory, then asks each file's size and mtime: one LIST
 #: instead of two HEADs per file). exists/isfile/reads always ask the store.
 LISTED_TTL = 2.0
+#: Read-ahead for sequential reads (``inspect --verify`` walking a shard): a read that
+#: starts where the last one ended fetches a window that doubles from the first size
+#: to the second; a lone read (one tensor) fetches exactly its range.
+READAHEAD_MIN = 256 << 10
+READAHEAD_MAX = 8 << 20
 #: A file being written is kept in memory up to this size and PUT in one request;
 #: past it, it streams to the store as a multipart upload completed at close.
 PUT_LIMIT = 16 << 20
@@ -192,10 +197,42 @@ class RemoteReader:
         self.size = int(info.get("size") or 0)
         self.requests = 0
         self.bytes_fetched = 0
+        self._lock = threading.Lock()
+        self._win = b""  # read-ahead window: bytes from _win_start
+        self._win_start = 0
+        self._next = -1  # where the last read ended
+        self._ahead = 0
 
     def readinto(self, offset: int, buf) -> None:
         """Fill ``buf`` from ``offset``; a short object is a CorruptError."""
         view = memoryview(buf).cast("B")
+        want = len(view)
+        with self._lock:
+            start = offset - self._win_start
+            if want and 0 <= start and start + want <= len(self._win):
+                view[:] = self._win[start: start + want]
+                self._next = offset + want
+                return
+            sequential = offset == self._next
+            self._next = offset + want
+            if not sequential or want >= READAHEAD_MAX:
+                self._ahead = 0
+            else:
+                self._ahead = min(READAHEAD_MAX, max(READAHEAD_MIN, self._ahead * 2))
+                n = min(max(want, self._ahead), self.size - offset)
+                if n > want:
+                    with _requests(self.path, f"read {n} bytes at offset {offset}"):
+                        data = self.fs.cat_file(self.path, start=offset, end=offset + n)
+                    self.requests += 1
+                    self.bytes_fetched += len(data)
+                    self._win, self._win_start = data, offset
+                    if len(data) < want:
+                        raise_truncated(self.path, offset, want, len(data))
+                    view[:] = data[:want]
+                    return
+        self._fetch(offset, view)
+
+    def _fetch(self, offset: int, view) -> None:
         want = len(view)
         done = 0
         while done < want:
