@@ -52,6 +52,9 @@ READAHEAD_MAX = 8 << 20
 PUT_LIMIT = 16 << 20
 
 
+_NO_PARENT = "cannot write: no such bucket (or parent directory)"
+
+
 class RemoteError(CkptError, OSError):
     """The object store refused or failed a request (credentials, network, permissions)."""
 
@@ -286,7 +289,7 @@ class RemoteWriter:
         if self._stream is None:
             self._buf += view
             if self._limit is not None and len(self._buf) > self._limit:
-                with _requests(self.path, "start an upload"):
+                with _requests(self.path, "start an upload", _NO_PARENT):
                     self._stream = self.fs.open(self.path, "wb", autocommit=False)
                     self._stream.write(self._buf)
                 self._buf = bytearray()
@@ -309,7 +312,7 @@ class RemoteWriter:
         if self.closed:
             return
         self.closed = True
-        with _requests(self.path, "write"):
+        with _requests(self.path, "write", _NO_PARENT):
             if self._stream is None:
                 self.fs.pipe_file(self.path, bytes(self._buf))
                 self._buf = bytearray()
@@ -556,7 +559,7 @@ class RemoteStorage:
     def write_bytes_atomic(self, path: str, data: bytes) -> None:
         """Replace ``path`` with ``data``: one PUT, which is atomic on an object store."""
         self._forget(path)
-        with _requests(path, "write"):
+        with _requests(path, "write", _NO_PARENT):
             self.fs.pipe_file(path, bytes(data))
 
 
