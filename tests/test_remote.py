@@ -653,3 +653,13 @@ def test_s3_verify_streams_sequential_shards_with_few_requests(run, s3):
         got = [r for r in counter.snapshot() if ".data-" in r["path"] and r["method"] == "GET"]
         assert sum(r["bytes"] for r in got) == 400
     print(f"\nverify of 2000 tensors on s3: {len(log)} requests, {len(data)} ranged GETs of the shard")
+
+
+def test_s3_errors_are_one_line(run, s3, tmp_path):
+    fs, root, _ = s3
+    npz = tmp_path / "w.npz"
+    np.savez(npz, a=np.zeros(3))
+    _, err = run("save", "s3://no-such-bucket-ckptool/run/ckpt", "--from", npz, code=1)
+    assert err.count("\n") == 1 and "no such bucket" in err
+    _, err = run("list-variables", f"{root}/nothing/ckpt-1", code=1)
+    assert err.startswith("ckptool: error: ") and err.count("\n") == 1
