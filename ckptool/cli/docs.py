@@ -77,7 +77,8 @@ def _header(name: str, summary: str) -> list[str]:
 
 def man_pages() -> dict[str, str]:
     """file name -> roff text, for ckptool.1 and one page per subcommand."""
-    root_ctx = click.Context(cli, info_name=PROG)
+    # make_context applies the group's context_settings (-h, --help), as a real run does
+    root_ctx = cli.make_context(PROG, [], resilient_parsing=True)
     pages = {}
     names = cli.list_commands(root_ctx)
     lines = _header(PROG, cli.get_short_help_str(200).rstrip("."))
@@ -91,7 +92,7 @@ def man_pages() -> dict[str, str]:
     pages[f"{PROG}.1"] = "\n".join(lines) + "\n"
     for name in names:
         cmd = cli.get_command(root_ctx, name)
-        ctx = click.Context(cmd, info_name=name, parent=root_ctx)
+        ctx = cmd.make_context(name, [], parent=root_ctx, resilient_parsing=True)
         usage = " ".join(cmd.collect_usage_pieces(ctx))
         lines = _header(f"{PROG}-{name}", cmd.get_short_help_str(200).rstrip("."))
         lines += [".SH SYNOPSIS", f"\\fB{PROG} {_roff(name)}\\fR {_roff(usage)}",
