@@ -1,0 +1,304 @@
+"""Convert between TF checkpoints (V1, V2), ``.npz`` and ``.safetensors``.
+
+Streaming: one tensor in memory at a time. V2 -> V2 copies stored bytes
+without decoding (CRC kept). ``.npz`` members are written one by one through
+zipfile; ``.safetensors`` is written here (header first, then each tensor's
+bytes) so memory stays bounded by the largest tensor.
+
+Lossless rules: ``.npz`` holds numpy's own dtypes and byte strings; bfloat16 /
+float8 (ml_dtypes) have no portable ``.npy`` descr, so they are refused for
+``.npz`` (use ``.safetensors``, which has BF16/F8_E4M3/F8_E5M2). A tensor the
+target cannot hold is refused naming it, unless ``skip_unsupported``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import zipfile
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import CkptError, RefusedError, UnsupportedError
+from .storage import storage_for
+from .writer import BundleWriter, drop_part, open_part, publish_part
+
+TF, NPZ, SAFETENSORS = "tf", "npz", "safetensors"
+
+# numpy dtype name -> safetensors dtype
+_ST = {"bool": "BOOL", "uint8": "U8", "int8": "I8", "int16": "I16", "uint16": "U16", "int32": "I32",
+       "uint32": "U32", "int64": "I64", "uint64": "U64", "float16": "F16", "float32": "F32",
+       "float64": "F64", "complex64": "C64", "bfloat16": "BF16", "float8_e4m3fn": "F8_E4M3",
+       "float8_e5m2": "F8_E5M2"}
+_NPZ_KINDS = set("biufcS")
+
+
+@dataclass
+class ConvertResult:
+    dst: str
+    format: str
+    tensors: int = 0
+    nbytes: int = 0
+    files: list = field(default_factory=list)
+    skipped: list = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"dst": self.dst, "format": self.format, "tensors": self.tensors, "bytes": self.nbytes,
+                "files": list(self.files), "skipped": list(self.skipped)}
+
+
+def target_format(dst: str, to: str | None) -> str:
+    if to:
+        return to
+    low = dst.lower()
+    if low.endswith(".npz"):
+        return NPZ
+    if low.endswith(".safetensors"):
+        return SAFETENSORS
+    return TF
+
+
+def _selected(name: str, match, exclude) -> bool:
+    if match and not any(fnmatch.fnmatchcase(name, g) for g in match):
+        return False
+    return not any(fnmatch.fnmatchcase(name, g) for g in exclude or ())
+
+
+def _same(src: str, dst: str, fmt: str) -> bool:
+    import os
+
+    from .storage import is_url
+
+    if is_url(src) or is_url(dst):
+        return src.rstrip("/") == dst.rstrip("/")
+    a = os.path.realpath(src)
+    b = os.path.realpath(dst)
+    if a == b:
+        return True
+    if fmt == TF:
+        for suffix in (".index",):
+            if a == b + suffix:
+                return True
+        if a.startswith(b + ".data-"):
+            return True
+    return False
+
+
+def _values(src: str, keep_slices: bool, verify: bool = True):
+    """``(source, iterator of (name, value))``; value is an ndarray or a RawTensor."""
+    from .sources import CheckpointSource, RawTensor, open_source
+
+    s = open_source(src)
+    if isinstance(s, CheckpointSource) and s.raw and not keep_slices:
+        def gen():
+            for name, v in s.items():
+                if isinstance(v, RawTensor) and v.entry.slices:
+                    yield name, s.ck.read(name, verify=verify)
+                else:
+                    yield name, v
+        return s, gen()
+    return s, s.items()
+
+
+def _as_array(value):
+    from .sources import RawTensor
+
+    if isinstance(value, RawTensor):
+        return value.checkpoint.read(value.entry.key.decode("utf-8", "surrogateescape"),
+                                     verify=value.verify)
+    return np.asarray(value)
+
+
+def _dtype_name(arr: np.ndarray) -> str:
+    return arr.dtype.name
+
+
+def convert(src: str, dst: str, *, to: str | None = None, match=(), exclude=(), num_shards: int = 1,
+            keep_slices: bool = False, force: bool = False, skip_unsupported: bool = False,
+            progress=None) -> ConvertResult:
+    fmt = target_format(dst, to)
+    if fmt not in (TF, NPZ, SAFETENSORS):
+        raise CkptError(f"unknown target format {fmt!r} (tf, npz or safetensors)")
+    if _same(src, dst, fmt):
+        raise RefusedError(f"{dst}: is the source itself; convert to another path")
+    from .sources import CheckpointSource
+
+    source, items = _values(src, keep_slices)
+    try:
+        if keep_slices and (fmt != TF or not (isinstance(source, CheckpointSource) and source.raw)):
+            raise CkptError("--keep-slices is for V2 -> V2 conversion only")
+        names = [n for n in source.names() if _selected(n, match, exclude)]
+        wanted = set(names)
+        items = ((n, v) for n, v in items if n in wanted)
+        result = ConvertResult(dst, fmt)
+        if fmt != TF and isinstance(source, CheckpointSource):
+            items = _check_tf_dtypes(source.ck, items, fmt, skip_unsupported, result, dst)
+        if fmt == TF:
+            _to_tf(dst, items, result, num_shards, force, progress)
+        elif fmt == NPZ:
+            _to_npz(dst, items, result, force, skip_unsupported, progress)
+        else:
+            _to_safetensors(dst, items, result, force, skip_unsupported, progress)
+        return result
+    finally:
+        source.close()
+
+
+def _check_tf_dtypes(ck, items, fmt, skip, result, dst):
+    """Refuse (or skip) TF dtypes the target has no type for (quantized, variant, resource;
+    strings into .safetensors), before any data is read."""
+    allowed = set(_ST) | ({"string"} if fmt == NPZ else set())
+    target = ".npz" if fmt == NPZ else ".safetensors"
+    for name, v in items:
+        tfname = ck.variable(name).dtype
+        if tfname not in allowed or (fmt == NPZ and tfname in ("bfloat16", "float8_e4m3fn", "float8_e5m2")):
+            if skip:
+                result.skipped.append(name)
+                continue
+            hint = " (use .safetensors or a TF checkpoint)" if fmt == NPZ and tfname in _ST else ""
+            raise UnsupportedError(f"{dst}: tensor {name!r} has dtype {tfname}, which {target} cannot hold"
+                                   f"{hint}; --skip-unsupported leaves it out")
+        yield name, v
+
+
+def _to_tf(dst, items, result, num_shards, force, progress):
+    from .sources import RawTensor
+
+    done = 0
+    with BundleWriter(dst, num_shards=num_shards, force=force) as w:
+        for name, v in items:
+            if isinstance(v, RawTensor):
+                v.write_to(w, name)
+                done += v.nbytes
+            else:
+                arr = v if isinstance(v, (bytes, str)) else np.asarray(v)
+                w.add(name, arr)
+                done += getattr(arr, "nbytes", 0)
+            if progress:
+                progress(done, 0)
+        res = w.finish()
+    result.tensors = res.variables
+    result.nbytes = res.nbytes
+    result.files = list(res.files)
+
+
+def _check_target(storage, path, force):
+    if storage.exists(path) and not force:
+        raise RefusedError(f"{path} already exists; not overwriting it without --force")
+    storage.makedirs(storage.dirname(path))
+
+
+def _npz_value(name: str, arr: np.ndarray):
+    """The array .npz stores for ``arr`` losslessly, or an error message."""
+    if arr.dtype == object:
+        vals = arr.reshape(-1).tolist()
+        if all(isinstance(x, bytes) for x in vals):
+            if any(x.endswith(b"\0") for x in vals):
+                return None, f"tensor {name!r}: string ends in NUL bytes, which a numpy 'S' array drops"
+            return np.array(vals, dtype=np.bytes_).reshape(arr.shape), None
+        return None, f"tensor {name!r}: object values .npz cannot hold without pickle"
+    if arr.dtype.kind == "S":
+        return arr, None
+    if arr.dtype.kind not in _NPZ_KINDS or arr.dtype.name not in _ST and arr.dtype.kind != "c":
+        return None, (f"tensor {name!r} has dtype {arr.dtype.name}, which .npz cannot hold losslessly "
+                      f"(use .safetensors or a TF checkpoint)")
+    return arr, None
+
+
+def _to_npz(dst, items, result, force, skip, progress):
+    storage, path = storage_for(dst)
+    _check_target(storage, path, force)
+    tmp, f = open_part(storage, path)
+    try:
+        with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+            for name, v in items:
+                arr, why = _npz_value(name, _as_array(v))
+                if arr is None:
+                    if skip:
+                        result.skipped.append(name)
+                        continue
+                    raise UnsupportedError(f"{dst}: {why}")
+                with zf.open(name + ".npy", "w", force_zip64=True) as member:
+                    np.lib.format.write_array(member, np.ascontiguousarray(arr), allow_pickle=False)
+                result.tensors += 1
+                result.nbytes += arr.nbytes
+                if progress:
+                    progress(result.nbytes, 0)
+        f.close()
+        publish_part(storage, tmp, path)
+    except BaseException:
+        drop_part(storage, tmp, f)
+        raise
+    result.files = [path]
+
+
+def _st_dtype(name: str, arr: np.ndarray):
+    code = _ST.get(arr.dtype.name)
+    if code is None or arr.dtype.kind in "OSUV" and arr.dtype.name not in _ST:
+        return None, (f"tensor {name!r} has dtype {arr.dtype.name if arr.dtype != object else 'string'}, "
+                      f"which .safetensors cannot hold")
+    return code, None
+
+
+def _to_safetensors(dst, items, result, force, skip, progress):
+    """Two passes over the source: the header (dtypes, shapes) first, then the data."""
+    storage, path = storage_for(dst)
+    _check_target(storage, path, force)
+    items = list(items)  # (name, value) pairs; values are lazy RawTensors or arrays
+    header, order, offset = {}, [], 0
+    for name, v in items:
+        meta = _meta(v)
+        if meta is None:
+            arr = _as_array(v)
+            meta = (arr.dtype, arr.shape)
+        dt, shape = meta
+        probe = np.empty(0, dtype=dt)
+        code, why = _st_dtype(name, probe)
+        if code is None:
+            if skip:
+                result.skipped.append(name)
+                continue
+            raise UnsupportedError(f"{dst}: {why}")
+        n = int(np.prod(shape, dtype=np.int64)) * probe.itemsize
+        header[name] = {"dtype": code, "shape": list(shape), "data_offsets": [offset, offset + n]}
+        order.append((name, v, n))
+        offset += n
+    text = json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogateescape")
+    text += b" " * (-len(text) % 8)
+    tmp, f = open_part(storage, path)
+    try:
+        f.write(len(text).to_bytes(8, "little"))
+        f.write(text)
+        done = 0
+        for name, v, n in order:
+            arr = np.ascontiguousarray(_as_array(v))
+            if arr.dtype.byteorder == ">":
+                arr = arr.astype(arr.dtype.newbyteorder("<"))
+            if arr.nbytes != n:
+                raise CkptError(f"{dst}: tensor {name!r} changed size while converting")
+            f.write(memoryview(arr.reshape(-1).view(np.uint8)))
+            done += n
+            if progress:
+                progress(done, offset)
+        f.close()
+        publish_part(storage, tmp, path)
+    except BaseException:
+        drop_part(storage, tmp, f)
+        raise
+    result.tensors = len(order)
+    result.nbytes = offset
+    result.files = [path]
+
+
+def _meta(v):
+    """(numpy dtype, shape) of a RawTensor without reading data, else None."""
+    from .sources import RawTensor
+
+    if not isinstance(v, RawTensor):
+        return None
+    e = v.entry
+    try:
+        return e.dtype.numpy, tuple(e.shape)
+    except Exception:
+        return None
