@@ -230,18 +230,21 @@ def _check_dst(src_ck, dst: str, storage, force: bool) -> None:
 
 
 def _link_or_copy(storage, src: str, dst: str) -> str:
-    """Hard-link src to a temporary name next to dst (copy when linking fails); returns it."""
-    tmp = storage.temp_name(dst)
+    """Hard-link src to a temporary name next to dst (copy when linking fails); on an object
+    store, copy it in ranged reads to dst itself (a PUT is atomic). Returns the name written."""
+    from .writer import open_part
+
     if isinstance(storage, LocalStorage):
+        tmp = storage.temp_name(dst)
         try:
             os.link(src, tmp)
-            return tmp
         except OSError:
             shutil.copyfile(src, tmp)
-            return tmp
+        return tmp
+    name, f = open_part(storage, dst)
     reader = storage.open_reader(src)
     try:
-        with storage.open_write(tmp) as f:
+        with f:
             off = 0
             while off < reader.size:
                 n = min(8 << 20, reader.size - off)
@@ -249,7 +252,7 @@ def _link_or_copy(storage, src: str, dst: str) -> str:
                 off += n
     finally:
         reader.close()
-    return tmp
+    return name
 
 
 def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop=(), strip_optimizer=False, strict=False,
@@ -320,28 +323,30 @@ def _fast(ck, plan: Plan, dprefix: str, storage, graph_bytes, force, write_index
     if plan.object_graph == "kept":
         k = OBJECT_GRAPH_KEY.encode()
         entries.append((k, ck.raw_entry(k)))
+    from .writer import publish_part
+
     storage.makedirs(storage.dirname(dprefix))
-    made = []  # (tmp, final)
+    made = []  # (name written, final name)
     try:
         for i in range(n_src):
             final = bundle.data_filename(dprefix, i, n_dst)
             made.append((_link_or_copy(storage, ck.shard_path(i), final), final))
         if graph_bytes is not None:
             from .format.coding import mask_crc
-            from .writer import encode_tensor
+            from .writer import encode_tensor, open_part
 
             dt, shape, data, crc = encode_tensor(OBJECT_GRAPH_KEY.encode(), graph_bytes)
             final = bundle.data_filename(dprefix, n_src, n_dst)
-            tmp = storage.temp_name(final)
-            made.append((tmp, final))
             blob = bytes(data) if isinstance(data, (bytes, bytearray, memoryview)) else b"".join(
                 bytes(c) for c in data)
-            with storage.open_write(tmp) as f:
+            name, f = open_part(storage, final)
+            made.append((name, final))
+            with f:
                 f.write(blob)
             entries.append((OBJECT_GRAPH_KEY.encode(),
                             bundle.encode_entry(dt, shape, n_src, 0, len(blob), mask_crc(crc))))
-        for tmp, final in made:
-            storage.rename(tmp, final)
+        for name, final in made:
+            publish_part(storage, name, final)
         made = [(None, final) for _, final in made]
         idx = write_index(dprefix, n_dst, entries, storage=storage, force=force,
                           endianness=ck.header.endianness)
