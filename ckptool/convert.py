@@ -72,17 +72,13 @@ def _same(src: str, dst: str, fmt: str) -> bool:
 
     if is_url(src) or is_url(dst):
         return src.rstrip("/") == dst.rstrip("/")
-    a = os.path.realpath(src)
-    b = os.path.realpath(dst)
-    if a == b:
-        return True
-    if fmt == TF:
-        for suffix in (".index",):
-            if a == b + suffix:
-                return True
-        if a.startswith(b + ".data-"):
-            return True
-    return False
+    import re
+
+    def norm(p):
+        p = os.path.realpath(p)
+        return re.sub(r"(\.index|\.data-\d{5}-of-\d{5})$", "", p)
+
+    return norm(src) == norm(dst)
 
 
 def _values(src: str, keep_slices: bool, verify: bool = True):
@@ -110,8 +106,9 @@ def _as_array(value):
     return np.asarray(value)
 
 
-def _dtype_name(arr: np.ndarray) -> str:
-    return arr.dtype.name
+def _contiguous(arr: np.ndarray) -> np.ndarray:
+    """C-contiguous, keeping 0-d shapes (np.ascontiguousarray makes them 1-d)."""
+    return arr if arr.flags.c_contiguous else arr.copy(order="C")
 
 
 def convert(src: str, dst: str, *, to: str | None = None, match=(), exclude=(), num_shards: int = 1,
@@ -148,7 +145,7 @@ def convert(src: str, dst: str, *, to: str | None = None, match=(), exclude=(), 
 def _check_tf_dtypes(ck, items, fmt, skip, result, dst):
     """Refuse (or skip) TF dtypes the target has no type for (quantized, variant, resource;
     strings into .safetensors), before any data is read."""
-    allowed = set(_ST) | ({"string"} if fmt == NPZ else set())
+    allowed = set(_ST) | ({"string", "complex128"} if fmt == NPZ else set())
     target = ".npz" if fmt == NPZ else ".safetensors"
     for name, v in items:
         tfname = ck.variable(name).dtype
@@ -220,7 +217,7 @@ def _to_npz(dst, items, result, force, skip, progress):
                         continue
                     raise UnsupportedError(f"{dst}: {why}")
                 with zf.open(name + ".npy", "w", force_zip64=True) as member:
-                    np.lib.format.write_array(member, np.ascontiguousarray(arr), allow_pickle=False)
+                    np.lib.format.write_array(member, _contiguous(arr), allow_pickle=False)
                 result.tensors += 1
                 result.nbytes += arr.nbytes
                 if progress:
@@ -272,7 +269,7 @@ def _to_safetensors(dst, items, result, force, skip, progress):
         f.write(text)
         done = 0
         for name, v, n in order:
-            arr = np.ascontiguousarray(_as_array(v))
+            arr = _contiguous(_as_array(v))
             if arr.dtype.byteorder == ">":
                 arr = arr.astype(arr.dtype.newbyteorder("<"))
             if arr.nbytes != n:
