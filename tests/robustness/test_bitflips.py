@@ -102,6 +102,9 @@ def _same_index_handle(original: bytes, buf: bytearray, bit: int) -> bool:
         return False
 
 
+FLIPS = {"flips": 0, "caught": 0, "harmless": 0}
+
+
 @pytest.mark.parametrize("make", [_own, _tf], ids=["ckptool-written", "tf-written"])
 def test_every_single_bit_flip_is_caught(make, tmp_path):
     prefix = str(make(tmp_path))
@@ -132,6 +135,8 @@ def test_every_single_bit_flip_is_caught(make, tmp_path):
                 silent.append((path.name, bit))
         path.write_bytes(original)
     print(f"{flips} flips over {total} bytes: {caught} caught, {harmless} harmless footer bits")
+    FLIPS.update(flips=FLIPS["flips"] + flips, caught=FLIPS["caught"] + caught,
+                 harmless=FLIPS["harmless"] + harmless)
     assert not silent, f"silent corruption from bit flips: {silent[:10]}"
     assert not unexpected_harmless, f"undetected flips outside the footer's ignored bytes: {unexpected_harmless[:10]}"
     assert flips == total * 8
