@@ -86,20 +86,40 @@ def _values(src: str, keep_slices: bool, verify: bool = True):
     from .sources import CheckpointSource, RawTensor, open_source
 
     s = open_source(src)
+    if isinstance(s, CheckpointSource) and not s.raw:
+        return s, ((n, _Lazy(s.ck, n, verify)) for n in s.ck.names())
     if isinstance(s, CheckpointSource) and s.raw and not keep_slices:
         def gen():
             for name, v in s.items():
                 if isinstance(v, RawTensor) and v.entry.slices:
-                    yield name, s.ck.read(name, verify=verify)
+                    yield name, _Lazy(s.ck, name, verify)
                 else:
                     yield name, v
         return s, gen()
     return s, s.items()
 
 
+class _Lazy:
+    """A checkpoint tensor read only when its data is written (merged slices, V1 values)."""
+
+    def __init__(self, ck, name: str, verify: bool = True):
+        self.ck, self.name, self.verify = ck, name, verify
+
+    def read(self) -> np.ndarray:
+        return self.ck.read(self.name, verify=self.verify)
+
+    def meta(self):
+        from .format import dtypes
+
+        var = self.ck.variable(self.name)
+        return dtypes.from_name(var.dtype).numpy, tuple(var.shape)
+
+
 def _as_array(value):
     from .sources import RawTensor
 
+    if isinstance(value, _Lazy):
+        return value.read()
     if isinstance(value, RawTensor):
         return value.checkpoint.read(value.entry.key.decode("utf-8", "surrogateescape"),
                                      verify=value.verify)
@@ -136,7 +156,7 @@ def convert(src: str, dst: str, *, to: str | None = None, match=(), exclude=(), 
         elif fmt == NPZ:
             _to_npz(dst, items, result, force, skip_unsupported, progress)
         else:
-            _to_safetensors(dst, items, result, force, skip_unsupported, progress)
+            _to_safetensors(dst, items, result, force, skip_unsupported, progress, src)
         return result
     finally:
         source.close()
@@ -169,7 +189,7 @@ def _to_tf(dst, items, result, num_shards, force, progress):
                 v.write_to(w, name)
                 done += v.nbytes
             else:
-                arr = v if isinstance(v, (bytes, str)) else np.asarray(v)
+                arr = v if isinstance(v, (bytes, str)) else _as_array(v)
                 w.add(name, arr)
                 done += getattr(arr, "nbytes", 0)
             if progress:
@@ -238,17 +258,23 @@ def _st_dtype(name: str, arr: np.ndarray):
     return code, None
 
 
-def _to_safetensors(dst, items, result, force, skip, progress):
-    """Two passes over the source: the header (dtypes, shapes) first, then the data."""
+def _to_safetensors(dst, items, result, force, skip, progress, src):
+    """Two passes over the source: the header (dtypes, shapes) first, then the data. Checkpoint
+    tensors are lazy (read in the second pass); a file source (.npz, .safetensors) is read
+    twice, one array at a time, so memory stays bounded by the largest tensor."""
+    from .sources import open_source
+
     storage, path = storage_for(dst)
     _check_target(storage, path, force)
-    items = list(items)  # (name, value) pairs; values are lazy RawTensors or arrays
     header, order, offset = {}, [], 0
+    reread = False
     for name, v in items:
         meta = _meta(v)
         if meta is None:
             arr = _as_array(v)
             meta = (arr.dtype, arr.shape)
+            v = arr = None  # dropped: read again in the second pass
+            reread = True
         dt, shape = meta
         probe = np.empty(0, dtype=dt)
         code, why = _st_dtype(name, probe)
@@ -268,8 +294,20 @@ def _to_safetensors(dst, items, result, force, skip, progress):
         f.write(len(text).to_bytes(8, "little"))
         f.write(text)
         done = 0
+        again = None
+        if reread:
+            again = open_source(src)
+            fresh = iter(again.items())
         for name, v, n in order:
+            if v is None:
+                for other, value in fresh:
+                    if other == name:
+                        v = value
+                        break
+                else:
+                    raise CkptError(f"{src}: tensor {name!r} vanished while converting")
             arr = _contiguous(_as_array(v))
+            v = None
             if arr.dtype.byteorder == ">":
                 arr = arr.astype(arr.dtype.newbyteorder("<"))
             if arr.nbytes != n:
@@ -278,6 +316,8 @@ def _to_safetensors(dst, items, result, force, skip, progress):
             done += n
             if progress:
                 progress(done, offset)
+        if again is not None:
+            again.close()
         f.close()
         publish_part(storage, tmp, path)
     except BaseException:
@@ -292,6 +332,11 @@ def _meta(v):
     """(numpy dtype, shape) of a RawTensor without reading data, else None."""
     from .sources import RawTensor
 
+    if isinstance(v, _Lazy):
+        try:
+            return v.meta()
+        except Exception:
+            return None
     if not isinstance(v, RawTensor):
         return None
     e = v.entry
