@@ -85,16 +85,23 @@ def directory_state(directory: str, storage) -> dict | None:
     state = read_state(directory, storage)
     if state is None:
         return None
-    latest = resolve(directory, state.model_checkpoint_path, storage)
-    listed = [resolve(directory, p, storage) for p in state.all_model_checkpoint_paths]
+    on_disk = set(list_checkpoints(storage, directory))
+
+    def where(p: str) -> str:
+        # a recorded absolute path of a moved directory: the same name inside it, as open() does
+        full = resolve(directory, p, storage)
+        moved = storage.join(directory, storage.basename(full))
+        return moved if full not in on_disk and storage.isabs(p) and moved in on_disk else full
+
+    latest = where(state.model_checkpoint_path)
+    listed = [where(p) for p in state.all_model_checkpoint_paths]
     if latest not in listed:
         listed.append(latest)
-    stamps = dict(zip([resolve(directory, p, storage) for p in state.all_model_checkpoint_paths],
-                      state.all_model_checkpoint_timestamps))
+    stamps = dict(zip([where(p) for p in state.all_model_checkpoint_paths], state.all_model_checkpoint_timestamps))
     recorded = dict(zip(listed, list(state.all_model_checkpoint_paths) + [state.model_checkpoint_path]))
-    on_disk = set(list_checkpoints(storage, directory))
     out = []
-    for prefix in sorted(on_disk | set(listed), key=lambda p: (step_of(p) is None, step_of(p) or 0, p)):
+    order = lambda p: (step_of(p) is None, step_of(p) or 0, p not in listed, p)  # noqa: E731
+    for prefix in sorted(on_disk | set(listed), key=order):
         present = prefix in on_disk or storage.isfile(prefix + bundle.INDEX_SUFFIX)
         size = None
         mtime = None
