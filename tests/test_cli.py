@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import ckptool
-from ckptool.cli.main import main
+from clirun import run as run_cli
 
 DATA = pathlib.Path(__file__).parent / "data"
 TF1 = str(DATA / "tf1_saver" / "model.ckpt-30")
@@ -20,12 +20,7 @@ TF1 = str(DATA / "tf1_saver" / "model.ckpt-30")
 @pytest.fixture
 def run(capsys):
     def go(*argv, code=0):
-        try:
-            main([str(a) for a in argv])
-            rc = 0
-        except SystemExit as exc:
-            rc = exc.code or 0
-        out, err = capsys.readouterr()
+        rc, out, err = run_cli(capsys, *argv)
         assert rc == code, (out, err)
         return out, err
     return go

@@ -9,21 +9,13 @@ import pytest
 
 import ckptool
 from ckptool import manage
-from ckptool.cli.main import main
 from ckptool.state import CheckpointState, read_state, write_state
 
 T0 = 1_700_000_000.0
 NOW = T0 + 30 * 86400
 
 
-def run(capsys, *args):
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code or 0
-    out, err = capsys.readouterr()
-    return code, out, err
+from clirun import run  # noqa: E402
 
 
 def ckpts(d, steps, *, tf1=False, name="ckpt", gap=3600.0):

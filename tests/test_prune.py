@@ -9,21 +9,13 @@ import pytest
 
 import ckptool
 from ckptool import manage
-from ckptool.cli.main import main
 from ckptool.errors import CkptWarning, MissingError, RefusedError
 from ckptool.state import CheckpointState, read_state, write_state
 
 T0 = 1_700_000_000.0
 
 
-def run(capsys, *args):
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code or 0
-    out, err = capsys.readouterr()
-    return code, out, err
+from clirun import run  # noqa: E402
 
 
 def make(d, steps, *, stamps=True, name="ckpt", gap=60.0):

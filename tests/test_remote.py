@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import ckptool
-from ckptool.cli.main import main
+from clirun import run as run_cli
 from ckptool.errors import CkptError, MissingError, UnsupportedError
 
 fsspec = pytest.importorskip("fsspec")
@@ -44,12 +44,7 @@ def has(module: str) -> bool:
 @pytest.fixture
 def run(capsys):
     def go(*argv, code=0):
-        try:
-            main([str(a) for a in argv])
-            rc = 0
-        except SystemExit as exc:
-            rc = exc.code or 0
-        out, err = capsys.readouterr()
+        rc, out, err = run_cli(capsys, *argv)
         assert rc == code, (argv, out, err)
         go.last_out = out
         return out, err

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 import ckptool
-from ckptool.cli.main import main
 from ckptool.objgraph import OBJECT_GRAPH_KEY
 from ckptool.sources import SafetensorsSource, step_prefix
 
@@ -20,14 +19,7 @@ needs_manage = pytest.mark.skipif(not HAVE_MANAGE, reason="ckptool.manage (reten
                                                           "is not in the tree yet")
 
 
-def run(capsys, *args):
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code or 0
-    out, err = capsys.readouterr()
-    return code, out, err
+from clirun import run  # noqa: E402
 
 
 def read_all(prefix):

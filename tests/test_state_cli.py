@@ -6,18 +6,10 @@ import os
 import numpy as np
 
 import ckptool
-from ckptool.cli.main import main
 from ckptool.state import CheckpointState, read_state, write_state
 
 
-def run(capsys, *args):
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code or 0
-    out, err = capsys.readouterr()
-    return code, out, err
+from clirun import run  # noqa: E402
 
 
 def make(d, steps):
