@@ -23,7 +23,8 @@ can kill it at every point where the disk changes, in order.
     Append one line per event and per crash point reached (``N name detail``).
 
 ``python -m ckptool._faults ARGS...`` runs the ``ckptool`` CLI with the hooks
-installed.
+installed; :func:`run_armed` does the same in a process forked from one that has
+ckptool imported (the crash tests' fork server), with the spec and log as arguments.
 """
 
 from __future__ import annotations
@@ -34,11 +35,16 @@ import signal
 _SPEC = os.environ.get("CKPTOOL_CRASH_AT", "")
 _LOG = os.environ.get("CKPTOOL_FAULT_LOG", "")
 
-_name, _sep, _count = _SPEC.rpartition(":") if ":" in _SPEC else (_SPEC, "", "1")
-try:
-    _TARGET = (_name, int(_count)) if _name else None
-except ValueError:  # a malformed spec disables injection rather than crashing the tool
-    _TARGET = None
+
+def _parse(spec: str):
+    name, _sep, count = spec.rpartition(":") if ":" in spec else (spec, "", "1")
+    try:
+        return (name, int(count)) if name else None
+    except ValueError:  # a malformed spec disables injection rather than crashing the tool
+        return None
+
+
+_TARGET = _parse(_SPEC)
 
 _seen: dict[str, int] = {}
 _installed = False
@@ -132,6 +138,43 @@ def install() -> None:
 
     builtins.open = builtin_open
     io.open = builtin_open
+
+
+def run_armed(args, spec: str = "", log: str = "", out: str = "") -> None:  # pragma: no cover
+    """Run ``ckptool ARGS...`` in this process with ``CKPTOOL_CRASH_AT=spec`` and
+    ``CKPTOOL_FAULT_LOG=log`` (stdout and stderr to the file ``out``), then end the
+    process with the CLI's exit status. For children forked by the crash tests from a
+    process that has ckptool imported (no interpreter start per kill); never returns."""
+    global _TARGET, _LOG
+    import sys
+    import traceback
+
+    code = 70
+    try:
+        if out:
+            fd = _real_open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            os.dup2(fd, 1)
+            os.dup2(fd, 2)
+            _real_close(fd)
+        _TARGET, _LOG = _parse(spec), log
+        _seen.clear()
+        install()
+        from .cli.main import main as cli_main
+
+        try:
+            cli_main([str(a) for a in args])
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+        os._exit(code)
 
 
 def main() -> None:  # pragma: no cover - run in subprocesses by the crash tests

@@ -18,7 +18,11 @@ def pytest_terminal_summary(terminalreporter):
         lines.append(f"fuzz cases: {sum(cases.values())} ({', '.join(f'{k} {v}' for k, v in cases.items())})")
     if "test_crash" in mods:
         k = mods["test_crash"].KILLS
-        lines.append(f"SIGKILLs survived: {k['event']} at disk events, {k['random']} at random moments")
+        line = f"SIGKILLs survived: {k['event']} at disk events, {k['random']} at random moments"
+        by = k.get("by_command") or {}
+        if by:
+            line += " (" + ", ".join(f"{cmd} {e}" + (f" + {r}" if r else "") for cmd, (e, r) in by.items()) + ")"
+        lines.append(line)
     if "test_races" in mods:
         r = mods["test_races"].RACES
         lines.append(f"races: {r['saves']} saves by a concurrent writer, {r['prunes']} prunes, {r['polls']} state polls")

@@ -1,5 +1,5 @@
-"""Crash safety: `ckptool save` (and prune / rewrite-names / convert once they land) killed with
-SIGKILL at every point where it changes the disk, and at random moments.
+"""Crash safety: `ckptool save`, `prune`, `rewrite-names` and `convert` killed with SIGKILL at
+every point where they change the disk, and (save, convert) at random moments.
 
 ckptool/_faults.py wraps every call that changes the disk (open for writing,
 fsync, rename/replace, remove/unlink, link) in the child; ``CKPTOOL_CRASH_AT=fs:N``
@@ -12,26 +12,41 @@ After each kill:
 - the state file, when there is one, parses and names only complete checkpoints;
 - a rerun of the same command (``--force`` when the index made it) succeeds and
   the new checkpoint holds exactly the saved values.
+
+convert (V2 -> V2 resharded, V1 -> V2, -> .npz, -> .safetensors; fresh and ``--force`` over
+an old DST) runs in children forked from a fork server (``_faults.run_armed``), the same
+injection at a fraction of the cost; its checks are in :class:`_Convert`.
 """
 
 import importlib.util
+import multiprocessing
 import os
+import pathlib
 import random
+import shutil
 import signal
 import subprocess
 import sys
 import time
+import uuid
 
 import numpy as np
 import pytest
 
 import ckptool
+from ckptool import _faults
 from ckptool.state import read_state, resolve
+from clirun import run as run_cli
 
 HAS_MANAGE = importlib.util.find_spec("ckptool.manage") is not None
 VALUES = {"w": np.arange(12, dtype=np.float32).reshape(3, 4), "b": np.array([b"x", b""], dtype=object),
           "step": np.int64(3)}
-KILLS = {"event": 0, "random": 0}
+KILLS = {"event": 0, "random": 0, "by_command": {}}  # by_command: name -> [at events, at random]
+
+
+def _killed(command, kind="event"):
+    KILLS[kind] += 1
+    KILLS["by_command"].setdefault(command, [0, 0])[kind == "random"] += 1
 
 
 def _run(args, env_extra=None, wait=True):
@@ -112,10 +127,10 @@ def test_save_killed_at_every_disk_event(tmp_path):
             args = _save_args(d, src)
             r = _run(args, {"CKPTOOL_CRASH_AT": f"{mode}:{k}"})
             assert r.returncode == -signal.SIGKILL, (mode, k, r.returncode, r.stderr)
-            KILLS["event"] += 1
+            _killed("save")
             _check_dir(d)
             _rerun(d, args)
-    assert KILLS["event"] == 2 * len(events)
+    assert KILLS["by_command"]["save"][0] == 2 * len(events)
 
 
 def test_save_killed_at_random_moments(tmp_path):
@@ -133,7 +148,7 @@ def test_save_killed_at_random_moments(tmp_path):
         time.sleep(rng.uniform(0.3, 1.0) * span)
         p.send_signal(signal.SIGKILL)
         p.communicate(timeout=60)
-        KILLS["random"] += 1
+        _killed("save", "random")
         _check_dir(d)
         _rerun(d, args)
 
@@ -171,7 +186,7 @@ def test_prune_killed_at_every_disk_event(tmp_path):
             setup(d)
             r = _run(["prune", str(d), "--max-to-keep", "2"], {"CKPTOOL_CRASH_AT": f"{mode}:{k}"})
             assert r.returncode == -signal.SIGKILL, r.stderr
-            KILLS["event"] += 1
+            _killed("prune")
             for index in d.glob("*.index"):
                 with ckptool.open(str(index)[:-6]) as ck:
                     assert all(e is None for _, e in ck.verify()), index
@@ -222,7 +237,7 @@ def test_rewrite_names_killed_at_every_disk_event(tmp_path, compact):
             before = {p.name: p.read_bytes() for p in src.parent.iterdir()}
             r = _run(args(d), {"CKPTOOL_CRASH_AT": f"{mode}:{k}"})
             assert r.returncode == -signal.SIGKILL, (mode, k, r.stderr)
-            KILLS["event"] += 1
+            _killed("rewrite-names")
             assert {p.name: p.read_bytes() for p in src.parent.iterdir()} == before, "SRC changed"
             dst = d / "dst" / "ckpt-3"
             if (d / "dst" / "ckpt-3.index").exists():
@@ -230,3 +245,274 @@ def test_rewrite_names_killed_at_every_disk_event(tmp_path, compact):
             r = _run(args(d) + (["--force"] if (d / "dst" / "ckpt-3.index").exists() else []))
             assert r.returncode == 0, r.stderr
             _check_renamed(dst)
+
+
+# -- convert ------------------------------------------------------------------------------------
+#
+# The same injection points (fs:N / fs+:N, counted by a clean run), but each run is a child
+# forked from a multiprocessing fork server that has ckptool imported
+# (ckptool._faults.run_armed): ~30 ms a kill instead of an interpreter start (~0.4 s), so every
+# event of every target is killed, before and after, in a few seconds.
+
+_FORK_PRELOAD = ["ckptool._faults", "ckptool.cli.main", "ckptool.cli.commands.convert", "ckptool.convert",
+                 "ckptool.sources", "ckptool.checkpoint", "ckptool.writer", "zipfile"]
+_CTX = []
+
+
+def _forked(args, tmp, spec="", log="", wait=True):
+    """``ckptool ARGS`` in a forked child with ``CKPTOOL_CRASH_AT=spec``: (exit code, output),
+    or the started process when not ``wait``."""
+    if not _CTX:
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(_FORK_PRELOAD)
+        _CTX.append(ctx)
+    out = tmp / f"child-{uuid.uuid4().hex[:8]}.out"
+    p = _CTX[0].Process(target=_faults.run_armed, args=([str(a) for a in args], spec, str(log or ""), str(out)))
+    p.start()
+    if not wait:
+        return p
+    p.join(60)
+    text = out.read_text(errors="replace") if out.exists() else ""
+    out.unlink(missing_ok=True)
+    return p.exitcode, text
+
+
+CONVERT_VALUES = {"w": np.arange(12, dtype=np.float32).reshape(3, 4), "h": np.linspace(0, 1, 5).astype(np.float16),
+                  "flag": np.array([True, False]), "step": np.int64(7),
+                  "s": np.array([b"x", b"", b"long string"], dtype=object)}
+# case: (source, DST relative to its directory, extra args)
+CONVERT_CASES = {
+    "v2-reshard": ("v2", "ckpt-1", ["--shards", "2"]),
+    "v1-to-v2": ("v1", "ckpt-1", ["--shards", "2"]),
+    "npz": ("v2", "values.npz", []),
+    "safetensors": ("v2", "values.safetensors", ["--exclude", "s"]),
+}
+V1_FIXTURE = pathlib.Path(__file__).resolve().parents[1] / "data" / "v1" / "sharded"
+
+
+def _convert_source(tmp, kind, values=CONVERT_VALUES):
+    """A source checkpoint (its prefix) in its own directory: V2 in 3 data files, or a copy of
+    the V1 fixture (3 files, written by TF)."""
+    d = tmp / f"src-{kind}-{uuid.uuid4().hex[:6]}"
+    if kind == "v1":
+        shutil.copytree(V1_FIXTURE, d)
+        return str(d / "v1sharded-?????-of-00003"), d
+    d.mkdir()
+    ckptool.write(str(d / "ckpt-3"), values, num_shards=3, sync=False)
+    return str(d / "ckpt-3"), d
+
+
+def _snapshot(d):
+    return {p.name: p.read_bytes() for p in sorted(d.iterdir())}
+
+
+def _fmt(dst_name):
+    return "npz" if dst_name.endswith(".npz") else "safetensors" if dst_name.endswith(".safetensors") else "tf"
+
+
+def _finals(out, dst_name):
+    """DST's files in ``out`` (temporaries left out)."""
+    if not out.exists():
+        return []
+    names = [p.name for p in out.iterdir() if ".tempstate" not in p.name]
+    if _fmt(dst_name) == "tf":
+        return sorted(n for n in names if n == dst_name + ".index" or n.startswith(dst_name + ".data-"))
+    return [n for n in names if n == dst_name]
+
+
+def _outcome(out, dst_name):
+    """What DST holds, comparable between runs: the bytes of its files (TF: the index and the
+    data files it names; .safetensors; both deterministic), or for .npz (zip timestamps
+    differ) the arrays it loads."""
+    fmt = _fmt(dst_name)
+    if fmt == "npz":
+        with np.load(out / dst_name, allow_pickle=False) as z:
+            return {k: (z[k].dtype.str, z[k].shape, z[k].tobytes()) for k in z.files}
+    if fmt == "tf":
+        with ckptool.open(str(out / dst_name)) as ck:
+            files = [out / (dst_name + ".index"), *map(pathlib.Path, ck.shard_paths())]
+        return {p.name: p.read_bytes() for p in files}
+    return {dst_name: (out / dst_name).read_bytes()}
+
+
+def _complete(out, dst_name):
+    """Whether DST exists (for TF: its .index does)."""
+    if _fmt(dst_name) == "tf":
+        return (out / (dst_name + ".index")).exists()
+    return (out / dst_name).exists()
+
+
+def _source_values(src):
+    with ckptool.open(src) as ck:
+        return {n: ck.read(n) for n in ck.names()}
+
+
+def _check_equals_source(out, dst_name, src, args):
+    """A complete DST holds the source's tensors exactly (what an uninterrupted run must give)."""
+    want = _source_values(src)
+    if "--exclude" in args:
+        want.pop(args[args.index("--exclude") + 1])
+    fmt = _fmt(dst_name)
+    if fmt == "tf":
+        with ckptool.open(str(out / dst_name)) as ck:
+            got = {n: ck.read(n) for n in ck.names()}
+            assert all(e is None for _, e in ck.verify())
+    elif fmt == "npz":
+        with np.load(out / dst_name, allow_pickle=False) as z:
+            got = {k: z[k] for k in z.files}
+    else:
+        from safetensors.numpy import load_file
+
+        got = load_file(str(out / dst_name))
+    assert sorted(got) == sorted(want)
+    for n, v in want.items():
+        g = np.asarray(got[n])
+        if v.dtype == object:
+            assert g.tolist() == v.tolist(), n
+        else:
+            assert g.dtype == v.dtype and g.shape == v.shape and g.tobytes() == v.tobytes(), n
+
+
+def _check_after_kill(capsys, out, dst_name, allowed):
+    """DST is absent, or complete and one of the ``allowed`` outcomes; only temporaries beside it."""
+    if not out.exists():
+        return
+    stray = [p.name for p in out.iterdir() if ".tempstate" not in p.name and p.name not in _finals(out, dst_name)]
+    assert not stray, f"unexpected files after the kill: {stray}"
+    if not _complete(out, dst_name):
+        return
+    if _fmt(dst_name) == "tf":
+        code, _, err = run_cli(capsys, "inspect", out / dst_name, "--verify")
+        assert code == 0, f"{dst_name}.index exists but inspect --verify fails: {err}"
+    got = _outcome(out, dst_name)
+    assert any(got == a for a in allowed), f"{dst_name} is complete but neither the old nor the new result"
+
+
+class _Convert:
+    """One convert case: its source, DST directories, the clean run's result, the checks."""
+
+    def __init__(self, tmp_path, capsys, case, values=CONVERT_VALUES, old=None, old_args=None):
+        self.tmp, self.capsys, self.case = tmp_path, capsys, case
+        kind, self.dst_name, self.extra = CONVERT_CASES[case]
+        self.src, self.src_dir = _convert_source(tmp_path, kind, values)
+        self.before = _snapshot(self.src_dir)
+        self.old_src = _convert_source(tmp_path, "v2", old)[0] if old is not None else None
+        self.old_args = self.extra if old_args is None else old_args
+        self.ref = self.setup("ref", old is not None)
+        self.old = [_outcome(self.ref, self.dst_name)] if old is not None else []
+        self.log = tmp_path / "events.log"
+        code, text = _forked(self.args(self.ref, old is not None), tmp_path, log=self.log)
+        assert code == 0, text
+        _check_equals_source(self.ref, self.dst_name, self.src, self.extra)
+        self.want = _outcome(self.ref, self.dst_name)
+
+    def events(self) -> int:
+        return sum(1 for line in self.log.read_text().splitlines() if " fs " in line)
+
+    def setup(self, name, with_old):
+        """A fresh DST directory; with the old DST in it when ``with_old``."""
+        out = self.tmp / name / "out"
+        out.mkdir(parents=True)
+        if with_old:
+            code, _, err = run_cli(self.capsys, "convert", self.old_src, out / self.dst_name, *self.old_args)
+            assert code == 0, err
+        return out
+
+    def args(self, out, force):
+        return ["convert", self.src, str(out / self.dst_name), *self.extra, *(["--force"] if force else [])]
+
+    def check_and_rerun(self, out, what, forced):
+        """The invariants after a kill, then a rerun (--force when DST exists or the killed run
+        was forced) that must give the clean run's result."""
+        assert _snapshot(self.src_dir) == self.before, f"the source changed ({what})"
+        _check_after_kill(self.capsys, out, self.dst_name, [self.want, *self.old])
+        code, _, err = run_cli(self.capsys, *self.args(out, forced or _complete(out, self.dst_name)))
+        assert code == 0, (what, err)
+        assert _outcome(out, self.dst_name) == self.want, f"the rerun after {what} differs from a clean run"
+        assert _finals(out, self.dst_name) == _finals(self.ref, self.dst_name), what
+
+
+def _convert_kills(tmp_path, capsys, case, old=None, old_args=None):
+    """Kill ``ckptool convert`` of ``case`` at every disk event, before and after; ``old``: the
+    values of a DST that exists already (converted from them with ``old_args``, default the
+    case's) and is replaced with --force."""
+    c = _Convert(tmp_path, capsys, case, old=old, old_args=old_args)
+    n = c.events()
+    assert n >= 3, c.log.read_text()
+    for k in range(1, n + 1):
+        for mode in ("fs", "fs+"):
+            out = c.setup(f"{mode.replace('+', 'p')}-{k}", old is not None)
+            code, text = _forked(c.args(out, old is not None), tmp_path, spec=f"{mode}:{k}")
+            assert code == -signal.SIGKILL, (case, mode, k, code, text)
+            _killed("convert")
+            c.check_and_rerun(out, f"{mode}:{k}", old is not None)
+    return n
+
+
+@pytest.mark.parametrize("case", list(CONVERT_CASES))
+def test_convert_killed_at_every_disk_event(tmp_path, capsys, case):
+    """After any kill: SRC is byte-identical; DST is absent or complete (a V2 .index only over
+    complete data: inspect --verify passes) and equal to a clean run's; only .tempstate
+    temporaries beside it; a rerun (--force when DST exists) gives the clean run's result."""
+    _convert_kills(tmp_path, capsys, case)
+
+
+OLD_VALUES = {"w": -np.arange(12, dtype=np.float32).reshape(3, 4), "h": np.zeros(5, np.float16),
+              "flag": np.array([False, False]), "step": np.int64(1), "s": np.array([b"old", b"", b"o"], dtype=object)}
+
+
+@pytest.mark.parametrize("case, old_args", [("v2-reshard", None), ("v2-reshard", ["--shards", "4"]),
+                                            ("npz", None), ("safetensors", None)],
+                         ids=["v2-same-names", "v2-from-4-shards", "npz", "safetensors"])
+def test_convert_force_killed_at_every_disk_event(tmp_path, capsys, case, old_args):
+    """``convert --force`` over an existing DST (other values; the same file names, or for V2
+    also 4 data files that become stale) killed at every event: DST is the old one, the new
+    one, or absent, never new data under the old index; the rerun leaves no stale data file."""
+    _convert_kills(tmp_path, capsys, case, old=OLD_VALUES, old_args=old_args)
+
+
+@pytest.mark.parametrize("case", list(CONVERT_CASES))
+def test_convert_fsyncs_before_publishing(tmp_path, case):
+    """Every file convert renames into place was fsynced before, and the directory after the
+    last rename. (A SIGKILL cannot tell; a power cut can: a renamed-in file with no data.)"""
+    kind, dst_name, extra = CONVERT_CASES[case]
+    src, _ = _convert_source(tmp_path, kind)
+    log = tmp_path / "events.log"
+    code, text = _forked(["convert", src, tmp_path / "out" / dst_name, *extra], tmp_path, log=log)
+    assert code == 0, text
+    events = [line.split(" ", 3)[2:] for line in log.read_text().splitlines() if " fs " in line]
+    renames = 0
+    for i, (what, _detail) in enumerate(events):
+        if what in ("replace", "rename"):
+            renames += 1
+            synced = sum(1 for w, _ in events[:i] if w == "fsync")
+            assert synced >= renames, f"{_detail}: renamed into place before it was fsynced: {events[:i + 1]}"
+    assert renames and events[-1][0] == "fsync", f"the directory is not fsynced after the last rename: {events}"
+
+
+@pytest.mark.parametrize("case", ["v2-reshard", "npz", "safetensors"])
+def test_convert_killed_at_random_moments(tmp_path, capsys, case):
+    """SIGKILL at a random moment of a conversion with a 2 MB tensor (every other run with
+    --force over an old DST); the same checks as at disk events."""
+    values = dict(CONVERT_VALUES, big=np.arange(1 << 19, dtype=np.float32))
+    old = dict(OLD_VALUES, big=np.zeros(1 << 19, np.float32))
+    c = _Convert(tmp_path, capsys, case, values=values, old=old)
+    spans = []
+    for i in range(2):
+        out = c.setup(f"timing-{i}", False)
+        t0 = time.perf_counter()
+        code, text = _forked(c.args(out, False), tmp_path)
+        spans.append(time.perf_counter() - t0)
+        assert code == 0, text
+    span = min(spans)
+    rng = random.Random(f"convert-{case}")
+    for i in range(4):
+        forced = i % 2 == 1
+        out = c.setup(f"rand-{i}", forced)
+        p = _forked(c.args(out, forced), tmp_path, wait=False)
+        time.sleep(rng.uniform(0.1, 1.0) * span)
+        p.kill()
+        p.join(60)
+        if p.exitcode == -signal.SIGKILL:  # else it had finished: nothing to count
+            _killed("convert", "random")
+        c.check_and_rerun(out, f"random kill {i}", forced)
