@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from ..errors import ChecksumError, CorruptError, UnsupportedError
+from ..errors import ChecksumError, CkptError, CorruptError, UnsupportedError
 from . import dtypes
 from .coding import FIXED32, crc32c, decode_varint, encode_varint, mask_crc, unmask_crc
 from .protos.tensor_bundle_pb2 import BundleEntryProto, BundleHeaderProto, TensorShapeProto
@@ -146,42 +146,138 @@ def slice_from_proto(proto, rank: int, what: str) -> Slice:
     return tuple(out)
 
 
+_HEADS: dict[bytes, tuple] = {}  # serialized dtype + shape fields -> (dtype, shape, numel), validated
+_HEADS_MAX = 4096
+
+
+def _entry_head(value: bytes):
+    """The leading ``dtype`` and ``shape`` fields of a serialized entry, as TF (and
+    every protobuf serializer) writes them: tag 0x08, a one-byte dtype, tag 0x12, a
+    one-byte length and the shape message. None for any other layout."""
+    if len(value) > 3 and value[0] == 0x08 and value[2] == 0x12 and value[1] < 0x80 and value[3] < 0x80:
+        return value[:4 + value[3]]
+    return None
+
+
+def _varint(value: bytes, pos: int, max_bytes: int):
+    """``(value, end)`` of the varint at ``pos``; ``(None, pos)`` if it runs past
+    ``max_bytes`` or the buffer."""
+    x = shift = 0
+    for pos in range(pos, min(pos + max_bytes, len(value))):
+        b = value[pos]
+        x |= (b & 0x7F) << shift
+        if b < 0x80:
+            return x, pos + 1
+        shift += 7
+    return None, pos
+
+
+def _entry_tail(value: bytes, pos: int):
+    """``(shard_id, offset, size, crc32c)`` from the fields after the head, when they
+    are laid out as TF writes them: each at most once, in field order, varints short
+    enough to be non-negative (shard_id up to 4 bytes, offset and size up to 9),
+    nothing else (no slices). None otherwise."""
+    n = len(value)
+    shard_id = offset = size = crc = 0
+    if pos < n and value[pos] == 0x18:  # shard_id
+        shard_id, pos = _varint(value, pos + 1, 4)
+        if shard_id is None:
+            return None
+    if pos < n and value[pos] == 0x20:  # offset: the one long varint, inlined up to 3 bytes
+        if pos + 3 < n and (b := value[pos + 1]) & value[pos + 2] & value[pos + 3] & 0x80 == 0:
+            if b < 0x80:
+                offset, pos = b, pos + 2
+            elif (c := value[pos + 2]) < 0x80:
+                offset, pos = (b & 0x7F) | c << 7, pos + 3
+            else:
+                offset, pos = (b & 0x7F) | (c & 0x7F) << 7 | value[pos + 3] << 14, pos + 4
+        else:
+            offset, pos = _varint(value, pos + 1, 9)
+            if offset is None:
+                return None
+    if pos < n and value[pos] == 0x28:  # size
+        if pos + 1 < n and (b := value[pos + 1]) < 0x80:
+            size, pos = b, pos + 2
+        else:
+            size, pos = _varint(value, pos + 1, 9)
+            if size is None:
+                return None
+    if pos + 5 == n and value[pos] == 0x35:  # crc32c, fixed32
+        crc = int.from_bytes(value[pos + 1:], "little")
+    elif pos != n:
+        return None
+    return shard_id, offset, size, crc
+
+
 def parse_entry(key: bytes, value, name: str) -> Entry:
-    """Parse and validate one BundleEntryProto. The common case (a known dtype, a sane
-    shape, no slices, a consistent size) runs without building any message text: this
-    is the inner loop of listing a checkpoint."""
+    """Parse and validate one BundleEntryProto.
+
+    This is the inner loop of listing a checkpoint, so the layout TF writes takes a
+    fast path: its dtype and shape fields, which most entries of a checkpoint share,
+    are parsed (by protobuf) and validated once per distinct serialization, and the
+    four integers after them are decoded here. Any other layout (slices, fields out
+    of order or repeated, unknown fields, anything invalid) is left to
+    :func:`parse_entry_proto`; both give the same result."""
+    if type(value) is not bytes:
+        value = bytes(value)
+    head = _entry_head(value)
+    if head is not None:
+        known = _HEADS.get(head)
+        if known is None and len(_HEADS) < _HEADS_MAX:
+            try:
+                known = _HEADS[head] = _validate_head(BundleEntryProto.FromString(head), key, name)
+            except (DecodeError, CkptError):
+                known = None  # the full parse below says what is wrong
+        tail = _entry_tail(value, len(head)) if known is not None else None
+        if tail is not None:
+            dtype, shape, n = known
+            return _checked(Entry(key, dtype, shape, *tail, ()), n, name)
+    return parse_entry_proto(key, value, name)
+
+
+def parse_entry_proto(key: bytes, value, name: str) -> Entry:
+    """:func:`parse_entry` by protobuf alone, for every layout."""
     try:
         proto = BundleEntryProto.FromString(value)
     except DecodeError:
         raise CorruptError(f"{name}: entry for key {_shown(key)!r} not parseable") from None
-    dtype = dtypes.BY_VALUE.get(proto.dtype)
-    if dtype is None:
-        dtypes.from_value(proto.dtype, f"{name}: entry {_shown(key)!r}")  # raises, naming it
-    pshape = proto.shape
-    shape = tuple([d.size for d in pshape.dim])
-    n = 1
-    for d in shape:
-        n *= d
-    if pshape.unknown_rank or len(shape) > MAX_DIMS or n > INT64_MAX or (shape and min(shape) < 0):
-        shape_from_proto(pshape, f"{name}: entry {_shown(key)!r}")  # raises, saying why
+    dtype, shape, n = _validate_head(proto, key, name)
     shard_id, offset, size = proto.shard_id, proto.offset, proto.size
     if shard_id < 0 or offset < 0 or size < 0:
         raise CorruptError(
             f"{name}: entry {_shown(key)!r} has negative shard/offset/size ({shard_id}, {offset}, {size})")
     slices = tuple(slice_from_proto(sl, len(shape), f"{name}: entry {_shown(key)!r}")
                    for sl in proto.slices) if proto.slices else ()
-    if not slices and dtype.kind == dtypes.FIXED:
-        if size != n * dtype.itemsize:
+    return _checked(Entry(key, dtype, shape, shard_id, offset, size, proto.crc32c, slices), n, name)
+
+
+def _checked(e: Entry, n: int, name: str) -> Entry:
+    """``e`` if its size agrees with its dtype and shape (``n`` elements)."""
+    kind = e.dtype.kind
+    if not e.slices and kind == dtypes.FIXED:
+        if e.size != n * e.dtype.itemsize:
             raise CorruptError(
-                f"{name}: invalid size in bundle entry: key {_shown(key)!r}; stored size {size}; "
-                f"expected size {n * dtype.itemsize}"
+                f"{name}: invalid size in bundle entry: key {_shown(e.key)!r}; stored size {e.size}; "
+                f"expected size {n * e.dtype.itemsize}"
             )
-    elif not slices and dtype.kind == dtypes.STRING and size < 4:
-        raise CorruptError(f"{name}: invalid size in bundle entry: key {_shown(key)!r}; string tensor of "
-                           f"{size} bytes")
-    elif dtype.kind == dtypes.NONE:
-        raise UnsupportedError(f"{name}: entry {_shown(key)!r} has dtype {dtype.name}, which holds no data")
-    return Entry(key, dtype, shape, shard_id, offset, size, proto.crc32c, slices)
+    elif not e.slices and kind == dtypes.STRING and e.size < 4:
+        raise CorruptError(f"{name}: invalid size in bundle entry: key {_shown(e.key)!r}; string tensor of "
+                           f"{e.size} bytes")
+    elif kind == dtypes.NONE:
+        raise UnsupportedError(f"{name}: entry {_shown(e.key)!r} has dtype {e.dtype.name}, which holds no data")
+    return e
+
+
+def _validate_head(proto, key: bytes, name: str):
+    """The entry's dtype, shape and element count, or the error that says what is wrong."""
+    dtype = dtypes.BY_VALUE.get(proto.dtype)
+    if dtype is None:
+        dtypes.from_value(proto.dtype, f"{name}: entry {_shown(key)!r}")  # raises, naming it
+    shape = shape_from_proto(proto.shape, f"{name}: entry {_shown(key)!r}")
+    n = 1
+    for d in shape:
+        n *= d
+    return dtype, shape, n
 
 
 def _shown(key: bytes) -> str:
