@@ -194,23 +194,10 @@ def _to_tf(dst, items, result, num_shards, force, progress):
                 done += getattr(arr, "nbytes", 0)
             if progress:
                 progress(done, 0)
-        if force:
-            _drop_old_index(w)
         res = w.finish()
     result.tensors = res.variables
     result.nbytes = res.nbytes
     result.files = list(res.files)
-
-
-def _drop_old_index(w):
-    """Before the data of a ``--force`` replacement is renamed over DST's data files (the same
-    names), DST's old ``.index`` goes: a kill in between must not leave the old index over the
-    new data (it fails verification). DST is then absent until the new index is in place."""
-    st = w.storage
-    if st.exists(w.index_path):
-        st.remove(w.index_path)
-        if w.sync:
-            st.fsync_dir(st.dirname(w.prefix))
 
 
 def _publish(storage, tmp, f, path):

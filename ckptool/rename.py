@@ -323,9 +323,11 @@ def _fast(ck, plan: Plan, dprefix: str, storage, graph_bytes, force, write_index
     if plan.object_graph == "kept":
         k = OBJECT_GRAPH_KEY.encode()
         entries.append((k, ck.raw_entry(k)))
-    from .writer import publish_part
+    from .writer import publish_part, retire_index
 
     storage.makedirs(storage.dirname(dprefix))
+    if force:
+        retire_index(storage, dprefix, [bundle.data_filename(dprefix, i, n_dst) for i in range(n_dst)])
     made = []  # (name written, final name)
     try:
         for i in range(n_src):

@@ -50,6 +50,19 @@ def publish_part(storage, name: str, final: str) -> None:
         storage.rename(name, final)
 
 
+def retire_index(storage, prefix: str, finals, sync: bool = True) -> None:
+    """Before data files are put in place over a checkpoint being replaced (``--force``),
+    its ``.index`` goes if any of them would land on one of its data files (the same
+    names): a crash in between must not leave the old index over new data, which fails
+    verification. The checkpoint is then absent until the new index is in place. When
+    no name collides the old checkpoint stays whole until the new index replaces it."""
+    index = bundle.index_filename(prefix)
+    if storage.exists(index) and any(storage.exists(f) for f in finals):
+        storage.remove(index)
+        if sync:
+            storage.fsync_dir(storage.dirname(prefix))
+
+
 def drop_part(storage, name: str, f) -> None:
     """Abandon a part that was not published: discard the upload, or close and delete it."""
     discard = getattr(f, "discard", None)
@@ -345,6 +358,8 @@ class BundleWriter:
                     graph = ObjectGraph.from_keys(names)
                     self.add(OBJECT_GRAPH_KEY, graph.serialize())
                     synthesized = True
+            if self.force:
+                retire_index(self.storage, self.prefix, [rec[1] for rec in self._files], self.sync)
             for rec in self._files:
                 f = rec[2]
                 if self.sync:

@@ -516,3 +516,46 @@ def test_convert_killed_at_random_moments(tmp_path, capsys, case):
         if p.exitcode == -signal.SIGKILL:  # else it had finished: nothing to count
             _killed("convert", "random")
         c.check_and_rerun(out, f"random kill {i}", forced)
+
+
+def _force_args(case, src, out):
+    if case == "save":
+        return ["save", out / "ckpt-3", "--from", src, "--shards", "2", "--no-state", "--force"]
+    return ["rewrite-names", src, out / "ckpt-3", "--rule", "w=weights", "--force",
+            *(["--compact"] if case == "rewrite-names-compact" else [])]
+
+
+@pytest.mark.parametrize("case", ["save", "rewrite-names", "rewrite-names-compact"])
+def test_force_over_same_file_names_killed_at_every_disk_event(tmp_path, capsys, case):
+    """``save --force`` and ``rewrite-names --force`` over a checkpoint with the same data file
+    names, killed at every event: DST is the old checkpoint, the new one, or absent; never the
+    old index over new data (which fails verification)."""
+    if case == "save":
+        src = tmp_path / "values.npz"
+        np.savez(src, w=VALUES["w"], b=np.array([b"x", b""]), step=VALUES["step"])
+    else:
+        src = _rename_setup(tmp_path / "src")
+
+    def setup(name):
+        out = tmp_path / name
+        ckptool.write(str(out / "ckpt-3"), {"weights": np.zeros(2, np.float32), "x": np.int64(1)},
+                      num_shards=2, sync=False)
+        return out
+
+    old = _outcome(setup("old"), "ckpt-3")
+    ref, log = setup("ref"), tmp_path / "events.log"
+    code, text = _forked(_force_args(case, src, ref), tmp_path, log=log)
+    assert code == 0, text
+    want = _outcome(ref, "ckpt-3")
+    n = sum(1 for line in log.read_text().splitlines() if " fs " in line)
+    assert n >= 3
+    for k in range(1, n + 1):
+        for mode in ("fs", "fs+"):
+            out = setup(f"{mode.replace('+', 'p')}-{k}")
+            code, text = _forked(_force_args(case, src, out), tmp_path, spec=f"{mode}:{k}")
+            assert code == -signal.SIGKILL, (case, mode, k, code, text)
+            _killed(case.split("-compact")[0])
+            _check_after_kill(capsys, out, "ckpt-3", [want, old])
+            code, text = _forked(_force_args(case, src, out), tmp_path)
+            assert code == 0, text
+            assert _outcome(out, "ckpt-3") == want
