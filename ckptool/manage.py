@@ -32,8 +32,8 @@ from . import retention as R
 from .errors import CkptError, CkptWarning, CorruptError, MissingError, RefusedError
 from .format.bundle import INDEX_SUFFIX
 from .paths import STEP_RE, V1_SHARD_RE, step_of
-from .state import STATE_FILENAME, CheckpointState, read_state, write_state
-from .storage import LOCAL, storage_for
+from .state import STATE_FILENAME, CheckpointState, parse_state, read_state, state_path, write_state
+from .storage import ANY, LOCAL, storage_for
 
 JOURNAL = ".ckptool-prune-pending"
 _DATA_RE = re.compile(r"^(?P<base>.+)\.data-\d{5,}-of-\d{5,}$")
@@ -441,12 +441,24 @@ def _run(directory: str, policy: R.Policy, *, storage, now: float, dry_run: bool
         storage.write_bytes_atomic(storage.join(directory, JOURNAL),
                                    json.dumps([e.name for e in decision.deleted]).encode("utf-8"))
         _faults.crash_point("prune:journaled")
-    new_state = _merge_state(storage, directory, state, decision, names, drop, unsafe, have_ts or scan
-                             or new_entry is not None, new_entry)
-    if new_state is not None and (new_entry is not None or drop or decision.deleted or scan or
-                                  _changed(state, new_state)):
-        write_state(directory, new_state, storage)
-        _faults.crash_point("prune:state-written")
+    for _ in range(STATE_ATTEMPTS):
+        # Merge into the state as it is now (a writer may have saved since we planned), and
+        # replace it only if it still is: a concurrent update is merged again, never lost.
+        expect, current = _current_state(storage, directory, state)
+        new_state = _merge_state(storage, directory, state, current, decision, names, drop, unsafe,
+                                 have_ts or scan or new_entry is not None, new_entry)
+        if new_state is None or not (new_entry is not None or drop or decision.deleted or scan or
+                                     _changed(state, new_state)):
+            break
+        if write_state(directory, new_state, storage, expect=expect):
+            _faults.crash_point("prune:state-written")
+            break
+    else:
+        if decision.deleted:
+            storage.remove(storage.join(directory, JOURNAL))
+        raise RefusedError(f"{directory}: the state file changed {STATE_ATTEMPTS} times while prune was "
+                           f"updating it (is a trainer saving every few milliseconds?); nothing deleted; "
+                           f"run prune again")
     freed = 0
     for e in decision.deleted:
         freed += _delete_files(storage, directory, listing, e.name)
@@ -467,13 +479,25 @@ def _changed(old, new) -> bool:
     return old is None or old.to_text() != new.to_text()
 
 
-def _merge_state(storage, directory, planned: CheckpointState | None, decision: R.Decision,
-                 names: dict[str, str], drop: set[str], unsafe: list[Candidate], with_ts: bool,
-                 new_entry: str | None) -> CheckpointState | None:
-    """The state to write: re-read now, so entries a writer added since we planned stay."""
-    current = _read_state_safe(storage, directory) if planned is not None else None
-    if current is None:
-        current = planned
+STATE_ATTEMPTS = 10
+
+
+def _current_state(storage, directory: str, planned: CheckpointState | None):
+    """``(bytes, state)`` of the state file now, to merge into and to replace only if
+    unchanged; ``(ANY, planned)`` when there was none when we planned (nothing to merge)."""
+    if planned is None:
+        return ANY, None
+    path = state_path(directory, storage)
+    raw = storage.read_if_exists(path)
+    return raw, (parse_state(raw, path) if raw is not None else planned)
+
+
+def _merge_state(storage, directory, planned: CheckpointState | None, current: CheckpointState | None,
+                 decision: R.Decision, names: dict[str, str], drop: set[str], unsafe: list[Candidate],
+                 with_ts: bool, new_entry: str | None) -> CheckpointState | None:
+    """The state to write: ``current`` (the state file as it is now, or ``planned`` when
+    it has gone) with the decision applied, so entries a writer added since we planned
+    stay."""
     kept = {e.name: e for e in decision.kept}
     paths: list[str] = []
     stamps: list[float] = []

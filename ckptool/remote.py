@@ -32,7 +32,7 @@ import uuid
 from contextlib import contextmanager
 
 from .errors import CkptError, MissingError, UnsupportedError
-from .storage import raise_truncated
+from .storage import ANY, raise_truncated
 
 #: pip extra per protocol (pyproject.toml's optional dependencies).
 EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs"}
@@ -556,11 +556,22 @@ class RemoteStorage:
         with _requests(path, "delete"):
             self.fs.rm_file(path)
 
-    def write_bytes_atomic(self, path: str, data: bytes) -> None:
-        """Replace ``path`` with ``data``: one PUT, which is atomic on an object store."""
+    def write_bytes_atomic(self, path: str, data: bytes, expect=ANY) -> bool:
+        """Replace ``path`` with ``data``: one PUT, which is atomic on an object store.
+        ``expect``: as for local files, checked just before the PUT."""
+        if expect is not ANY and self.read_if_exists(path) != expect:
+            return False
         self._forget(path)
         with _requests(path, "write", _NO_PARENT):
             self.fs.pipe_file(path, bytes(data))
+        return True
+
+    def read_if_exists(self, path: str) -> bytes | None:
+        self._forget(path)
+        try:
+            return self.read_bytes(path)
+        except MissingError:
+            return None
 
 
 __all__ = ["RemoteStorage", "RemoteReader", "RemoteWriter", "RemoteError", "storage_for_url",

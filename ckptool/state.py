@@ -12,7 +12,7 @@ from google.protobuf import text_format
 
 from .errors import CorruptError
 from .format.protos.tensor_bundle_pb2 import CheckpointState as _StateProto
-from .storage import LOCAL
+from .storage import ANY, LOCAL
 
 STATE_FILENAME = "checkpoint"
 
@@ -63,7 +63,11 @@ def read_state(directory: str, storage=LOCAL, filename: str = STATE_FILENAME) ->
     path = state_path(directory, storage, filename)
     if not storage.isfile(path):
         return None
-    raw = storage.read_bytes(path)
+    return parse_state(storage.read_bytes(path), path)
+
+
+def parse_state(raw: bytes, path: str) -> CheckpointState:
+    """A state file's bytes, parsed and checked as :func:`read_state` does."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -75,12 +79,15 @@ def read_state(directory: str, storage=LOCAL, filename: str = STATE_FILENAME) ->
 
 
 def write_state(directory: str, state: CheckpointState, storage=LOCAL,
-                filename: str = STATE_FILENAME) -> None:
-    """Write the state file atomically (temp file, then rename over it)."""
+                filename: str = STATE_FILENAME, expect=ANY) -> bool:
+    """Write the state file atomically (temp file, then rename over it). With ``expect``
+    (the bytes read before, None for none), only if the file still holds them: False,
+    nothing written, when another process changed it meanwhile."""
     if state.all_model_checkpoint_timestamps and len(state.all_model_checkpoint_timestamps) != len(
             state.all_model_checkpoint_paths):
         raise ValueError("timestamps and paths differ in number")
-    storage.write_bytes_atomic(state_path(directory, storage, filename), state.to_text().encode("utf-8"))
+    return storage.write_bytes_atomic(state_path(directory, storage, filename), state.to_text().encode("utf-8"),
+                                      expect)
 
 
 def resolve(directory: str, path: str, storage=LOCAL) -> str:

@@ -14,6 +14,9 @@ import uuid
 from .errors import CkptError, MissingError
 
 
+ANY = object()  # write_bytes_atomic's "whatever the file holds now"
+
+
 class RangeReader:
     """Positioned reads from one file, kept open."""
 
@@ -171,14 +174,23 @@ class LocalStorage:
         manager; a RefusedError when another process holds it."""
         return _DirLock(os.path.join(directory, LOCK_FILENAME))
 
-    def write_bytes_atomic(self, path: str, data: bytes) -> None:
-        """Replace ``path`` with ``data`` atomically (temp file, fsync, rename)."""
+    def write_bytes_atomic(self, path: str, data: bytes, expect=ANY) -> bool:
+        """Replace ``path`` with ``data`` atomically (temp file, fsync, rename). With
+        ``expect`` (bytes, or None for "absent"), only if ``path`` still holds exactly that
+        when the new file is ready to be renamed in; False, nothing changed, otherwise.
+
+        The check narrows, not closes, the window in which another process's update
+        can be lost: a writer that takes no lock (TF) may still land between the check
+        and the rename, microseconds instead of the fsync's milliseconds."""
         tmp = f"{path}.tmp{uuid.uuid4().hex}"
         try:
             with open(tmp, "xb") as f:
                 f.write(data)
                 f.flush()
                 os.fsync(f.fileno())
+            if expect is not ANY and self.read_if_exists(path) != expect:
+                os.remove(tmp)
+                return False
             os.replace(tmp, path)
         except BaseException:
             try:
@@ -187,7 +199,14 @@ class LocalStorage:
                 pass
             raise
         self.fsync_dir(os.path.dirname(path))
+        return True
 
+    def read_if_exists(self, path: str) -> bytes | None:
+        try:
+            with open(path, "rb") as f:
+                return f.read()
+        except (FileNotFoundError, NotADirectoryError):
+            return None
 
 LOCK_FILENAME = ".ckptool.lock"
 

@@ -197,6 +197,53 @@ def test_entries_a_writer_adds_meanwhile_are_kept(tmp_path, monkeypatch):
     assert indexes(d) == ["ckpt-3", "ckpt-4", "ckpt-5"]
 
 
+def _writer_saves(d, step):
+    ckptool.write(str(d / f"ckpt-{step}"), {"w": np.zeros(3, np.float32)}, sync=False)
+    st = read_state(str(d))
+    write_state(str(d), CheckpointState(f"ckpt-{step}", st.all_model_checkpoint_paths + [f"ckpt-{step}"],
+                                        st.all_model_checkpoint_timestamps + [T0 + 100 * step],
+                                        st.last_preserved_timestamp))
+
+
+def test_a_save_between_merging_and_writing_the_state_is_merged_again(tmp_path, monkeypatch):
+    """The writer saves after prune merged the state but before it replaced it: the
+    replacement sees the change and merges again, so the save is not lost."""
+    d = make(tmp_path / "run", range(1, 5))
+    real, calls = manage._merge_state, []
+
+    def merge_then_writer_saves(*args):
+        out = real(*args)
+        calls.append(1)
+        if len(calls) == 1:
+            _writer_saves(d, 5)
+        return out
+
+    monkeypatch.setattr(manage, "_merge_state", merge_then_writer_saves)
+    manage.prune(str(d), max_to_keep=2, now=T0 + 999)
+    st = read_state(str(d))
+    assert len(calls) == 2
+    assert st.model_checkpoint_path == "ckpt-5" and st.all_model_checkpoint_paths == ["ckpt-3", "ckpt-4", "ckpt-5"]
+    assert indexes(d) == ["ckpt-3", "ckpt-4", "ckpt-5"]
+
+
+def test_a_state_that_never_settles_deletes_nothing(tmp_path, monkeypatch):
+    d = make(tmp_path / "run", range(1, 5))
+    real, step = manage._merge_state, [5]
+
+    def merge_then_writer_saves(*args):
+        out = real(*args)
+        _writer_saves(d, step[0])
+        step[0] += 1
+        return out
+
+    monkeypatch.setattr(manage, "_merge_state", merge_then_writer_saves)
+    with pytest.raises(RefusedError, match="changed 10 times.*nothing deleted"):
+        manage.prune(str(d), max_to_keep=2, now=T0 + 999)
+    assert indexes(d) == sorted(f"ckpt-{s}" for s in range(1, 15))
+    assert not (d / manage.JOURNAL).exists()
+    assert read_state(str(d)).model_checkpoint_path == "ckpt-14"
+
+
 def test_a_killed_prune_is_finished_from_its_journal(tmp_path):
     d = make(tmp_path / "run", range(1, 5))
     write_state(str(d), CheckpointState("ckpt-4", ["ckpt-3", "ckpt-4"], [T0 + 120, T0 + 180], T0 - 1))
