@@ -28,6 +28,7 @@ Times: "in-process" rows time the operation inside the child after its imports
 from __future__ import annotations
 
 import argparse
+import compileall
 import datetime
 import json
 import os
@@ -404,6 +405,9 @@ def main(argv=None) -> int:
     log(f"bench: workloads ready in {time.perf_counter() - t0:.1f} s")
     warm(w["big"])
     warm(w["many"])
+    # Bytecode for ckptool, as pip writes it on install (TF's is there): a source checkout
+    # under PYTHONDONTWRITEBYTECODE would otherwise compile every module on every start.
+    compileall.compile_dir(os.path.join(ROOT, "ckptool"), quiet=1)
     out = os.path.join(work, "out")
     all_rows = rows(tools, w, sizes, out)
     only = {k for k in args.only.split(",") if k}

@@ -11,9 +11,7 @@ from __future__ import annotations
 import threading
 import warnings
 from collections.abc import Iterator
-from typing import NamedTuple
-
-import numpy as np
+from typing import TYPE_CHECKING, NamedTuple
 
 from .errors import CkptError, CkptWarning, CorruptError, MissingError, TensorNotFoundError, UnsupportedError
 from .format import bundle, dtypes
@@ -21,6 +19,9 @@ from .format.bundle import Entry
 from .format.table import TableReader
 from .objgraph import OBJECT_GRAPH_KEY, ObjectGraph
 from .paths import V1, V2, Located, locate
+
+if TYPE_CHECKING:  # numpy is imported where arrays are made: listing needs none of it
+    import numpy as np
 
 
 class Variable(NamedTuple):
@@ -301,6 +302,7 @@ class BundleCheckpoint(Checkpoint):
         return buf
 
     def _read_plain(self, e: Entry, verify: bool) -> np.ndarray:
+        import numpy as np
         reader = self._reader(e.shard_id, e.key)
         self._check_bounds(e, reader)
         if e.dtype.is_fixed:
@@ -332,6 +334,7 @@ class BundleCheckpoint(Checkpoint):
     def _assemble(self, e: Entry, verify: bool) -> np.ndarray:
         # The full shape comes from the index alone: before allocating it, check that
         # the slices (each bounded by its data file) can cover it at all.
+        import numpy as np
         parts = []
         stored = 0
         for sl in e.slices:
@@ -441,6 +444,7 @@ class V1Checkpoint(Checkpoint):
         raise CorruptError(f"{table.name}: V1 slice of {m.name!r} vanished from its block")
 
     def read(self, name: str, verify: bool = True) -> np.ndarray:
+        import numpy as np
         m = self._meta.get(name)
         if m is None:
             raise self._not_found(name)
@@ -471,6 +475,7 @@ NUMPY_MAX_DIMS = 64
 def _check_numpy_shape(shape, dtype, what: str) -> None:
     """A shape TF accepts but numpy cannot hold (over 64 dimensions, or a zero-size
     tensor whose other dimensions multiply past numpy's limit) is an UnsupportedError."""
+    import numpy as np
     if len(shape) > NUMPY_MAX_DIMS:
         raise UnsupportedError(f"{what} has {len(shape)} dimensions; numpy arrays hold at most "
                                f"{NUMPY_MAX_DIMS}")

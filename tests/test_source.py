@@ -79,3 +79,18 @@ def test_version_imports_nothing_heavy():
             "print(heavy, file=sys.stderr)\nsys.exit(1 if heavy else 0)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
+
+
+def test_listing_imports_neither_numpy_nor_importlib_metadata():
+    """`ckptool list-variables` starts fast: listing needs no arrays (numpy is imported where
+    arrays are made) and the crc32c extension is loaded without its package's
+    importlib.metadata (~50 ms each of a start-up)."""
+    prefix = str(pathlib.Path(__file__).parent / "data" / "dtypes" / "dtypes")
+    code = ("import sys\nsys.argv=['ckptool','list-variables'," + repr(prefix) + "]\n"
+            "from ckptool.cli import main\n"
+            "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+            "heavy=[m for m in ('numpy','importlib.metadata','rich') if m in sys.modules]\n"
+            "print(heavy, file=sys.stderr)\nsys.exit(1 if heavy else 0)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "float32" in out.stdout

@@ -11,14 +11,17 @@ import re
 import struct
 import sys
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
 from google.protobuf.message import DecodeError
 
 from ..errors import ChecksumError, CkptError, CorruptError, UnsupportedError
 from . import dtypes
 from .coding import FIXED32, crc32c, decode_varint, encode_varint, mask_crc, unmask_crc
 from .protos.tensor_bundle_pb2 import BundleEntryProto, BundleHeaderProto, TensorShapeProto
+
+if TYPE_CHECKING:  # numpy is imported where arrays are made: listing needs none of it
+    import numpy as np
 
 HEADER_KEY = b""
 INDEX_SUFFIX = ".index"
@@ -315,6 +318,7 @@ def check_crc(data, entry: Entry, where: str) -> None:
 
 def decode_fixed(buf, entry: Entry, big_endian: bool) -> np.ndarray:
     """A fixed-size tensor from its stored bytes (a writable buffer is used in place)."""
+    import numpy as np
     dt = entry.dtype.numpy
     arr = np.frombuffer(buf, dtype=dt, count=entry.numel) if entry.numel else np.empty(0, dt)
     if big_endian and entry.dtype.itemsize > 1:
@@ -323,6 +327,7 @@ def decode_fixed(buf, entry: Entry, big_endian: bool) -> np.ndarray:
 
 
 def _byteswap(arr: np.ndarray, dtype: dtypes.DType) -> np.ndarray:
+    import numpy as np
     if arr.dtype.kind == "c":
         return arr.byteswap()
     width = {2: np.uint16, 4: np.uint32, 8: np.uint64}[dtype.itemsize]
@@ -334,6 +339,7 @@ _LEN64 = struct.Struct("<Q")
 
 
 def _length_checksum(lengths, big_endian: bool) -> int:
+    import numpy as np
     order = ">" if big_endian else "<"
     lens = np.asarray(lengths, dtype=np.uint64)
     if lens.size and int(lens.max()) > 0xFFFFFFFF:
@@ -346,6 +352,7 @@ def _length_checksum(lengths, big_endian: bool) -> int:
 
 def decode_string(buf, entry: Entry, big_endian: bool, where: str, verify: bool = True) -> np.ndarray:
     """A DT_STRING tensor: varint lengths, masked length checksum, bytes (§4.2)."""
+    import numpy as np
     n = entry.numel
     size = len(buf)
     view = memoryview(buf)
@@ -401,6 +408,7 @@ def encode_string(values) -> tuple[bytes, int]:
 
 def decode_variant(buf, entry: Entry, where: str, verify: bool = True) -> np.ndarray:
     """A DT_VARIANT tensor as serialized VariantTensorDataProto bytes (§4.3)."""
+    import numpy as np
     view = memoryview(buf)
     size = len(view)
     shown = entry.key.decode("utf-8", "backslashreplace")

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from ..errors import UnsupportedError
+
+if TYPE_CHECKING:  # numpy is imported where arrays are made: listing needs none of it
+    import numpy as np
 
 #: Element kinds: raw fixed-size elements, or the two variable-length layouts.
 FIXED, STRING, VARIANT, NONE = "fixed", "string", "variant", "none"
@@ -50,6 +52,7 @@ class DType:
 
 @functools.lru_cache(maxsize=None)
 def _numpy_dtype(spec: str) -> np.dtype:
+    import numpy as np
     if spec.startswith("ml:"):
         import ml_dtypes
 
@@ -63,6 +66,7 @@ def _numpy_dtype(spec: str) -> np.dtype:
 
 def _quantized_struct(spec: str) -> np.dtype:
     """tf.qint8.as_numpy_dtype and friends: np.dtype([("qint8", np.int8)])."""
+    import numpy as np
     name, base = spec[2:].split(",")
     return np.dtype([(name, base)])
 
@@ -134,6 +138,7 @@ def from_name(name: str) -> DType:
 
 def from_numpy(dtype: np.dtype) -> DType:
     """The TF dtype that holds a numpy dtype exactly; an error when none does."""
+    import numpy as np
     dtype = np.dtype(dtype)
     if dtype.kind in "OSU":
         return STRING_DTYPE
