@@ -536,6 +536,9 @@ class RemoteStorage:
     def fsync_file(self, f) -> None:
         pass  # durability comes with the PUT
 
+    def start_writeback(self, f, offset: int, length: int) -> None:
+        pass
+
     def rename(self, src: str, dst: str) -> None:
         """Copy then delete (not atomic; writers avoid it: ``atomic_rename`` is False)."""
         if src == dst:

@@ -33,8 +33,8 @@ from .format.table import TableBuilder
 from .objgraph import OBJECT_GRAPH_KEY, ObjectGraph, is_object_key
 from .storage import storage_for
 
-#: Bytes per write() call when copying from chunked sources.
-_CHUNK = 8 << 20
+#: Bytes per write() call, and between starts of the disk writeback when syncing.
+WRITEBACK = 8 << 20
 
 
 def open_part(storage, final: str):
@@ -213,6 +213,7 @@ class BundleWriter:
         self._order: list[bytes] = []  # keys as added (listing order for results)
         self._slice_keys: set[bytes] = set()
         self._shard_bytes = [0] * num_shards
+        self._written_back = [0] * num_shards  # bytes whose writeback was started
         self._files = []  # (temp path, final path, file object)
         self._closed = False
         self._finished = False
@@ -254,22 +255,28 @@ class BundleWriter:
 
     def _append(self, data, shard: int) -> int:
         """Write ``data`` (a buffer, or an iterable of buffers) to ``shard``; its offset."""
-        f = self._files[shard][2]
         offset = self._shard_bytes[shard]
-        n = 0
         if isinstance(data, (bytes, bytearray, memoryview, np.ndarray)):
             view = memoryview(data).cast("B") if not isinstance(data, np.ndarray) else memoryview(
                 np.ascontiguousarray(data).reshape(-1).view(np.uint8))
-            if len(view):
-                f.write(view)
-            n = len(view)
+            self._write(shard, view)
         else:
             for chunk in data:
-                view = memoryview(chunk).cast("B")
-                f.write(view)
-                n += len(view)
-        self._shard_bytes[shard] += n
-        return offset, n
+                self._write(shard, memoryview(chunk).cast("B"))
+        return offset, self._shard_bytes[shard] - offset
+
+    def _write(self, shard: int, view: memoryview) -> None:
+        """Write to a shard; when syncing, start the disk writes every WRITEBACK bytes (the
+        final fsync then has only the tail left)."""
+        f = self._files[shard][2]
+        for i in range(0, len(view), WRITEBACK):
+            part = view[i:i + WRITEBACK]
+            f.write(part)
+            self._shard_bytes[shard] += len(part)
+            if self.sync and self._shard_bytes[shard] - self._written_back[shard] >= WRITEBACK:
+                start = self._written_back[shard]
+                self.storage.start_writeback(f, start, self._shard_bytes[shard] - start)
+                self._written_back[shard] = self._shard_bytes[shard]
 
     def add(self, name, value, shard: int | None = None) -> None:
         """Add a tensor: a numpy array (any TF dtype), a scalar, or bytes/str (DT_STRING)."""

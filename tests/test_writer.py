@@ -471,3 +471,32 @@ def test_rewriting_a_tf_fixture_reproduces_its_bytes(tmp_path, prefix):
                     w.add(e.key, value.view(e.dtype.write_numpy) if e.dtype.kind == dtypes.FIXED else value)
     for suffix in (".index", ".data-00000-of-00001"):
         assert pathlib.Path(out + suffix).read_bytes() == pathlib.Path(prefix + suffix).read_bytes(), suffix
+
+
+@pytest.mark.parametrize("sync", [True, False])
+def test_writeback_is_started_as_the_data_is_written(tmp_path, sync):
+    """With sync, the disk writeback of each shard is started every WRITEBACK bytes, in
+    order and without gaps (the final fsync then waits for the tail only); never without."""
+    from ckptool.storage import LocalStorage
+    from ckptool.writer import WRITEBACK
+
+    class Recording(LocalStorage):
+        calls = []
+
+        def start_writeback(self, f, offset, length):
+            self.calls.append((f.name, offset, length))
+            super().start_writeback(f, offset, length)
+
+    st = Recording()
+    big = np.arange(5 * WRITEBACK // 4, dtype=np.float32)  # 5 WRITEBACKs of bytes
+    with BundleWriter(str(tmp_path / "c"), num_shards=2, storage=st, sync=sync) as w:
+        w.add("a", big, shard=0)
+        w.add("b", np.ones(3, np.float32), shard=0)
+        w.add("c", big[: WRITEBACK // 8], shard=1)  # half a WRITEBACK: its fsync does it all
+    with ckptool.open(str(tmp_path / "c")) as ck:
+        assert ck.read("a").tobytes() == big.tobytes()
+    if not sync:
+        assert st.calls == []
+        return
+    assert len({name for name, _, _ in st.calls}) == 1
+    assert [(o, n) for _, o, n in st.calls] == [(i * WRITEBACK, WRITEBACK) for i in range(5)]
