@@ -46,13 +46,15 @@ def ck_list(prefix: str) -> None:
     _report(time.perf_counter() - t0, variables=n)
 
 
-def ck_write(out: str, n: str, elems: str) -> None:
+def ck_write(out: str, n: str, elems: str, sync: str = "sync") -> None:
+    """``ckptool.write``: durable by default (fsync before each rename); ``nosync`` skips
+    the fsyncs, as TF's write does."""
     from ckptool import write
     from workloads import big_arrays
 
     arrays = dict(big_arrays(int(n), int(elems)))
     t0 = time.perf_counter()
-    write(out, arrays)
+    write(out, arrays, sync=sync == "sync")
     _report(time.perf_counter() - t0)
 
 
