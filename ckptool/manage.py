@@ -12,7 +12,9 @@ the state file. Safety rules (CONTRACT.md ``prune``):
   checkpoint on disk is refused;
 - the state file is rewritten atomically *before* any file is deleted, so it
   never names a deleted checkpoint. Just before that rewrite the state is
-  read again: entries added meanwhile (a writer saving) are kept. The names
+  read again: entries added meanwhile (a writer saving) are kept, and the
+  new file replaces the old only if it still holds what was read (else the
+  merge is done again; after 10 tries nothing is deleted). The names
   to delete are journaled in ``DIR/.ckptool-prune-pending`` first, so a run
   killed half-way is finished by the next one;
 - an advisory lock (``DIR/.ckptool.lock``, local directories only) keeps
