@@ -71,14 +71,21 @@ sys.exit(1 if bad else 0)
     assert out.returncode == 0, out.stdout + out.stderr
 
 
-def test_version_imports_nothing_heavy():
-    code = ("import sys, runpy\nsys.argv=['ckptool','--version']\n"
+def _cli_modules(args, heavy):
+    """Run ``ckptool ARGS`` in a fresh interpreter; its output, and which of the modules
+    ``heavy`` it imported (printed on stderr's last line)."""
+    code = (f"import sys\nsys.argv=['ckptool', *{list(args)!r}]\n"
             "from ckptool.cli import main\n"
-            "try:\n    main()\nexcept SystemExit:\n    pass\n"
-            "heavy=[m for m in ('numpy','google.protobuf','rich','crc32c') if m in sys.modules]\n"
-            "print(heavy, file=sys.stderr)\nsys.exit(1 if heavy else 0)\n")
+            "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+            f"print([m for m in {tuple(heavy)!r} if m in sys.modules], file=sys.stderr)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
+    return out.stdout, out.stderr.strip().splitlines()[-1]
+
+
+def test_version_imports_nothing_heavy():
+    _, loaded = _cli_modules(["--version"], ("numpy", "google.protobuf", "rich", "crc32c"))
+    assert loaded == "[]"
 
 
 def test_listing_imports_neither_numpy_nor_importlib_metadata():
@@ -86,11 +93,6 @@ def test_listing_imports_neither_numpy_nor_importlib_metadata():
     arrays are made) and the crc32c extension is loaded without its package's
     importlib.metadata (~50 ms each of a start-up)."""
     prefix = str(pathlib.Path(__file__).parent / "data" / "dtypes" / "dtypes")
-    code = ("import sys\nsys.argv=['ckptool','list-variables'," + repr(prefix) + "]\n"
-            "from ckptool.cli import main\n"
-            "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
-            "heavy=[m for m in ('numpy','importlib.metadata','rich') if m in sys.modules]\n"
-            "print(heavy, file=sys.stderr)\nsys.exit(1 if heavy else 0)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    assert "float32" in out.stdout
+    stdout, loaded = _cli_modules(["list-variables", prefix], ("numpy", "importlib.metadata", "rich"))
+    assert loaded == "[]"
+    assert "float32" in stdout
