@@ -38,6 +38,7 @@ from .state import STATE_FILENAME, CheckpointState, parse_state, read_state, sta
 from .storage import ANY, LOCAL, storage_for
 
 JOURNAL = ".ckptool-prune-pending"
+STATE_ATTEMPTS = 10  # merges of a state file that keeps changing before prune gives up
 _DATA_RE = re.compile(r"^(?P<base>.+)\.data-\d{5,}-of-\d{5,}$")
 _V1_RE = re.compile(r"^(?P<base>.+)-\d{5,}-of-\d{5,}$")
 
@@ -479,9 +480,6 @@ def _finite(x):
 
 def _changed(old, new) -> bool:
     return old is None or old.to_text() != new.to_text()
-
-
-STATE_ATTEMPTS = 10
 
 
 def _current_state(storage, directory: str, planned: CheckpointState | None):

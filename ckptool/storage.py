@@ -220,6 +220,7 @@ class LocalStorage:
         except (FileNotFoundError, NotADirectoryError):
             return None
 
+
 LOCK_FILENAME = ".ckptool.lock"
 
 
