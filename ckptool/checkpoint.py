@@ -332,9 +332,10 @@ class BundleCheckpoint(Checkpoint):
         return self._assemble(e, verify)
 
     def _assemble(self, e: Entry, verify: bool) -> np.ndarray:
+        import numpy as np
+
         # The full shape comes from the index alone: before allocating it, check that
         # the slices (each bounded by its data file) can cover it at all.
-        import numpy as np
         parts = []
         stored = 0
         for sl in e.slices:
