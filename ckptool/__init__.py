@@ -11,7 +11,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .errors import (  # noqa: E402
+from ckptool.errors import (  # noqa: E402
     ChecksumError,
     CkptError,
     CkptWarning,
@@ -32,11 +32,11 @@ __all__ = [
 def __getattr__(name: str):
     # Lazy: `ckptool --version` and `import ckptool` stay fast (no numpy/protobuf).
     if name in ("open", "Checkpoint", "Variable"):
-        from . import checkpoint
+        from ckptool.ops import read as checkpoint
 
         return getattr(checkpoint, name)
     if name == "write":
-        from .writer import write
+        from ckptool.ops.write import write
 
         return write
     raise AttributeError(f"module 'ckptool' has no attribute {name!r}")

@@ -159,7 +159,7 @@ def run_armed(args, spec: str = "", log: str = "", out: str = "") -> None:  # pr
         _TARGET, _LOG = _parse(spec), log
         _seen.clear()
         install()
-        from .cli.main import main as cli_main
+        from ckptool.cli.main import main as cli_main
 
         try:
             cli_main([str(a) for a in args])
@@ -179,7 +179,7 @@ def run_armed(args, spec: str = "", log: str = "", out: str = "") -> None:  # pr
 
 def main() -> None:  # pragma: no cover - run in subprocesses by the crash tests
     install()
-    from .cli import main as cli_main
+    from ckptool.cli import main as cli_main
 
     cli_main()
 

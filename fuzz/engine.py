@@ -83,7 +83,7 @@ def _write_own(tmp: pathlib.Path) -> list[Seed]:
     """Checkpoints written with ckptool.write / BundleWriter."""
     import ml_dtypes
 
-    from ckptool.writer import BundleWriter, write
+    from ckptool.ops.write import BundleWriter, write
 
     seeds = []
     d = tmp / "own"
@@ -601,7 +601,7 @@ CHECKPOINT_TARGETS = {"open": run_open, "read": run_read, "verify": run_verify}
 
 def state_texts(rng: random.Random, names: list[str], outside: str) -> tuple[str, str]:
     """A mutated or hostile checkpoint state text, and its description."""
-    from ckptool.state import CheckpointState
+    from ckptool.io.state import CheckpointState
 
     hostile = ["..", "../x", "../../etc/passwd", "/", "/etc/passwd", outside, outside + "/ckpt-1",
                "a" * 5000, "a\0b", "ckpt\n-1", "\x00", "", ".", "./", "link/ckpt-1", "ckpt-1\\..\\..",
@@ -645,7 +645,7 @@ class Scratch:
         if self.outside.exists():
             shutil.rmtree(self.outside)
         self.outside.mkdir()
-        from ckptool.writer import write
+        from ckptool.ops.write import write
 
         write(str(self.outside / "ckpt-1"), {"keep": np.arange(2, dtype=np.int8)}, sync=False)
         (self.outside / "precious").write_bytes(b"precious")
@@ -671,7 +671,7 @@ def _write_files(directory: pathlib.Path, files: dict[str, bytes]) -> None:
 
 
 def _small_dir(directory: pathlib.Path, steps=(1, 2, 3, 4)) -> list[str]:
-    from ckptool.writer import write
+    from ckptool.ops.write import write
 
     for s in steps:
         write(str(directory / f"ckpt-{s}"), {"w": np.full(2, s, np.float32)}, sync=False)
@@ -687,7 +687,7 @@ def _maybe_symlinks(rng, directory: pathlib.Path, outside: pathlib.Path) -> None
 
 
 def run_state(scratch: Scratch, rng: random.Random, seed_files) -> str:
-    from ckptool import paths, state
+    from ckptool.io import layout as paths, state
 
     d = scratch.reset()
     names = _small_dir(d, (1, 2))
@@ -723,7 +723,7 @@ def run_prune(scratch: Scratch, rng: random.Random, seed_files) -> str:
     corrupt: only CkptErrors, and nothing outside the directory is deleted or changed."""
     import importlib
 
-    manage = importlib.import_module("ckptool.manage")
+    manage = importlib.import_module("ckptool.ops.manage")
     before_out = scratch.make_outside()
     d = scratch.reset()
     names = _small_dir(d, (1, 2, 3, 4))
@@ -786,8 +786,8 @@ def run(target: str, cases: int, seed: int = 0, timeout: float = 10.0, mem_cap: 
         if target == "prune":
             import importlib.util
 
-            if importlib.util.find_spec("ckptool.manage") is None:
-                stats.outcomes["skipped: ckptool.manage not present"] = cases
+            if importlib.util.find_spec("ckptool.ops.manage") is None:
+                stats.outcomes["skipped: ckptool.ops.manage not present"] = cases
                 return stats
         if seeds is None and target in CHECKPOINT_TARGETS:
             seeds = load_seeds(tmp)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import ckptool
-from ckptool.convert import convert
+from ckptool.ops.convert import convert
 from ckptool.errors import RefusedError, UnsupportedError
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
@@ -42,7 +42,7 @@ def _same_bits(a, b):
 
 
 def _values(path):
-    from ckptool.sources import open_source
+    from ckptool.ops.sources import open_source
 
     with open_source(path) as s:
         return {n: np.asarray(v) for n, v in s.items()}

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import ckptool
-from ckptool import manage
-from ckptool.state import CheckpointState, read_state, write_state
+from ckptool.ops import manage
+from ckptool.io.state import CheckpointState, read_state, write_state
 
 T0 = 1_700_000_000.0
 NOW = T0 + 30 * 86400

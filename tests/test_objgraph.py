@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import ckptool
-from ckptool.objgraph import (
+from ckptool.format.objgraph import (
     OBJECT_GRAPH_KEY,
     Attribute,
     ObjectGraph,

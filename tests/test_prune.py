@@ -1,4 +1,4 @@
-"""`ckptool prune` and ckptool.manage.prune: decisions, every file of a checkpoint, and each safety rule."""
+"""`ckptool prune` and ckptool.ops.manage.prune: decisions, every file of a checkpoint, and each safety rule."""
 
 import json
 import os
@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import ckptool
-from ckptool import manage
+from ckptool.ops import manage
 from ckptool.errors import CkptWarning, MissingError, RefusedError
-from ckptool.state import CheckpointState, read_state, write_state
+from ckptool.io.state import CheckpointState, read_state, write_state
 
 T0 = 1_700_000_000.0
 
@@ -253,7 +253,7 @@ def test_a_killed_prune_is_finished_from_its_journal(tmp_path):
 
 
 def test_lock_keeps_two_prunes_apart(tmp_path, capsys):
-    from ckptool.storage import LOCAL
+    from ckptool.io.storage import LOCAL
 
     d = make(tmp_path / "run", range(1, 4))
     with LOCAL.lock(str(d)):
@@ -310,7 +310,7 @@ def test_pruning_10000_checkpoints_lists_the_directory_once(tmp_path, monkeypatc
         (d / f"ckpt-{i}.data-00000-of-00001").write_bytes(b"x")
     write_state(str(d), CheckpointState(f"ckpt-{n}", [f"ckpt-{i}" for i in range(1, n + 1)],
                                         [T0 + i for i in range(1, n + 1)], T0))
-    from ckptool.storage import LocalStorage
+    from ckptool.io.storage import LocalStorage
 
     calls = []
     real = LocalStorage.listdir

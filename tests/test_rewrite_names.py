@@ -1,4 +1,4 @@
-"""``ckptool rewrite-names`` and ckptool.rename: rules, collisions, object graphs, fast path, safety."""
+"""``ckptool rewrite-names`` and ckptool.ops.rename: rules, collisions, object graphs, fast path, safety."""
 
 import contextlib
 import io
@@ -13,8 +13,8 @@ import pytest
 import ckptool
 from ckptool.cli.main import main
 from ckptool.errors import CkptError
-from ckptool.objgraph import OBJECT_GRAPH_KEY, ObjectGraph
-from ckptool.rename import Renamer, is_optimizer_name, parse_map, parse_rule, plan_names
+from ckptool.format.objgraph import OBJECT_GRAPH_KEY, ObjectGraph
+from ckptool.ops.rename import Renamer, is_optimizer_name, parse_map, parse_rule, plan_names
 
 DATA = pathlib.Path(__file__).parent / "data"
 VV = "/.ATTRIBUTES/VARIABLE_VALUE"
@@ -237,7 +237,7 @@ def test_edit_keeps_aliases_and_rekeys_what_ran_through_the_optimizer():
     paths = {v: k for k, v in g.paths().items()}
     var = paths["optimizer/_trainable_variables/0"]
     root = g.nodes[0]
-    from ckptool.objgraph import Node
+    from ckptool.format.objgraph import Node
 
     model, dense = len(g.nodes), len(g.nodes) + 1
     g.nodes += [Node(model, children=[("dense", dense)]), Node(dense, children=[("kernel", var)])]

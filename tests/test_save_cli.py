@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 import ckptool
-from ckptool.objgraph import OBJECT_GRAPH_KEY
-from ckptool.sources import SafetensorsSource, step_prefix
+from ckptool.format.objgraph import OBJECT_GRAPH_KEY
+from ckptool.ops.sources import SafetensorsSource, step_prefix
 
-HAVE_MANAGE = importlib.util.find_spec("ckptool.manage") is not None
-needs_manage = pytest.mark.skipif(not HAVE_MANAGE, reason="ckptool.manage (retention engine, another issue) "
+HAVE_MANAGE = importlib.util.find_spec("ckptool.ops.manage") is not None
+needs_manage = pytest.mark.skipif(not HAVE_MANAGE, reason="ckptool.ops.manage (retention engine, another issue) "
                                                           "is not in the tree yet")
 
 
@@ -99,7 +99,7 @@ def test_save_from_checkpoint_copies_bytes(capsys, tmp_path):
 
 def test_save_from_partitioned_checkpoint_renamed(capsys, tmp_path):
     from ckptool.format import bundle
-    from ckptool.writer import BundleWriter
+    from ckptool.ops.write import BundleWriter
 
     full = np.arange(12, dtype=np.int32).reshape(4, 3)
     sl = [((0, 2), (0, -1)), ((2, 2), (0, -1))]
@@ -199,17 +199,18 @@ class _FakeResult:
 
 
 def test_state_update_calls_the_retention_engine(capsys, tmp_path, srcs, monkeypatch):
-    """save hands the new prefix and the policy to ckptool.manage.record_save, and reports its result."""
+    """save hands the new prefix and the policy to ckptool.ops.manage.record_save, and reports its result."""
     calls = []
-    fake = types.ModuleType("ckptool.manage")
+    fake = types.ModuleType("ckptool.ops.manage")
 
     def record_save(directory, prefix, *, max_to_keep, keep_every_n_hours, now=None, storage=None):
         calls.append((directory, prefix, max_to_keep, keep_every_n_hours, now))
         return _FakeResult([prefix], ["old-1"])
 
     fake.record_save = record_save
-    monkeypatch.setitem(sys.modules, "ckptool.manage", fake)
-    monkeypatch.setattr(ckptool, "manage", fake, raising=False)
+    monkeypatch.setitem(sys.modules, "ckptool.ops.manage", fake)
+    import ckptool.ops
+    monkeypatch.setattr(ckptool.ops, "manage", fake, raising=False)
     prefix = str(tmp_path / "run" / "ck")
     code, out, err = run(capsys, "save", prefix, "--from", str(srcs / "step.npy"), "--global-step", "3",
                          "--max-to-keep", "2", "--keep-every-n-hours", "1.5", "--json")
@@ -224,7 +225,7 @@ def test_state_update_calls_the_retention_engine(capsys, tmp_path, srcs, monkeyp
 
 @needs_manage
 def test_state_file_written_and_retention_applied(capsys, tmp_path, srcs):
-    from ckptool.state import read_state
+    from ckptool.io.state import read_state
 
     d = tmp_path / "run"
     for step in range(1, 5):

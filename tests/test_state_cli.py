@@ -6,7 +6,7 @@ import os
 import numpy as np
 
 import ckptool
-from ckptool.state import CheckpointState, read_state, write_state
+from ckptool.io.state import CheckpointState, read_state, write_state
 
 
 from clirun import run  # noqa: E402

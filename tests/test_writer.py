@@ -14,7 +14,7 @@ from ckptool.errors import CkptError, RefusedError, UnsupportedError
 from ckptool.format import bundle, dtypes
 from ckptool.format.coding import crc32c, mask_crc
 from ckptool.format.table import BLOCK_SIZE, TableBuilder, TableReader
-from ckptool.writer import BundleWriter, write, write_index
+from ckptool.ops.write import BundleWriter, write, write_index
 
 DATA = pathlib.Path(__file__).parent / "data"
 FIXED = [d for d in dtypes.BY_VALUE.values() if d.is_fixed]
@@ -477,8 +477,8 @@ def test_rewriting_a_tf_fixture_reproduces_its_bytes(tmp_path, prefix):
 def test_writeback_is_started_as_the_data_is_written(tmp_path, sync):
     """With sync, the disk writeback of each shard is started every WRITEBACK bytes, in
     order and without gaps (the final fsync then waits for the tail only); never without."""
-    from ckptool.storage import LocalStorage
-    from ckptool.writer import WRITEBACK
+    from ckptool.io.storage import LocalStorage
+    from ckptool.ops.write import WRITEBACK
 
     class Recording(LocalStorage):
         calls = []

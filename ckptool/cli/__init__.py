@@ -1,5 +1,5 @@
 """The ``ckptool`` command line: click and rich live only in this package."""
 
-from .main import main
+from ckptool.cli.main import main
 
 __all__ = ["main"]

@@ -11,7 +11,7 @@ import click
 
 def checkpoint_argument(name: str = "checkpoint", **kwargs):
     """A CHECKPOINT argument (completes to checkpoint prefixes, not data files)."""
-    from .completion import complete_checkpoint
+    from ckptool.cli.completion import complete_checkpoint
 
     return click.argument(name, metavar=kwargs.pop("metavar", name.upper()), shell_complete=complete_checkpoint,
                           **kwargs)
@@ -69,7 +69,7 @@ def settings():
     ctx = click.get_current_context(silent=True)
     obj = ctx.find_root().obj if ctx is not None else None
     if obj is None:
-        from .main import Settings
+        from ckptool.cli.main import Settings
 
         return Settings(False, False)
     return obj

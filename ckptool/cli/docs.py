@@ -19,8 +19,8 @@ import sys
 import click
 from click.shell_completion import BashComplete, FishComplete, ZshComplete
 
-from .. import __version__
-from .main import cli
+from ckptool import __version__
+from ckptool.cli.main import cli
 
 PROG = "ckptool"
 COMPLETE_VAR = "_CKPTOOL_COMPLETE"

@@ -13,8 +13,8 @@ import warnings
 
 import click
 
-from .. import __version__
-from ..errors import CkptError, CkptWarning
+from ckptool import __version__
+from ckptool.errors import CkptError, CkptWarning
 
 #: subcommand -> module under ckptool.cli.commands (imported on first use, so
 #: that `ckptool --version` and `--help` stay fast).

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 
-from .common import quiet, stderr_is_terminal
+from ckptool.cli.common import quiet, stderr_is_terminal
 
 
 @contextlib.contextmanager

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import display_name, format_shape, human_bytes, human_count, note, style
+from ckptool.cli.common import display_name, format_shape, human_bytes, human_count, note, style
 
 
 def _table(header, rows, right=()) -> list[str]:

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING
 
 from google.protobuf.message import DecodeError
 
-from ..errors import ChecksumError, CkptError, CorruptError, UnsupportedError
-from . import dtypes
-from .coding import FIXED32, crc32c, decode_varint, encode_varint, mask_crc, unmask_crc
-from .protos.tensor_bundle_pb2 import BundleEntryProto, BundleHeaderProto, TensorShapeProto
+from ckptool.errors import ChecksumError, CkptError, CorruptError, UnsupportedError
+from ckptool.format import dtypes
+from ckptool.format.coding import FIXED32, crc32c, decode_varint, encode_varint, mask_crc, unmask_crc
+from ckptool.format.protos.tensor_bundle_pb2 import BundleEntryProto, BundleHeaderProto, TensorShapeProto
 
 if TYPE_CHECKING:  # numpy is imported where arrays are made: listing needs none of it
     import numpy as np

@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 import sys
 
-from ..errors import CorruptError
+from ckptool.errors import CorruptError
 
 
 def _load_crc32c():

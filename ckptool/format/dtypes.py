@@ -13,7 +13,7 @@ import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..errors import UnsupportedError
+from ckptool.errors import UnsupportedError
 
 if TYPE_CHECKING:  # numpy is imported where arrays are made: listing needs none of it
     import numpy as np

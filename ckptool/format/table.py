@@ -16,8 +16,8 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..errors import ChecksumError, CorruptError, UnsupportedError
-from .coding import (
+from ckptool.errors import ChecksumError, CorruptError, UnsupportedError
+from ckptool.format.coding import (
     FIXED32,
     MAX_VARINT32_BYTES,
     crc32c,

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from ..errors import CorruptError, UnsupportedError
-from . import dtypes
-from .bundle import Slice, shape_from_proto, slice_from_proto
-from .protos.tensor_bundle_pb2 import SavedTensorSlices, TensorProto
+from ckptool.errors import CorruptError, UnsupportedError
+from ckptool.format import dtypes
+from ckptool.format.bundle import Slice, shape_from_proto, slice_from_proto
+from ckptool.format.protos.tensor_bundle_pb2 import SavedTensorSlices, TensorProto
 
 V1_PRODUCER = 1  # TF_CHECKPOINT_VERSION
 V1_CONSUMER = 1

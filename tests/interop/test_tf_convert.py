@@ -9,8 +9,8 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 
 import ckptool  # noqa: E402
-from ckptool.convert import convert  # noqa: E402
-from ckptool.sources import open_source  # noqa: E402
+from ckptool.ops.convert import convert  # noqa: E402
+from ckptool.ops.sources import open_source  # noqa: E402
 
 pytestmark = pytest.mark.interop
 

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 import ckptool  # noqa: E402
-from ckptool import manage  # noqa: E402
+from ckptool.ops import manage  # noqa: E402
 from tensorflow.python.checkpoint import checkpoint_management as cm  # noqa: E402
 
 T0 = 1_800_000_000.0

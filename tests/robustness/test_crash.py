@@ -35,10 +35,10 @@ import pytest
 
 import ckptool
 from ckptool import _faults
-from ckptool.state import read_state, resolve
+from ckptool.io.state import read_state, resolve
 from clirun import run as run_cli
 
-HAS_MANAGE = importlib.util.find_spec("ckptool.manage") is not None
+HAS_MANAGE = importlib.util.find_spec("ckptool.ops.manage") is not None
 VALUES = {"w": np.arange(12, dtype=np.float32).reshape(3, 4), "b": np.array([b"x", b""], dtype=object),
           "step": np.int64(3)}
 KILLS = {"event": 0, "random": 0, "by_command": {}}  # by_command: name -> [at events, at random]
@@ -170,7 +170,7 @@ def test_prune_killed_at_every_disk_event(tmp_path):
         d.mkdir()
         for s in range(1, 7):
             ckptool.write(str(d / f"ckpt-{s}"), {"w": np.full(3, s, np.float32)}, sync=False)
-        from ckptool.state import CheckpointState, write_state
+        from ckptool.io.state import CheckpointState, write_state
 
         write_state(str(d), CheckpointState("ckpt-6", [f"ckpt-{s}" for s in range(1, 7)]))
 
@@ -254,8 +254,8 @@ def test_rewrite_names_killed_at_every_disk_event(tmp_path, compact):
 # (ckptool._faults.run_armed): ~30 ms a kill instead of an interpreter start (~0.4 s), so every
 # event of every target is killed, before and after, in a few seconds.
 
-_FORK_PRELOAD = ["ckptool._faults", "ckptool.cli.main", "ckptool.cli.commands.convert", "ckptool.convert",
-                 "ckptool.sources", "ckptool.checkpoint", "ckptool.writer", "zipfile"]
+_FORK_PRELOAD = ["ckptool._faults", "ckptool.cli.main", "ckptool.cli.commands.convert", "ckptool.ops.convert",
+                 "ckptool.ops.sources", "ckptool.ops.read", "ckptool.ops.write", "zipfile"]
 _CTX = []
 
 

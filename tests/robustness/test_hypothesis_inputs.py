@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 from ckptool.errors import CkptError
 from ckptool.format import bundle, dtypes, table as tbl
 from ckptool.format.coding import decode_varint, encode_varint
-from ckptool.state import CheckpointState
+from ckptool.io.state import CheckpointState
 
 EXAMPLES = settings(max_examples=300, deadline=None)
 

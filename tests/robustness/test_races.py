@@ -11,14 +11,14 @@ import os
 
 import ckptool
 from ckptool.errors import CkptError
-from ckptool.state import read_state, resolve
+from ckptool.io.state import read_state, resolve
 
 HAS_PRUNE = importlib.util.find_spec("ckptool.cli.commands.prune") is not None
 RACES = {"polls": 0, "prunes": 0, "saves": 0}
 
 WRITER = textwrap.dedent("""
     import sys, time, numpy as np, ckptool
-    from ckptool.state import CheckpointState, write_state
+    from ckptool.io.state import CheckpointState, write_state
     d, seconds = sys.argv[1], float(sys.argv[2])
     end = time.monotonic() + seconds
     step, paths = 0, []

@@ -11,7 +11,7 @@ import ckptool
 from ckptool.errors import CkptError, CorruptError, MissingError
 from ckptool.format import table as tbl
 from ckptool.format.coding import crc32c, encode_varint, mask_crc
-from ckptool.state import CheckpointState, write_state
+from ckptool.io.state import CheckpointState, write_state
 
 cramjam = pytest.importorskip("cramjam")
 

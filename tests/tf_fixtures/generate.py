@@ -451,7 +451,7 @@ def make_bigendian(gen):
     from ckptool.format import bundle, dtypes
     from ckptool.format.bundle import Entry
     from ckptool.format.coding import mask_crc
-    from ckptool.writer import BundleWriter
+    from ckptool.ops.write import BundleWriter
     from crc32c import crc32c
 
     rng = np.random.default_rng(99)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..common import checkpoint_argument, emit_json, human_bytes, json_option
+from ckptool.cli.common import checkpoint_argument, emit_json, human_bytes, json_option
 
 
 @click.command("convert")
@@ -34,8 +34,8 @@ def command(src: str, dst: str, to: str | None, match: tuple[str, ...], exclude:
     decoding. Output goes to temporary names renamed into place (data first,
     index last); memory stays bounded by the largest tensor.
     """
-    from ...convert import convert
-    from ..progress import progress_bar
+    from ckptool.ops.convert import convert
+    from ckptool.cli.progress import progress_bar
 
     with progress_bar(f"convert {dst}") as bar:
         result = convert(src, dst, to=to, match=match, exclude=exclude, num_shards=shards,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..common import checkpoint_argument, emit_json, json_option
+from ckptool.cli.common import checkpoint_argument, emit_json, json_option
 
 
 @click.command("diff")
@@ -30,10 +30,10 @@ def command(a: str, b: str, atol: float, as_json: bool) -> None:
     """
     import ckptool
 
-    from ...diff import diff
-    from .. import render
-    from ..main import Failed
-    from ..progress import progress_bar
+    from ckptool.ops.diff import diff
+    from ckptool.cli import render
+    from ckptool.cli.main import Failed
+    from ckptool.cli.progress import progress_bar
 
     with ckptool.open(a) as ca, ckptool.open(b) as cb:
         with progress_bar("comparing") as bar:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from ..common import checkpoint_argument, emit_json, json_option
-from ..completion import complete_tensor
+from ckptool.cli.common import checkpoint_argument, emit_json, json_option
+from ckptool.cli.completion import complete_tensor
 
 
 @click.command("inspect")
@@ -53,9 +53,9 @@ def command(checkpoint: str, as_json: bool, tensors: tuple[str, ...], all_tensor
     """
     import ckptool
 
-    from ... import inspection
-    from .. import render
-    from ..main import Failed
+    from ckptool.ops import inspection
+    from ckptool.cli import render
+    from ckptool.cli.main import Failed
 
     modes = [m for m, on in (("--verify", verify), ("--tree", tree)) if on]
     if stats:
@@ -73,7 +73,7 @@ def command(checkpoint: str, as_json: bool, tensors: tuple[str, ...], all_tensor
 
     with ckptool.open(checkpoint) as ck:
         if verify:
-            from ..progress import progress_bar
+            from ckptool.cli.progress import progress_bar
 
             with progress_bar("verifying") as bar:
                 report = inspection.verify(ck, progress=bar)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..common import checkpoint_argument, emit_json, json_option
+from ckptool.cli.common import checkpoint_argument, emit_json, json_option
 
 
 @click.command("list-variables")
@@ -26,8 +26,8 @@ def command(checkpoint: str, as_json: bool, patterns: tuple[str, ...], regex: st
     """
     import ckptool
 
-    from ..render import print_variables
-    from ...select import compile_filter
+    from ckptool.cli.render import print_variables
+    from ckptool.ops.select import compile_filter
 
     keep = compile_filter(patterns, regex)
     with ckptool.open(checkpoint) as ck:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import click
 
-from ..common import emit_json, human_bytes, json_option, note
+from ckptool.cli.common import emit_json, human_bytes, json_option, note
 
 
 def _duration(ctx, param, value):
     if value is None:
         return None
-    from ...retention import parse_duration
+    from ckptool.ops.retention import parse_duration
 
     try:
         return parse_duration(value)
@@ -83,7 +83,7 @@ def command(directory: str, max_to_keep: int, keep_every_n_hours: float | None, 
     file without --scan, a corrupt state file, lock held; with --recursive,
     any directory failed); 2 usage error.
     """
-    from ...manage import prune, prune_tree
+    from ckptool.ops.manage import prune, prune_tree
 
     if exclude and not recursive:
         raise click.UsageError("--exclude needs --recursive")
@@ -116,8 +116,8 @@ def render_result(result, prefix: str = "") -> None:
 
 def _recursive(root, max_to_keep, keep_every_n_hours, keep_steps_every, min_age, pinned, scan, exclude, dry_run,
                as_json, prune_tree) -> None:
-    from ..common import quiet, stderr_is_terminal
-    from ..main import Failed
+    from ckptool.cli.common import quiet, stderr_is_terminal
+    from ckptool.cli.main import Failed
 
     def progress(i, n, d):
         if stderr_is_terminal() and not quiet():

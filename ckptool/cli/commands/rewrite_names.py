@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..common import checkpoint_argument, display_name, emit_json, json_option, note
+from ckptool.cli.common import checkpoint_argument, display_name, emit_json, json_option, note
 
 
 @click.command("rewrite-names")
@@ -66,7 +66,7 @@ def command(src: str, dst: str, map_file: str | None, rules: tuple[str, ...], dr
       ckptool rewrite-names tf1/ tf2/ckpt-1 --map map.json --template init/ckpt-0 --strict
       ckptool rewrite-names run/ckpt-9 small/ckpt-9 --strip-optimizer
     """
-    from ...rename import parse_map, parse_rule, rewrite_names
+    from ckptool.ops.rename import parse_map, parse_rule, rewrite_names
 
     parsed = []
     if map_file is not None:
@@ -97,7 +97,7 @@ def command(src: str, dst: str, map_file: str | None, rules: tuple[str, ...], dr
 def _read_map(path: str):
     import json
 
-    from ...errors import CkptError
+    from ckptool.errors import CkptError
 
     try:
         with click.open_file(path, "r", encoding="utf-8") as f:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..common import emit_json, human_bytes, json_option
+from ckptool.cli.common import emit_json, human_bytes, json_option
 
 
 @click.command("save")
@@ -39,7 +39,7 @@ def command(prefix: str, sources: tuple[str, ...], global_step: int | None, pad_
     (data first, index last). Unless --no-state, the directory's 'checkpoint'
     file then records PREFIX (relative paths) and retention is applied.
     """
-    from ...sources import save
+    from ckptool.ops.sources import save
 
     if pad_step_number and global_step is None:
         raise click.UsageError("--pad-step-number needs --global-step")

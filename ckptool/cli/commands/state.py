@@ -6,7 +6,7 @@ import datetime
 
 import click
 
-from ..common import emit_json, json_option, note
+from ckptool.cli.common import emit_json, json_option, note
 
 
 @click.command("state")
@@ -31,7 +31,7 @@ def command(directory: str, rebuild: bool, relative: bool, dry_run: bool, as_jso
     Exit status: 0 ok; 1 no state file, a corrupt one, or nothing to rebuild
     from; 2 usage error.
     """
-    from ...manage import rebuild_state, relative_state, show_state
+    from ckptool.ops.manage import rebuild_state, relative_state, show_state
 
     if rebuild and relative:
         raise click.UsageError("--rebuild writes relative paths already; give one of --rebuild, --relative")
@@ -57,7 +57,7 @@ def command(directory: str, rebuild: bool, relative: bool, dry_run: bool, as_jso
 
 
 def _doc(directory, rebuild, relative):
-    from ...manage import rebuild_state, relative_state
+    from ckptool.ops.manage import rebuild_state, relative_state
 
     st = rebuild_state(directory, dry_run=True) if rebuild else relative_state(directory, dry_run=True)[0]
     ts = st.all_model_checkpoint_timestamps

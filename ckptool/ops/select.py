@@ -6,7 +6,7 @@ import fnmatch
 import re
 from collections.abc import Callable, Iterable
 
-from .errors import CkptError
+from ckptool.errors import CkptError
 
 
 def compile_filter(globs: Iterable[str] = (), regex: str | None = None) -> Callable[[str], bool]:

@@ -11,7 +11,7 @@ import fnmatch
 import os
 import uuid
 
-from .errors import CkptError, MissingError
+from ckptool.errors import CkptError, MissingError
 
 
 ANY = object()  # write_bytes_atomic's "whatever the file holds now"
@@ -55,7 +55,7 @@ class RangeReader:
 
 
 def raise_truncated(path: str, offset: int, want: int, got: int):
-    from .errors import CorruptError
+    from ckptool.errors import CorruptError
 
     raise CorruptError(
         f"{path}: truncated: read {got} of {want} bytes at offset {offset} (file too short)"
@@ -230,7 +230,7 @@ class _DirLock:
         self._fd = -1
 
     def __enter__(self):
-        from .errors import RefusedError
+        from ckptool.errors import RefusedError
 
         try:
             import fcntl
@@ -268,7 +268,7 @@ def storage_for(path: str):
     if path.startswith("file://"):
         return LOCAL, path[len("file://"):]
     if is_url(path):
-        from . import remote  # fsspec-backed; an optional extra
+        from ckptool.io import remote  # fsspec-backed; an optional extra
 
         return remote.storage_for_url(path), path
     return LOCAL, path

@@ -8,10 +8,10 @@ import re
 import warnings
 from dataclasses import dataclass
 
-from .errors import CkptWarning, CorruptError, MissingError
-from .format.bundle import DATA_RE, INDEX_SUFFIX
-from .state import read_state, resolve
-from .storage import LOCAL
+from ckptool.errors import CkptWarning, CorruptError, MissingError
+from ckptool.format.bundle import DATA_RE, INDEX_SUFFIX
+from ckptool.io.state import read_state, resolve
+from ckptool.io.storage import LOCAL
 
 V2, V1 = "V2", "V1"
 META_SUFFIX = ".meta"
@@ -47,8 +47,8 @@ def is_v1_table(storage, path: str) -> bool:
     if not storage.isfile(path):
         return False
     try:
-        from .format.table import TableReader
-        from .format.v1 import parse_meta
+        from ckptool.format.table import TableReader
+        from ckptool.format.v1 import parse_meta
 
         table = TableReader(storage.read_bytes(path), path)
         for key, value in table:
@@ -124,7 +124,7 @@ def _strip_file_suffix(path: str) -> str | None:
 def locate(path: str, storage=None) -> Located:
     """Resolve a CHECKPOINT argument to a checkpoint (every form of the contract)."""
     if storage is None:
-        from .storage import storage_for
+        from ckptool.io.storage import storage_for
 
         storage, path = storage_for(path)
     if path != "/" and path.endswith("/") and not path.endswith("://"):

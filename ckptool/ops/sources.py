@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import CkptError, CorruptError, MissingError, UnsupportedError
-from .format import bundle
-from .format.bundle import Entry
-from .objgraph import OBJECT_GRAPH_KEY, is_object_key, object_key
-from .storage import storage_for
+from ckptool.errors import CkptError, CorruptError, MissingError, UnsupportedError
+from ckptool.format import bundle
+from ckptool.format.bundle import Entry
+from ckptool.format.objgraph import OBJECT_GRAPH_KEY, is_object_key, object_key
+from ckptool.io.storage import storage_for
 
 NPZ, NPY, SAFETENSORS, CHECKPOINT = "npz", "npy", "safetensors", "checkpoint"
 
@@ -287,7 +287,7 @@ class CheckpointSource(Source):
 
     def __init__(self, path: str, verify: bool = True):
         super().__init__(path)
-        from .checkpoint import BundleCheckpoint, open as open_checkpoint
+        from ckptool.ops.read import BundleCheckpoint, open as open_checkpoint
 
         self.ck = open_checkpoint(path)
         self._closers.append(self.ck.close)
@@ -368,9 +368,9 @@ def save(prefix: str, sources: list[str], *, global_step: int | None = None, pad
     keys (each '/' part escaped) and an object graph is synthesized; keys already
     object-based are kept. Two sources giving one name is an error. Unless
     ``state`` is False, the directory's ``checkpoint`` file records the new
-    checkpoint and retention is applied (``ckptool.manage.record_save``).
+    checkpoint and retention is applied (``ckptool.ops.manage.record_save``).
     """
-    from .writer import BundleWriter
+    from ckptool.ops.write import BundleWriter
 
     if not sources:
         raise CkptError("nothing to save: give at least one source")
@@ -434,12 +434,12 @@ def _plan_names(opened: list[Source], object_based: bool) -> dict[int, dict[str,
 
 def _record(storage, prefix: str, max_to_keep, keep_every_n_hours, now):
     try:
-        from . import manage
+        from ckptool.ops import manage
     except ModuleNotFoundError as exc:  # pragma: no cover - until the retention engine lands
-        if exc.name != "ckptool.manage":
+        if exc.name != "ckptool.ops.manage":
             raise
         raise UnsupportedError(f"{prefix}: saved, but the state file cannot be updated "
-                               f"(ckptool.manage is not available); use --no-state") from None
+                               f"(ckptool.ops.manage is not available); use --no-state") from None
     directory = storage.dirname(prefix) or "."
     return manage.record_save(directory, prefix, max_to_keep=max_to_keep,
                               keep_every_n_hours=keep_every_n_hours, now=now, storage=storage)

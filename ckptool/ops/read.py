@@ -13,12 +13,12 @@ import warnings
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
-from .errors import CkptError, CkptWarning, CorruptError, MissingError, TensorNotFoundError, UnsupportedError
-from .format import bundle, dtypes
-from .format.bundle import Entry
-from .format.table import TableReader
-from .objgraph import OBJECT_GRAPH_KEY, ObjectGraph
-from .paths import V1, V2, Located, locate
+from ckptool.errors import CkptError, CkptWarning, CorruptError, MissingError, TensorNotFoundError, UnsupportedError
+from ckptool.format import bundle, dtypes
+from ckptool.format.bundle import Entry
+from ckptool.format.table import TableReader
+from ckptool.format.objgraph import OBJECT_GRAPH_KEY, ObjectGraph
+from ckptool.io.layout import V1, V2, Located, locate
 
 if TYPE_CHECKING:  # numpy is imported where arrays are made: listing needs none of it
     import numpy as np
@@ -319,7 +319,7 @@ class BundleCheckpoint(Checkpoint):
         if e.dtype.kind == dtypes.STRING:
             return bundle.decode_string(buf, e, self.header.big_endian, reader.path, verify)
         if self.header.big_endian:
-            from .errors import UnsupportedError
+            from ckptool.errors import UnsupportedError
 
             raise UnsupportedError(f"{reader.path}: big-endian variant tensor {_name(e.key)!r}")
         return bundle.decode_variant(buf, e, reader.path, verify)
@@ -383,7 +383,7 @@ class V1Checkpoint(Checkpoint):
 
     def __init__(self, located: Located):
         super().__init__(located)
-        from .format import v1
+        from ckptool.format import v1
 
         self._v1 = v1
         self.files = list(located.v1_files)
@@ -395,7 +395,7 @@ class V1Checkpoint(Checkpoint):
             self._tables.append(table)
             first = True
             for handle in table.block_handles():
-                from .format.table import iter_block
+                from ckptool.format.table import iter_block
 
                 for key, value in iter_block(table.read_block(handle), path, handle.offset):
                     if first:
@@ -428,7 +428,7 @@ class V1Checkpoint(Checkpoint):
         return name in self._meta
 
     def _slice_value(self, m, sl):
-        from .format.table import iter_block
+        from ckptool.format.table import iter_block
 
         key = bundle.encode_tensor_name_slice(_key(m.name), sl) if m.shape else \
             bundle.encode_tensor_name_slice(_key(m.name), ())

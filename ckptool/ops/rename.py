@@ -25,10 +25,10 @@ import re
 import shutil
 from dataclasses import dataclass, field
 
-from .errors import CkptError, RefusedError
-from .format import bundle
-from .objgraph import OBJECT_GRAPH_KEY, OPTIMIZER_SLOT, ObjectGraph, is_object_key, object_key
-from .storage import LocalStorage
+from ckptool.errors import CkptError, RefusedError
+from ckptool.format import bundle
+from ckptool.format.objgraph import OBJECT_GRAPH_KEY, OPTIMIZER_SLOT, ObjectGraph, is_object_key, object_key
+from ckptool.io.storage import LocalStorage
 
 EXACT, PREFIX, ROOT, REGEX = "exact", "prefix", "root", "regex"
 
@@ -232,7 +232,7 @@ def _check_dst(src_ck, dst: str, storage, force: bool) -> None:
 def _link_or_copy(storage, src: str, dst: str) -> str:
     """Hard-link src to a temporary name next to dst (copy when linking fails); on an object
     store, copy it in ranged reads to dst itself (a PUT is atomic). Returns the name written."""
-    from .writer import open_part
+    from ckptool.ops.write import open_part
 
     if isinstance(storage, LocalStorage):
         tmp = storage.temp_name(dst)
@@ -257,9 +257,9 @@ def _link_or_copy(storage, src: str, dst: str) -> str:
 
 def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop=(), strip_optimizer=False, strict=False,
                   template: str | None = None, dry_run=False, force=False, compact=False) -> Plan:
-    from .checkpoint import BundleCheckpoint, open as open_checkpoint
-    from .storage import storage_for
-    from .writer import BundleWriter, write_index
+    from ckptool.ops.read import BundleCheckpoint, open as open_checkpoint
+    from ckptool.io.storage import storage_for
+    from ckptool.ops.write import BundleWriter, write_index
 
     storage, dprefix = storage_for(dst)
     with open_checkpoint(src) as ck:
@@ -323,7 +323,7 @@ def _fast(ck, plan: Plan, dprefix: str, storage, graph_bytes, force, write_index
     if plan.object_graph == "kept":
         k = OBJECT_GRAPH_KEY.encode()
         entries.append((k, ck.raw_entry(k)))
-    from .writer import publish_part, retire_index
+    from ckptool.ops.write import publish_part, retire_index
 
     storage.makedirs(storage.dirname(dprefix))
     if force:
@@ -334,8 +334,8 @@ def _fast(ck, plan: Plan, dprefix: str, storage, graph_bytes, force, write_index
             final = bundle.data_filename(dprefix, i, n_dst)
             made.append((_link_or_copy(storage, ck.shard_path(i), final), final))
         if graph_bytes is not None:
-            from .format.coding import mask_crc
-            from .writer import encode_tensor, open_part
+            from ckptool.format.coding import mask_crc
+            from ckptool.ops.write import encode_tensor, open_part
 
             dt, shape, data, crc = encode_tensor(OBJECT_GRAPH_KEY.encode(), graph_bytes)
             final = bundle.data_filename(dprefix, n_src, n_dst)
@@ -365,8 +365,8 @@ def _fast(ck, plan: Plan, dprefix: str, storage, graph_bytes, force, write_index
 
 def _with_template(ck, plan: Plan, template: str, dprefix, storage, strict, dry_run, force) -> Plan:
     """DST gets TEMPLATE's keys and graph, values from SRC (through the renames)."""
-    from .checkpoint import BundleCheckpoint, open as open_checkpoint
-    from .writer import BundleWriter
+    from ckptool.ops.read import BundleCheckpoint, open as open_checkpoint
+    from ckptool.ops.write import BundleWriter
 
     with open_checkpoint(template) as tp:
         tvars = {v.name: v for v in tp.variables() if v.name != OBJECT_GRAPH_KEY}

@@ -25,13 +25,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import CkptError, RefusedError, UnsupportedError
-from .format import bundle, dtypes
-from .format.bundle import Entry
-from .format.coding import crc32c, mask_crc
-from .format.table import TableBuilder
-from .objgraph import OBJECT_GRAPH_KEY, ObjectGraph, is_object_key
-from .storage import storage_for
+from ckptool.errors import CkptError, RefusedError, UnsupportedError
+from ckptool.format import bundle, dtypes
+from ckptool.format.bundle import Entry
+from ckptool.format.coding import crc32c, mask_crc
+from ckptool.format.table import TableBuilder
+from ckptool.format.objgraph import OBJECT_GRAPH_KEY, ObjectGraph, is_object_key
+from ckptool.io.storage import storage_for
 
 #: Bytes per write() call, and between starts of the disk writeback when syncing.
 WRITEBACK = 8 << 20

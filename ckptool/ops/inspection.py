@@ -29,12 +29,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import ChecksumError, CkptError, CorruptError
-from .format import bundle, dtypes
-from .format.coding import crc32c, unmask_crc
-from .objgraph import OBJECT_GRAPH_KEY, VARIABLE_VALUE
-from .paths import checkpoint_files, list_checkpoints, meta_graph_filename, step_of
-from .state import read_state, resolve, state_path
+from ckptool.errors import ChecksumError, CkptError, CorruptError
+from ckptool.format import bundle, dtypes
+from ckptool.format.coding import crc32c, unmask_crc
+from ckptool.format.objgraph import OBJECT_GRAPH_KEY, VARIABLE_VALUE
+from ckptool.io.layout import checkpoint_files, list_checkpoints, meta_graph_filename, step_of
+from ckptool.io.state import read_state, resolve, state_path
 
 #: Largest read made at once by statistics, verification and diff.
 CHUNK_BYTES = 8 << 20
@@ -196,7 +196,7 @@ def _meta_versions(storage, path: str) -> dict:
 
 def _proto_field(buf, number: int):
     """The last length-delimited field ``number`` of a serialized message, or None."""
-    from .format.coding import decode_varint
+    from ckptool.format.coding import decode_varint
 
     view = memoryview(buf)
     pos, end, found = 0, len(view), None
@@ -692,7 +692,7 @@ def _object_tree(ck, graph) -> TreeNode:
 
 
 def _join(base: str, local: str) -> str:
-    from .objgraph import escape
+    from ckptool.format.objgraph import escape
 
     return f"{base}/{escape(local)}" if base else escape(local)
 

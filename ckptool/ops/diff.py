@@ -1,6 +1,6 @@
 """Comparing two checkpoints: added, removed, dtype/shape-changed and value-changed tensors.
 
-Values are compared chunk by chunk (:data:`ckptool.inspection.CHUNK_BYTES`
+Values are compared chunk by chunk (:data:`ckptool.ops.inspection.CHUNK_BYTES`
 at a time for fixed-size tensors), so memory stays bounded. Two elements
 are equal when they are bit-identical, numerically equal (``0.0 == -0.0``,
 ``inf == inf``), both NaN, or, with ``atol``, no more than ``atol`` apart.
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .inspection import CHUNK_BYTES, tensor_chunks
+from ckptool.ops.inspection import CHUNK_BYTES, tensor_chunks
 
 
 def _brief(v) -> dict:
@@ -68,7 +68,7 @@ def diff(a, b, atol: float = 0.0, progress: Callable[[int, int], None] | None = 
          chunk_bytes: int = CHUNK_BYTES) -> DiffReport:
     """Compare open checkpoints ``a`` and ``b``; ``progress(done_bytes, total_bytes)``."""
     if not atol >= 0:
-        from .errors import CkptError
+        from ckptool.errors import CkptError
 
         raise CkptError(f"--atol must be a non-negative number, not {atol}")
     va = {v.name: v for v in a.variables()}

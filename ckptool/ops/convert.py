@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import CkptError, RefusedError, UnsupportedError
-from .storage import storage_for
-from .writer import BundleWriter, drop_part, open_part, publish_part
+from ckptool.errors import CkptError, RefusedError, UnsupportedError
+from ckptool.io.storage import storage_for
+from ckptool.ops.write import BundleWriter, drop_part, open_part, publish_part
 
 TF, NPZ, SAFETENSORS = "tf", "npz", "safetensors"
 
@@ -68,7 +68,7 @@ def _selected(name: str, match, exclude) -> bool:
 def _same(src: str, dst: str, fmt: str) -> bool:
     import os
 
-    from .storage import is_url
+    from ckptool.io.storage import is_url
 
     if is_url(src) or is_url(dst):
         return src.rstrip("/") == dst.rstrip("/")
@@ -83,7 +83,7 @@ def _same(src: str, dst: str, fmt: str) -> bool:
 
 def _values(src: str, keep_slices: bool, verify: bool = True):
     """``(source, iterator of (name, value))``; value is an ndarray or a RawTensor."""
-    from .sources import CheckpointSource, RawTensor, open_source
+    from ckptool.ops.sources import CheckpointSource, RawTensor, open_source
 
     s = open_source(src)
     if isinstance(s, CheckpointSource) and not s.raw:
@@ -109,14 +109,14 @@ class _Lazy:
         return self.ck.read(self.name, verify=self.verify)
 
     def meta(self):
-        from .format import dtypes
+        from ckptool.format import dtypes
 
         var = self.ck.variable(self.name)
         return dtypes.from_name(var.dtype).numpy, tuple(var.shape)
 
 
 def _as_array(value):
-    from .sources import RawTensor
+    from ckptool.ops.sources import RawTensor
 
     if isinstance(value, _Lazy):
         return value.read()
@@ -139,7 +139,7 @@ def convert(src: str, dst: str, *, to: str | None = None, match=(), exclude=(), 
         raise CkptError(f"unknown target format {fmt!r} (tf, npz or safetensors)")
     if _same(src, dst, fmt):
         raise RefusedError(f"{dst}: is the source itself; convert to another path")
-    from .sources import CheckpointSource
+    from ckptool.ops.sources import CheckpointSource
 
     source, items = _values(src, keep_slices)
     try:
@@ -180,7 +180,7 @@ def _check_tf_dtypes(ck, items, fmt, skip, result, dst):
 
 
 def _to_tf(dst, items, result, num_shards, force, progress):
-    from .sources import RawTensor
+    from ckptool.ops.sources import RawTensor
 
     done = 0
     with BundleWriter(dst, num_shards=num_shards, force=force) as w:
@@ -269,7 +269,7 @@ def _to_safetensors(dst, items, result, force, skip, progress, src):
     """Two passes over the source: the header (dtypes, shapes) first, then the data. Checkpoint
     tensors are lazy (read in the second pass); a file source (.npz, .safetensors) is read
     twice, one array at a time, so memory stays bounded by the largest tensor."""
-    from .sources import open_source
+    from ckptool.ops.sources import open_source
 
     storage, path = storage_for(dst)
     _check_target(storage, path, force)
@@ -336,7 +336,7 @@ def _to_safetensors(dst, items, result, force, skip, progress, src):
 
 def _meta(v):
     """(numpy dtype, shape) of a RawTensor without reading data, else None."""
-    from .sources import RawTensor
+    from ckptool.ops.sources import RawTensor
 
     if isinstance(v, _Lazy):
         try:

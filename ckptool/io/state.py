@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 
 from google.protobuf import text_format
 
-from .errors import CorruptError
-from .format.protos.tensor_bundle_pb2 import CheckpointState as _StateProto
-from .storage import ANY, LOCAL
+from ckptool.errors import CorruptError
+from ckptool.format.protos.tensor_bundle_pb2 import CheckpointState as _StateProto
+from ckptool.io.storage import ANY, LOCAL
 
 STATE_FILENAME = "checkpoint"
 

@@ -1,8 +1,8 @@
 """Checkpoints on object storage (``s3://``, ``gs://``, ``memory://`` ...) through fsspec.
 
-:class:`RemoteStorage` is the :class:`ckptool.storage.LocalStorage` interface
+:class:`RemoteStorage` is the :class:`ckptool.io.storage.LocalStorage` interface
 over an fsspec filesystem; :func:`storage_for_url` hands one out per protocol
-(``ckptool.storage.storage_for`` calls it for every URL but ``file://``).
+(``ckptool.io.storage.storage_for`` calls it for every URL but ``file://``).
 
 - Paths stay full URLs (``s3://bucket/run/ckpt-5``); join/dirname/basename
   work on the part after ``scheme://`` as POSIX paths.
@@ -31,8 +31,8 @@ import time
 import uuid
 from contextlib import contextmanager
 
-from .errors import CkptError, MissingError, UnsupportedError
-from .storage import ANY, raise_truncated
+from ckptool.errors import CkptError, MissingError, UnsupportedError
+from ckptool.io.storage import ANY, raise_truncated
 
 #: pip extra per protocol (pyproject.toml's optional dependencies).
 EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs"}

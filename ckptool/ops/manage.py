@@ -1,6 +1,6 @@
 """Managing a directory of checkpoints: retention after ``save``, ``prune``, ``state``.
 
-Decisions come from the pure engine (:mod:`ckptool.retention`); this module
+Decisions come from the pure engine (:mod:`ckptool.ops.retention`); this module
 reads the state file and the directory, applies the decision and rewrites
 the state file. Safety rules (CONTRACT.md ``prune``):
 
@@ -30,12 +30,12 @@ import time
 import warnings
 from dataclasses import dataclass, field
 
-from . import retention as R
-from .errors import CkptError, CkptWarning, CorruptError, MissingError, RefusedError
-from .format.bundle import INDEX_SUFFIX
-from .paths import STEP_RE, V1_SHARD_RE, step_of
-from .state import STATE_FILENAME, CheckpointState, parse_state, read_state, state_path, write_state
-from .storage import ANY, LOCAL, storage_for
+from ckptool.ops import retention as R
+from ckptool.errors import CkptError, CkptWarning, CorruptError, MissingError, RefusedError
+from ckptool.format.bundle import INDEX_SUFFIX
+from ckptool.io.layout import STEP_RE, V1_SHARD_RE, step_of
+from ckptool.io.state import STATE_FILENAME, CheckpointState, parse_state, read_state, state_path, write_state
+from ckptool.io.storage import ANY, LOCAL, storage_for
 
 JOURNAL = ".ckptool-prune-pending"
 STATE_ATTEMPTS = 10  # merges of a state file that keeps changing before prune gives up
@@ -278,7 +278,7 @@ def _read_state_safe(storage, directory: str):
 
 def _delete_files(storage, directory: str, listing: DirListing, base: str) -> int:
     """Delete every file of checkpoint ``base`` (index first: the commit marker). Bytes freed."""
-    from . import _faults
+    from ckptool import _faults
 
     files = listing.files.get(base, [])
     order = sorted(files, key=lambda f: (f.name != base + INDEX_SUFFIX, f.name))
@@ -438,7 +438,7 @@ def _run(directory: str, policy: R.Policy, *, storage, now: float, dry_run: bool
         return res
     drop = {e.name for e in decision.deleted} | {e.name for e in decision.preserved}
     drop |= missing_bases  # mtime mode: as recover_last_checkpoints, missing ones go
-    from . import _faults
+    from ckptool import _faults
 
     if decision.deleted:
         storage.write_bytes_atomic(storage.join(directory, JOURNAL),
@@ -619,8 +619,8 @@ def show_state(directory: str, storage=None) -> dict:
     state = read_state(directory, storage)
     if state is None:
         raise MissingError(f"{directory}: no 'checkpoint' state file here")
-    from .paths import checkpoint_exists
-    from .state import resolve
+    from ckptool.io.layout import checkpoint_exists
+    from ckptool.io.state import resolve
 
     entries = []
     ts = state.all_model_checkpoint_timestamps
@@ -720,7 +720,7 @@ def _load_toml(storage, path: str) -> dict:
         try:
             import tomli as tomllib  # type: ignore[no-redef]
         except ModuleNotFoundError:
-            from .errors import UnsupportedError
+            from ckptool.errors import UnsupportedError
 
             raise UnsupportedError(f"{path}: reading .ckptool.toml on Python < 3.11 needs the 'tomli' "
                                    f"package") from None
@@ -804,7 +804,7 @@ def find_runs(root: str, *, exclude=(), scan: bool = False, storage=None) -> lis
         return out
     find = getattr(storage, "find", None)
     if find is None:
-        from .errors import UnsupportedError
+        from ckptool.errors import UnsupportedError
 
         raise UnsupportedError(f"{root}: this storage cannot list a tree")
     seen = set()

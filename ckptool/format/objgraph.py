@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 from google.protobuf.message import DecodeError
 
-from .errors import CkptError, CorruptError
-from .format.protos.tensor_bundle_pb2 import TrackableObjectGraph
+from ckptool.errors import CkptError, CorruptError
+from ckptool.format.protos.tensor_bundle_pb2 import TrackableObjectGraph
 
 OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 ATTRIBUTES = ".ATTRIBUTES"
