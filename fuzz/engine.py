@@ -723,7 +723,7 @@ def run_prune(scratch: Scratch, rng: random.Random, seed_files) -> str:
     corrupt: only CkptErrors, and nothing outside the directory is deleted or changed."""
     import importlib
 
-    manage = importlib.import_module("ckptool.ops.manage")
+    manage = importlib.import_module("ckptool.ops.prune")
     before_out = scratch.make_outside()
     d = scratch.reset()
     names = _small_dir(d, (1, 2, 3, 4))
@@ -786,8 +786,8 @@ def run(target: str, cases: int, seed: int = 0, timeout: float = 10.0, mem_cap: 
         if target == "prune":
             import importlib.util
 
-            if importlib.util.find_spec("ckptool.ops.manage") is None:
-                stats.outcomes["skipped: ckptool.ops.manage not present"] = cases
+            if importlib.util.find_spec("ckptool.ops.prune") is None:
+                stats.outcomes["skipped: ckptool.ops.prune not present"] = cases
                 return stats
         if seeds is None and target in CHECKPOINT_TARGETS:
             seeds = load_seeds(tmp)

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import ckptool
-from ckptool.ops import manage
+from ckptool.ops import fleet as F, prune as P
+from ckptool.io.policy import effective_policy
 from ckptool.io.state import CheckpointState, read_state, write_state
 
 T0 = 1_700_000_000.0
@@ -79,7 +80,7 @@ def test_every_directory_ends_as_prune_dir_with_its_policy(tree, tmp_path):
     root, outside = tree
     copy, _ = build(tmp_path / "copy", tmp_path / "outside2")
     before_out = snapshot(outside)
-    res = manage.prune_tree(str(root), max_to_keep=5, now=NOW)
+    res = F.prune_tree(str(root), max_to_keep=5, now=NOW)
     assert snapshot(outside) == before_out
     assert set(res.errors) == {str(root / "exp04"), str(root / "exp09")}
     assert "exp09/.ckptool.toml" in res.errors[str(root / "exp09")] and "line" in res.errors[str(root / "exp09")]
@@ -87,9 +88,9 @@ def test_every_directory_ends_as_prune_dir_with_its_policy(tree, tmp_path):
     # The same, one directory at a time, with each effective policy by hand.
     for d in sorted(res.runs):
         rel = os.path.relpath(d, root)
-        pol, _ = manage.effective_policy(str(root), d, {"max_to_keep": 5, "keep_every_n_hours": None,
+        pol, _ = effective_policy(str(root), d, {"max_to_keep": 5, "keep_every_n_hours": None,
                                                         "keep_steps_every": None, "min_age": None, "keep": []})
-        manage.prune(str(copy / rel), max_to_keep=pol["max_to_keep"], min_age=pol["min_age"], keep=pol["keep"],
+        P.prune(str(copy / rel), max_to_keep=pol["max_to_keep"], min_age=pol["min_age"], keep=pol["keep"],
                      now=NOW)
     lost = {f for f in files(copy) if "exp04" in f or "exp09" in f}
     assert files(root) == files(copy)
@@ -145,7 +146,7 @@ def test_toml_errors_name_file_and_line(tmp_path):
     ckpts(d, [1, 2])
     (d / ".ckptool.toml").write_text("max_to_keep = 2\nbogus = 1\n")
     with pytest.raises(ckptool.errors.CorruptError, match="bogus"):
-        manage.effective_policy(str(tmp_path), str(d), {})
+        effective_policy(str(tmp_path), str(d), {})
     (d / ".ckptool.toml").write_text('min_age = "soon"\n')
     with pytest.raises(ckptool.errors.CorruptError, match="min_age"):
-        manage.effective_policy(str(tmp_path), str(d), {})
+        effective_policy(str(tmp_path), str(d), {})

@@ -1,4 +1,4 @@
-"""`ckptool prune` and ckptool.ops.manage.prune: decisions, every file of a checkpoint, and each safety rule."""
+"""`ckptool prune` and ckptool.ops.prune.prune: decisions, every file of a checkpoint, and each safety rule."""
 
 import json
 import os
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import ckptool
-from ckptool.ops import manage
+from ckptool.ops import prune as P
 from ckptool.errors import CkptWarning, MissingError, RefusedError
 from ckptool.io.state import CheckpointState, read_state, write_state
 
@@ -43,13 +43,13 @@ def snapshot(root):
 
 def test_keeps_the_newest_and_rewrites_the_state(tmp_path):
     d = make(tmp_path / "run", range(1, 7))
-    r = manage.prune(str(d), max_to_keep=2, now=T0 + 3600)
+    r = P.prune(str(d), max_to_keep=2, now=T0 + 3600)
     assert indexes(d) == ["ckpt-5", "ckpt-6"]
     assert [os.path.basename(p) for p in r.deleted] == ["ckpt-1", "ckpt-2", "ckpt-3", "ckpt-4"]
     st = read_state(str(d))
     assert st.model_checkpoint_path == "ckpt-6" and st.all_model_checkpoint_paths == ["ckpt-5", "ckpt-6"]
     assert st.all_model_checkpoint_timestamps == [T0 + 240, T0 + 300]
-    assert r.bytes_freed > 0 and not (d / manage.JOURNAL).exists()
+    assert r.bytes_freed > 0 and not (d / P.JOURNAL).exists()
 
 
 def test_deletes_every_file_of_a_checkpoint_but_not_files_being_written(tmp_path):
@@ -62,11 +62,15 @@ def test_deletes_every_file_of_a_checkpoint_but_not_files_being_written(tmp_path
     (d / "ckpt-1_temp").mkdir()
     (d / "ckpt-1_temp" / "part-00000-of-00001.index").write_bytes(b"t")
     (d / "other.txt").write_bytes(b"mine")
-    manage.prune(str(d), max_to_keep=2, now=T0 + 3600)
+    (d / "ckpt-1.notes.txt").write_bytes(b"notes")
+    (d / "ckpt-1.index.bak").write_bytes(b"bak")
+    P.prune(str(d), max_to_keep=2, now=T0 + 3600)
     left = sorted(p.name for p in d.iterdir())
-    assert not any(n.startswith("ckpt-1.") and "tempstate" not in n for n in left), left
+    for gone in ("ckpt-1.index", "ckpt-1.meta", "ckpt-1.data-00000-of-00001", "ckpt-1.data-00000-of-00002"):
+        assert gone not in left
     for keep in ("ckpt-1.index.tempstate123", "ckpt-1.data-00000-of-00001.tempstate9", "ckpt-1_temp",
-                 "other.txt", "ckpt-10.index", "ckpt-11.index", "ckpt-10.data-00000-of-00001"):
+                 "other.txt", "ckpt-10.index", "ckpt-11.index", "ckpt-10.data-00000-of-00001",
+                 "ckpt-1.json", "ckpt-1.notes.txt", "ckpt-1.index.bak"):  # sidecars are the user's
         assert keep in left
 
 
@@ -95,7 +99,7 @@ def test_human_table_says_why(tmp_path, capsys):
 
 def test_every_n_hours_preserves_and_drops_from_the_state(tmp_path):
     d = make(tmp_path / "run", range(1, 6), gap=3600.0)
-    r = manage.prune(str(d), max_to_keep=1, keep_every_n_hours=2.0, now=T0 + 10 * 3600)
+    r = P.prune(str(d), max_to_keep=1, keep_every_n_hours=2.0, now=T0 + 10 * 3600)
     # lp = T0 - 1: ckpt-1 (T0) is not 2 h later; ckpt-2 (T0+1h) neither; ckpt-3 (T0+2h) is.
     assert [os.path.basename(p) for p in r.preserved] == ["ckpt-3"]
     assert indexes(d) == ["ckpt-3", "ckpt-5"]
@@ -105,17 +109,17 @@ def test_every_n_hours_preserves_and_drops_from_the_state(tmp_path):
 
 def test_min_age_keeps_young_checkpoints_in_the_state(tmp_path):
     d = make(tmp_path / "run", range(1, 6), gap=600.0)
-    manage.prune(str(d), max_to_keep=1, min_age=1000, now=T0 + 2400 + 60)  # ckpt-4 (T0+1800) is 660 s old
+    P.prune(str(d), max_to_keep=1, min_age=1000, now=T0 + 2400 + 60)  # ckpt-4 (T0+1800) is 660 s old
     assert indexes(d) == ["ckpt-4", "ckpt-5"]
     assert read_state(str(d)).all_model_checkpoint_paths == ["ckpt-4", "ckpt-5"]
-    manage.prune(str(d), max_to_keep=1, min_age=1000, now=T0 + 9999)
+    P.prune(str(d), max_to_keep=1, min_age=1000, now=T0 + 9999)
     assert indexes(d) == ["ckpt-5"]
 
 
 def test_tf1_state_without_timestamps_uses_mtimes_and_drops_missing(tmp_path):
     d = make(tmp_path / "run", range(1, 5), stamps=False)
     write_state(str(d), CheckpointState("ckpt-4", ["ckpt-0", "ckpt-1", "ckpt-2", "ckpt-3", "ckpt-4"]))
-    r = manage.prune(str(d), max_to_keep=2, now=T0 + 9999)
+    r = P.prune(str(d), max_to_keep=2, now=T0 + 9999)
     assert r.missing == ["ckpt-0"] and indexes(d) == ["ckpt-3", "ckpt-4"]
     st = read_state(str(d))
     assert st.all_model_checkpoint_paths == ["ckpt-3", "ckpt-4"] and st.all_model_checkpoint_timestamps == []
@@ -124,9 +128,9 @@ def test_tf1_state_without_timestamps_uses_mtimes_and_drops_missing(tmp_path):
 def test_scan_considers_orphans(tmp_path):
     d = make(tmp_path / "run", range(1, 7))
     write_state(str(d), CheckpointState("ckpt-6", ["ckpt-6"], [T0 + 300], T0 + 200))
-    r = manage.prune(str(d), max_to_keep=2, now=T0 + 9999)
+    r = P.prune(str(d), max_to_keep=2, now=T0 + 9999)
     assert indexes(d) == [f"ckpt-{i}" for i in range(1, 7)] and not r.deleted
-    r = manage.prune(str(d), max_to_keep=2, scan=True, now=T0 + 9999)
+    r = P.prune(str(d), max_to_keep=2, scan=True, now=T0 + 9999)
     assert indexes(d) == ["ckpt-5", "ckpt-6"]
     assert read_state(str(d)).all_model_checkpoint_paths == ["ckpt-5", "ckpt-6"]
 
@@ -135,7 +139,7 @@ def test_no_state_file_needs_scan(tmp_path, capsys):
     d = make(tmp_path / "run", [1, 2, 3])
     os.remove(d / "checkpoint")
     with pytest.raises(MissingError):
-        manage.prune(str(d))
+        P.prune(str(d))
     code, out, err = run(capsys, "prune", str(d), "--max-to-keep", "1")
     assert code == 1 and err.startswith("ckptool: error:") and "--scan" in err
     code, out, err = run(capsys, "prune", str(d), "--max-to-keep", "1", "--scan")
@@ -153,7 +157,7 @@ def test_hostile_state_entries_are_left_alone_with_a_warning(tmp_path):
     write_state(str(d), CheckpointState("ckpt-5", paths, [T0 + i for i in range(6)], T0 - 1))
     before = snapshot(outside)
     with pytest.warns(CkptWarning) as rec:
-        r = manage.prune(str(d), max_to_keep=1, scan=False, now=T0 + 99)
+        r = P.prune(str(d), max_to_keep=1, scan=False, now=T0 + 99)
     msgs = " ".join(str(w.message) for w in rec)
     assert "../outside/ckpt-1" in msgs and "symlink" in msgs
     assert snapshot(outside) == before
@@ -167,31 +171,31 @@ def test_latest_is_never_deleted_and_delete_all_is_refused(tmp_path):
     d = make(tmp_path / "run", [1, 2, 3])
     # The state names ckpt-1 as latest (odd, but TF keeps it): it stays.
     write_state(str(d), CheckpointState("ckpt-1", ["ckpt-2", "ckpt-3", "ckpt-1"], [T0, T0 + 1, T0 + 2], T0 - 1))
-    manage.prune(str(d), max_to_keep=1, now=T0 + 99)
+    P.prune(str(d), max_to_keep=1, now=T0 + 99)
     assert indexes(d) == ["ckpt-1"]
     # A plan that leaves no checkpoint on disk: the latest is gone already.
     d = make(tmp_path / "run2", [1, 2, 3])
     for f in d.glob("ckpt-3.*"):
         f.unlink()
     with pytest.raises(RefusedError):
-        manage.prune(str(d), max_to_keep=1, now=T0 + 99)
+        P.prune(str(d), max_to_keep=1, now=T0 + 99)
     assert indexes(d) == ["ckpt-1", "ckpt-2"]
 
 
 def test_entries_a_writer_adds_meanwhile_are_kept(tmp_path, monkeypatch):
     d = make(tmp_path / "run", range(1, 5))
-    real = manage.list_directory
+    real = P.scan
 
-    def listing_then_writer_saves(storage, directory):
-        out = real(storage, directory)
+    def listing_then_writer_saves(handle):
+        out = real(handle)
         ckptool.write(str(d / "ckpt-5"), {"w": np.zeros(3, np.float32)}, sync=False)
         st = read_state(str(d))
         write_state(str(d), CheckpointState("ckpt-5", st.all_model_checkpoint_paths + ["ckpt-5"],
                                             st.all_model_checkpoint_timestamps + [T0 + 500], st.last_preserved_timestamp))
         return out
 
-    monkeypatch.setattr(manage, "list_directory", listing_then_writer_saves)
-    manage.prune(str(d), max_to_keep=2, now=T0 + 999)
+    monkeypatch.setattr(P, "scan", listing_then_writer_saves)
+    P.prune(str(d), max_to_keep=2, now=T0 + 999)
     st = read_state(str(d))
     assert st.model_checkpoint_path == "ckpt-5" and st.all_model_checkpoint_paths == ["ckpt-3", "ckpt-4", "ckpt-5"]
     assert indexes(d) == ["ckpt-3", "ckpt-4", "ckpt-5"]
@@ -209,7 +213,7 @@ def test_a_save_between_merging_and_writing_the_state_is_merged_again(tmp_path, 
     """The writer saves after prune merged the state but before it replaced it: the
     replacement sees the change and merges again, so the save is not lost."""
     d = make(tmp_path / "run", range(1, 5))
-    real, calls = manage._merge_state, []
+    real, calls = P.merge_state, []
 
     def merge_then_writer_saves(*args):
         out = real(*args)
@@ -218,8 +222,8 @@ def test_a_save_between_merging_and_writing_the_state_is_merged_again(tmp_path, 
             _writer_saves(d, 5)
         return out
 
-    monkeypatch.setattr(manage, "_merge_state", merge_then_writer_saves)
-    manage.prune(str(d), max_to_keep=2, now=T0 + 999)
+    monkeypatch.setattr(P, "merge_state", merge_then_writer_saves)
+    P.prune(str(d), max_to_keep=2, now=T0 + 999)
     st = read_state(str(d))
     assert len(calls) == 2
     assert st.model_checkpoint_path == "ckpt-5" and st.all_model_checkpoint_paths == ["ckpt-3", "ckpt-4", "ckpt-5"]
@@ -228,7 +232,7 @@ def test_a_save_between_merging_and_writing_the_state_is_merged_again(tmp_path, 
 
 def test_a_state_that_never_settles_deletes_nothing(tmp_path, monkeypatch):
     d = make(tmp_path / "run", range(1, 5))
-    real, step = manage._merge_state, [5]
+    real, step = P.merge_state, [5]
 
     def merge_then_writer_saves(*args):
         out = real(*args)
@@ -236,32 +240,48 @@ def test_a_state_that_never_settles_deletes_nothing(tmp_path, monkeypatch):
         step[0] += 1
         return out
 
-    monkeypatch.setattr(manage, "_merge_state", merge_then_writer_saves)
+    monkeypatch.setattr(P, "merge_state", merge_then_writer_saves)
     with pytest.raises(RefusedError, match="changed 10 times.*nothing deleted"):
-        manage.prune(str(d), max_to_keep=2, now=T0 + 999)
+        P.prune(str(d), max_to_keep=2, now=T0 + 999)
     assert indexes(d) == sorted(f"ckpt-{s}" for s in range(1, 15))
-    assert not (d / manage.JOURNAL).exists()
+    assert not (d / P.JOURNAL).exists()
     assert read_state(str(d)).model_checkpoint_path == "ckpt-14"
 
 
 def test_a_killed_prune_is_finished_from_its_journal(tmp_path):
     d = make(tmp_path / "run", range(1, 5))
     write_state(str(d), CheckpointState("ckpt-4", ["ckpt-3", "ckpt-4"], [T0 + 120, T0 + 180], T0 - 1))
-    (d / manage.JOURNAL).write_text(json.dumps(["ckpt-1", "ckpt-2", "ckpt-4"]))
-    manage.prune(str(d), max_to_keep=5, now=T0 + 999)
-    assert indexes(d) == ["ckpt-3", "ckpt-4"] and not (d / manage.JOURNAL).exists()
+    (d / P.JOURNAL).write_text(json.dumps(["ckpt-1", "ckpt-2", "ckpt-4"]))
+    P.prune(str(d), max_to_keep=5, now=T0 + 999)
+    assert indexes(d) == ["ckpt-3", "ckpt-4"] and not (d / P.JOURNAL).exists()
+
+
+def _hold_lock(d, ready, release):
+    from ckptool.io.lock import DirLock
+
+    with DirLock(str(d)):
+        ready.set()
+        release.wait(30)
 
 
 def test_lock_keeps_two_prunes_apart(tmp_path, capsys):
-    from ckptool.io.storage import LOCAL
+    import multiprocessing
 
     d = make(tmp_path / "run", range(1, 4))
-    with LOCAL.lock(str(d)):
+    ctx = multiprocessing.get_context("fork")
+    ready, release = ctx.Event(), ctx.Event()
+    child = ctx.Process(target=_hold_lock, args=(d, ready, release))
+    child.start()
+    try:
+        assert ready.wait(30)
         with pytest.raises(RefusedError, match="lock"):
-            manage.prune(str(d), max_to_keep=1)
-        manage.prune(str(d), max_to_keep=1, dry_run=True)  # a dry run takes no lock
-    assert indexes(d) == ["ckpt-1", "ckpt-2", "ckpt-3"]
-    manage.prune(str(d), max_to_keep=1)
+            P.prune(str(d), max_to_keep=1)
+        P.prune(str(d), max_to_keep=1, dry_run=True)  # a dry run takes no lock
+        assert indexes(d) == ["ckpt-1", "ckpt-2", "ckpt-3"]
+    finally:
+        release.set()
+        child.join(30)
+    P.prune(str(d), max_to_keep=1)
     assert indexes(d) == ["ckpt-3"]
 
 
@@ -293,7 +313,7 @@ def test_record_save_follows_checkpoint_manager(tmp_path):
     d.mkdir()
     for i in range(1, 5):
         ckptool.write(str(d / f"ckpt-{i}"), {"w": np.zeros(1, np.float32)}, sync=False)
-        r = manage.record_save(str(d), str(d / f"ckpt-{i}"), max_to_keep=2, keep_every_n_hours=None,
+        r = P.record_save(str(d), str(d / f"ckpt-{i}"), max_to_keep=2, keep_every_n_hours=None,
                                now=T0 + i)
     st = read_state(str(d))
     assert st.all_model_checkpoint_paths == ["ckpt-3", "ckpt-4"] and st.all_model_checkpoint_timestamps == [T0 + 3, T0 + 4]
@@ -305,15 +325,17 @@ def test_pruning_10000_checkpoints_lists_the_directory_once(tmp_path, monkeypatc
     d = tmp_path / "big"
     d.mkdir()
     n = 2000
+    ckptool.write(str(tmp_path / "one"), {"w": np.zeros(1, np.float32)}, sync=False)
+    index = (tmp_path / "one.index").read_bytes()
     for i in range(1, n + 1):
-        (d / f"ckpt-{i}.index").write_bytes(b"")
+        (d / f"ckpt-{i}.index").write_bytes(index)
         (d / f"ckpt-{i}.data-00000-of-00001").write_bytes(b"x")
     write_state(str(d), CheckpointState(f"ckpt-{n}", [f"ckpt-{i}" for i in range(1, n + 1)],
                                         [T0 + i for i in range(1, n + 1)], T0))
-    from ckptool.io.storage import LocalStorage
+    from ckptool.io.dirfd import LocalDir
 
     calls = []
-    real = LocalStorage.listdir
-    monkeypatch.setattr(LocalStorage, "listdir", lambda self, p: calls.append(p) or real(self, p))
-    r = manage.prune(str(d), max_to_keep=5, now=T0 + n + 1)
+    real = LocalDir.names
+    monkeypatch.setattr(LocalDir, "names", lambda self: calls.append(self.path) or real(self))
+    r = P.prune(str(d), max_to_keep=5, now=T0 + n + 1)
     assert len(r.deleted) == n - 5 and len(calls) == 1

@@ -14,7 +14,7 @@ import ckptool
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY
 from ckptool.ops.sources import SafetensorsSource, step_prefix
 
-HAVE_MANAGE = importlib.util.find_spec("ckptool.ops.manage") is not None
+HAVE_MANAGE = importlib.util.find_spec("ckptool.ops.prune") is not None
 needs_manage = pytest.mark.skipif(not HAVE_MANAGE, reason="ckptool.ops.manage (retention engine, another issue) "
                                                           "is not in the tree yet")
 
@@ -199,18 +199,18 @@ class _FakeResult:
 
 
 def test_state_update_calls_the_retention_engine(capsys, tmp_path, srcs, monkeypatch):
-    """save hands the new prefix and the policy to ckptool.ops.manage.record_save, and reports its result."""
+    """save hands the new prefix and the policy to ckptool.ops.prune.record_save, and reports its result."""
     calls = []
-    fake = types.ModuleType("ckptool.ops.manage")
+    fake = types.ModuleType("ckptool.ops.prune")
 
     def record_save(directory, prefix, *, max_to_keep, keep_every_n_hours, now=None, storage=None):
         calls.append((directory, prefix, max_to_keep, keep_every_n_hours, now))
         return _FakeResult([prefix], ["old-1"])
 
     fake.record_save = record_save
-    monkeypatch.setitem(sys.modules, "ckptool.ops.manage", fake)
+    monkeypatch.setitem(sys.modules, "ckptool.ops.prune", fake)
     import ckptool.ops
-    monkeypatch.setattr(ckptool.ops, "manage", fake, raising=False)
+    monkeypatch.setattr(ckptool.ops, "prune", fake, raising=False)
     prefix = str(tmp_path / "run" / "ck")
     code, out, err = run(capsys, "save", prefix, "--from", str(srcs / "step.npy"), "--global-step", "3",
                          "--max-to-keep", "2", "--keep-every-n-hours", "1.5", "--json")
@@ -220,7 +220,7 @@ def test_state_update_calls_the_retention_engine(capsys, tmp_path, srcs, monkeyp
     code, out, err = run(capsys, "save", prefix, "--from", str(srcs / "step.npy"), "--global-step", "4",
                          "--max-to-keep", "0")
     assert code == 0 and "deleted old-1" in out
-    assert calls[-1][2] is None and calls[-1][3] == 10000.0  # 0 keeps all; Saver's default hours
+    assert calls[-1][2] is None and calls[-1][3] is None  # 0 keeps all; no hours unless asked
 
 
 @needs_manage

@@ -1,5 +1,12 @@
-"""Checkpoint names on disk: which files make up a checkpoint, and what a
-CHECKPOINT argument means (CONTRACT.md, "The CHECKPOINT argument").
+"""Checkpoint names on disk: the one place that decides which files make up a
+checkpoint, what is a temporary file, and what a CHECKPOINT argument means
+(CONTRACT.md, "The CHECKPOINT argument"; docs/ARCHITECTURE.md lists the rules).
+
+A checkpoint ``P`` owns exactly: ``P.index``, ``P.data-NNNNN-of-NNNNN``,
+``P.meta``; for V1 the file ``P`` itself or its ``P-NNNNN-of-NNNNN`` shards
+(recorded as ``P-?????-of-NNNNN``); and the temporary files of a writer of
+``P`` (:func:`temp_owner`). Nothing else beside it (``P.notes.txt``,
+``P.index.bak``) is its.
 """
 
 from __future__ import annotations
@@ -8,18 +15,19 @@ import re
 import warnings
 from dataclasses import dataclass
 
-from ckptool.errors import CkptWarning, CorruptError, MissingError
-from ckptool.format.bundle import DATA_RE, INDEX_SUFFIX
-from ckptool.io.state import read_state, resolve
-from ckptool.io.storage import LOCAL
+from ckptool.errors import CkptError, CkptWarning, CorruptError, MissingError
+from ckptool.format.bundle import DATA_RE, HEADER_KEY, INDEX_SUFFIX, parse_header
 
 V2, V1 = "V2", "V1"
 META_SUFFIX = ".meta"
 #: V1 sharded file names and the spec Saver records for them (FORMAT.md §1.1).
 V1_SHARD_RE = re.compile(r"^(?P<base>.*)-(?P<shard>\d{5,}|\?{5})-of-(?P<num>\d{5,})$")
-DATA_NAME_RE = re.compile(r"\.data-\d{5,}-of-\d{5,}$")
 STEP_RE = re.compile(r"-(\d+)$")
-TEMP_MARKERS = (".tempstate", "_temp", ".part")
+#: The one set of temporary-file markers: ckptool's and TF's ``.tempstate<N>`` data and
+#: index files, the ``.tmp<hex>`` of an atomic state-file write, TF's ``*_temp*`` staging
+#: directories (sharded saves: ``P_temp/part-*``, ``P_temp_<uuid>/part-*``).
+TEMP_RE = re.compile(r"\.tempstate|\.tmp|_temp")
+INDEX, DATA, META, V1_FILE = "index", "data", "meta", "v1"
 
 
 @dataclass(frozen=True)
@@ -42,33 +50,161 @@ def meta_graph_filename(prefix: str) -> str:
     return (m.group("base") if m else prefix) + META_SUFFIX
 
 
-def is_v1_table(storage, path: str) -> bool:
-    """A file that holds a V1 table: an sstable whose first entry is V1 metadata."""
-    if not storage.isfile(path):
+# --------------------------------------------------------------------------- names
+
+
+def is_temp(name: str) -> bool:
+    """A temporary file (or staging directory) of a writer, by its name alone."""
+    return TEMP_RE.search(name) is not None
+
+
+def temp_owner(name: str) -> str | None:
+    """The checkpoint base whose writer made the temporary ``name`` (``P.index.tempstate1``,
+    ``P.data-00000-of-00001.tempstate2``, ``P_temp``, ``P_temp_<uuid>``), else None."""
+    m = TEMP_RE.search(name)
+    if m is None:
+        return None
+    head = name[: m.start()]
+    if m.group() == "_temp":
+        return head or None
+    role = file_role(head)
+    return role[0] if role else None
+
+
+def file_role(name: str) -> tuple[str, str] | None:
+    """``(base, kind)`` for a file name that by name alone is one of a checkpoint's
+    (kind ``index``, ``data``, ``meta``, or ``v1`` for a V1 shard, base ``P-?????-of-N``);
+    None for any other name (a V1 single-file checkpoint is known by content only)."""
+    if not name or is_temp(name):
+        return None
+    if name.endswith(INDEX_SUFFIX) and len(name) > len(INDEX_SUFFIX):
+        return name[: -len(INDEX_SUFFIX)], INDEX
+    m = DATA_RE.match(name)
+    if m and m.group("prefix"):
+        return m.group("prefix"), DATA
+    if name.endswith(META_SUFFIX) and len(name) > len(META_SUFFIX):
+        return name[: -len(META_SUFFIX)], META
+    m = V1_SHARD_RE.match(name)
+    if m and m.group("base") and m.group("shard") != "?????":
+        return f"{m.group('base')}-?????-of-{m.group('num')}", V1_FILE
+    return None
+
+
+def owns(base: str, name: str) -> bool:
+    """Whether ``name`` is one of checkpoint ``base``'s files, by name (``base`` itself: V1)."""
+    if name == base:
+        return True
+    role = file_role(name)
+    if role is None:
+        return False
+    if role[1] == META:
+        return role[0] == base or meta_graph_filename(base) == name
+    return role[0] == base
+
+
+def strip_file_suffix(path: str) -> str | None:
+    """The prefix of a path naming one of a checkpoint's files (``.index``, a data shard,
+    ``.meta``), else None."""
+    if path.endswith(INDEX_SUFFIX):
+        return path[: -len(INDEX_SUFFIX)]
+    m = DATA_RE.match(path)
+    if m:
+        return m.group("prefix")
+    if path.endswith(META_SUFFIX):
+        return path[: -len(META_SUFFIX)]
+    return None
+
+
+def basename_any(path: str) -> str:
+    """The last component of a recorded path, '/' or '\\' separated (a state file may come
+    from another OS)."""
+    return re.split(r"[\\/]", path.rstrip("/\\"))[-1]
+
+
+# --------------------------------------------------------------------------- content probes
+
+
+def first_entry(storage, path: str) -> tuple[bytes, bytes] | None:
+    """The first ``(key, value)`` of the sstable at ``path``, reading the footer first and
+    then only the blocks it names; None when it is not a (readable) table."""
+    from ckptool.format.table import FOOTER_SIZE, BlockHandle, iter_block, read_block, read_footer
+
+    try:
+        if not storage.isfile(path):
+            return None
+        reader = storage.open_reader(path)
+    except (CkptError, OSError):
+        return None
+    try:
+        size = reader.size
+        if size < FOOTER_SIZE:
+            return None
+        footer = bytes(reader.read(size - FOOTER_SIZE, FOOTER_SIZE))
+        _, index = read_footer(footer, path)
+        if index.offset + index.size + 5 > size - FOOTER_SIZE:
+            return None
+        raw = bytes(reader.read(index.offset, index.size + 5))
+        block = read_block(raw, BlockHandle(0, index.size), path)
+        for _, value in iter_block(block, path, index.offset):
+            handle, _ = BlockHandle.decode(value, 0, len(value), f"{path}: index entry")
+            if handle.offset + handle.size + 5 > size - FOOTER_SIZE:
+                return None
+            data = bytes(reader.read(handle.offset, handle.size + 5))
+            for kv in iter_block(read_block(data, BlockHandle(0, handle.size), path), path, handle.offset):
+                return kv
+            return None
+        return None
+    except (CkptError, OSError, ValueError):
+        return None
+    finally:
+        close = getattr(reader, "close", None)
+        if close is not None:
+            close()
+
+
+def is_index(storage, path: str) -> bool:
+    """``path`` is a V2 index: a table whose first entry is a bundle header."""
+    kv = first_entry(storage, path)
+    if kv is None or kv[0] != HEADER_KEY:
         return False
     try:
-        from ckptool.format.table import TableReader
-        from ckptool.format.v1 import parse_meta
-
-        table = TableReader(storage.read_bytes(path), path)
-        for key, value in table:
-            if key != b"":
-                return False
-            parse_meta(value, path)
-            return True
-    except Exception:
+        parse_header(kv[1], path)
+    except CorruptError:
         return False
-    return False
+    except CkptError:  # a header of a newer TF: still a checkpoint
+        return True
+    return True
+
+
+def is_v1_table(storage, path: str) -> bool:
+    """A file that holds a V1 table: an sstable whose first entry is V1 metadata."""
+    from ckptool.format.v1 import parse_meta
+
+    kv = first_entry(storage, path)
+    if kv is None or kv[0] != b"":
+        return False
+    try:
+        parse_meta(kv[1], path)
+    except CkptError:
+        return False
+    return True
+
+
+# --------------------------------------------------------------------------- files of a checkpoint
+
+
+def _join(storage, d: str, name: str) -> str:
+    return storage.join(d, name) if d else name
 
 
 def v1_files(storage, prefix: str) -> tuple[str, ...]:
     """The files of a V1 checkpoint named ``prefix`` (or a ``-?????-of-N`` spec)."""
     m = V1_SHARD_RE.match(prefix)
     if m and m.group("shard") == "?????":
-        d, base = storage.dirname(prefix), storage.basename(m.group("base"))
-        pat = re.compile(re.escape(base) + r"-\d{5,}-of-" + m.group("num") + "$")
-        return tuple(storage.join(d, n) if d else n for n in storage.glob(d, base + "-*") if pat.match(n))
-    if storage.isfile(prefix) and not prefix.endswith(INDEX_SUFFIX):
+        d, base = storage.dirname(prefix), storage.basename(prefix)
+        return tuple(_join(storage, d, n) for n in storage.glob(d, storage.basename(m.group("base")) + "-*")
+                     if file_role(n) == (base, V1_FILE))
+    if storage.isfile(prefix) and file_role(storage.basename(prefix)) is None:
         return (prefix,)
     return ()
 
@@ -79,46 +215,80 @@ def checkpoint_exists(storage, prefix: str) -> bool:
 
 
 def checkpoint_files(storage, prefix: str) -> list[str]:
-    """Every file that belongs to checkpoint ``prefix`` (index, data shards, meta, V1 files).
-
-    Files being written (``.tempstate``) are not included.
-    """
+    """Every file that belongs to checkpoint ``prefix`` (index, data shards, meta, V1 files);
+    temporary files are not included."""
     d, base = storage.dirname(prefix), storage.basename(prefix)
-    out = []
-    data_re = re.compile(re.escape(base) + r"\.data-\d{5,}-of-\d{5,}$")
-    for name in storage.glob(d, base + "*"):
-        if name == base + INDEX_SUFFIX or data_re.match(name):
-            out.append(name)
-    meta = storage.basename(meta_graph_filename(prefix))
-    if storage.isfile(storage.join(d, meta) if d else meta):
-        out.append(meta)
-    paths = [storage.join(d, n) if d else n for n in out]
-    for f in v1_files(storage, prefix):
-        if f not in paths and not f.endswith(INDEX_SUFFIX):
-            paths.append(f)
-    return sorted(set(paths))
+    stem = V1_SHARD_RE.match(base)
+    glob_base = stem.group("base") if stem and stem.group("shard") == "?????" else base
+    out = [_join(storage, d, n) for n in storage.glob(d, glob_base + "*") if n != base and owns(base, n)]
+    out += [f for f in v1_files(storage, prefix)]
+    return sorted(set(out))
 
 
 def list_checkpoints(storage, directory: str) -> list[str]:
-    """Prefixes of the complete checkpoints in ``directory`` (those with an ``.index``)."""
+    """Prefixes of the complete V2 checkpoints in ``directory``: an ``.index`` that parses as one."""
     out = []
     for name in storage.glob(directory, "*" + INDEX_SUFFIX):
-        if any(m in name for m in (".tempstate",)):
+        role = file_role(name)
+        if role is None or role[1] != INDEX:
             continue
-        prefix = name[: -len(INDEX_SUFFIX)]
-        out.append(storage.join(directory, prefix) if directory else prefix)
+        path = _join(storage, directory, name)
+        if is_index(storage, path):
+            out.append(_join(storage, directory, role[0]))
     return out
 
 
-def _strip_file_suffix(path: str) -> str | None:
-    if path.endswith(INDEX_SUFFIX):
-        return path[: -len(INDEX_SUFFIX)]
-    m = DATA_RE.match(path)
-    if m:
-        return m.group("prefix")
-    if path.endswith(META_SUFFIX):
-        return path[: -len(META_SUFFIX)]
-    return None
+# --------------------------------------------------------------------------- recorded paths
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """Where a state-file path leads: ``base`` (the name inside DIR) when it names a
+    checkpoint directly in DIR, else None; ``moved`` when it held the absolute path of
+    an old location and the same basename is a checkpoint here."""
+
+    path: str
+    base: str | None
+    moved: bool = False
+
+
+def resolve_recorded(storage, directory: str, path: str) -> Recorded:
+    """The one moved-directory rule: a recorded path resolves as TF resolves it (relative
+    paths join DIR); an absolute path that is not there, whose basename is a checkpoint in
+    DIR, means the directory moved: that checkpoint, with a warning."""
+    import os
+
+    if not path or "\0" in path or "\n" in path:
+        return Recorded(path, None)
+    from ckptool.io.storage import LOCAL
+
+    local = storage is LOCAL
+    if "://" in path or storage.isabs(path):
+        if local and "://" not in path:
+            full = os.path.normpath(path)
+            if os.path.dirname(full) == os.path.normpath(os.path.abspath(directory or ".")):
+                return Recorded(path, _safe_base(os.path.basename(full)))
+        elif path.startswith(directory.rstrip("/") + "/"):
+            return Recorded(path, _safe_base(path[len(directory.rstrip("/")) + 1:]))
+        base = _safe_base(basename_any(path))
+        if base is None or checkpoint_exists(storage, path):
+            return Recorded(path, None)
+        if checkpoint_exists(storage, _join(storage, directory, base)):
+            warnings.warn(f"{_join(storage, directory, 'checkpoint')}: {path} does not exist (moved "
+                          f"directory?); using {_join(storage, directory, base)}", CkptWarning, stacklevel=3)
+            return Recorded(path, base, True)
+        return Recorded(path, None)
+    norm = os.path.normpath(path) if local else path
+    return Recorded(path, _safe_base(norm))
+
+
+def _safe_base(base: str) -> str | None:
+    if base in ("", ".", "..") or "/" in base or "\\" in base or is_temp(base):
+        return None
+    return base
+
+
+# --------------------------------------------------------------------------- CHECKPOINT arguments
 
 
 def locate(path: str, storage=None) -> Located:
@@ -134,7 +304,7 @@ def locate(path: str, storage=None) -> Located:
     found = _locate_prefix(storage, path)
     if found:
         return found
-    stripped = _strip_file_suffix(path)
+    stripped = strip_file_suffix(path)
     if stripped is not None:
         found = _locate_prefix(storage, stripped)
         if found:
@@ -146,27 +316,20 @@ def _locate_prefix(storage, prefix: str) -> Located | None:
     if storage.isfile(prefix + INDEX_SUFFIX):
         return Located(storage, prefix, V2)
     files = v1_files(storage, prefix)
-    if files and all(is_v1_table(storage, f) for f in files[:1]):
+    if files and is_v1_table(storage, files[0]):
         return Located(storage, prefix, V1, files)
     return None
 
 
 def _locate_dir(storage, directory: str) -> Located:
+    from ckptool.io.state import read_state
+
     state = read_state(directory, storage)
     if state is not None:
-        recorded = resolve(directory, state.model_checkpoint_path, storage)
-        found = _locate_prefix(storage, recorded)
+        rec = resolve_recorded(storage, directory, state.model_checkpoint_path)
+        target = _join(storage, directory, rec.base) if rec.base else _resolve(storage, directory, rec.path)
+        found = _locate_prefix(storage, target)
         if found:
-            return found
-        moved = storage.join(directory, _basename_any(state.model_checkpoint_path))
-        found = _locate_prefix(storage, moved)
-        if found:
-            warnings.warn(
-                f"{storage.join(directory, 'checkpoint')}: {state.model_checkpoint_path} does not exist "
-                f"(moved directory?); using {moved}",
-                CkptWarning,
-                stacklevel=3,
-            )
             return found
         raise MissingError(
             f"{directory}: the checkpoint state names {state.model_checkpoint_path}, which does not exist"
@@ -179,7 +342,7 @@ def _locate_dir(storage, directory: str) -> Located:
         return Located(storage, found[0], V2)
     if not found:
         v1 = [storage.join(directory, n) for n in storage.listdir(directory)
-              if is_v1_table(storage, storage.join(directory, n))]
+              if file_role(n) is None and is_v1_table(storage, storage.join(directory, n))]
         if len(v1) == 1:
             return Located(storage, v1[0], V1, (v1[0],))
         raise MissingError(f"{directory}: no checkpoint here (no 'checkpoint' state file, no *.index file)")
@@ -190,8 +353,10 @@ def _locate_dir(storage, directory: str) -> Located:
     )
 
 
-def _basename_any(path: str) -> str:
-    return re.split(r"[\\/]", path.rstrip("/\\"))[-1]
+def _resolve(storage, directory: str, path: str) -> str:
+    from ckptool.io.state import resolve
+
+    return resolve(directory, path, storage)
 
 
 def _not_found_message(storage, path: str) -> str:
@@ -206,7 +371,7 @@ def _not_found_message(storage, path: str) -> str:
     except CorruptError:
         names = []
     close = difflib.get_close_matches(base, names, n=1)
-    hint = f"; did you mean {storage.join(d, close[0]) if d else close[0]}?" if close else ""
+    hint = f"; did you mean {_join(storage, d, close[0])}?" if close else ""
     if storage.exists(path):
         return f"{path}: not a checkpoint (no {base}{INDEX_SUFFIX} beside it, not a V1 checkpoint file){hint}"
     return f"{path}: no checkpoint found (no {path}{INDEX_SUFFIX}){hint}"

@@ -182,9 +182,10 @@ class LocalStorage:
         return os.path.realpath(path)
 
     def lock(self, directory: str):
-        """An exclusive advisory lock (fcntl.flock on ``DIR/.ckptool.lock``) as a context
-        manager; a RefusedError when another process holds it."""
-        return _DirLock(os.path.join(directory, LOCK_FILENAME))
+        """DIR's lock (:class:`ckptool.io.lock.DirLock`) as a context manager."""
+        from ckptool.io.lock import DirLock
+
+        return DirLock(directory)
 
     def write_bytes_atomic(self, path: str, data: bytes, expect=ANY) -> bool:
         """Replace ``path`` with ``data`` atomically (temp file, fsync, rename). With
@@ -219,41 +220,6 @@ class LocalStorage:
                 return f.read()
         except (FileNotFoundError, NotADirectoryError):
             return None
-
-
-LOCK_FILENAME = ".ckptool.lock"
-
-
-class _DirLock:
-    def __init__(self, path: str):
-        self.path = path
-        self._fd = -1
-
-    def __enter__(self):
-        from ckptool.errors import RefusedError
-
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - not POSIX: no advisory lock
-            return self
-        try:
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
-        except OSError as exc:
-            raise CkptError(f"{self.path}: cannot open the lock file: {exc.strerror}") from None
-        try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(self._fd)
-            self._fd = -1
-            raise RefusedError(f"{self.path}: another ckptool process is pruning this directory "
-                               f"(lock held); try again later") from None
-        return self
-
-    def __exit__(self, *exc):
-        if self._fd >= 0:
-            os.close(self._fd)  # closing releases the flock
-            self._fd = -1
-        return False
 
 
 LOCAL = LocalStorage()

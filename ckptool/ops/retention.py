@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ckptool.io.policy import parse_duration
+
 #: Why a checkpoint is kept (the human table and --json "reasons" name these).
 LATEST = "latest"
 MAX_TO_KEEP = "max_to_keep"
@@ -118,16 +120,18 @@ def sweep(managed: list[Entry], max_to_keep: int | None, keep_every_n_hours: flo
           last_preserved: float) -> Decision:
     """``CheckpointManager._sweep``, exactly."""
     d = Decision(last_preserved_timestamp=last_preserved)
-    queue = list(managed)
+    first = 0  # the queue is managed[first:]: popping the oldest is a step of ``first``
     if max_to_keep:
-        while len(queue) > max_to_keep:
-            e = queue.pop(0)
+        while len(managed) - first > max_to_keep:
+            e = managed[first]
+            first += 1
             if keep_every_n_hours and e.timestamp - keep_every_n_hours * 3600.0 >= d.last_preserved_timestamp:
                 d.last_preserved_timestamp = e.timestamp
                 d.preserved.append(e)
                 d.reasons[e.name] = [EVERY_N_HOURS]
                 continue
             d.deleted.append(e)
+    queue = list(managed[first:])
     d.kept = queue
     for e in queue:
         d.reasons.setdefault(e.name, [MAX_TO_KEEP])
@@ -166,7 +170,8 @@ def plan(managed: list[Entry], policy: Policy, last_preserved: float, now: float
             out.reasons[e.name] = protect[e.name]
         else:
             out.deleted.append(e)
-    out.kept = [e for e in managed if e.name in rescued or e in base.kept]
+    kept_ids = {id(e) for e in base.kept}
+    out.kept = [e for e in managed if e.name in rescued or id(e) in kept_ids]
     for e in out.kept + out.preserved:
         extra = [r for r in protect.get(e.name, []) if r not in out.reasons[e.name]]
         out.reasons[e.name] = out.reasons[e.name] + extra
@@ -180,23 +185,6 @@ def rethin(entries: list[Entry], policy: Policy, now: float, latest: str | None 
     so checkpoints TF preserved earlier (spaced by at least N hours) stay preserved.
     """
     return plan(entries, policy, 0.0, now, latest)
-
-
-def parse_duration(text: str) -> float:
-    """``90s``, ``30m``, ``12h``, ``7d`` (or plain seconds) -> seconds; ValueError otherwise."""
-    t = text.strip().lower()
-    units = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-    mult = 1
-    if t and t[-1] in units:
-        mult = units[t[-1]]
-        t = t[:-1]
-    try:
-        value = float(t)
-    except ValueError:
-        raise ValueError(f"not a duration: {text!r} (use e.g. 90s, 30m, 12h, 7d)") from None
-    if value < 0 or value != value or value == float("inf"):
-        raise ValueError(f"not a duration: {text!r} (use e.g. 90s, 30m, 12h, 7d)")
-    return value * mult
 
 
 __all__ = ["Entry", "Policy", "Decision", "Recovered", "recover", "record", "sweep", "plan", "rethin",

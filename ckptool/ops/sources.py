@@ -343,7 +343,7 @@ class SaveResult:
     nbytes: int
     sources: list[str]
     object_graph: bool = False
-    retention: object = None  # manage.RetentionResult, or None with state=False
+    retention: object = None  # prune.RetentionResult, or None with state=False
     names: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
@@ -360,7 +360,7 @@ class SaveResult:
 
 def save(prefix: str, sources: list[str], *, global_step: int | None = None, pad_step_number: bool = False,
          object_based: bool = False, num_shards: int = 1, force: bool = False, state: bool = True,
-         max_to_keep: int | None = 5, keep_every_n_hours: float | None = 10000.0,
+         max_to_keep: int | None = None, keep_every_n_hours: float | None = None,
          now: float | None = None) -> SaveResult:
     """Write the tensors of ``sources`` as a V2 checkpoint; then update the state file.
 
@@ -368,7 +368,7 @@ def save(prefix: str, sources: list[str], *, global_step: int | None = None, pad
     keys (each '/' part escaped) and an object graph is synthesized; keys already
     object-based are kept. Two sources giving one name is an error. Unless
     ``state`` is False, the directory's ``checkpoint`` file records the new
-    checkpoint and retention is applied (``ckptool.ops.manage.record_save``).
+    checkpoint and retention is applied when a policy is given (``ckptool.ops.prune.record_save``).
     """
     from ckptool.ops.write import BundleWriter
 
@@ -377,6 +377,7 @@ def save(prefix: str, sources: list[str], *, global_step: int | None = None, pad
     target = step_prefix(prefix, global_step, pad_step_number)
     storage, target_path = storage_for(target)
     opened = []
+    held = _wait_lock(storage, target_path) if state else None  # before writing: prune may be running
     try:
         for path in sources:
             opened.append(open_source(path))
@@ -393,12 +394,12 @@ def save(prefix: str, sources: list[str], *, global_step: int | None = None, pad
                     else:
                         w.add(key, value)
             written = w.finish()
+        retention = _record(storage, target_path, max_to_keep, keep_every_n_hours, now) if state else None
     finally:
         for src in opened:
             src.close()
-    retention = None
-    if state:
-        retention = _record(storage, target_path, max_to_keep, keep_every_n_hours, now)
+        if held is not None:
+            held.__exit__(None, None, None)
     return SaveResult(target_path, written.files, written.variables, written.nbytes, list(sources),
                       written.object_graph, retention, written.keys)
 
@@ -432,17 +433,24 @@ def _plan_names(opened: list[Source], object_based: bool) -> dict[int, dict[str,
     return plan
 
 
-def _record(storage, prefix: str, max_to_keep, keep_every_n_hours, now):
-    try:
-        from ckptool.ops import manage
-    except ModuleNotFoundError as exc:  # pragma: no cover - until the retention engine lands
-        if exc.name != "ckptool.ops.manage":
-            raise
-        raise UnsupportedError(f"{prefix}: saved, but the state file cannot be updated "
-                               f"(ckptool.ops.manage is not available); use --no-state") from None
+def _wait_lock(storage, prefix: str):
+    """DIR's lock, waited for (bounded) and held from before the first write to the record."""
+    from ckptool.io.lock import lock_directory
+
     directory = storage.dirname(prefix) or "."
-    return manage.record_save(directory, prefix, max_to_keep=max_to_keep,
-                              keep_every_n_hours=keep_every_n_hours, now=now, storage=storage)
+    if not storage.isdir(directory):
+        return None
+    lock = lock_directory(storage, directory)
+    lock.__enter__()
+    return lock
+
+
+def _record(storage, prefix: str, max_to_keep, keep_every_n_hours, now):
+    from ckptool.ops.prune import record_save
+
+    directory = storage.dirname(prefix) or "."
+    return record_save(directory, prefix, max_to_keep=max_to_keep,
+                       keep_every_n_hours=keep_every_n_hours, now=now, storage=storage)
 
 
 __all__ = ["open_source", "Source", "RawTensor", "save", "SaveResult", "step_prefix", "kind_of"]

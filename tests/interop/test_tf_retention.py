@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 import ckptool  # noqa: E402
-from ckptool.ops import manage  # noqa: E402
+from ckptool.ops import fleet, prune as P  # noqa: E402
 from tensorflow.python.checkpoint import checkpoint_management as cm  # noqa: E402
 
 T0 = 1_800_000_000.0
@@ -65,7 +65,7 @@ def test_checkpoint_manager_histories_and_prune(tmp_path_factory, monkeypatch_se
         clock.t += gap if i > 1 else 0.0
         mgr.save(checkpoint_number=i)
         ckptool.write(os.path.join(b, f"ckpt-{i}"), {"v": np.zeros(2, np.float32)}, sync=False)
-        manage.record_save(b, os.path.join(b, f"ckpt-{i}"), max_to_keep=h["max_to_keep"],
+        P.record_save(b, os.path.join(b, f"ckpt-{i}"), max_to_keep=h["max_to_keep"],
                            keep_every_n_hours=h["hours"], now=clock.t)
         assert _files(a) == _files(b), (i, h)
         assert _state_text(a) == _state_text(b), (i, h)
@@ -76,7 +76,7 @@ def test_checkpoint_manager_histories_and_prune(tmp_path_factory, monkeypatch_se
     mgr2._sweep()
     if mgr2._maybe_delete:
         mgr2._record_state()
-    manage.prune(b, max_to_keep=h["prune_max_to_keep"], keep_every_n_hours=h["prune_hours"], now=clock.t)
+    P.prune(b, max_to_keep=h["prune_max_to_keep"], keep_every_n_hours=h["prune_hours"], now=clock.t)
     assert _files(a) == _files(b), h
     assert _state_text(a) == _state_text(b), h
 
@@ -95,7 +95,7 @@ def test_prune_of_a_tf_manager_directory_then_tf_continues(tmp_path):
     mgr = tf.train.CheckpointManager(tf.train.Checkpoint(v=v), d, max_to_keep=None)
     for i in range(6):
         mgr.save()
-    r = manage.prune(d, max_to_keep=2)
+    r = P.prune(d, max_to_keep=2)
     assert [os.path.basename(p) for p in r.kept] == ["ckpt-5", "ckpt-6"]
     assert [os.path.basename(p) for p in r.deleted] == [f"ckpt-{i}" for i in range(1, 5)]
     mgr = tf.train.CheckpointManager(tf.train.Checkpoint(v=v), d, max_to_keep=2)
@@ -116,7 +116,7 @@ def test_prune_of_a_tf1_saver_directory_uses_mtimes(tmp_path):
                 saver.save(s, os.path.join(d, "model"), global_step=step)
     # Saver(max_to_keep=None) lists only the latest; TF1 paths are absolute.
     assert tf.train.get_checkpoint_state(d).all_model_checkpoint_paths == [os.path.join(d, "model-4")]
-    r = manage.prune(d, max_to_keep=2, scan=True)
+    r = P.prune(d, max_to_keep=2, scan=True)
     assert [os.path.basename(p) for p in r.deleted] == ["model-1", "model-2"]
     assert _files(d) == sorted(["checkpoint"] + [f"model-{s}{x}" for s in (3, 4) for x in
                                                              (".index", ".data-00000-of-00001", ".meta")])
@@ -139,7 +139,7 @@ def test_recursive_prune_of_tf_manager_directories_matches_tf(tmp_path):
         mgr = tf.train.CheckpointManager(tf.train.Checkpoint(v=v), d, max_to_keep=k)
         mgr._sweep()
         mgr._record_state()
-    res = manage.prune_tree(str(root))
+    res = fleet.prune_tree(str(root))
     assert not res.errors and len(res.runs) == 4
     for i in range(4):
         sub = f"run{i}/" + ("train" if i % 2 else "")

@@ -227,7 +227,7 @@ def test_raw_copy_of_tf_checkpoint_is_byte_identical(tmp_path, capsys):
     _same_files(tf_prefix, str(tmp_path / "copy"))
 
 
-@pytest.mark.skipif(importlib.util.find_spec("ckptool.ops.manage") is None,
+@pytest.mark.skipif(importlib.util.find_spec("ckptool.ops.prune") is None,
                     reason="ckptool.ops.manage (retention engine) is not in the tree yet")
 def test_checkpoint_manager_continues_after_ckptool_save(tmp_path, capsys):
     from ckptool.cli.main import main

@@ -38,7 +38,7 @@ from ckptool import _faults
 from ckptool.io.state import read_state, resolve
 from clirun import run as run_cli
 
-HAS_MANAGE = importlib.util.find_spec("ckptool.ops.manage") is not None
+HAS_MANAGE = importlib.util.find_spec("ckptool.ops.prune") is not None
 VALUES = {"w": np.arange(12, dtype=np.float32).reshape(3, 4), "b": np.array([b"x", b""], dtype=object),
           "step": np.int64(3)}
 KILLS = {"event": 0, "random": 0, "by_command": {}}  # by_command: name -> [at events, at random]

@@ -34,31 +34,36 @@ def command(root: str, max_to_keep: int, keep_every_n_hours, keep_steps_every, m
     For each directory holding checkpoints (a 'checkpoint' state file or any
     *.index): the number of complete checkpoints, their bytes (each file
     counted once, hard links too; other programs' files are not counted),
+    the temporary files killed writers left (TEMP; prune --clean-temp),
     the latest step and its age, and what 'ckptool prune ROOT --recursive'
-    would free with the effective policy. Largest first, then a total.
+    would free with the effective policy (a hard-linked file only when its
+    last link would go). Largest first, then a total.
     Nothing is changed.
 
     Exit status: 0 ok; 1 ROOT missing or a directory could not be read; 2
     usage error.
     """
-    from ckptool.ops.manage import du
+    from ckptool.ops.du import du
     from ckptool.cli.main import Failed
 
     rows = du(root, max_to_keep=max_to_keep or None, keep_every_n_hours=keep_every_n_hours,
               keep_steps_every=keep_steps_every, min_age=min_age, exclude=exclude)
     total = {"directories": len(rows), "checkpoints": sum(r.checkpoints for r in rows),
-             "bytes": sum(r.bytes for r in rows), "would_free": sum(r.would_free or 0 for r in rows)}
+             "bytes": sum(r.bytes for r in rows), "would_free": sum(r.would_free or 0 for r in rows),
+             "temp_files": sum(r.temp_files for r in rows), "temp_bytes": sum(r.temp_bytes for r in rows)}
     errors = [r for r in rows if r.error]
     if as_json:
         emit_json({"root": root, "directories": [r.to_json() for r in rows], "total": total})
     else:
-        head = ("DIRECTORY", "CHECKPOINTS", "SIZE", "LATEST", "AGE", "WOULD FREE")
+        head = ("DIRECTORY", "CHECKPOINTS", "SIZE", "TEMP", "LATEST", "AGE", "WOULD FREE")
         table = [(r.directory, str(r.checkpoints), human_bytes(r.bytes),
+                  human_bytes(r.temp_bytes) if r.temp_files else "-",
                   "-" if r.latest_step is None else str(r.latest_step), _age(r.latest_age),
                   "error" if r.error else human_bytes(r.would_free)) for r in rows]
-        table.append(("total", str(total["checkpoints"]), human_bytes(total["bytes"]), "", "",
+        table.append(("total", str(total["checkpoints"]), human_bytes(total["bytes"]),
+                      human_bytes(total["temp_bytes"]) if total["temp_files"] else "-", "", "",
                       human_bytes(total["would_free"])))
-        widths = [max(len(t[i]) for t in table + [head]) for i in range(6)]
+        widths = [max(len(t[i]) for t in table + [head]) for i in range(7)]
         for t in [head] + table:
             click.echo("  ".join([t[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(t[1:], widths[1:])]).rstrip())
     for r in errors:

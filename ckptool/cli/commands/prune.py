@@ -31,8 +31,9 @@ def _duration(ctx, param, value):
 @click.option("--min-age", callback=_duration, default=None, metavar="DURATION",
               help="Never delete a checkpoint younger than DURATION (90s, 30m, 12h, 7d): an evaluator "
                    "may be reading it.")
-@click.option("--keep", "pinned", multiple=True, metavar="NAME",
-              help="Never delete checkpoint NAME (a prefix base name such as ckpt-1000). Repeatable.")
+@click.option("--keep", "pinned", multiple=True, metavar="CHECKPOINT",
+              help="Never delete this checkpoint of DIR (ckpt-1000, DIR/ckpt-1000, ckpt-1000.index, an "
+                   "absolute path; one that names no checkpoint of DIR is an error). Repeatable.")
 @click.option("--scan", is_flag=True,
               help="Consider every complete checkpoint in DIR (orphans of earlier runs, absolute TF1 "
                    "paths of a moved directory, checkpoints TF preserved and forgot), not only the "
@@ -46,30 +47,43 @@ def _duration(ctx, param, value):
 @click.option("--exclude", multiple=True, metavar="GLOB",
               help="With --recursive: skip directories whose path below ROOT (or name) matches GLOB. "
                    "Repeatable.")
+@click.option("--one-file-system", is_flag=True,
+              help="With --recursive: do not descend into directories on other file systems.")
+@click.option("--follow-symlinks", is_flag=True,
+              help="With --recursive: descend into symlinked directories too (each directory once).")
+@click.option("--clean-temp", is_flag=True,
+              help="Also delete temporary files of killed writers (*.tempstate*, *.tmp*, *_temp* "
+                   "staging directories) older than an hour; never while a writer holds the lock.")
 @click.option("-n", "--dry-run", is_flag=True, help="Show the plan; change nothing.")
 @json_option('Print {"kept": [...], "deleted": [...], "preserved": [...], "reasons": {...}, '
              '"bytes_freed": N, ...} as JSON.')
 def command(directory: str, max_to_keep: int, keep_every_n_hours: float | None, keep_steps_every: int | None,
             min_age: float | None, pinned: tuple[str, ...], scan: bool, recursive: bool, exclude: tuple[str, ...],
-            dry_run: bool, as_json: bool) -> None:
+            one_file_system: bool, follow_symlinks: bool, clean_temp: bool, dry_run: bool, as_json: bool) -> None:
     """Apply retention to the checkpoints in DIR, exactly as TensorFlow would.
 
     The decision is tf.train.CheckpointManager's: the state file's
     checkpoints, oldest first, with their recorded timestamps (for a TF1
     Saver directory without timestamps, the .index modification times, as
     recover_last_checkpoints does); the K newest are kept; each one rotated
-    out is preserved if --keep-every-n-hours says so, else deleted with all
-    its files (.index, every .data-*, .meta and other PREFIX.* files).
+    out is preserved if --keep-every-n-hours says so, else deleted with its
+    own files (PREFIX.index, PREFIX.data-NNNNN-of-NNNNN, PREFIX.meta; for V1
+    the file PREFIX or its shards) and nothing else: PREFIX.json,
+    PREFIX.notes.txt or PREFIX.index.bak beside it stay. DIR/.ckptool.toml
+    applies as with --recursive; one that does not parse stops the run.
     --keep-steps-every, --min-age and --keep add protection (the union of the
     rules keeps a checkpoint).
 
     Safe to run from cron: the latest checkpoint is never deleted; a plan that
     would delete every checkpoint is refused; nothing outside DIR is touched
     (state entries with '..', absolute paths elsewhere and symlinks out are
-    left alone with a warning); files being written (*.tempstate*, *_temp*)
-    are left alone; the state file is rewritten atomically, after re-reading
+    left alone with a warning); files being written (*.tempstate*, *.tmp*,
+    *_temp*) are left alone (--clean-temp: those older than an hour go);
+    deletes go through DIR's descriptor, never a path; the state file is rewritten atomically, after re-reading
     it so that checkpoints a trainer saved meanwhile are kept; an advisory
-    lock (DIR/.ckptool.lock) keeps two prunes apart.
+    lock (DIR/.ckptool.lock) keeps prunes and saves apart. Nothing is
+    printed when nothing is deleted (-v, --dry-run or --json to see the
+    plan). A file that cannot be deleted is reported, the rest still go.
 
     The table says why each checkpoint is kept: latest, max_to_keep,
     every-n-hours, steps-every, min-age, pinned (--keep), or unmanaged (at
@@ -80,24 +94,42 @@ def command(directory: str, max_to_keep: int, keep_every_n_hours: float | None, 
     then a total (--json: one document keyed by directory).
 
     Exit status: 0 done (or nothing to do); 1 refused or failed (no state
-    file without --scan, a corrupt state file, lock held; with --recursive,
+    file without --scan, a corrupt state file or .ckptool.toml, lock held, a
+    file that could not be deleted, a --keep naming nothing; with --recursive,
     any directory failed); 2 usage error.
     """
-    from ckptool.ops.manage import prune, prune_tree
+    from ckptool.cli.main import Failed
+    from ckptool.ops.fleet import prune_tree
+    from ckptool.ops.prune import prune
 
-    if exclude and not recursive:
-        raise click.UsageError("--exclude needs --recursive")
+    for flag, on in (("--exclude", exclude), ("--one-file-system", one_file_system),
+                     ("--follow-symlinks", follow_symlinks)):
+        if on and not recursive:
+            raise click.UsageError(f"{flag} needs --recursive")
     if recursive:
         _recursive(directory, max_to_keep, keep_every_n_hours, keep_steps_every, min_age, pinned, scan, exclude,
-                   dry_run, as_json, prune_tree)
+                   dry_run, as_json, prune_tree, clean_temp=clean_temp, one_file_system=one_file_system,
+                   follow_symlinks=follow_symlinks)
         return
 
     result = prune(directory, max_to_keep=max_to_keep or None, keep_every_n_hours=keep_every_n_hours,
-                   keep_steps_every=keep_steps_every, min_age=min_age, keep=pinned, scan=scan, dry_run=dry_run)
+                   keep_steps_every=keep_steps_every, min_age=min_age, keep=pinned, scan=scan, dry_run=dry_run,
+                   clean_temp=clean_temp)
     if as_json:
         emit_json(result.to_json())
-        return
-    render_result(result)
+    elif result.deleted or result.temp_deleted or result.failed or dry_run or _verbose():
+        render_result(result)
+    for f in result.failed:
+        click.echo(f"ckptool: error: {f['path']}: cannot delete: {f['error']}", err=True)
+    if result.failed:
+        raise Failed(f"{len(result.failed)} files could not be deleted")
+
+
+def _verbose() -> bool:
+    """-v (the global flag; read from the settings the CLI keeps)."""
+    from ckptool.cli.common import settings
+
+    return bool(getattr(settings(), "verbose", False))
 
 
 def render_result(result, prefix: str = "") -> None:
@@ -105,6 +137,7 @@ def render_result(result, prefix: str = "") -> None:
     rows += [(p, "preserve", ", ".join(result.reasons.get(p, []))) for p in result.preserved]
     rows += [(p, "would delete" if result.dry_run else "deleted", "") for p in result.deleted]
     rows += [(p, "skipped", "outside the directory") for p in result.skipped]
+    rows += [(p, "would delete" if result.dry_run else "deleted", "temporary") for p in result.temp_deleted]
     width = max((len(r[0]) for r in rows), default=10)
     aw = max((len(r[1]) for r in rows), default=4)
     for path, action, why in rows:
@@ -115,7 +148,7 @@ def render_result(result, prefix: str = "") -> None:
 
 
 def _recursive(root, max_to_keep, keep_every_n_hours, keep_steps_every, min_age, pinned, scan, exclude, dry_run,
-               as_json, prune_tree) -> None:
+               as_json, prune_tree, **walk) -> None:
     from ckptool.cli.common import quiet, stderr_is_terminal
     from ckptool.cli.main import Failed
 
@@ -125,12 +158,13 @@ def _recursive(root, max_to_keep, keep_every_n_hours, keep_steps_every, min_age,
 
     tree = prune_tree(root, max_to_keep=max_to_keep or None, keep_every_n_hours=keep_every_n_hours,
                       keep_steps_every=keep_steps_every, min_age=min_age, keep=pinned, exclude=exclude, scan=scan,
-                      dry_run=dry_run, progress=progress)
+                      dry_run=dry_run, progress=progress, **walk)
     if stderr_is_terminal() and not quiet() and (tree.runs or tree.errors):
         click.echo("\r" + " " * 70 + "\r", err=True, nl=False)
+    anything = any(r.deleted or r.temp_deleted or r.failed for r in tree.runs.values())
     if as_json:
         emit_json(tree.to_json())
-    else:
+    elif anything or dry_run or _verbose():
         rows = [(d, str(len(r.kept)), str(len(r.deleted)), str(len(r.preserved)), human_bytes(r.bytes_freed))
                 for d, r in tree.runs.items()]
         t = tree.total()

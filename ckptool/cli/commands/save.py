@@ -24,10 +24,10 @@ from ckptool.cli.common import emit_json, human_bytes, json_option
 @click.option("--force", is_flag=True, help="Replace an existing checkpoint at the target.")
 @click.option("--no-state", is_flag=True,
               help="Leave the directory's 'checkpoint' state file alone and apply no retention.")
-@click.option("--max-to-keep", type=click.IntRange(min=0), default=5, show_default=True, metavar="K",
-              help="Retention after saving: keep the K newest checkpoints (0 keeps all).")
-@click.option("--keep-every-n-hours", type=click.FloatRange(min=0, min_open=True), default=10000.0,
-              show_default=True, metavar="H",
+@click.option("--max-to-keep", type=click.IntRange(min=0), default=None, metavar="K",
+              help="Retention after saving: keep the K newest checkpoints (0 keeps all). Default: none "
+                   "(or the directory's .ckptool.toml): save deletes nothing unasked.")
+@click.option("--keep-every-n-hours", type=click.FloatRange(min=0, min_open=True), default=None, metavar="H",
               help="Retention: also preserve one checkpoint every H hours, as Saver does.")
 @json_option("Print what was written (prefix, files, variables, bytes) and the retention result as JSON.")
 def command(prefix: str, sources: tuple[str, ...], global_step: int | None, pad_step_number: bool,

@@ -31,18 +31,21 @@ def command(directory: str, rebuild: bool, relative: bool, dry_run: bool, as_jso
     Exit status: 0 ok; 1 no state file, a corrupt one, or nothing to rebuild
     from; 2 usage error.
     """
-    from ckptool.ops.manage import rebuild_state, relative_state, show_state
+    from ckptool.ops.state import rebuild_state, relative_state, show_state, state_document
 
     if rebuild and relative:
         raise click.UsageError("--rebuild writes relative paths already; give one of --rebuild, --relative")
+    doc = None
     if rebuild:
         st = rebuild_state(directory, dry_run=dry_run)
         note(f"{'would write' if dry_run else 'wrote'} {len(st.all_model_checkpoint_paths)} checkpoints "
              f"into {directory}/checkpoint")
+        doc = state_document(directory, st) if dry_run else None
     elif relative:
-        _, changed = relative_state(directory, dry_run=dry_run)
+        st, changed = relative_state(directory, dry_run=dry_run)
         note(f"{len(changed)} paths {'would be' if dry_run else ''} made relative".replace("  ", " "))
-    doc = show_state(directory) if not (dry_run and (rebuild or relative)) else _doc(directory, rebuild, relative)
+        doc = state_document(directory, st) if dry_run else None
+    doc = doc if doc is not None else show_state(directory)
     if as_json:
         emit_json(doc)
         return
@@ -55,14 +58,3 @@ def command(directory: str, rebuild: bool, relative: bool, dry_run: bool, as_jso
         lp = datetime.datetime.fromtimestamp(doc["last_preserved_timestamp"], datetime.timezone.utc)
         click.echo(f"last preserved: {lp.strftime('%Y-%m-%d %H:%M:%S UTC')}")
 
-
-def _doc(directory, rebuild, relative):
-    from ckptool.ops.manage import rebuild_state, relative_state
-
-    st = rebuild_state(directory, dry_run=True) if rebuild else relative_state(directory, dry_run=True)[0]
-    ts = st.all_model_checkpoint_timestamps
-    return {"directory": directory, "model_checkpoint_path": st.model_checkpoint_path,
-            "all_model_checkpoint_paths": list(st.all_model_checkpoint_paths),
-            "all_model_checkpoint_timestamps": list(ts), "last_preserved_timestamp": st.last_preserved_timestamp,
-            "entries": [{"path": p, "timestamp": ts[i] if i < len(ts) else None, "exists": True, "step": None}
-                        for i, p in enumerate(st.all_model_checkpoint_paths)]}

@@ -1,0 +1,156 @@
+"""One listing of a directory, its files grouped by the checkpoint that owns them,
+by the rules of :mod:`ckptool.io.layout` (and nothing else)."""
+
+from __future__ import annotations
+
+import stat as _stat
+from dataclasses import dataclass, field
+
+from ckptool.format.bundle import INDEX_SUFFIX
+from ckptool.io import layout as L
+
+#: ckptool's own files and TF's state file: never a checkpoint's, never probed.
+RESERVED = frozenset({"checkpoint", ".ckptool.lock", ".ckptool-prune-pending", ".ckptool.toml"})
+
+
+@dataclass
+class FileInfo:
+    name: str
+    size: int
+    mtime: float
+    link_out: bool = False  # a symlink that leads outside the directory
+    inode: tuple | None = None  # (st_dev, st_ino): a hard-linked file is counted once
+    nlink: int = 1
+    is_dir: bool = False
+
+
+@dataclass
+class DirListing:
+    """DIR's files by checkpoint base (temporaries apart); ``complete``: the bases whose
+    ``.index`` parses as one or that are V1 tables; ``temps``: temporary files and staging
+    directories, with :func:`layout.temp_owner` of each in ``temp_owner``."""
+
+    directory: str
+    files: dict[str, list[FileInfo]] = field(default_factory=dict)
+    complete: set[str] = field(default_factory=set)
+    v1: set[str] = field(default_factory=set)
+    temps: list[FileInfo] = field(default_factory=list)
+    temp_owner: dict[str, str | None] = field(default_factory=dict)
+    real: str = ""
+
+    def mtime(self, base: str) -> float | None:
+        """The commit time of checkpoint ``base``: its index's (the V1 file's) mtime."""
+        files = self.files.get(base, ())
+        for f in files:
+            if f.name == base + INDEX_SUFFIX or f.name == base:
+                return f.mtime
+        if base in self.v1:
+            return max((f.mtime for f in files if L.file_role(f.name) == (base, L.V1_FILE)), default=None)
+        return None
+
+    def size(self, base: str) -> int:
+        return sum(f.size for f in self.files.get(base, ()))
+
+    def links_out(self, base: str) -> bool:
+        return any(f.link_out for f in self.files.get(base, ()))
+
+    def temp_bytes(self) -> int:
+        return sum(f.size for f in self.temps)
+
+
+def _info(d, name: str, real: str) -> FileInfo | None:
+    st = d.lstat(name)
+    if st is None:
+        return None
+    if _stat.S_ISDIR(st.st_mode):
+        return FileInfo(name, 0, st.st_mtime, is_dir=True)
+    if _stat.S_ISLNK(st.st_mode):
+        target = d.link_target(name)
+        if not target.startswith(real.rstrip("/") + "/"):
+            return FileInfo(name, 0, st.st_mtime, link_out=True)
+        tst = d.stat(name)
+        if tst is None or not _stat.S_ISREG(tst.st_mode):
+            return FileInfo(name, 0, st.st_mtime, link_out=True)
+        return FileInfo(name, tst.st_size, tst.st_mtime, inode=None)
+    if not _stat.S_ISREG(st.st_mode):
+        return None
+    inode = (st.st_dev, st.st_ino) if st.st_ino else None
+    return FileInfo(name, st.st_size, st.st_mtime, inode=inode, nlink=max(1, st.st_nlink))
+
+
+def _tree_size(d, name: str) -> tuple[int, float]:
+    """Bytes and newest mtime below a staging directory (no symlink followed)."""
+    total, newest = 0, 0.0
+    try:
+        sub = d.subdir(name) if hasattr(d, "subdir") else None
+    except Exception:
+        return 0, 0.0
+    if sub is None:
+        return 0, 0.0
+    with sub:
+        for n in sub.names():
+            st = sub.lstat(n)
+            if st is None:
+                continue
+            newest = max(newest, st.st_mtime)
+            if _stat.S_ISDIR(st.st_mode):
+                s, m = _tree_size(sub, n)
+                total, newest = total + s, max(newest, m)
+            elif _stat.S_ISREG(st.st_mode):
+                total += st.st_size
+    return total, newest
+
+
+def scan(d) -> DirListing:
+    """Group the files of the open directory ``d`` (:mod:`ckptool.io.dirfd`) by checkpoint."""
+    from ckptool.io.storage import LOCAL, storage_for
+
+    names = d.names()
+    real = d.realpath()
+    out = DirListing(d.path, real=real)
+    storage = getattr(d, "storage", None) or LOCAL
+    if storage is LOCAL and "://" in (d.path or ""):
+        storage = storage_for(d.path)[0]
+    roles: dict[str, tuple[str, str]] = {}
+    for n in names:
+        if n in RESERVED:
+            continue
+        if L.is_temp(n):
+            info = _info(d, n, real)
+            if info is None:
+                continue
+            if info.is_dir:
+                info.size, newest = _tree_size(d, n)
+                info.mtime = max(info.mtime, newest)
+            out.temps.append(info)
+            out.temp_owner[n] = L.temp_owner(n)
+            continue
+        role = L.file_role(n)
+        if role is not None:
+            roles[n] = role
+        elif L.is_v1_table(storage, d.join(n)):
+            roles[n] = (n, L.V1_FILE)
+            out.v1.add(n)
+            out.complete.add(n)
+    for n, (base, kind) in roles.items():
+        if kind == L.INDEX and L.is_index(storage, d.join(n)):
+            out.complete.add(base)
+        elif kind == L.V1_FILE and base not in out.v1:
+            out.v1.add(base)
+    for base in list(out.v1):
+        shards = sorted(n for n, r in roles.items() if r == (base, L.V1_FILE) and n != base)
+        if shards and L.is_v1_table(storage, d.join(shards[0])):
+            out.complete.add(base)
+    for n, (base, kind) in roles.items():
+        if kind == L.META and base not in out.complete:
+            sharded = [b for b in out.v1 if L.meta_graph_filename(b) == n]
+            if sharded:
+                base = sharded[0]
+        info = _info(d, n, real)
+        if info is None or info.is_dir:
+            continue
+        out.files.setdefault(base, []).append(info)
+    return out
+
+
+__all__ = ["FileInfo", "DirListing", "scan", "RESERVED"]

@@ -1,0 +1,130 @@
+"""The directory lock: ``DIR/.ckptool.lock``, an advisory ``flock`` that keeps a save
+and a prune (or two prunes) of one directory from interleaving.
+
+- Writers wait for it, bounded (:data:`DEFAULT_TIMEOUT`), *before* they write, so a
+  save beside a running prune waits instead of writing and then failing.
+- The file is opened read-only (``flock`` needs no write access) and created with
+  mode 0666 less the umask, so another user who may write the directory can lock it.
+- Re-entrant within a process: a ``save`` holding it may call the recording step that
+  takes it again (two ``flock`` on two descriptors of one process would deadlock).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+from ckptool.errors import CkptError, RefusedError
+
+LOCK_FILENAME = ".ckptool.lock"
+DEFAULT_TIMEOUT = 30.0  # seconds a writer waits for the lock
+_POLL = 0.05
+
+_held: dict[tuple[int, int], list] = {}  # (st_dev, st_ino) of the lock file -> [fd, depth]
+_mutex = threading.Lock()
+
+
+class DirLock:
+    """``with DirLock(directory, timeout): ...``; ``dir_fd`` opens the lock file relative
+    to an open directory (no path lookup)."""
+
+    def __init__(self, directory: str, timeout: float | None = DEFAULT_TIMEOUT, dir_fd: int | None = None):
+        self.directory = directory
+        self.path = os.path.join(directory, LOCK_FILENAME)
+        self.timeout = timeout
+        self.dir_fd = dir_fd
+        self._key: tuple[int, int] | None = None
+
+    def __enter__(self) -> "DirLock":
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX: no advisory lock
+            return self
+        flags = os.O_RDONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        try:
+            if self.dir_fd is not None:
+                fd = os.open(LOCK_FILENAME, flags, 0o666, dir_fd=self.dir_fd)
+            else:
+                fd = os.open(self.path, flags, 0o666)
+        except OSError as exc:
+            raise CkptError(f"{self.path}: cannot open the lock file: {exc.strerror}") from None
+        st = os.fstat(fd)
+        key = (st.st_dev, st.st_ino)
+        with _mutex:
+            if key in _held:
+                os.close(fd)
+                _held[key][1] += 1
+                self._key = key
+                return self
+        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if deadline is not None and time.monotonic() >= deadline:
+                    os.close(fd)
+                    raise RefusedError(f"{self.path}: another ckptool process holds this directory's lock "
+                                       f"(waited {self.timeout:g} s); try again later") from None
+                time.sleep(_POLL)
+            except OSError as exc:
+                os.close(fd)
+                raise CkptError(f"{self.path}: cannot lock: {exc.strerror}") from None
+        with _mutex:
+            _held[key] = [fd, 1]
+        self._key = key
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        if self._key is None:
+            return False
+        with _mutex:
+            entry = _held[self._key]
+            entry[1] -= 1
+            if entry[1] == 0:
+                del _held[self._key]
+                os.close(entry[0])  # closing releases the flock
+        self._key = None
+        return False
+
+
+def is_locked(directory: str, dir_fd: int | None = None) -> bool:
+    """Whether another process holds DIR's lock now (without waiting, without creating it)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover
+        return False
+    try:
+        fd = (os.open(LOCK_FILENAME, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0), dir_fd=dir_fd)
+              if dir_fd is not None else os.open(os.path.join(directory, LOCK_FILENAME), os.O_RDONLY))
+    except OSError:
+        return False
+    try:
+        st = os.fstat(fd)
+        with _mutex:
+            if (st.st_dev, st.st_ino) in _held:
+                return False  # ours
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        return False
+    finally:
+        os.close(fd)
+
+
+def lock_directory(storage, directory: str, *, timeout: float | None = DEFAULT_TIMEOUT, dir_fd: int | None = None):
+    """The lock of DIR as a context manager: the flock for local directories, the
+    storage's own for others (a no-op where it has none)."""
+    import contextlib
+
+    from ckptool.io.storage import LOCAL
+
+    if storage is LOCAL:
+        return DirLock(directory or ".", timeout, dir_fd)
+    lock = getattr(storage, "lock", None)
+    return lock(directory) if lock is not None else contextlib.nullcontext()
+
+
+__all__ = ["DirLock", "LOCK_FILENAME", "DEFAULT_TIMEOUT", "is_locked", "lock_directory"]

@@ -1,0 +1,117 @@
+"""The policy file ``.ckptool.toml``: retention keys a directory (or a tree) carries,
+read by every command that prunes it (``prune``, ``prune --recursive``, ``du``, ``save``).
+
+A file that does not parse, or has an unknown key or a bad value, is a CorruptError:
+the command stops before deleting anything.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ckptool.errors import CorruptError, UnsupportedError
+from ckptool.io.storage import LOCAL
+
+POLICY_FILE = ".ckptool.toml"
+POLICY_KEYS = frozenset({"max_to_keep", "keep_every_n_hours", "keep_steps_every", "min_age", "keep"})
+
+
+def _toml():
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        try:
+            import tomli as tomllib  # type: ignore[no-redef]
+        except ModuleNotFoundError:
+            return None
+    return tomllib
+
+
+def parse_duration(text: str) -> float:
+    """``90s``, ``30m``, ``12h``, ``7d`` (or plain seconds) -> seconds; ValueError otherwise."""
+    t = text.strip().lower()
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+    mult = 1
+    if t and t[-1] in units:
+        mult = units[t[-1]]
+        t = t[:-1]
+    try:
+        value = float(t)
+    except ValueError:
+        raise ValueError(f"not a duration: {text!r} (use e.g. 90s, 30m, 12h, 7d)") from None
+    if value < 0 or value != value or value == float("inf"):
+        raise ValueError(f"not a duration: {text!r} (use e.g. 90s, 30m, 12h, 7d)")
+    return value * mult
+
+
+def parse_policy(raw: bytes, path: str) -> dict:
+    """The keys of one policy file, checked."""
+    tomllib = _toml()
+    if tomllib is None:
+        raise UnsupportedError(f"{path}: reading .ckptool.toml on Python < 3.11 needs the 'tomli' package")
+    try:
+        doc = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise CorruptError(f"{path}: not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise CorruptError(f"{path}: {exc}") from None
+    bad = sorted(set(doc) - POLICY_KEYS)
+    if bad:
+        raise CorruptError(f"{path}: unknown key {bad[0]!r} (known: {', '.join(sorted(POLICY_KEYS))})")
+    out = {}
+    for key, value in doc.items():
+        ok = True
+        if key in ("max_to_keep", "keep_steps_every"):
+            ok = isinstance(value, int) and not isinstance(value, bool) and value >= (0 if key == "max_to_keep" else 1)
+        elif key == "keep_every_n_hours":
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < float("inf")
+        elif key == "min_age":
+            if isinstance(value, str):
+                try:
+                    value = parse_duration(value)
+                except ValueError:
+                    ok = False
+            else:
+                ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < float("inf")
+        elif key == "keep":
+            ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
+        if not ok:
+            raise CorruptError(f"{path}: bad value for {key}: {value!r}")
+        out[key] = value
+    return out
+
+
+def read_policy(directory: str, storage=LOCAL) -> dict | None:
+    """DIR's own ``.ckptool.toml``, or None when it has none."""
+    path = storage.join(directory, POLICY_FILE) if directory else POLICY_FILE
+    if not storage.isfile(path):
+        if storage.exists(path):
+            raise CorruptError(f"{path}: not a regular file")
+        return None
+    return parse_policy(storage.read_bytes(path), path)
+
+
+def effective_policy(root: str, directory: str, defaults: dict, storage=LOCAL) -> tuple[dict, list[str]]:
+    """The policy for a run directory: ``defaults`` (the command line), overridden key by
+    key by each ``.ckptool.toml`` from ROOT down to the directory (the nearest wins); the
+    ``keep`` pins of all of them and of the defaults add up. Also the files read."""
+    policy = dict(defaults)
+    pins = list(defaults.get("keep") or ())
+    if storage is LOCAL:
+        rel = os.path.relpath(directory, root)
+    else:
+        rel = directory[len(root.rstrip("/")) + 1:] if directory.rstrip("/") != root.rstrip("/") else "."
+    parts = [] if rel in (".", "") else rel.replace(os.sep, "/").split("/")
+    chain = [root] + [storage.join(root, *parts[: i + 1]) for i in range(len(parts))]
+    used = []
+    for d in chain:
+        doc = read_policy(d, storage)
+        if doc is not None:
+            pins += [p for p in doc.pop("keep", []) if p not in pins]
+            policy.update(doc)
+            used.append(storage.join(d, POLICY_FILE))
+    policy["keep"] = pins
+    return policy, used
+
+
+__all__ = ["POLICY_FILE", "POLICY_KEYS", "parse_policy", "read_policy", "effective_policy", "parse_duration"]

@@ -1,0 +1,89 @@
+"""``du``: where the space goes, per run directory below a ROOT."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from ckptool.errors import CkptError
+from ckptool.io.dirfd import open_dir
+from ckptool.io.layout import resolve_recorded, step_of
+from ckptool.io.listing import scan
+from ckptool.io.storage import storage_for
+from ckptool.ops.fleet import prune_tree
+from ckptool.ops.prune import read_dir_state
+
+
+@dataclass
+class RunUsage:
+    directory: str
+    checkpoints: int
+    bytes: int
+    latest: str | None
+    latest_step: int | None
+    latest_age: float | None
+    would_free: int | None
+    error: str | None = None
+    temp_files: int = 0
+    temp_bytes: int = 0
+
+    def to_json(self) -> dict:
+        return {"directory": self.directory, "checkpoints": self.checkpoints, "bytes": self.bytes,
+                "latest": self.latest, "latest_step": self.latest_step, "latest_age_seconds": self.latest_age,
+                "would_free": self.would_free, "temp_files": self.temp_files, "temp_bytes": self.temp_bytes,
+                "error": self.error}
+
+
+def du(root: str, *, max_to_keep: int | None = 5, keep_every_n_hours: float | None = None,
+       keep_steps_every: int | None = None, min_age: float | None = None, exclude=(), now: float | None = None,
+       storage=None) -> list[RunUsage]:
+    """Per run directory below ROOT: complete checkpoints (V1 included), the bytes of their
+    files (each file counted once, hard links included), temporary files of writers apart,
+    the latest and its age, and what prune would free with the effective policy (a
+    hard-linked file only when its last link would go). Sorted by bytes, largest first."""
+    if storage is None:
+        storage, root = storage_for(root)
+    now = time.time() if now is None else now
+    plan = prune_tree(root, max_to_keep=max_to_keep, keep_every_n_hours=keep_every_n_hours,
+                      keep_steps_every=keep_steps_every, min_age=min_age, exclude=exclude,
+                      dry_run=True, now=now, storage=storage, discover_all=True)
+    seen_inodes: set = set()
+    out = []
+    for d in list(plan.runs) + list(plan.errors):
+        r = plan.runs.get(d)
+        try:
+            if r is not None and r.listing is not None:
+                listing, latest = r.listing, r.latest
+            else:
+                with open_dir(storage, d) as h:
+                    listing = scan(h)
+                    try:
+                        _, state = read_dir_state(h)
+                    except CkptError:
+                        state = None
+                latest = resolve_recorded(storage, d, state.model_checkpoint_path).base if state else None
+        except CkptError as exc:
+            out.append(RunUsage(d, 0, 0, None, None, None, None, str(exc)))
+            continue
+        total = 0
+        for base in listing.complete:
+            for f in listing.files.get(base, ()):
+                key = f.inode or (d, f.name)
+                if f.link_out or key in seen_inodes:
+                    continue
+                seen_inodes.add(key)
+                total += f.size
+        if latest is None or latest not in listing.complete:
+            ranked = sorted(listing.complete, key=lambda b: (step_of(b) if step_of(b) is not None else -1,
+                                                             listing.mtime(b) or 0))
+            latest = ranked[-1] if ranked else None
+        mt = listing.mtime(latest) if latest else None
+        out.append(RunUsage(d, len(listing.complete), total, storage.join(d, latest) if latest else None,
+                            step_of(latest) if latest else None, None if mt is None else max(0.0, now - mt),
+                            r.bytes_freed if r is not None else None, plan.errors.get(d),
+                            len(listing.temps), listing.temp_bytes()))
+    out.sort(key=lambda u: (-u.bytes, u.directory))
+    return out
+
+
+__all__ = ["du", "RunUsage"]

@@ -1,0 +1,205 @@
+"""Trees of runs: finding the run directories below a ROOT (``find_runs``) and pruning
+each with its effective policy (``prune --recursive``: :func:`prune_tree`).
+
+Local trees are walked through directory descriptors (``O_DIRECTORY|O_NOFOLLOW``), and
+each run is pruned through the descriptor the walk opened, so a directory swapped for a
+symlink meanwhile is not followed. Symlinked directories are followed only with
+``follow_symlinks`` (each directory once); ``one_file_system`` stays on ROOT's device.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import stat as _stat
+import time
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from ckptool.errors import CkptError, MissingError, UnsupportedError
+from ckptool.io.dirfd import LocalDir, os_error
+from ckptool.io.layout import INDEX, file_role, is_temp
+from ckptool.io.policy import effective_policy
+from ckptool.io.state import STATE_FILENAME
+from ckptool.io.storage import LOCAL, storage_for
+from ckptool.ops.prune import PruneResult, prune_open
+
+
+def _excluded(rel: str, exclude) -> bool:
+    name = rel.rsplit("/", 1)[-1]
+    return any(fnmatch.fnmatchcase(rel, g) or fnmatch.fnmatchcase(name, g) for g in exclude)
+
+
+def _is_run(names: list[str], scan: bool) -> bool:
+    return STATE_FILENAME in names or (scan and any(file_role(n) is not None and file_role(n)[1] == INDEX
+                                                    for n in names))
+
+
+def walk_runs(root: str, *, exclude=(), scan: bool = False, one_file_system: bool = False,
+              follow_symlinks: bool = False) -> Iterator[LocalDir]:
+    """The run directories below a local ROOT (ROOT included), each yielded open (closed
+    when the walk moves on). ``*_temp*`` staging directories and those matching an
+    ``exclude`` glob (against the path relative to ROOT, or the name) are skipped."""
+    import os
+
+    top = LocalDir(root)
+    seen = {(top.dev, os.fstat(top.fd).st_ino)}
+    stack: list[tuple[LocalDir, str]] = [(top, ".")]
+    while stack:
+        d, rel = stack.pop()
+        try:
+            names = d.names()
+            if _is_run(names, scan):
+                yield d
+            subs = []
+            for n in names:
+                sub_rel = n if rel == "." else f"{rel}/{n}"
+                if is_temp(n) or _excluded(sub_rel, exclude):
+                    continue
+                st = d.lstat(n)
+                if st is None:
+                    continue
+                if _stat.S_ISLNK(st.st_mode):
+                    if not follow_symlinks:
+                        continue
+                    st = d.stat(n)
+                    if st is None or not _stat.S_ISDIR(st.st_mode):
+                        continue
+                elif not _stat.S_ISDIR(st.st_mode):
+                    continue
+                if one_file_system and st.st_dev != top.dev:
+                    continue
+                if (st.st_dev, st.st_ino) in seen:
+                    continue
+                seen.add((st.st_dev, st.st_ino))
+                subs.append((n, sub_rel, _stat.S_ISLNK(d.lstat(n).st_mode)))
+            for n, sub_rel, link in sorted(subs, reverse=True):
+                try:
+                    if link:
+                        fd = os.open(n, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0), dir_fd=d.fd)
+                        child = LocalDir(d.join(n), fd=fd)
+                    else:
+                        child = d.subdir(n)
+                except (CkptError, OSError):
+                    continue
+                stack.append((child, sub_rel))
+        finally:
+            d.close()
+
+
+def find_runs(root: str, *, exclude=(), scan: bool = False, storage=None, one_file_system: bool = False,
+              follow_symlinks: bool = False) -> list[str]:
+    """Directories below ROOT (ROOT included) holding checkpoints: a state file, or with ``scan``
+    an ``*.index`` file; in walk order (sorted)."""
+    if storage is None:
+        storage, root = storage_for(root)
+    if not storage.isdir(root):
+        raise MissingError(f"{root}: no such directory")
+    if storage is LOCAL:
+        return sorted(d.path for d in walk_runs(root, exclude=exclude, scan=scan, one_file_system=one_file_system,
+                                                follow_symlinks=follow_symlinks))
+    return _find_remote(storage, root, exclude, scan)
+
+
+def _find_remote(storage, root: str, exclude, scan: bool) -> list[str]:
+    find = getattr(storage, "find", None)
+    if find is None:
+        raise UnsupportedError(f"{root}: this storage cannot list a tree")
+    seen = set()
+    for path in find(root):
+        d, name = path.rsplit("/", 1)
+        rel = d[len(root.rstrip("/")) + 1:] if d != root.rstrip("/") else "."
+        if any(is_temp(p) for p in rel.split("/")) or (rel != "." and any(
+                _excluded("/".join(rel.split("/")[: i + 1]), exclude) for i in range(rel.count("/") + 1))):
+            continue
+        if _is_run([name], scan):
+            seen.add(d)
+    return sorted(seen)
+
+
+@dataclass
+class TreeResult:
+    root: str
+    runs: dict = field(default_factory=dict)  # directory -> PruneResult
+    errors: dict = field(default_factory=dict)  # directory -> message
+    dry_run: bool = False
+
+    def to_json(self) -> dict:
+        runs = {}
+        for d, r in self.runs.items():
+            doc = r.to_json()
+            doc["counts"] = {"kept": len(r.kept), "deleted": len(r.deleted), "preserved": len(r.preserved)}
+            runs[d] = doc
+        for d, msg in self.errors.items():
+            runs[d] = {"error": msg}
+        return {"root": self.root, "dry_run": self.dry_run, "directories": runs, "total": self.total()}
+
+    def total(self) -> dict:
+        rs = list(self.runs.values())
+        return {"directories": len(rs) + len(self.errors), "failed": len(self.errors),
+                "kept": sum(len(r.kept) for r in rs), "deleted": sum(len(r.deleted) for r in rs),
+                "preserved": sum(len(r.preserved) for r in rs), "bytes_freed": sum(r.bytes_freed for r in rs)}
+
+
+def _message(exc: BaseException, d: str) -> str:
+    if isinstance(exc, CkptError):
+        return str(exc)
+    return str(os_error(getattr(exc, "filename", None) or d, exc, "prune"))
+
+
+def prune_tree(root: str, *, max_to_keep: int | None = 5, keep_every_n_hours: float | None = None,
+               keep_steps_every: int | None = None, min_age: float | None = None, keep=(), exclude=(),
+               scan: bool = False, dry_run: bool = False, now: float | None = None, storage=None,
+               progress=None, discover_all: bool = False, clean_temp: bool = False,
+               one_file_system: bool = False, follow_symlinks: bool = False) -> TreeResult:
+    """``prune --recursive``: each run directory below ROOT pruned as :func:`prune` would, with
+    its effective policy; a directory's failure is recorded and the others still run."""
+    if storage is None:
+        storage, root = storage_for(root)
+    if root != "/" and root.endswith("/") and "://" not in root:
+        root = root.rstrip("/")
+    if not storage.isdir(root):
+        raise MissingError(f"{root}: no such directory")
+    now = time.time() if now is None else now
+    defaults = {"max_to_keep": max_to_keep, "keep_every_n_hours": keep_every_n_hours,
+                "keep_steps_every": keep_steps_every, "min_age": min_age, "keep": list(keep)}
+    out = TreeResult(root, dry_run=dry_run)
+    want_scan = scan or discover_all
+
+    def one(d) -> None:
+        try:
+            pol, _ = effective_policy(root, d.path, defaults, storage)
+            run_scan = scan or STATE_FILENAME not in d.names()
+            out.runs[d.path] = prune_open(storage, d, pol, now=now, dry_run=dry_run, scan_all=run_scan,
+                                          clean_temp=clean_temp)
+        except (CkptError, OSError) as exc:
+            out.errors[d.path] = _message(exc, d.path)
+
+    if storage is LOCAL:
+        runs = find_runs(root, exclude=exclude, scan=want_scan, storage=storage, one_file_system=one_file_system,
+                         follow_symlinks=follow_symlinks) if progress else None
+        i = 0
+        for d in walk_runs(root, exclude=exclude, scan=want_scan, one_file_system=one_file_system,
+                           follow_symlinks=follow_symlinks):
+            if progress:
+                progress(i, len(runs), d.path)
+            i += 1
+            one(d)
+    else:
+        from ckptool.io.dirfd import PathDir
+
+        runs = _find_remote(storage, root, exclude, want_scan)
+        for i, path in enumerate(runs):
+            if progress:
+                progress(i, len(runs), path)
+            try:
+                d = PathDir(storage, path)
+            except CkptError as exc:
+                out.errors[path] = str(exc)
+                continue
+            one(d)
+    out.runs = dict(sorted(out.runs.items()))
+    out.errors = dict(sorted(out.errors.items()))
+    return out
+
+
+__all__ = ["find_runs", "walk_runs", "prune_tree", "TreeResult", "PruneResult"]

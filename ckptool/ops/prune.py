@@ -1,0 +1,359 @@
+"""``prune`` and the retention step of ``save`` (:func:`record_save`).
+
+Decisions come from the pure engine (:mod:`ckptool.ops.retention`) through
+:mod:`ckptool.ops.prune_plan`; this module applies them. Safety rules
+(CONTRACT.md ``prune``):
+
+- only a checkpoint's own files (:mod:`ckptool.io.layout`) directly inside DIR are
+  ever deleted, through DIR's descriptor (``dir_fd``), so a directory swapped for a
+  symlink cannot redirect a delete; a state entry that resolves elsewhere is left alone
+  with a warning; temporary files only with ``clean_temp``, older than an hour;
+- the latest checkpoint is never deleted; a plan that would leave none is refused;
+- the order on disk is explicit: (1) the journal ``DIR/.ckptool-prune-pending`` names
+  what will go, (2) the state file is replaced (re-read and merged just before, so a
+  writer's new entries stay), (3) each checkpoint's files go, index first. On a full
+  disk (1) is skipped and (3) comes before (2): space first, then a valid state file;
+- a file that cannot be deleted is reported (``failed``), the others still go, and it
+  stays in the journal, which later runs retry without failing on it;
+- the directory lock (:mod:`ckptool.io.lock`) keeps a save and a prune apart.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import time
+
+from ckptool.errors import CkptError, MissingError, RefusedError
+from ckptool.format.bundle import INDEX_SUFFIX
+from ckptool.io.dirfd import ANY, open_dir
+from ckptool.io.layout import basename_any, strip_file_suffix
+from ckptool.io.listing import DirListing, scan
+from ckptool.io.lock import DEFAULT_TIMEOUT, is_locked, lock_directory
+from ckptool.io.policy import effective_policy
+from ckptool.io.state import STATE_FILENAME, CheckpointState, parse_state
+from ckptool.io.storage import LOCAL, storage_for
+from ckptool.ops import retention as R
+from ckptool.ops.prune_plan import PruneResult, freed_bytes, make_plan, merge_state, warn
+
+JOURNAL = ".ckptool-prune-pending"
+STATE_ATTEMPTS = 10  # merges of a state file that keeps changing before prune gives up
+TEMP_MAX_AGE = 3600.0  # --clean-temp deletes temporaries older than this
+_FULL = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
+
+# Retention after `save` is the same engine, applied as CheckpointManager.save does.
+RetentionResult = PruneResult
+
+
+def _disk_full(exc: BaseException) -> bool:
+    cause = exc.__cause__ if isinstance(exc, CkptError) else exc
+    return isinstance(cause, OSError) and cause.errno in _FULL
+
+
+def read_dir_state(d) -> tuple[bytes | None, CheckpointState | None]:
+    raw = d.read(STATE_FILENAME)
+    return raw, (parse_state(raw, d.join(STATE_FILENAME)) if raw is not None else None)
+
+
+def delete_checkpoint(d, listing: DirListing, base: str, res: PruneResult | None = None) -> tuple[list, list]:
+    """Delete checkpoint ``base``'s files, index (the commit marker) first; a file that
+    cannot go is reported and the rest still go. ``(deleted FileInfos, failed names)``."""
+    files = sorted(listing.files.get(base, []), key=lambda f: (f.name != base + INDEX_SUFFIX, f.name))
+    done, failed = [], []
+    for f in files:
+        try:
+            d.unlink(f.name)
+            done.append(f)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            failed.append(f.name)
+            msg = f"{d.join(f.name)}: cannot delete: {exc.strerror or exc}"
+            if res is not None:
+                res.failed.append({"path": d.join(f.name), "error": exc.strerror or str(exc)})
+            else:
+                warn(msg)
+    return done, failed
+
+
+def _journal(d, bases) -> None:
+    d.replace(JOURNAL, json.dumps(sorted(bases)).encode("utf-8"))
+
+
+def finish_journal(storage, d, state: CheckpointState | None) -> None:
+    """Complete the deletions of an earlier prune (killed, or stopped by a file it could not
+    delete): the names it journaled that the state file does not list."""
+    from ckptool.io.layout import resolve_recorded
+
+    raw = d.read(JOURNAL)
+    if raw is None:
+        return
+    try:
+        names = json.loads(raw.decode("utf-8"))
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise ValueError
+    except (ValueError, UnicodeDecodeError):
+        warn(f"{d.join(JOURNAL)}: unreadable prune journal; ignored")
+        d.unlink(JOURNAL)
+        return
+    listed = set()
+    if state is not None:
+        for p in state.all_model_checkpoint_paths + [state.model_checkpoint_path]:
+            b = resolve_recorded(storage, d.path, p).base
+            if b:
+                listed.add(b)
+    listing = scan(d)
+    left = []
+    for base in names:
+        if base in listed or "/" in base or base in ("", ".", ".."):
+            continue
+        _, failed = delete_checkpoint(d, listing, base)
+        if failed:
+            left.append(base)
+    if left:
+        try:
+            _journal(d, left)
+        except CkptError:
+            pass  # the old journal names a superset: still true
+    else:
+        d.unlink(JOURNAL)
+
+
+def _disp(storage, directory: str, base: str) -> str:
+    return storage.join(directory, base) if directory else base
+
+
+def _pins(storage, directory: str, pins, listing: DirListing, state: CheckpointState | None, strict: bool):
+    """Pins as base names; every CHECKPOINT form names one (``ckpt-2``, ``DIR/ckpt-2``,
+    ``ckpt-2.index``, an absolute path). With ``strict`` a pin that names no checkpoint of
+    DIR is an error."""
+    import os
+
+    known = set(listing.complete) | set(listing.files)
+    if state is not None:
+        known |= {basename_any(p) for p in state.all_model_checkpoint_paths + [state.model_checkpoint_path]}
+    out = set()
+    for pin in pins:
+        p = pin.rstrip("/")
+        p = strip_file_suffix(p) if strip_file_suffix(p) is not None and not p.endswith(".meta") else p
+        head, base = (os.path.split(p) if storage is LOCAL else (p.rpartition("/")[0], p.rpartition("/")[2]))
+        ok = base in known
+        if head and storage is LOCAL:
+            try:
+                ok = ok and os.path.samefile(head, directory or ".")
+            except OSError:
+                ok = False
+        elif head:
+            ok = ok and head.rstrip("/") == directory.rstrip("/")
+        if not ok:
+            if strict:
+                raise MissingError(f"--keep {pin}: names no checkpoint of {directory}")
+            continue
+        out.add(base)
+    return frozenset(out)
+
+
+def _clean_temp(d, listing: DirListing, res: PruneResult, now: float) -> int:
+    """Delete temporaries older than an hour; never while a writer holds DIR's lock."""
+    if res.dry_run and is_locked(d.path, getattr(d, "fd", None)):
+        return 0
+    freed = 0
+    for f in listing.temps:
+        if now - f.mtime < TEMP_MAX_AGE:
+            continue
+        if not res.dry_run:
+            try:
+                d.rmtree(f.name) if f.is_dir else d.unlink(f.name)
+            except OSError as exc:
+                res.failed.append({"path": d.join(f.name), "error": exc.strerror or str(exc)})
+                continue
+        res.temp_deleted.append(d.join(f.name))
+        freed += f.size
+    return freed
+
+
+def run(storage, d, policy: R.Policy, *, now: float, dry_run: bool, scan_all: bool, new_entry: str | None = None,
+        pins=(), strict_pins: bool = False, clean_temp: bool = False, soft_pins=()) -> PruneResult:
+    """One prune of the open directory ``d`` (the caller holds its lock unless ``dry_run``).
+    ``pins`` name checkpoints never deleted (an error, with ``strict_pins``, when one names
+    none of DIR); ``soft_pins`` (a policy file's) may name checkpoints of other runs."""
+    directory = d.path
+    res = PruneResult(directory, dry_run=dry_run)
+    raw, state = read_dir_state(d)
+    if not dry_run:
+        finish_journal(storage, d, state)
+    listing = scan(d)
+    res.listing = listing
+    if state is None and not scan_all and new_entry is None:
+        raise MissingError(f"{directory}: no 'checkpoint' state file here (use --scan to consider every "
+                           f"checkpoint on disk, or 'ckptool state --rebuild' to recreate it)")
+    if pins or soft_pins:
+        pinned = _pins(storage, directory, pins, listing, state, strict_pins)
+        pinned |= _pins(storage, directory, soft_pins, listing, state, False)
+        policy = R.Policy(policy.max_to_keep, policy.keep_every_n_hours, policy.keep_steps_every, policy.min_age,
+                          policy.pinned | pinned)
+    res.policy = policy.to_json()
+    plan = make_plan(storage, directory, state, listing, policy, now, scan_all, new_entry)
+    decision = plan.decision
+    res.latest = plan.latest_base
+    res.skipped = [c.name for c in plan.unsafe]
+    res.missing = plan.missing
+    gone = {e.name for e in decision.deleted}
+    res.kept = [_disp(storage, directory, e.name) for e in decision.kept]
+    res.preserved = [_disp(storage, directory, e.name) for e in decision.preserved]
+    res.deleted = [_disp(storage, directory, e.name) for e in decision.deleted]
+    res.reasons = {_disp(storage, directory, k): v for k, v in decision.reasons.items() if k not in gone}
+    res.last_preserved_timestamp = decision.last_preserved_timestamp
+    doomed = [f for e in decision.deleted for f in listing.files.get(e.name, ())]
+    res.bytes_freed = freed_bytes(doomed)
+    if dry_run:
+        if clean_temp:
+            res.bytes_freed += _clean_temp(d, listing, res, now)
+        return res
+    space_first = False
+    if decision.deleted:
+        try:
+            _journal(d, gone)  # (1)
+        except CkptError as exc:
+            if not _disk_full(exc):
+                raise
+            space_first = True  # no room for a journal: delete first, then write the state
+    done: list = []
+    if space_first:
+        done = _delete_all(d, listing, decision, res)  # (3) before (2)
+    for _ in range(STATE_ATTEMPTS):  # (2)
+        expect, current = raw, state
+        if state is not None:
+            expect, current = read_dir_state(d)
+            current = current if current is not None else state
+        else:
+            expect = ANY
+        new_state = merge_state(storage, directory, state, current, plan, new_entry)
+        if new_state is None or not (new_entry is not None or plan.drop or decision.deleted or scan_all
+                                     or state is None or state.to_text() != new_state.to_text()):
+            break
+        try:
+            if d.replace(STATE_FILENAME, new_state.to_text().encode("utf-8"), expect):
+                break
+        except CkptError as exc:
+            if not _disk_full(exc) or space_first or not decision.deleted:
+                raise
+            space_first = True
+            done = _delete_all(d, listing, decision, res)
+    else:
+        if decision.deleted and not space_first:
+            d.unlink(JOURNAL)
+        raise RefusedError(f"{directory}: the state file changed {STATE_ATTEMPTS} times while prune was "
+                           f"updating it (is a trainer saving every few milliseconds?); nothing deleted; "
+                           f"run prune again")
+    if not space_first:
+        done = _delete_all(d, listing, decision, res)  # (3)
+    res.bytes_freed = freed_bytes(done)
+    if decision.deleted:
+        left = {e.name for e in decision.deleted if any(f["path"].startswith(d.join(e.name)) for f in res.failed)}
+        if left:
+            try:
+                _journal(d, left)
+            except CkptError:
+                pass  # the journal written in (1) names a superset: still true
+        elif not space_first:
+            d.unlink(JOURNAL)
+    if clean_temp:
+        res.bytes_freed += _clean_temp(d, listing, res, now)
+    return res
+
+
+def _delete_all(d, listing: DirListing, decision: R.Decision, res: PruneResult) -> list:
+    done = []
+    for e in decision.deleted:
+        ok, _ = delete_checkpoint(d, listing, e.name, res)
+        done += ok
+    return done
+
+
+def _directory(storage, directory: str):
+    if storage is None:
+        storage, directory = storage_for(directory)
+    if directory != "/" and directory.endswith("/") and "://" not in directory:
+        directory = directory.rstrip("/")
+    return storage, directory
+
+
+def prune(directory: str, *, max_to_keep: int | None = 5, keep_every_n_hours: float | None = None,
+          keep_steps_every: int | None = None, min_age: float | None = None, keep=(), scan: bool = False,
+          dry_run: bool = False, now: float | None = None, storage=None, policy_file: bool = True,
+          clean_temp: bool = False, lock_timeout: float | None = 0.0) -> PruneResult:
+    """Apply retention to ``directory`` (see the module docstring for the safety rules).
+
+    ``max_to_keep`` None or 0 keeps every checkpoint in the state; ``min_age`` is in
+    seconds; ``keep`` names checkpoints never deleted, in any CHECKPOINT form (one that
+    names no checkpoint of DIR is an error). With ``policy_file`` DIR's ``.ckptool.toml``
+    overrides these (its pins add up); a file that does not parse stops the run before
+    anything is deleted. ``lock_timeout``: seconds to wait for the directory lock.
+    """
+    storage, directory = _directory(storage, directory)
+    if max_to_keep is not None and max_to_keep < 0:
+        raise CkptError(f"max_to_keep must be >= 0, not {max_to_keep}")
+    if keep_steps_every is not None and keep_steps_every <= 0:
+        raise CkptError(f"keep_steps_every must be > 0, not {keep_steps_every}")
+    now = time.time() if now is None else now
+    pol = {"max_to_keep": max_to_keep, "keep_every_n_hours": keep_every_n_hours,
+           "keep_steps_every": keep_steps_every, "min_age": min_age, "keep": []}
+    if policy_file:
+        if not storage.isdir(directory):
+            raise MissingError(f"{directory}: no such directory")
+        pol, _ = effective_policy(directory, directory, pol, storage)
+    with open_dir(storage, directory) as d:
+        return prune_open(storage, d, pol, now=now, dry_run=dry_run, scan_all=scan, clean_temp=clean_temp,
+                          pins=tuple(keep), strict_pins=True, lock_timeout=lock_timeout)
+
+
+def prune_open(storage, d, pol: dict, *, now: float, dry_run: bool, scan_all: bool, clean_temp: bool = False,
+               pins=(), strict_pins: bool = False, lock_timeout: float | None = 0.0) -> PruneResult:
+    """Prune the open directory ``d`` with the policy dict ``pol`` (the keys of a policy
+    file; its ``keep`` pins are lenient), under the directory lock unless ``dry_run``."""
+    policy = R.Policy(pol.get("max_to_keep") or None, pol.get("keep_every_n_hours") or None,
+                      pol.get("keep_steps_every"), pol.get("min_age"))
+    lock = _null() if dry_run else lock_directory(storage, d.path, timeout=lock_timeout,
+                                                   dir_fd=getattr(d, "fd", None))
+    with lock:
+        return run(storage, d, policy, now=now, dry_run=dry_run, scan_all=scan_all, pins=tuple(pins),
+                   strict_pins=strict_pins, clean_temp=clean_temp, soft_pins=tuple(pol.get("keep") or ()))
+
+
+def _null():
+    import contextlib
+
+    return contextlib.nullcontext()
+
+
+def record_save(directory: str, prefix: str, *, max_to_keep: int | None, keep_every_n_hours: float | None,
+                now: float | None = None, storage=None, lock_timeout: float | None = DEFAULT_TIMEOUT) -> PruneResult:
+    """After saving ``prefix`` (a checkpoint in ``directory``): record it in the state file and
+    apply retention, as ``tf.train.CheckpointManager.save`` does (relative paths, timestamps,
+    last_preserved_timestamp). No retention unless a policy is given (arguments or the
+    directory's ``.ckptool.toml``): ``save`` deletes nothing unasked."""
+    storage, directory = _directory(storage, directory)
+    now = time.time() if now is None else now
+    base = storage.basename(prefix)
+    if storage.dirname(prefix) and _norm(storage, storage.dirname(prefix)) != _norm(storage, directory):
+        raise CkptError(f"{prefix}: not in {directory}; cannot record it in that state file")
+    pol, _ = effective_policy(directory, directory, {"max_to_keep": max_to_keep,
+                                                     "keep_every_n_hours": keep_every_n_hours,
+                                                     "keep_steps_every": None, "min_age": None, "keep": []}, storage)
+    with open_dir(storage, directory) as d:
+        policy = R.Policy(pol["max_to_keep"] or None, pol["keep_every_n_hours"] or None, pol["keep_steps_every"],
+                          pol["min_age"])
+        with lock_directory(storage, directory, timeout=lock_timeout, dir_fd=getattr(d, "fd", None)):
+            return run(storage, d, policy, now=now, dry_run=False, scan_all=False, new_entry=base,
+                       soft_pins=tuple(pol["keep"]))
+
+
+def _norm(storage, path: str) -> str:
+    import os
+
+    return os.path.normpath(os.path.abspath(path)) if storage is LOCAL else path.rstrip("/")
+
+
+__all__ = ["prune", "record_save", "PruneResult", "RetentionResult", "JOURNAL", "STATE_ATTEMPTS", "TEMP_MAX_AGE",
+           "run", "prune_open", "delete_checkpoint", "finish_journal"]

@@ -1,0 +1,259 @@
+"""The plan of a prune: from the state file and one listing of DIR to the retention
+decision (:mod:`ckptool.ops.retention`), and the state file to write after it.
+
+No disk access here beyond what the caller's listing already holds."""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass, field
+
+from ckptool.errors import CkptWarning, RefusedError
+from ckptool.io.layout import resolve_recorded, step_of
+from ckptool.io.listing import DirListing
+from ckptool.io.state import STATE_FILENAME, CheckpointState
+from ckptool.ops import retention as R
+
+
+def warn(msg: str) -> None:
+    warnings.warn(msg, CkptWarning, stacklevel=4)
+
+
+@dataclass
+class Candidate:
+    """A checkpoint under consideration: its state-file name and its base name in DIR."""
+
+    name: str  # as written in the state file (or the base name, for scanned ones)
+    base: str | None  # the file name prefix inside DIR; None when it is not safely inside
+    timestamp: float | None = None
+    step: int | None = None
+    moved: bool = False
+
+
+@dataclass
+class Plan:
+    decision: R.Decision
+    names: dict[str, str]  # base -> the name to write in the state file
+    drop: set[str]  # bases that leave the state file
+    unsafe: list[Candidate]
+    missing: list[str]
+    managed: list[R.Entry]
+    with_ts: bool
+    latest_base: str | None
+
+
+def state_entries(storage, directory: str, state: CheckpointState) -> list[Candidate]:
+    paths = list(state.all_model_checkpoint_paths)
+    if not paths or paths[-1] != state.model_checkpoint_path:
+        paths.append(state.model_checkpoint_path)  # as TF's generate_checkpoint_state_proto
+    ts = list(state.all_model_checkpoint_timestamps)
+    out = []
+    for i, p in enumerate(paths):
+        rec = resolve_recorded(storage, directory, p)
+        t = ts[i] if i < len(ts) else None
+        out.append(Candidate(p, rec.base, t, step_of(rec.base) if rec.base else None, rec.moved))
+    return out
+
+
+def make_plan(storage, directory: str, state: CheckpointState | None, listing: DirListing, policy: R.Policy,
+              now: float, scan: bool, new_entry: str | None) -> Plan:
+    entries = state_entries(storage, directory, state) if state is not None else []
+    if new_entry is not None:
+        entries = [c for c in entries if c.name != new_entry and c.base != new_entry]
+    have_ts = state is not None and bool(state.all_model_checkpoint_timestamps) and \
+        len(state.all_model_checkpoint_timestamps) == len(state.all_model_checkpoint_paths)
+    unsafe, safe = [], []
+    for c in entries:
+        if c.base is None:
+            unsafe.append(c)
+            warn(f"{storage.join(directory, STATE_FILENAME)}: {c.name!r} is not a checkpoint inside "
+                 f"{directory}; left alone")
+        elif listing.links_out(c.base):
+            unsafe.append(c)
+            warn(f"{storage.join(directory, c.base)}: a file of this checkpoint is a symlink leading out "
+                 f"of {directory}; left alone")
+        else:
+            safe.append(c)
+    latest_base = None
+    if state is not None:
+        latest_base = resolve_recorded(storage, directory, state.model_checkpoint_path).base
+    missing: list[str] = []
+    missing_bases: set[str] = set()
+    # A moved entry is written back by its name here (relative), as `state --relative` would.
+    names = {c.base: (c.base if c.moved else c.name) for c in safe}
+    if scan:
+        by_base: dict[str, Candidate] = {}
+        for c in safe:
+            by_base.setdefault(c.base, c)
+        for base in sorted(listing.complete):
+            if base not in by_base and not listing.links_out(base):
+                by_base[base] = Candidate(base, base, None, step_of(base))
+                names[base] = base
+        pool = []
+        for c in by_base.values():
+            t = c.timestamp if (have_ts and c.timestamp is not None) else listing.mtime(c.base)
+            if t is None:
+                missing.append(c.name)
+                missing_bases.add(c.base)
+                continue
+            pool.append((c, min(t, now)))
+        pool.sort(key=lambda ct: (ct[0].step if ct[0].step is not None else -1, ct[1]))
+        managed = [R.Entry(c.base, t, c.step) for c, t in pool]
+        if new_entry is not None:
+            managed = R.record(managed, R.Entry(new_entry, now, step_of(new_entry)))
+            names[new_entry] = new_entry
+        lp0 = state.last_preserved_timestamp if state is not None else 0.0
+        decision = R.rethin(managed, policy, now, latest=new_entry or latest_base)
+        decision.last_preserved_timestamp = max(decision.last_preserved_timestamp, min(lp0, now))
+        unmanaged: list[R.Entry] = []
+    else:
+        if have_ts:
+            rec = R.recover([c.base for c in safe], [now if c.timestamp is None else c.timestamp for c in safe],
+                            state.last_preserved_timestamp, now, [c.step for c in safe],
+                            continuing=new_entry is not None)
+        else:
+            stamped = []
+            for c in safe:
+                t = listing.mtime(c.base)
+                if t is None:
+                    missing.append(c.name)
+                    missing_bases.add(c.base)
+                    continue
+                stamped.append(R.Entry(c.base, min(t, now), c.step))
+            if state is None:
+                rec = R.recover([], None, None, now)
+            else:
+                rec = R.Recovered([], [], min(state.last_preserved_timestamp, now))
+                seen: dict[str, R.Entry] = {}
+                for e in stamped:
+                    seen[e.name] = e if e.name not in seen else R.Entry(e.name, e.timestamp, seen[e.name].step)
+                rec.managed = list(seen.values())
+        if rec.clock_went_back:
+            warn(f"{directory}: the clock is behind the state's last_preserved_timestamp; using now")
+        managed = rec.managed
+        unmanaged = rec.unmanaged
+        if new_entry is not None:
+            managed = R.record(managed, R.Entry(new_entry, now, step_of(new_entry)))
+            names[new_entry] = new_entry
+        decision = R.plan(managed, policy, rec.last_preserved_timestamp, now, latest=new_entry or latest_base)
+    for e in unmanaged:
+        decision.preserved.append(e)
+        decision.reasons[e.name] = [R.UNMANAGED]
+    # Never delete the latest checkpoint, even when the state lists it oddly.
+    protect = {new_entry} if new_entry else ({latest_base} if latest_base else set())
+    rescued = [e for e in decision.deleted if e.name in protect]
+    if rescued:
+        decision.deleted = [e for e in decision.deleted if e.name not in protect]
+        ids = {id(e) for e in decision.kept} | {id(e) for e in rescued}
+        decision.kept = [e for e in managed if id(e) in ids]
+        for e in rescued:
+            decision.reasons[e.name] = [R.LATEST]
+    if decision.deleted:
+        survivors = [e.name for e in decision.kept + decision.preserved if e.name in listing.complete]
+        if not survivors and not unsafe and new_entry is None:
+            raise RefusedError(f"{directory}: refusing a policy that would delete every checkpoint "
+                               f"({len(decision.deleted)})")
+    drop = {e.name for e in decision.deleted} | {e.name for e in decision.preserved} | missing_bases
+    return Plan(decision, names, drop, unsafe, missing, managed, have_ts or scan or new_entry is not None,
+                latest_base)
+
+
+def merge_state(storage, directory: str, planned: CheckpointState | None, current: CheckpointState | None,
+                plan: Plan, new_entry: str | None) -> CheckpointState | None:
+    """The state to write: ``current`` (the state file as it is now, or ``planned`` when it
+    has gone) with the decision applied, so entries a writer added since we planned stay."""
+    decision, names = plan.decision, plan.names
+    written = {b: names.get(b, b) for b in names}
+    unsafe_names = {c.name for c in plan.unsafe}
+    planned_names = set(written.values()) | set(names)
+    placed = [(written.get(e.name, e.name), e.timestamp) for e in decision.kept]
+    extra = []  # entries of the current file we did not plan for (a writer) or refused to touch
+    cur_paths = list(current.all_model_checkpoint_paths) if current is not None else []
+    cur_ts = list(current.all_model_checkpoint_timestamps) if current is not None else []
+    for i, p in enumerate(cur_paths):
+        base = resolve_recorded(storage, directory, p).base if p not in planned_names else None
+        if p in unsafe_names or (p not in planned_names and (base is None or base not in names)
+                                 and base not in plan.drop):
+            extra.append((p, cur_ts[i] if i < len(cur_ts) else time.time(), p in unsafe_names))
+    paths: list[str] = []
+    stamps: list[float] = []
+    index: dict[str, int] = {}
+    for p, t in [(p, t) for p, t, u in extra if u] + placed + [(p, t) for p, t, u in extra if not u]:
+        if p not in index:
+            index[p] = len(paths)
+            paths.append(p)
+            stamps.append(t)
+    latest = current.model_checkpoint_path if current is not None else None
+    if latest is not None:
+        base = resolve_recorded(storage, directory, latest).base
+        if base in written:
+            latest = written[base]
+    if new_entry is not None and (planned is None or current is None
+                                  or current.model_checkpoint_path == planned.model_checkpoint_path):
+        latest = new_entry
+    if latest is None or (latest in {written.get(b, b) for b in plan.drop} and paths):
+        latest = paths[-1] if paths else latest
+    if latest is None:
+        return None
+    if not paths or paths[-1] != latest:
+        if latest in index:
+            i = index[latest]
+            paths.append(paths.pop(i))
+            stamps.append(stamps.pop(i))
+        else:
+            paths.append(latest)
+            stamps.append(time.time())
+    lp = decision.last_preserved_timestamp
+    if current is not None and current.last_preserved_timestamp > lp:
+        lp = current.last_preserved_timestamp
+    if not plan.with_ts:
+        stamps = []
+        lp = current.last_preserved_timestamp if current is not None else 0.0
+    return CheckpointState(latest, paths, stamps, lp)
+
+
+@dataclass
+class PruneResult:
+    directory: str
+    kept: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    preserved: list[str] = field(default_factory=list)
+    reasons: dict[str, list[str]] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)  # refused: outside DIR or a symlink out
+    missing: list[str] = field(default_factory=list)  # listed in the state, not on disk
+    failed: list[dict] = field(default_factory=list)  # {"path", "error"}: files that could not be deleted
+    temp_deleted: list[str] = field(default_factory=list)  # --clean-temp
+    bytes_freed: int = 0
+    dry_run: bool = False
+    last_preserved_timestamp: float = 0.0
+    policy: dict = field(default_factory=dict)
+    listing: DirListing | None = field(default=None, repr=False, compare=False)
+    latest: str | None = field(default=None, repr=False, compare=False)
+
+    def to_json(self) -> dict:
+        return {"kept": list(self.kept), "deleted": list(self.deleted), "preserved": list(self.preserved),
+                "directory": self.directory, "reasons": dict(self.reasons), "skipped": list(self.skipped),
+                "missing": list(self.missing), "failed": list(self.failed), "temp_deleted": list(self.temp_deleted),
+                "bytes_freed": self.bytes_freed, "dry_run": self.dry_run,
+                "last_preserved_timestamp": finite(self.last_preserved_timestamp), "policy": dict(self.policy)}
+
+
+def finite(x):
+    """JSON has no NaN or infinity: such timestamps (a hostile state file) show as null."""
+    import math
+
+    return x if isinstance(x, (int, float)) and math.isfinite(x) else None
+
+
+def freed_bytes(files) -> int:
+    """Bytes freed by deleting ``files``: a hard-linked file counts only when its last link goes."""
+    by: dict = {}
+    for f in files:
+        key = f.inode if f.inode is not None else id(f)
+        slot = by.setdefault(key, [f, 0])
+        slot[1] += 1
+    return sum(f.size for f, n in by.values() if n >= f.nlink)
+
+
+__all__ = ["Candidate", "Plan", "make_plan", "merge_state", "PruneResult", "freed_bytes", "finite"]
