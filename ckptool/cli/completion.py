@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import os
-import re
 
 from click.shell_completion import CompletionItem
-
-_DATA = re.compile(r"\.data-\d{5,}-of-\d{5,}$")
-
 
 def complete_checkpoint(ctx, param, incomplete: str):
     """Complete to directories and checkpoint prefixes (``x.index`` -> ``x``), not data shards."""

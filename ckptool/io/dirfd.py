@@ -45,7 +45,7 @@ class LocalDir:
             os.close(self.fd)
             self.fd = -1
 
-    def __enter__(self) -> "LocalDir":
+    def __enter__(self) -> LocalDir:
         return self
 
     def __exit__(self, *exc) -> bool:
@@ -104,7 +104,7 @@ class LocalDir:
     def unlink(self, name: str) -> None:
         os.unlink(name, dir_fd=self.fd)
 
-    def subdir(self, name: str) -> "LocalDir":
+    def subdir(self, name: str) -> LocalDir:
         try:
             fd = os.open(name, os.O_RDONLY | _DIRECTORY | _NOFOLLOW, dir_fd=self.fd)
         except OSError as exc:
@@ -169,7 +169,7 @@ class PathDir:
     def close(self) -> None:
         pass
 
-    def __enter__(self) -> "PathDir":
+    def __enter__(self) -> PathDir:
         return self
 
     def __exit__(self, *exc) -> bool:
@@ -226,4 +226,4 @@ def open_dir(storage, path: str, follow: bool = True):
     return LocalDir(path, follow) if storage is LOCAL else PathDir(storage, path)
 
 
-__all__ = ["LocalDir", "PathDir", "open_dir", "os_error", "ANY"]
+__all__ = ["ANY", "LocalDir", "PathDir", "open_dir", "os_error"]

@@ -127,7 +127,13 @@ def basename_any(path: str) -> str:
 def first_entry(storage, path: str) -> tuple[bytes, bytes] | None:
     """The first ``(key, value)`` of the sstable at ``path``, reading the footer first and
     then only the blocks it names; None when it is not a (readable) table."""
-    from ckptool.format.table import FOOTER_SIZE, BlockHandle, iter_block, read_block, read_footer
+    from ckptool.format.table import (
+        FOOTER_SIZE,
+        BlockHandle,
+        iter_block,
+        read_block,
+        read_footer,
+    )
 
     try:
         if not storage.isfile(path):
@@ -252,10 +258,11 @@ class Recorded:
     moved: bool = False
 
 
-def resolve_recorded(storage, directory: str, path: str) -> Recorded:
+def resolve_recorded(storage, directory: str, path: str, warn: bool = True) -> Recorded:
     """The one moved-directory rule: a recorded path resolves as TF resolves it (relative
     paths join DIR); an absolute path that is not there, whose basename is a checkpoint in
-    DIR, means the directory moved: that checkpoint, with a warning."""
+    DIR, means the directory moved: that checkpoint, with a warning (unless ``warn`` is
+    False: callers resolving many paths say it once)."""
     import os
 
     if not path or "\0" in path or "\n" in path:
@@ -274,8 +281,9 @@ def resolve_recorded(storage, directory: str, path: str) -> Recorded:
         if base is None or checkpoint_exists(storage, path):
             return Recorded(path, None)
         if checkpoint_exists(storage, _join(storage, directory, base)):
-            warnings.warn(f"{_join(storage, directory, 'checkpoint')}: {path} does not exist (moved "
-                          f"directory?); using {_join(storage, directory, base)}", CkptWarning, stacklevel=3)
+            if warn:
+                warnings.warn(f"{_join(storage, directory, 'checkpoint')}: {path} does not exist (moved "
+                              f"directory?); using {_join(storage, directory, base)}", CkptWarning, stacklevel=3)
             return Recorded(path, base, True)
         return Recorded(path, None)
     norm = os.path.normpath(path) if local else path

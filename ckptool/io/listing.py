@@ -153,4 +153,4 @@ def scan(d) -> DirListing:
     return out
 
 
-__all__ = ["FileInfo", "DirListing", "scan", "RESERVED"]
+__all__ = ["RESERVED", "DirListing", "FileInfo", "scan"]

@@ -36,7 +36,7 @@ class DirLock:
         self.dir_fd = dir_fd
         self._key: tuple[int, int] | None = None
 
-    def __enter__(self) -> "DirLock":
+    def __enter__(self) -> DirLock:
         try:
             import fcntl
         except ImportError:  # pragma: no cover - not POSIX: no advisory lock
@@ -127,4 +127,4 @@ def lock_directory(storage, directory: str, *, timeout: float | None = DEFAULT_T
     return lock(directory) if lock is not None else contextlib.nullcontext()
 
 
-__all__ = ["DirLock", "LOCK_FILENAME", "DEFAULT_TIMEOUT", "is_locked", "lock_directory"]
+__all__ = ["DEFAULT_TIMEOUT", "LOCK_FILENAME", "DirLock", "is_locked", "lock_directory"]

@@ -114,4 +114,4 @@ def effective_policy(root: str, directory: str, defaults: dict, storage=LOCAL) -
     return policy, used
 
 
-__all__ = ["POLICY_FILE", "POLICY_KEYS", "parse_policy", "read_policy", "effective_policy", "parse_duration"]
+__all__ = ["POLICY_FILE", "POLICY_KEYS", "effective_policy", "parse_duration", "parse_policy", "read_policy"]

@@ -72,11 +72,11 @@ def _same(src: str, dst: str, fmt: str) -> bool:
 
     if is_url(src) or is_url(dst):
         return src.rstrip("/") == dst.rstrip("/")
-    import re
+    from ckptool.io.layout import strip_file_suffix
 
     def norm(p):
         p = os.path.realpath(p)
-        return re.sub(r"(\.index|\.data-\d{5}-of-\d{5})$", "", p)
+        return strip_file_suffix(p) or p
 
     return norm(src) == norm(dst)
 

@@ -61,7 +61,7 @@ def du(root: str, *, max_to_keep: int | None = 5, keep_every_n_hours: float | No
                         _, state = read_dir_state(h)
                     except CkptError:
                         state = None
-                latest = resolve_recorded(storage, d, state.model_checkpoint_path).base if state else None
+                latest = resolve_recorded(storage, d, state.model_checkpoint_path, warn=False).base if state else None
         except CkptError as exc:
             out.append(RunUsage(d, 0, 0, None, None, None, None, str(exc)))
             continue
@@ -86,4 +86,4 @@ def du(root: str, *, max_to_keep: int | None = 5, keep_every_n_hours: float | No
     return out
 
 
-__all__ = ["du", "RunUsage"]
+__all__ = ["RunUsage", "du"]

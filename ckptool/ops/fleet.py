@@ -12,8 +12,8 @@ from __future__ import annotations
 import fnmatch
 import stat as _stat
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 from ckptool.errors import CkptError, MissingError, UnsupportedError
 from ckptool.io.dirfd import LocalDir, os_error
@@ -202,4 +202,4 @@ def prune_tree(root: str, *, max_to_keep: int | None = 5, keep_every_n_hours: fl
     return out
 
 
-__all__ = ["find_runs", "walk_runs", "prune_tree", "TreeResult", "PruneResult"]
+__all__ = ["PruneResult", "TreeResult", "find_runs", "prune_tree", "walk_runs"]

@@ -33,7 +33,7 @@ from ckptool.errors import ChecksumError, CkptError, CorruptError
 from ckptool.format import bundle, dtypes
 from ckptool.format.coding import crc32c, unmask_crc
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, VARIABLE_VALUE
-from ckptool.io.layout import checkpoint_files, list_checkpoints, meta_graph_filename, step_of
+from ckptool.io.layout import checkpoint_files, list_checkpoints, meta_graph_filename, resolve_recorded, step_of
 from ckptool.io.state import read_state, resolve, state_path
 
 #: Largest read made at once by statistics, verification and diff.
@@ -88,10 +88,9 @@ def directory_state(directory: str, storage) -> dict | None:
     on_disk = set(list_checkpoints(storage, directory))
 
     def where(p: str) -> str:
-        # a recorded absolute path of a moved directory: the same name inside it, as open() does
-        full = resolve(directory, p, storage)
-        moved = storage.join(directory, storage.basename(full))
-        return moved if full not in on_disk and storage.isabs(p) and moved in on_disk else full
+        # a recorded absolute path of a moved directory: the same name inside it (the layout's rule)
+        rec = resolve_recorded(storage, directory, p, warn=False)
+        return storage.join(directory, rec.base) if rec.base else resolve(directory, p, storage)
 
     latest = where(state.model_checkpoint_path)
     listed = [where(p) for p in state.all_model_checkpoint_paths]

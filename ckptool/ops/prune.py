@@ -34,7 +34,13 @@ from ckptool.io.policy import effective_policy
 from ckptool.io.state import STATE_FILENAME, CheckpointState, parse_state
 from ckptool.io.storage import LOCAL, storage_for
 from ckptool.ops import retention as R
-from ckptool.ops.prune_plan import PruneResult, freed_bytes, make_plan, merge_state, warn
+from ckptool.ops.prune_plan import (
+    PruneResult,
+    freed_bytes,
+    make_plan,
+    merge_state,
+    warn,
+)
 
 JOURNAL = ".ckptool-prune-pending"
 STATE_ATTEMPTS = 10  # merges of a state file that keeps changing before prune gives up
@@ -99,7 +105,7 @@ def finish_journal(storage, d, state: CheckpointState | None) -> None:
     listed = set()
     if state is not None:
         for p in state.all_model_checkpoint_paths + [state.model_checkpoint_path]:
-            b = resolve_recorded(storage, d.path, p).base
+            b = resolve_recorded(storage, d.path, p, warn=False).base
             if b:
                 listed.add(b)
     listing = scan(d)
@@ -355,5 +361,16 @@ def _norm(storage, path: str) -> str:
     return os.path.normpath(os.path.abspath(path)) if storage is LOCAL else path.rstrip("/")
 
 
-__all__ = ["prune", "record_save", "PruneResult", "RetentionResult", "JOURNAL", "STATE_ATTEMPTS", "TEMP_MAX_AGE",
-           "run", "prune_open", "delete_checkpoint", "finish_journal"]
+__all__ = [
+    "JOURNAL",
+    "STATE_ATTEMPTS",
+    "TEMP_MAX_AGE",
+    "PruneResult",
+    "RetentionResult",
+    "delete_checkpoint",
+    "finish_journal",
+    "prune",
+    "prune_open",
+    "record_save",
+    "run",
+]

@@ -50,7 +50,7 @@ def state_entries(storage, directory: str, state: CheckpointState) -> list[Candi
     ts = list(state.all_model_checkpoint_timestamps)
     out = []
     for i, p in enumerate(paths):
-        rec = resolve_recorded(storage, directory, p)
+        rec = resolve_recorded(storage, directory, p, warn=False)
         t = ts[i] if i < len(ts) else None
         out.append(Candidate(p, rec.base, t, step_of(rec.base) if rec.base else None, rec.moved))
     return out
@@ -75,9 +75,15 @@ def make_plan(storage, directory: str, state: CheckpointState | None, listing: D
                  f"of {directory}; left alone")
         else:
             safe.append(c)
+    moved = [c for c in safe if c.moved]
+    if moved:
+        n = len(moved)
+        warn(f"{storage.join(directory, STATE_FILENAME)}: {n} path{'s' if n != 1 else ''} of another location "
+             f"({moved[0].name}{', ...' if n > 1 else ''}: a moved directory?); using the checkpoint"
+             f"{'s' if n != 1 else ''} of the same name in {directory}")
     latest_base = None
     if state is not None:
-        latest_base = resolve_recorded(storage, directory, state.model_checkpoint_path).base
+        latest_base = resolve_recorded(storage, directory, state.model_checkpoint_path, warn=False).base
     missing: list[str] = []
     missing_bases: set[str] = set()
     # A moved entry is written back by its name here (relative), as `state --relative` would.
@@ -172,7 +178,7 @@ def merge_state(storage, directory: str, planned: CheckpointState | None, curren
     cur_paths = list(current.all_model_checkpoint_paths) if current is not None else []
     cur_ts = list(current.all_model_checkpoint_timestamps) if current is not None else []
     for i, p in enumerate(cur_paths):
-        base = resolve_recorded(storage, directory, p).base if p not in planned_names else None
+        base = resolve_recorded(storage, directory, p, warn=False).base if p not in planned_names else None
         if p in unsafe_names or (p not in planned_names and (base is None or base not in names)
                                  and base not in plan.drop):
             extra.append((p, cur_ts[i] if i < len(cur_ts) else time.time(), p in unsafe_names))
@@ -186,7 +192,7 @@ def merge_state(storage, directory: str, planned: CheckpointState | None, curren
             stamps.append(t)
     latest = current.model_checkpoint_path if current is not None else None
     if latest is not None:
-        base = resolve_recorded(storage, directory, latest).base
+        base = resolve_recorded(storage, directory, latest, warn=False).base
         if base in written:
             latest = written[base]
     if new_entry is not None and (planned is None or current is None
@@ -256,4 +262,4 @@ def freed_bytes(files) -> int:
     return sum(f.size for f, n in by.values() if n >= f.nlink)
 
 
-__all__ = ["Candidate", "Plan", "make_plan", "merge_state", "PruneResult", "freed_bytes", "finite"]
+__all__ = ["Candidate", "Plan", "PruneResult", "finite", "freed_bytes", "make_plan", "merge_state"]

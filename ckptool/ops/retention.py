@@ -187,6 +187,22 @@ def rethin(entries: list[Entry], policy: Policy, now: float, latest: str | None 
     return plan(entries, policy, 0.0, now, latest)
 
 
-__all__ = ["Entry", "Policy", "Decision", "Recovered", "recover", "record", "sweep", "plan", "rethin",
-           "parse_duration", "LATEST", "MAX_TO_KEEP", "EVERY_N_HOURS", "STEPS_EVERY", "MIN_AGE", "PINNED",
-           "UNMANAGED"]
+__all__ = [
+    "EVERY_N_HOURS",
+    "LATEST",
+    "MAX_TO_KEEP",
+    "MIN_AGE",
+    "PINNED",
+    "STEPS_EVERY",
+    "UNMANAGED",
+    "Decision",
+    "Entry",
+    "Policy",
+    "Recovered",
+    "parse_duration",
+    "plan",
+    "record",
+    "recover",
+    "rethin",
+    "sweep",
+]

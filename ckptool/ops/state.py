@@ -30,7 +30,7 @@ def state_document(directory: str, state: CheckpointState, storage=LOCAL) -> dic
     ts = state.all_model_checkpoint_timestamps
     for i, p in enumerate(state.all_model_checkpoint_paths):
         try:
-            rec = resolve_recorded(storage, directory, p)
+            rec = resolve_recorded(storage, directory, p, warn=False)
             target = storage.join(directory, rec.base) if rec.base else resolve(directory, p, storage)
             exists = checkpoint_exists(storage, target)
         except (CkptError, OSError, ValueError):
@@ -100,7 +100,7 @@ def relative_state(directory: str, *, dry_run: bool = False, storage=None) -> tu
         def rel(p: str) -> str:
             if not (storage.isabs(p) or "://" in p):
                 return p
-            rec = resolve_recorded(storage, directory, p)
+            rec = resolve_recorded(storage, directory, p, warn=False)
             if rec.base is not None:
                 changed.append(p)
                 return rec.base
@@ -116,4 +116,4 @@ def relative_state(directory: str, *, dry_run: bool = False, storage=None) -> tu
         return new, sorted(set(changed))
 
 
-__all__ = ["state_document", "show_state", "rebuild_state", "relative_state"]
+__all__ = ["rebuild_state", "relative_state", "show_state", "state_document"]

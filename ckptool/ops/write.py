@@ -19,7 +19,6 @@ streamed to the shard file as each tensor is added.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -402,9 +401,10 @@ class BundleWriter:
         st = self.storage
         d, base = st.dirname(self.prefix), st.basename(self.prefix)
         ours = {st.basename(r[1]) for r in self._files}
-        pat = re.compile(re.escape(base) + r"\.data-\d{5,}-of-\d{5,}$")
+        from ckptool.io.layout import DATA, file_role
+
         return [st.join(d, n) if d else n for n in st.glob(d, base + ".data-*")
-                if pat.match(n) and n not in ours]
+                if file_role(n) == (base, DATA) and n not in ours]
 
     def abort(self) -> None:
         """Close and delete the temporary files; idempotent."""

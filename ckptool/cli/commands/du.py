@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from ckptool.cli.common import emit_json, human_bytes, json_option
 from ckptool.cli.commands.prune import _duration
+from ckptool.cli.common import emit_json, human_bytes, json_option
 
 
 def _age(seconds):
@@ -43,8 +43,8 @@ def command(root: str, max_to_keep: int, keep_every_n_hours, keep_steps_every, m
     Exit status: 0 ok; 1 ROOT missing or a directory could not be read; 2
     usage error.
     """
-    from ckptool.ops.du import du
     from ckptool.cli.main import Failed
+    from ckptool.ops.du import du
 
     rows = du(root, max_to_keep=max_to_keep or None, keep_every_n_hours=keep_every_n_hours,
               keep_steps_every=keep_steps_every, min_age=min_age, exclude=exclude)

@@ -31,7 +31,12 @@ def command(directory: str, rebuild: bool, relative: bool, dry_run: bool, as_jso
     Exit status: 0 ok; 1 no state file, a corrupt one, or nothing to rebuild
     from; 2 usage error.
     """
-    from ckptool.ops.state import rebuild_state, relative_state, show_state, state_document
+    from ckptool.ops.state import (
+        rebuild_state,
+        relative_state,
+        show_state,
+        state_document,
+    )
 
     if rebuild and relative:
         raise click.UsageError("--rebuild writes relative paths already; give one of --rebuild, --relative")
