@@ -4,9 +4,10 @@ Each case is a name (the golden file ``tests/golden/<name>.json``) and a
 function that, given a scratch directory, prepares what the command needs and
 returns a list of steps ``(argv, expected exit code)``. The output of the last
 step is the golden document; earlier steps set it up (a convert before a
-list-variables of its result, say). Read-only commands run on tests/data and
-examples/ in place; commands that write, or whose output depends on file ages,
-run on copies with fixed modification times.
+list-variables of its result, say). Every command runs on a copy of its fixture
+made in the scratch directory, with fixed modification times, so that nothing
+is written into the repository and ages and orders do not depend on the
+checkout.
 """
 
 from __future__ import annotations
@@ -19,52 +20,56 @@ import re
 import shutil
 
 REPO = pathlib.Path(__file__).resolve().parent.parent.parent
-DATA = REPO / "tests" / "data"
-EXAMPLE = REPO / "examples" / "keras_adam"
 GOLDEN = pathlib.Path(__file__).resolve().parent
 
 #: every copied file gets this modification time (2023-11-14 22:13:20 UTC),
 #: plus one second per checkpoint step order, so ages and orders are stable.
 MTIME = 1_700_000_000
 
-#: fixture -> the CHECKPOINT argument of that fixture, relative to tests/data
+#: fixture -> the CHECKPOINT argument of that fixture, relative to the repository
 FIXTURES = {
-    "bigendian": "bigendian/big",
-    "ckpt_save": "ckpt_save",
-    "dtensor": "dtensor",
-    "dtypes": "dtypes/dtypes",
-    "keras_adam": "keras_adam",
-    "manager": "manager",
-    "many": "many/many",
-    "maxshard": "maxshard",
-    "partitioned": "partitioned",
-    "savedmodel": "savedmodel/model",
-    "strings": "strings/strings",
-    "tf1_saver": "tf1_saver",
-    "tf1_sharded": "tf1_sharded",
-    "v1_sharded": "v1/sharded",
-    "v1_single": "v1/single",
-    "variant": "variant/iter",
+    "example_keras_adam": "examples/keras_adam",
+    "bigendian": "tests/data/bigendian/big",
+    "ckpt_save": "tests/data/ckpt_save",
+    "dtensor": "tests/data/dtensor",
+    "dtypes": "tests/data/dtypes/dtypes",
+    "keras_adam": "tests/data/keras_adam",
+    "manager": "tests/data/manager",
+    "many": "tests/data/many/many",
+    "maxshard": "tests/data/maxshard",
+    "partitioned": "tests/data/partitioned",
+    "savedmodel": "tests/data/savedmodel/model",
+    "strings": "tests/data/strings/strings",
+    "tf1_saver": "tests/data/tf1_saver",
+    "tf1_sharded": "tests/data/tf1_sharded",
+    "v1_sharded": "tests/data/v1/sharded",
+    "v1_single": "tests/data/v1/single",
+    "variant": "tests/data/variant/iter",
 }
 
 
 def _copy(src: pathlib.Path, dst: pathlib.Path) -> pathlib.Path:
-    """Copy a fixture directory, giving every file a fixed mtime (older steps older)."""
+    """Copy a fixture directory (once), giving every file a fixed mtime (higher steps newer)."""
+    if dst.exists():
+        return dst
     shutil.copytree(src, dst, ignore=shutil.ignore_patterns("expected.json", "state.json"))
-    files = sorted(p for p in dst.rglob("*") if p.is_file())
-    for p in files:
+    for p in sorted(dst.rglob("*"), reverse=True):  # files before their directories
         m = re.search(r"-(\d+)(?:\.|$)", p.name)
-        t = MTIME + (int(m.group(1)) if m else 0)
+        t = MTIME + (int(m.group(1)) if m and p.is_file() else 0)
         os.utime(p, (t, t))
     return dst
 
 
-def _one(argv: list[str], code: int, tmp: pathlib.Path) -> list[tuple[list[str], int]]:
-    return [(argv, code)]
+def _fixture(name: str, tmp: pathlib.Path, under: str = "") -> str:
+    """The CHECKPOINT argument of fixture ``name``, in a copy made in ``tmp`` (file ages then are stable)."""
+    src = REPO / FIXTURES[name]
+    if src.is_dir():
+        return str(_copy(src, tmp / under / name))
+    return str(_copy(src.parent, tmp / under / name) / src.name)
 
 
-def _fixture(name: str) -> str:
-    return str(DATA / FIXTURES[name])
+def _one(cmd: str, fx: str, extra: tuple[str, ...], code: int, tmp: pathlib.Path) -> list[tuple[list[str], int]]:
+    return [([cmd, _fixture(fx, tmp), *extra, "--json"], code)]
 
 
 def _cases():
@@ -76,97 +81,96 @@ def _cases():
             return fn
         return deco
 
-    def one(name, *argv, code=0):
-        cases[name] = functools.partial(_one, [*argv, "--json"], code)
+    def one(name, cmd, fx, *extra, code=0):
+        cases[name] = functools.partial(_one, cmd, fx, extra, code)
 
     for fx in FIXTURES:
         if fx != "many":  # 20 000 names: inspect covers it
-            one(f"list-variables__{fx}", "list-variables", _fixture(fx))
-        one(f"inspect__{fx}", "inspect", _fixture(fx))
-        one(f"inspect-verify__{fx}", "inspect", _fixture(fx), "--verify")
-    one("list-variables__example_keras_adam", "list-variables", str(EXAMPLE))
-    one("inspect__example_keras_adam", "inspect", str(EXAMPLE))
+            one(f"list-variables__{fx}", "list-variables", fx)
+        one(f"inspect__{fx}", "inspect", fx)
+        if fx != "example_keras_adam":
+            one(f"inspect-verify__{fx}", "inspect", fx, "--verify")
     for fx in ("keras_adam", "dtypes", "partitioned", "tf1_saver"):
-        one(f"inspect-stats__{fx}", "inspect", _fixture(fx), "--stats")
-    for fx in ("keras_adam", "ckpt_save", "dtensor"):
-        one(f"inspect-tree__{fx}", "inspect", _fixture(fx), "--tree")
-    one("inspect-tree__example_keras_adam", "inspect", str(EXAMPLE), "--tree")
+        one(f"inspect-stats__{fx}", "inspect", fx, "--stats")
+    for fx in ("keras_adam", "ckpt_save", "dtensor", "example_keras_adam"):
+        one(f"inspect-tree__{fx}", "inspect", fx, "--tree")
+    for fx in ("ckpt_save", "manager", "tf1_saver", "keras_adam", "v1_single"):
+        one(f"state__{fx}", "state", fx)
 
     @case("inspect-tensor__keras_adam")
     def _(tmp):
-        return [(["inspect", _fixture("keras_adam"), "--tensor",
+        return [(["inspect", _fixture("keras_adam", tmp), "--tensor",
                   "optimizer/_trainable_variables/0/.ATTRIBUTES/VARIABLE_VALUE", "--json"], 0)]
 
     @case("inspect-tensor__strings")
     def _(tmp):
-        return [(["inspect", _fixture("strings"), "--tensor", "unicode", "--tensor", "binary",
+        return [(["inspect", _fixture("strings", tmp), "--tensor", "unicode", "--tensor", "binary",
                   "--tensor", "empty_2x0", "--json"], 0)]
 
     @case("inspect-tensor__partitioned")
     def _(tmp):
-        return [(["inspect", _fixture("partitioned"), "--tensor", "emb/weights", "--json"], 0)]
+        return [(["inspect", _fixture("partitioned", tmp), "--tensor", "emb/weights", "--json"], 0)]
 
     @case("diff__example_ckpt-3_ckpt-5")
     def _(tmp):
-        return [(["diff", str(EXAMPLE / "ckpt-3"), str(EXAMPLE / "ckpt-5"), "--json"], 1)]
+        ex = _fixture("example_keras_adam", tmp)
+        return [(["diff", ex + "/ckpt-3", ex + "/ckpt-5", "--json"], 1)]
 
     @case("diff__manager_ckpt-4_itself")
     def _(tmp):
-        return [(["diff", str(DATA / "manager" / "ckpt-4"), str(DATA / "manager" / "ckpt-4"), "--json"], 0)]
+        return [(["diff", _fixture("manager", tmp) + "/ckpt-4", _fixture("manager", tmp) + "/ckpt-4", "--json"], 0)]
 
-    for fx in ("ckpt_save", "manager", "tf1_saver", "keras_adam", "v1_single"):
-        one(f"state__{fx}", "state", _fixture(fx))
 
     @case("state-rebuild-dry-run__manager")
     def _(tmp):
-        d = _copy(DATA / "manager", tmp / "manager")
+        d = _fixture("manager", tmp)
         return [(["state", str(d), "--rebuild", "--dry-run", "--json"], 0)]
 
     @case("du__fixtures")
     def _(tmp):
         for fx in ("manager", "tf1_saver", "ckpt_save", "v1_single"):
-            _copy(DATA / FIXTURES[fx], tmp / "runs" / fx)
+            _fixture(fx, tmp, "runs")
         return [(["du", str(tmp / "runs"), "--json"], 0)]
 
     for fx in ("manager", "tf1_saver", "ckpt_save"):
         @case(f"prune-dry-run__{fx}")
         def _(tmp, fx=fx):
-            d = _copy(DATA / FIXTURES[fx], tmp / fx)
+            d = _fixture(fx, tmp)
             return [(["prune", str(d), "--max-to-keep", "1", "--dry-run", "--json"], 0)]
 
     @case("rewrite-names-dry-run__keras_adam")
     def _(tmp):
-        return [(["rewrite-names", _fixture("keras_adam"), str(tmp / "out" / "ckpt-1"),
+        return [(["rewrite-names", _fixture("keras_adam", tmp), str(tmp / "out" / "ckpt-1"),
                   "--strip-optimizer", "--dry-run", "--json"], 0)]
 
     @case("rewrite-names-dry-run__tf1_saver")
     def _(tmp):
-        return [(["rewrite-names", _fixture("tf1_saver"), str(tmp / "out" / "model.ckpt-30"),
+        return [(["rewrite-names", _fixture("tf1_saver", tmp), str(tmp / "out" / "model.ckpt-30"),
                   "--rule", "/=renamed/", "--dry-run", "--json"], 0)]
 
     for fmt in ("npz", "safetensors"):
         @case(f"convert-{fmt}__keras_adam")
         def _(tmp, fmt=fmt):
-            return [(["convert", _fixture("keras_adam"), str(tmp / f"out.{fmt}"), "--skip-unsupported",
+            return [(["convert", _fixture("keras_adam", tmp), str(tmp / f"out.{fmt}"), "--skip-unsupported",
                       "--json"], 0)]
 
         @case(f"convert-{fmt}-and-back__keras_adam")
         def _(tmp, fmt=fmt):
             out, back = tmp / f"out.{fmt}", tmp / "back" / "ckpt-1"
-            return [(["convert", _fixture("keras_adam"), str(out), "--skip-unsupported"], 0),
+            return [(["convert", _fixture("keras_adam", tmp), str(out), "--skip-unsupported"], 0),
                     (["convert", str(out), str(back)], 0),
                     (["list-variables", str(back), "--json"], 0)]
 
     @case("convert-tf__npz")
     def _(tmp):
         out = tmp / "out.npz"
-        return [(["convert", _fixture("dtypes"), str(out), "--skip-unsupported"], 0),
+        return [(["convert", _fixture("dtypes", tmp), str(out), "--skip-unsupported"], 0),
                 (["convert", str(out), str(tmp / "back" / "ckpt-1"), "--json"], 0)]
 
     @case("save__npz")
     def _(tmp):
         out = tmp / "src.npz"
-        return [(["convert", _fixture("manager"), str(out)], 0),
+        return [(["convert", _fixture("manager", tmp), str(out)], 0),
                 (["save", str(tmp / "run" / "ckpt"), "--from", str(out), "--global-step", "7", "--json"], 0)]
 
     return cases
