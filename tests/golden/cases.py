@@ -138,6 +138,21 @@ def _cases():
             d = _fixture(fx, tmp)
             return [(["prune", str(d), "--max-to-keep", "1", "--dry-run", "--json"], 0)]
 
+    @case("prune-dry-run__manager_sidecars_policy")
+    def _(tmp):
+        # issue 17: files beside a checkpoint are not its own; the directory's policy file applies
+        d = pathlib.Path(_fixture("manager", tmp))
+        for name in ("ckpt-3.notes.txt", "ckpt-3.json", "ckpt-3.index.bak"):
+            (d / name).write_text("user file\n")
+        (d / ".ckptool.toml").write_text('keep = ["ckpt-4"]\n')
+        return [(["prune", str(d), "--max-to-keep", "1", "--dry-run", "--json"], 0)]
+
+    @case("prune-recursive-dry-run__fixtures")
+    def _(tmp):
+        for fx in ("manager", "tf1_saver", "ckpt_save", "v1_single"):
+            _fixture(fx, tmp, "runs")
+        return [(["prune", str(tmp / "runs"), "--recursive", "--max-to-keep", "1", "--dry-run", "--json"], 0)]
+
     @case("rewrite-names-dry-run__keras_adam")
     def _(tmp):
         return [(["rewrite-names", _fixture("keras_adam", tmp), str(tmp / "out" / "ckpt-1"),
@@ -172,6 +187,13 @@ def _cases():
         out = tmp / "src.npz"
         return [(["convert", _fixture("manager", tmp), str(out)], 0),
                 (["save", str(tmp / "run" / "ckpt"), "--from", str(out), "--global-step", "7", "--json"], 0)]
+
+    @case("save__npz_object_based_sharded")
+    def _(tmp):
+        out = tmp / "src.npz"
+        return [(["convert", _fixture("manager", tmp), str(out)], 0),
+                (["save", str(tmp / "run" / "ckpt-1"), "--from", str(out), "--object-based", "--shards", "2",
+                  "--no-state", "--json"], 0)]
 
     return cases
 
