@@ -15,7 +15,10 @@ test names every offender, so a failure says what remains to fix.
 - no module over 400 lines (generated *_pb2.py excepted);
 - no ``assert`` in ckptool/ (input checks raise CkptError);
 - no test hooks in the product: ckptool/_faults.py does not exist, nothing
-  imports it, nothing reads a CRASH/FAULT environment variable.
+  imports it, nothing reads a CRASH/FAULT environment variable;
+- the repo stands alone: documents cited in ckptool/ exist in the repo
+  (``docs/FORMAT.md §N``, ``README.md``), and each § cited is a section of
+  docs/FORMAT.md.
 """
 
 from __future__ import annotations
@@ -303,3 +306,39 @@ def test_format_does_no_file_io():
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "open":
                 bad.append(f"{_where(name, node.lineno)}: calls open()")
     assert not bad, _report("file I/O in ckptool/format", bad)
+
+
+REPO = PKG.parent
+_DOC_MENTION = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+\.md)\b")
+_SECTION = re.compile(r"§\s*(\d+(?:\.\d+)?)(?:\s*-\s*(\d+))?")
+
+
+def _format_sections() -> set[str]:
+    doc = REPO / "docs" / "FORMAT.md"
+    if not doc.exists():
+        return set()
+    return {m.group(1) for m in re.finditer(r"^#{2,3} (\d+(?:\.\d+)?)\.? ", doc.read_text(encoding="utf-8"),
+                                             re.MULTILINE)}
+
+
+def test_citations_resolve_inside_the_repo():
+    # The repo stands alone: a document cited from the code exists in the repo, by
+    # its path from the repo root (docs/FORMAT.md, README.md), and a § cited is a
+    # section of docs/FORMAT.md (the only numbered document).
+    sections = _format_sections()
+    bad = []
+    for path in sorted(PKG.rglob("*")):
+        if path.suffix not in (".py", ".proto") or path.name.endswith("_pb2.py"):
+            continue
+        for no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            where = f"{path.relative_to(REPO)}:{no}"
+            for m in _DOC_MENTION.finditer(line):
+                if not (REPO / m.group(1)).is_file():
+                    bad.append(f"{where}: cites {m.group(1)}, not a file of the repo (from its root)")
+            if re.search(r"/work/shared|\bshared (FORMAT|CONTRACT|STYLE|PEERS)\b", line):
+                bad.append(f"{where}: cites the team's shared notes")
+            for m in _SECTION.finditer(line):
+                first, last = m.group(1), m.group(2)
+                wanted = [first] if last is None else [str(n) for n in range(int(first), int(last) + 1)]
+                bad += [f"{where}: §{s} is not a section of docs/FORMAT.md" for s in wanted if s not in sections]
+    assert not bad, _report("citations of documents outside the repo", bad)
