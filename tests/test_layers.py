@@ -342,3 +342,25 @@ def test_citations_resolve_inside_the_repo():
                 wanted = [first] if last is None else [str(n) for n in range(int(first), int(last) + 1)]
                 bad += [f"{where}: §{s} is not a section of docs/FORMAT.md" for s in wanted if s not in sections]
     assert not bad, _report("citations of documents outside the repo", bad)
+
+
+def test_the_checks_see_what_they_claim_to():
+    # The analyzers on small made-up sources, so a rule cannot pass by not looking.
+    src = ast.parse(
+        "from ckptool.io import storage\n"
+        "from ckptool.ops.read import open as o\n"
+        "def f():\n"
+        "    import ckptool.cli.main\n"
+        "    from . import layout\n"
+        "if TYPE_CHECKING:\n"
+        "    from ckptool.ops import write\n")
+    got = {(i.target, i.type_checking) for i in _imports("ckptool.io.state", src)}
+    assert got == {("ckptool.io.storage", False), ("ckptool.ops.read", False), ("ckptool.cli.main", False),
+                   ("ckptool.io.layout", False), ("ckptool.ops.write", True)}
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"a"}}) == [["a"]] and _cycles({"a": {"b"}}) == []
+    reads = [_env_name(n) for n in ast.walk(ast.parse(
+        "os.environ.get('CKPTOOL_CRASH_AT')\nos.getenv('X_FAULT')\nos.environ['A']\n'B' in os.environ\n"))]
+    assert sorted(r for r in reads if r) == ["A", "B", "CKPTOOL_CRASH_AT", "X_FAULT"]
+    assert _SECTION.findall("FORMAT.md §1-4, §7.2") == [("1", "4"), ("7.2", "")]
+    assert {"0", "1.3", "4.4", "13"} <= _format_sections()
