@@ -12,6 +12,7 @@ checkout.
 
 from __future__ import annotations
 
+import datetime
 import functools
 import json
 import os
@@ -206,7 +207,7 @@ def normalize(text: str, tmp: pathlib.Path, clock: tuple[float, float]) -> str:
 
     ``clock`` is (time before the case ran, time after). A number inside that
     window is a reading of the clock (a timestamp the command took now), shown
-    as ``<NOW>``; a value under a key naming an age (``latest_age_seconds``)
+    as ``<NOW>``, and so is a UTC time string in it; a value under a key naming an age (``latest_age_seconds``)
     depends on the clock too and is shown as ``<AGE>``. Timestamps read from
     the fixtures' files lie outside the window and are kept.
     """
@@ -217,7 +218,8 @@ def normalize(text: str, tmp: pathlib.Path, clock: tuple[float, float]) -> str:
     def fix_str(v: str) -> str:
         for p in paths:
             v = v.replace(p, "<TMP>")
-        return v.replace(str(REPO), "<REPO>")
+        return _ISO.sub(lambda m: "<NOW>" if lo <= _iso_seconds(m.group(0)) <= hi else m.group(0),
+                        v.replace(str(REPO), "<REPO>"))
 
     def fix(v, key=None):
         if isinstance(v, dict):
@@ -237,3 +239,8 @@ def normalize(text: str, tmp: pathlib.Path, clock: tuple[float, float]) -> str:
 
 
 _AGE = re.compile(r"(^|_)age(_|$)")
+_ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z")
+
+
+def _iso_seconds(text: str) -> float:
+    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
