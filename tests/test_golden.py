@@ -1,0 +1,50 @@
+"""The ``--json`` output of every command on the bundled fixtures, against tests/golden/*.json.
+
+A change of shape (a key renamed, added or dropped, a value changed) shows as a
+diff here. When the change is intended, regenerate the files and review the
+diff of tests/golden/ in the commit:
+
+    PYTHONPATH=$PWD python -m tests.golden.regen
+
+The cases are in tests/golden/cases.py; they run through ckptool's own entry
+point in-process (tests/clirun.py), exit codes included.
+"""
+
+import difflib
+import os
+import time
+
+import pytest
+from clirun import run
+from golden.cases import CASES, GOLDEN, normalize
+
+REGEN = os.environ.get("CKPTOOL_GOLDEN_REGEN") == "1"
+HOW = "PYTHONPATH=$PWD python -m tests.golden.regen"
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_golden(name, tmp_path, capsys):
+    steps = CASES[name](tmp_path)
+    start = time.time()
+    for argv, want in steps:
+        code, out, err = run(capsys, *argv)
+        assert code == want, f"ckptool {' '.join(argv)}: exit {code}, expected {want}\n{err}"
+    got = normalize(out, tmp_path, (start, time.time()))
+    path = GOLDEN / f"{name}.json"
+    if REGEN:
+        path.write_text(got, encoding="utf-8")
+        return
+    if not path.exists():
+        pytest.fail(f"no golden file {path.name}; create it with: {HOW}")
+    want_text = path.read_text(encoding="utf-8")
+    if got != want_text:
+        diff = "".join(difflib.unified_diff(want_text.splitlines(True), got.splitlines(True),
+                                            f"tests/golden/{path.name}", "ckptool output"))
+        pytest.fail(f"ckptool {' '.join(steps[-1][0])}: --json output differs from the golden file.\n"
+                    f"{diff}\nIf the change is intended, regenerate with: {HOW}", pytrace=False)
+
+
+@pytest.mark.skipif(REGEN, reason="regen removes stale files itself")
+def test_no_stale_golden_files():
+    stale = sorted(p.name for p in GOLDEN.glob("*.json") if p.stem not in CASES)
+    assert not stale, f"golden files without a case (remove them, or run {HOW}): {stale}"

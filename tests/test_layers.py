@@ -1,0 +1,366 @@
+"""The package is its layer diagram: format <- io <- ops <- cli (docs/ARCHITECTURE.md).
+
+Every rule is read from the source with ``ast`` (nothing is imported), and each
+test names every offender, so a failure says what remains to fix.
+
+- format/ imports nothing of ckptool but ckptool.errors and ckptool.format.*,
+  and does no file I/O;
+- io/ imports format, io and errors; ops/ imports format, io, ops and errors;
+  cli/ may import anything; errors.py imports nothing of ckptool; the package
+  root (ckptool/__init__.py) is the library API and does not import cli;
+- no import cycles between modules, function-level imports included
+  (imports under ``if TYPE_CHECKING:`` are not run, so they count for the
+  layers but not for cycles);
+- click and rich only under ckptool/cli; tensorflow nowhere;
+- no module over 400 lines (generated *_pb2.py excepted);
+- no ``assert`` in ckptool/ (input checks raise CkptError);
+- no test hooks in the product: ckptool/_faults.py does not exist, nothing
+  imports it, nothing reads a CRASH/FAULT environment variable;
+- the repo stands alone: documents cited in ckptool/ exist in the repo
+  (``docs/FORMAT.md §N``, ``README.md``), and each § cited is a section of
+  docs/FORMAT.md.
+"""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+import re
+from dataclasses import dataclass
+
+PKG = pathlib.Path(__file__).resolve().parent.parent / "ckptool"
+MAX_LINES = 400
+
+# Which top-level parts of ckptool each layer may import. A "part" is the
+# first component after ``ckptool.``: format, io, ops, cli, errors, ...
+ALLOWED = {
+    "format": {"format", "errors"},
+    "io": {"format", "io", "errors"},
+    "ops": {"format", "io", "ops", "errors"},
+    "errors": set(),
+}
+ROOT_FORBIDDEN = {"cli"}  # ckptool/__init__.py: the library API must not pull in click
+
+
+@dataclass(frozen=True)
+class Import:
+    module: str  # importing module, e.g. "ckptool.io.storage"
+    target: str  # imported name, resolved to the deepest existing ckptool module or an external name
+    line: int
+    type_checking: bool  # inside ``if TYPE_CHECKING:``
+
+
+def _modules() -> dict[str, pathlib.Path]:
+    """Every ckptool module by dotted name."""
+    out = {}
+    for path in sorted(PKG.rglob("*.py")):
+        rel = path.relative_to(PKG.parent).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _is_package(name: str) -> bool:
+    return MODULES.get(name, pathlib.Path()).name == "__init__.py"
+
+
+def _resolve(name: str) -> str:
+    """The deepest ckptool module a dotted name refers to (``ckptool.io.storage.X`` -> ``ckptool.io.storage``)."""
+    parts = name.split(".")
+    while parts:
+        cand = ".".join(parts)
+        if cand in MODULES:
+            return cand
+        parts.pop()
+    return name
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _imports(module: str, tree: ast.AST) -> list[Import]:
+    found: list[Import] = []
+
+    def visit(node: ast.AST, tc: bool) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            for child in node.body:
+                visit(child, True)
+            for child in node.orelse:
+                visit(child, tc)
+            return
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                found.append(Import(module, _resolve(alias.name), node.lineno, tc))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: resolve against this module's package
+                base = module.split(".")
+                if not _is_package(module):
+                    base = base[:-1]
+                base = base[:len(base) - (node.level - 1)]
+                source = ".".join(base + ([node.module] if node.module else []))
+            else:
+                source = node.module or ""
+            for alias in node.names:
+                # ``from ckptool.io import storage`` imports the module ckptool.io.storage
+                found.append(Import(module, _resolve(f"{source}.{alias.name}"), node.lineno, tc))
+        for child in ast.iter_child_nodes(node):
+            visit(child, tc)
+
+    visit(tree, False)
+    return found
+
+
+TREES = {name: ast.parse(path.read_text(encoding="utf-8"), str(path)) for name, path in MODULES.items()}
+IMPORTS = [imp for name, tree in TREES.items() for imp in _imports(name, tree)]
+
+
+def _part(module: str) -> str:
+    """``ckptool.io.storage`` -> ``io``; ``ckptool`` -> ``""``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def _where(module: str, line: int) -> str:
+    return f"{MODULES[module].relative_to(PKG.parent)}:{line}"
+
+
+def _report(title: str, offenders: list[str]) -> str:
+    return f"{title} ({len(offenders)}):\n  " + "\n  ".join(offenders)
+
+
+def test_the_tree_is_found():
+    # Guards every test below from passing vacuously on a wrong path.
+    assert {"ckptool.errors", "ckptool.cli.main"} <= set(MODULES)
+    assert any(_part(m) == "format" for m in MODULES)
+    assert any(imp.target.startswith("ckptool.format") for imp in IMPORTS)
+
+
+def test_imports_point_down_only():
+    bad = []
+    for imp in IMPORTS:
+        if not imp.target.startswith("ckptool"):
+            continue
+        src, dst = _part(imp.module), _part(imp.target)
+        if src in ALLOWED:
+            if dst not in ALLOWED[src]:
+                bad.append(f"{_where(imp.module, imp.line)}: {src}/ imports {imp.target} "
+                           f"({src} may import only {', '.join(sorted(ALLOWED[src])) or 'nothing of ckptool'})")
+        elif src == "" and dst in ROOT_FORBIDDEN:
+            bad.append(f"{_where(imp.module, imp.line)}: the package root imports {imp.target}")
+    assert not bad, _report("imports that point up or sideways (format <- io <- ops <- cli)", bad)
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module, or a self-loop (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+
+    def strong(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                strong(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1 or v in edges.get(v, ()):
+                out.append(sorted(comp))
+
+    for v in sorted(edges):
+        if v not in index:
+            strong(v)
+    return out
+
+
+def test_no_import_cycles():
+    edges: dict[str, set[str]] = {}
+    lines: dict[tuple[str, str], int] = {}
+    for imp in IMPORTS:
+        if imp.type_checking or imp.target not in MODULES or imp.target == imp.module:
+            continue
+        edges.setdefault(imp.module, set()).add(imp.target)
+        lines.setdefault((imp.module, imp.target), imp.line)
+    bad = []
+    for comp in _cycles(edges):
+        members = set(comp)
+        links = [f"{_where(a, lines[(a, b)])} -> {b}"
+                 for a in comp for b in sorted(edges.get(a, ())) if b in members]
+        bad.append("cycle among " + ", ".join(comp) + ":\n    " + "\n    ".join(links))
+    assert not bad, _report("import cycles (function-level imports included)", bad)
+
+
+def _external(top: str) -> list[Import]:
+    return [imp for imp in IMPORTS if imp.target.split(".")[0] == top]
+
+
+def test_click_and_rich_only_under_cli():
+    bad = [f"{_where(imp.module, imp.line)}: imports {imp.target}"
+           for top in ("click", "rich") for imp in _external(top) if _part(imp.module) != "cli"]
+    assert not bad, _report("click/rich imported outside ckptool/cli", bad)
+
+
+def test_tensorflow_imported_nowhere():
+    bad = [f"{_where(imp.module, imp.line)}: imports {imp.target}"
+           for top in ("tensorflow", "tf_keras", "keras") for imp in _external(top)]
+    assert not bad, _report("ckptool must never import TensorFlow", bad)
+
+
+def test_no_module_over_400_lines():
+    bad = []
+    for path in MODULES.values():
+        if path.name.endswith("_pb2.py"):
+            continue
+        n = len(path.read_text(encoding="utf-8").splitlines())
+        if n > MAX_LINES:
+            bad.append(f"{path.relative_to(PKG.parent)}: {n} lines")
+    assert not bad, _report(f"modules over {MAX_LINES} lines (split them by job)", sorted(bad))
+
+
+def test_no_assert_statements():
+    bad = [f"{_where(name, node.lineno)}: assert"
+           for name, tree in TREES.items() for node in ast.walk(tree) if isinstance(node, ast.Assert)]
+    assert not bad, _report("assert in ckptool/ (python -O drops it; raise a CkptError instead)", bad)
+
+
+_FAULTY = re.compile(r"CRASH|FAULT", re.IGNORECASE)
+
+
+def _env_name(node: ast.AST) -> str | None:
+    """The variable name read if ``node`` reads the environment with a constant name."""
+    def is_environ(expr: ast.AST) -> bool:
+        return (isinstance(expr, ast.Attribute) and expr.attr == "environ") or (
+            isinstance(expr, ast.Name) and expr.id == "environ")
+
+    arg = None
+    if isinstance(node, ast.Call) and node.args:
+        f = node.func
+        getenv = (isinstance(f, ast.Attribute) and f.attr in ("getenv", "getenvb")) or (
+            isinstance(f, ast.Name) and f.id in ("getenv", "getenvb"))
+        environ_get = isinstance(f, ast.Attribute) and f.attr in ("get", "pop", "setdefault") and is_environ(f.value)
+        if getenv or environ_get:
+            arg = node.args[0]
+    elif isinstance(node, ast.Subscript) and is_environ(node.value):
+        arg = node.slice
+    elif isinstance(node, ast.Compare) and any(is_environ(c) for c in node.comparators):
+        arg = node.left
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        return arg.value
+    return None
+
+
+def test_no_fault_hooks_in_the_product():
+    bad = []
+    faults = PKG / "_faults.py"
+    if faults.exists():
+        bad.append(f"{faults.relative_to(PKG.parent)} exists (test hooks belong under tests/)")
+    bad += [f"{_where(imp.module, imp.line)}: imports {imp.target}"
+            for imp in IMPORTS if imp.target.split(".")[-1] == "_faults"]
+    for name, tree in TREES.items():
+        reads = set()
+        for node in ast.walk(tree):
+            env = _env_name(node)
+            if env is not None and _FAULTY.search(env):
+                bad.append(f"{_where(name, node.lineno)}: reads ${env}")
+                reads.add(node.lineno)
+        for node in ast.walk(tree):  # the name held in a constant and read elsewhere
+            if (isinstance(node, ast.Constant) and isinstance(node.value, str) and node.lineno not in reads
+                    and re.fullmatch(r"CKPTOOL_\w*(CRASH|FAULT)\w*", node.value)):
+                bad.append(f"{_where(name, node.lineno)}: names {node.value}")
+    assert not bad, _report("test hooks in the product", sorted(set(bad)))
+
+
+_FILE_IO_MODULES = {"os", "pathlib", "shutil", "tempfile", "io", "fsspec", "glob", "mmap"}
+
+
+def test_format_does_no_file_io():
+    # format/ turns bytes into values and back; files are io/'s job. The
+    # protoc wrapper protos/regenerate.py is a developer script, not a codec.
+    bad = []
+    for name, tree in TREES.items():
+        if _part(name) != "format" or name.endswith(".regenerate"):
+            continue
+        for imp in _imports(name, tree):
+            if imp.target.split(".")[0] in _FILE_IO_MODULES:
+                bad.append(f"{_where(name, imp.line)}: imports {imp.target}")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "open":
+                bad.append(f"{_where(name, node.lineno)}: calls open()")
+    assert not bad, _report("file I/O in ckptool/format", bad)
+
+
+REPO = PKG.parent
+_DOC_MENTION = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+\.md)\b")
+_SECTION = re.compile(r"§\s*(\d+(?:\.\d+)?)(?:\s*-\s*(\d+))?")
+
+
+def _format_sections() -> set[str]:
+    doc = REPO / "docs" / "FORMAT.md"
+    if not doc.exists():
+        return set()
+    return {m.group(1) for m in re.finditer(r"^#{2,3} (\d+(?:\.\d+)?)\.? ", doc.read_text(encoding="utf-8"),
+                                             re.MULTILINE)}
+
+
+def test_citations_resolve_inside_the_repo():
+    # The repo stands alone: a document cited from the code exists in the repo, by
+    # its path from the repo root (docs/FORMAT.md, README.md), and a § cited is a
+    # section of docs/FORMAT.md (the only numbered document).
+    sections = _format_sections()
+    bad = []
+    for path in sorted(PKG.rglob("*")):
+        if path.suffix not in (".py", ".proto") or path.name.endswith("_pb2.py"):
+            continue
+        for no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            where = f"{path.relative_to(REPO)}:{no}"
+            for m in _DOC_MENTION.finditer(line):
+                if not (REPO / m.group(1)).is_file():
+                    bad.append(f"{where}: cites {m.group(1)}, not a file of the repo (from its root)")
+            if re.search(r"/work/shared|\bshared (FORMAT|CONTRACT|STYLE|PEERS)\b", line):
+                bad.append(f"{where}: cites the team's shared notes")
+            for m in _SECTION.finditer(line):
+                first, last = m.group(1), m.group(2)
+                wanted = [first] if last is None else [str(n) for n in range(int(first), int(last) + 1)]
+                bad += [f"{where}: §{s} is not a section of docs/FORMAT.md" for s in wanted if s not in sections]
+    assert not bad, _report("citations of documents outside the repo", bad)
+
+
+def test_the_checks_see_what_they_claim_to():
+    # The analyzers on small made-up sources, so a rule cannot pass by not looking.
+    src = ast.parse(
+        "from ckptool.io import storage\n"
+        "from ckptool.ops.read import open as o\n"
+        "def f():\n"
+        "    import ckptool.cli.main\n"
+        "    from . import layout\n"
+        "if TYPE_CHECKING:\n"
+        "    from ckptool.ops import write\n")
+    got = {(i.target, i.type_checking) for i in _imports("ckptool.io.state", src)}
+    assert got == {("ckptool.io.storage", False), ("ckptool.ops.read", False), ("ckptool.cli.main", False),
+                   ("ckptool.io.layout", False), ("ckptool.ops.write", True)}
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"a"}}) == [["a"]] and _cycles({"a": {"b"}}) == []
+    reads = [_env_name(n) for n in ast.walk(ast.parse(
+        "os.environ.get('CKPTOOL_CRASH_AT')\nos.getenv('X_FAULT')\nos.environ['A']\n'B' in os.environ\n"))]
+    assert sorted(r for r in reads if r) == ["A", "B", "CKPTOOL_CRASH_AT", "X_FAULT"]
+    assert _SECTION.findall("FORMAT.md §1-4, §7.2") == [("1", "4"), ("7.2", "")]
+    assert {"0", "1.3", "4.4", "13"} <= _format_sections()
