@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
 from ckptool.errors import CkptError, CkptWarning, CorruptError, MissingError, TensorNotFoundError, UnsupportedError
-from ckptool.format import bundle, dtypes
+from ckptool.format import bundle, dtypes, tensors
 from ckptool.format.bundle import Entry
 from ckptool.format.table import TableReader
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, ObjectGraph
@@ -313,7 +313,7 @@ class BundleCheckpoint(Checkpoint):
             if verify:
                 bundle.check_crc(raw, e, reader.path)
             if self.header.big_endian and e.dtype.itemsize > 1:
-                arr = bundle._byteswap(arr, e.dtype)
+                arr = tensors._byteswap(arr, e.dtype)
             return arr.reshape(e.shape)
         buf = reader.read(e.offset, e.size)
         if e.dtype.kind == dtypes.STRING:
