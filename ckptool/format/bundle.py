@@ -223,6 +223,24 @@ def _entry_tail(value: bytes, pos: int):
     return shard_id, offset, size, crc
 
 
+def listing_head(value: bytes):
+    """For listing: ``(head, dtype name, shape, nbytes)`` of an entry laid out as TF
+    writes it (see :func:`_entry_head`) whose dtype has a fixed size, read from its
+    ``dtype`` and ``shape`` fields alone; None for any other entry, which
+    :func:`parse_entry` then parses in full. The stored size, offset and CRC are
+    checked when the tensor is read."""
+    head = _entry_head(value)
+    if head is None:
+        return None
+    try:
+        dtype, shape, n = _validate_head(BundleEntryProto.FromString(head), b"", "")
+    except (DecodeError, CkptError):
+        return None
+    if dtype.kind != dtypes.FIXED:
+        return None
+    return head, dtype.name, shape, n * dtype.itemsize
+
+
 def parse_entry(key: bytes, value, name: str) -> Entry:
     """Parse and validate one BundleEntryProto.
 
