@@ -184,12 +184,15 @@ def _scan_block(block, name: str, offset: int, keys: list, values: list) -> None
         return
     pos = 0
     key = b""
-    last = keys[-1] if keys else None
+    start = len(keys)
+    last = keys[-1] if keys else b""
     where = f"{name}: bad entry in block at offset {offset}"
     add_key, add_value = keys.append, values.append
     while pos < limit:
-        if (pos + 3 <= limit and (shared := block[pos]) < 0x80
-                and (non_shared := block[pos + 1]) < 0x80 and (value_len := block[pos + 2]) < 0x80):
+        # pos < limit <= n - 4: the three bytes exist; a varint read past ``limit`` makes
+        # end_value pass it, which the bounds check below refuses.
+        if (shared := block[pos]) < 0x80 and (non_shared := block[pos + 1]) < 0x80 and \
+                (value_len := block[pos + 2]) < 0x80:
             pos += 3
         else:
             shared, pos = decode_varint(block, pos, limit, MAX_VARINT32_BYTES, where)
@@ -200,8 +203,9 @@ def _scan_block(block, name: str, offset: int, keys: list, values: list) -> None
         if shared > len(key) or end_value > limit:
             raise CorruptError(f"{where} (entry at byte {pos})")
         key = key[:shared] + block[pos:end_key] if shared else block[pos:end_key]
-        if last is not None and key <= last:
-            raise CorruptError(f"{name}: keys out of order at block offset {offset}")
+        if key <= last:
+            if start or len(keys) > start:  # the very first key of the table may be b""
+                raise CorruptError(f"{name}: keys out of order at block offset {offset}")
         last = key
         add_key(key)
         add_value(block[end_key:end_value])

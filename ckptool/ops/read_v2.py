@@ -117,25 +117,32 @@ class BundleCheckpoint(Checkpoint):
         return self._variables
 
     def _list_plain(self) -> list[Variable] | None:
-        """The listing of an index without slice keys, from each entry's dtype and shape
-        fields (parsed once per distinct serialization); None if an entry turns out to
-        be partitioned after all (its slices then have no entries: :meth:`_list_all` says so)."""
-        heads: dict[bytes, tuple | bool] = {}
-        out: list[Variable] = []
-        add, new, listing_head = out.append, tuple.__new__, bundle.listing_head
-        for key, value in zip(self._keys, self._values):
-            if len(value) > 3 and value[0] == 0x08 and value[2] == 0x12 and value[1] < 0x80 and value[3] < 0x80:
-                head = value[:4 + value[3]]
-                info = heads.get(head)
-                if info is None:
-                    info = heads[head] = listing_head(value) or False
-                if info:
-                    add(new(Variable, (key.decode("utf-8", "surrogateescape"), info[1], info[2], info[3], 0)))
-                    continue
-            e = self.entry(key)
-            if e.slices:
-                return None
-            add(Variable(name_of(key), e.dtype.name, e.shape, e.size, 0))
+        """The listing of an index without slice keys, built in bulk from each entry's
+        dtype and shape fields (parsed once per distinct serialization); None if an
+        entry turns out to be partitioned after all (its slices then have no entries:
+        :meth:`_list_all` says so)."""
+        values = self._values
+        try:
+            heads = [v[:4 + v[3]] for v in values]
+        except IndexError:  # an entry of under 4 bytes: not TF's layout
+            heads = [v[:4 + v[3]] if len(v) > 3 else v for v in values]
+        info = {}
+        for h in set(heads):
+            got = bundle.listing_head(h)
+            info[h] = None if got is None else (got[1], got[2], got[3], 0)
+        new = tuple.__new__
+        names = [k.decode("utf-8", "surrogateescape") for k in self._keys]
+        rows = list(map(info.__getitem__, heads))
+        if None not in rows:
+            return [new(Variable, (n,) + r) for n, r in zip(names, rows)]
+        out = []
+        for key, name, r in zip(self._keys, names, rows):
+            if r is None:
+                e = self.entry(key)
+                if e.slices:
+                    return None
+                r = (e.dtype.name, e.shape, e.size, 0)
+            out.append(new(Variable, (name,) + r))
         return out
 
     def _list_all(self) -> list[Variable]:
