@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ckptool.errors import CkptError, CorruptError
@@ -22,17 +23,27 @@ class CheckpointInfo:
     status: str  # "latest", "kept", "preserved", "untracked" or "missing"
 
     def to_json(self) -> dict:
-        return {"prefix": self.prefix, "path": self.path, "step": self.step, "timestamp": self.timestamp,
+        return {"prefix": self.prefix, "path": self.path, "step": self.step, "timestamp": finite(self.timestamp),
                 "time": iso_time(self.timestamp), "bytes": self.bytes, "status": self.status,
                 "latest": self.status == "latest"}
 
 
+def finite(x: float | None) -> float | None:
+    """``x`` if it is a finite number (JSON holds no NaN or infinity), else None."""
+    return x if x is not None and math.isfinite(x) else None
+
+
 def iso_time(ts: float | None) -> str | None:
-    if ts is None:
+    """``ts`` (seconds since the epoch) as ISO 8601 UTC; None when there is none or when
+    it names no representable time (NaN, infinities, 1e300, -1e18: a state file can hold any)."""
+    if ts is None or not math.isfinite(ts):
         return None
     import datetime
 
-    return datetime.datetime.fromtimestamp(ts, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    try:
+        return datetime.datetime.fromtimestamp(ts, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    except (OverflowError, OSError, ValueError):
+        return None
 
 
 def directory_state(directory: str, storage) -> dict | None:
@@ -88,7 +99,7 @@ def directory_state(directory: str, storage) -> dict | None:
     return {
         "path": state_path(directory, storage),
         "model_checkpoint_path": state.model_checkpoint_path,
-        "last_preserved_timestamp": state.last_preserved_timestamp or None,
+        "last_preserved_timestamp": finite(state.last_preserved_timestamp) or None,
         "checkpoints": [c.to_json() for c in out],
     }
 

@@ -28,6 +28,16 @@ class TreeNode:
     owned_slots: int = 0
 
     def to_json(self) -> dict:
+        """The subtree as nested dicts, built without recursion (graphs can be thousands deep)."""
+        root = self._own_json()
+        stack = [(self, root)]
+        while stack:
+            node, out = stack.pop()
+            kids = out["children"] = [c._own_json() for c in node.children]
+            stack.extend(zip(node.children, kids))
+        return root
+
+    def _own_json(self) -> dict:
         out = {"name": self.name, "path": self.path, "parameters": self.parameters, "bytes": self.bytes}
         if self.alias_of is not None:
             out["alias_of"] = self.alias_of
@@ -39,8 +49,17 @@ class TreeNode:
             out["slots"] = self.slots
         if self.owned_slots:
             out["owned_slots"] = self.owned_slots
-        out["children"] = [c.to_json() for c in self.children]
+        out["children"] = []
         return out
+
+    def depth(self) -> int:
+        """Levels below this node (0 for a leaf), counted without recursion."""
+        deepest, stack = 0, [(self, 0)]
+        while stack:
+            node, d = stack.pop()
+            deepest = max(deepest, d)
+            stack.extend((c, d + 1) for c in node.children)
+        return deepest
 
 
 def _tensor_doc(var, key: str) -> dict:
@@ -51,7 +70,7 @@ def _tensor_doc(var, key: str) -> dict:
 def tree(ck) -> TreeNode:
     """The object graph as a tree (object-based), else the '/'-scopes of the names."""
     graph = ck.object_graph()
-    if graph is None:
+    if graph is None or not graph.nodes:  # an empty graph has no root: show the names
         return _name_tree(ck)
     return _object_tree(ck, graph)
 
@@ -125,32 +144,35 @@ def _join(base: str, local: str) -> str:
     return f"{base}/{escape(local)}" if base else escape(local)
 
 
-def _total(node: TreeNode) -> tuple[int, int]:
-    p, b = node.parameters, node.bytes
-    for t in ([node.tensor] if node.tensor else []) + node.attributes:
-        p += t["parameters"]
-        b += t["bytes"]
-    for c in node.children:
-        if c.alias_of is None:
-            cp, cb = _total(c)
-            p += cp
-            b += cb
-    node.parameters, node.bytes = p, b
-    return p, b
+def _total(root: TreeNode) -> None:
+    """Subtree totals, children before parents (post-order, without recursion)."""
+    order, stack = [], [root]
+    while stack:
+        node = stack.pop()
+        order.append(node)
+        stack.extend(c for c in node.children if c.alias_of is None)
+    for node in reversed(order):
+        p, b = node.parameters, node.bytes
+        for t in ([node.tensor] if node.tensor else []) + node.attributes:
+            p += t["parameters"]
+            b += t["bytes"]
+        for c in node.children:
+            if c.alias_of is None:
+                p += c.parameters
+                b += c.bytes
+        node.parameters, node.bytes = p, b
 
 
 def _name_tree(ck) -> TreeNode:
     root = TreeNode("", "")
-    index: dict[str, TreeNode] = {"": root}
+    index: dict[tuple[int, str], TreeNode] = {}  # (parent's id, scope) -> node: no path is rebuilt
     for v in ck.variables():
-        parts = v.name.split("/")
         node = root
-        for depth in range(len(parts)):
-            path = "/".join(parts[:depth + 1])
-            nxt = index.get(path)
+        for part in v.name.split("/"):
+            nxt = index.get((id(node), part))
             if nxt is None:
-                nxt = TreeNode(parts[depth], path)
-                index[path] = nxt
+                nxt = TreeNode(part, f"{node.path}/{part}" if node is not root else part)
+                index[(id(node), part)] = nxt
                 node.children.append(nxt)
             node = nxt
         if node.tensor is None:

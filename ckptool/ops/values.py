@@ -37,7 +37,7 @@ def json_value(arr: np.ndarray, dtype: str | None = None):
         return arr.tolist()
     elif arr.dtype.kind == "c":
         items = [{"real": _json_float(z.real), "imag": _json_float(z.imag)} for z in flat.tolist()]
-    elif arr.dtype.kind == "f":
+    elif arr.dtype.kind == "f" and arr.dtype in (np.float16, np.float32, np.float64):
         if arr.dtype == np.float64:
             items = flat.tolist()
         else:  # shortest text that reads back to the same float16/float32
