@@ -192,6 +192,14 @@ def test_object_graph_3000_deep(tmp_path):
         assert node["path"] == "/".join(["c"] * depth) and node["children"] == []
         paths = ck.object_graph().paths()
         assert len(paths) == depth + 1
+    r = _cli("inspect", prefix, "--tree")
+    assert r.returncode == 0 and "Traceback" not in r.stderr and r.stdout.count("\n") > depth
+    r = _cli("inspect", prefix, "--tree", "--json")
+    assert r.returncode == 0, r.stderr[-300:]
+    node = json.loads(r.stdout)
+    for _ in range(depth):
+        node = node["children"][0]
+    assert node["children"] == []
 
 
 def test_empty_object_graph(tmp_path):
