@@ -196,7 +196,12 @@ def test_object_graph_3000_deep(tmp_path):
     assert r.returncode == 0 and "Traceback" not in r.stderr and r.stdout.count("\n") > depth
     r = _cli("inspect", prefix, "--tree", "--json")
     assert r.returncode == 0, r.stderr[-300:]
-    node = json.loads(r.stdout)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(50_000)  # json.loads recurses per level too
+    try:
+        node = json.loads(r.stdout)
+    finally:
+        sys.setrecursionlimit(limit)
     for _ in range(depth):
         node = node["children"][0]
     assert node["children"] == []
