@@ -179,6 +179,7 @@ class Row:
     needs: list[str]
     setup: object = None  # callable run before every measurement (untimed)
     note: str = ""
+    base_is_ck: bool = False  # the "TF" column is a ckptool baseline (e.g. one thread)
 
 
 def rows(t: Tools, w: dict, sizes: dict, out: str) -> list[Row]:
@@ -212,9 +213,28 @@ def rows(t: Tools, w: dict, sizes: dict, out: str) -> list[Row]:
         Row("read", f"read all tensors of {size}, CRC on (in-process)",
             t.child("ck_read_all", big), t.tf_child("tf_read_all", big), "op", "ratio<=1.0",
             ["lib:open"], note="TF: load_checkpoint + get_tensor loop"),
-        Row("list", f"list {many_n} variables (in-process)",
+        Row("list", f"list {many_n} variables, cold: first call in a fresh process (in-process)",
             t.child("ck_list", many), t.tf_child("tf_list", many), "op", "ratio<=1.0",
-            ["lib:open"], note="TF: tf.train.list_variables"),
+            ["lib:open"], note="TF: tf.train.list_variables, first call (pays TF's lazy set-up)"),
+        *[Row(f"list-warm-{k}", f"list {k:,} variables, warm: best of 3 after the first call, "
+                                f"each opening afresh (in-process)",
+              t.child("ck_list_warm", w[f"many_{k}"]), t.tf_child("tf_list_warm", w[f"many_{k}"]), "op",
+              "ratio<=1.0", ["lib:open"], note="ckptool.open(p).variables() vs tf.train.list_variables, warm")
+          for k in sizes["list_sizes"]],
+        *[Row(f"list-cold-{k}", f"list {k:,} variables, cold: first call in a fresh process (in-process)",
+              t.child("ck_list", w[f"many_{k}"]), t.tf_child("tf_list", w[f"many_{k}"]), "op",
+              "ratio<=1.0", ["lib:open"], note="first call after the imports, both sides")
+          for k in sizes["list_sizes"]],
+        *[Row(f"stats-{k}", f"`inspect --stats --json` {k:,} small variables (process) vs TF reading "
+                            f"all {k:,} tensors (in-process)",
+              t.cli("inspect", w[f"many_{k}"], "--stats", "--json"), t.tf_child("tf_read_all", w[f"many_{k}"]),
+              "wall", "ratio<=1.0", ["inspect --stats"], note="linear: time per variable flat across sizes")
+          for k in sizes["stats_sizes"]],
+        Row("verify-cores", f"verify {size} in {sizes['big_shards']} shards, one thread per core vs one "
+                            f"thread (in-process; \"TF\" column: ckptool, 1 thread)",
+            t.child("ck_verify", w["big_sharded"], "0"), t.child("ck_verify", w["big_sharded"], "1"), "op",
+            "ratio<=0.6", ["lib:open"], base_is_ck=True,
+            note="verify-cores: the TF column is ckptool's own verify on one thread"),
         Row("write", f"write {size} (in-process)",
             t.child("ck_write", os.path.join(out, "w"), n, elems),
             t.tf_child("tf_write", os.path.join(out, "w"), n, elems), "op", "ratio<=0.5",
@@ -304,7 +324,9 @@ class Result:
 def run_row(res: Result, repeat: int, tools: Tools, progress) -> None:
     row = res.row
     sides = [("ck", row.ck, tools.ck_env)]
-    if row.tf is not None and tools.tf_python:
+    if row.tf is not None and row.base_is_ck:
+        sides.append(("tf", row.tf, tools.ck_env))
+    elif row.tf is not None and tools.tf_python:
         sides.append(("tf", row.tf, tools.tf_env))
     for i in range(repeat):
         order = sides if i % 2 == 0 else sides[::-1]  # alternate who goes first
@@ -410,8 +432,11 @@ def main(argv=None) -> int:
     log(f"bench: building workloads under {work} (reused when present)")
     w = workloads.build_all(work, sizes)
     log(f"bench: workloads ready in {time.perf_counter() - t0:.1f} s")
-    warm(w["big"])
-    warm(w["many"])
+    for key in ("big", "many", "big_sharded"):
+        warm(w[key])
+    for key in w:
+        if key.startswith("many_"):
+            warm(w[key])
     # Bytecode for ckptool, as pip writes it on install (TF's is there): a source checkout
     # under PYTHONDONTWRITEBYTECODE would otherwise compile every module on every start.
     compileall.compile_dir(os.path.join(ROOT, "ckptool"), quiet=1)

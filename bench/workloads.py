@@ -27,6 +27,9 @@ FULL = {
     "dir_ckpts": 10_000,  # checkpoints in one directory
     "runs": 1_000,  # run directories ...
     "runs_ckpts": 20,  # ... of 20 checkpoints each
+    "list_sizes": (20_000, 200_000),  # listing rows (issue 21)
+    "stats_sizes": (5_000, 20_000, 80_000),  # statistics rows: linear in variables
+    "big_shards": 8,  # the verify-on-every-core row: the 1 GiB in 8 shards
 }
 
 #: ``--quick``: the same shapes of work, about a tenth the size.
@@ -37,6 +40,9 @@ QUICK = {
     "dir_ckpts": 1_000,
     "runs": 100,
     "runs_ckpts": 20,
+    "list_sizes": (2_000, 20_000),
+    "stats_sizes": (500, 2_000, 8_000),
+    "big_shards": 8,
 }
 
 #: Toy sizes for the smoke test.
@@ -47,6 +53,9 @@ TOY = {
     "dir_ckpts": 12,
     "runs": 4,
     "runs_ckpts": 5,
+    "list_sizes": (40, 60),
+    "stats_sizes": (20, 40, 80),
+    "big_shards": 2,
 }
 
 #: Epoch of the synthetic step times (2026-01-01T00:00:00Z) and the step spacing.
@@ -109,15 +118,18 @@ def _mark(path: str, params: dict) -> None:
         json.dump(params, f)
 
 
-def build_big(root: str, n: int, elems: int) -> str:
-    """``root/ckpt``: ``n`` float32 tensors of ``elems`` elements. Returns the prefix."""
+def build_big(root: str, n: int, elems: int, num_shards: int = 1) -> str:
+    """``root/ckpt``: ``n`` float32 tensors of ``elems`` elements in ``num_shards`` data
+    files. Returns the prefix."""
     import ckptool
 
     params = {"kind": "big", "n": n, "elems": elems}
+    if num_shards != 1:
+        params["shards"] = num_shards
     prefix = os.path.join(root, "ckpt")
     if not _marker_ok(root, params):
         _fresh(root)
-        ckptool.write(prefix, big_arrays(n, elems), sync=False)
+        ckptool.write(prefix, big_arrays(n, elems), num_shards=num_shards, sync=False)
         _mark(root, params)
     return prefix
 
@@ -220,4 +232,8 @@ def build_all(work: str, sizes: dict) -> dict[str, str]:
         "many": build_many(os.path.join(work, "many"), sizes["many"]),
         "dir": build_ckpt_dir(os.path.join(work, "dir"), sizes["dir_ckpts"]),
         "runs": build_runs(os.path.join(work, "runs"), sizes["runs"], sizes["runs_ckpts"]),
+        "big_sharded": build_big(os.path.join(work, "big_sharded"), sizes["big_tensors"], sizes["big_elems"],
+                                 sizes["big_shards"]),
+        **{f"many_{n}": build_many(os.path.join(work, f"many_{n}"), n)
+           for n in sorted(set(sizes["list_sizes"]) | set(sizes["stats_sizes"]))},
     }

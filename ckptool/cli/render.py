@@ -143,7 +143,7 @@ def print_tree(root, depth: int | None, title: str) -> None:
     def tensor_cols(t):
         return f"{t['dtype']} {format_shape(t['shape'])}", str(t["parameters"]), human_bytes(t["bytes"])
 
-    def walk(node, prefix: str, level: int):
+    def items_of(node):
         items = []  # (label, cols, node or None)
         for a in node.attributes:
             items.append((f"{display_name(a['name'])}", tensor_cols(a), None))
@@ -152,9 +152,18 @@ def print_tree(root, depth: int | None, title: str) -> None:
                           tensor_cols(s), None))
         for c in node.children:
             items.append((None, None, c))
-        if depth is not None and level >= depth:
-            return
-        for i, (label, cols, child) in enumerate(items):
+        return items
+
+    def walk(node, prefix: str, level: int):  # depth first, without recursion (graphs can be deep)
+        frames = [[items_of(node), 0, prefix, level]]
+        while frames:
+            frame = frames[-1]
+            items, i, prefix, level = frame
+            if (depth is not None and level >= depth) or i >= len(items):
+                frames.pop()
+                continue
+            frame[1] = i + 1
+            label, cols, child = items[i]
             last = i == len(items) - 1
             branch = prefix + ("└── " if last else "├── ")
             deeper = prefix + ("    " if last else "│   ")
@@ -165,7 +174,7 @@ def print_tree(root, depth: int | None, title: str) -> None:
                 lines.append((branch + f"{display_name(child.name)} -> {display_name(child.alias_of)}", ds, "", ""))
             else:
                 lines.append((branch + _node_label(child, depth, level + 1), *_node_cols(child)))
-                walk(child, deeper, level + 1)
+                frames.append([items_of(child), 0, deeper, level + 1])
 
     lines.append((_node_label(root, depth, 0, title), *_node_cols(root)))
     walk(root, "", 0)

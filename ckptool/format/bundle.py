@@ -1,4 +1,7 @@
-"""Tensor bundles (V2 checkpoints): header, entries and tensor byte layouts.
+"""Tensor bundles (V2 checkpoints): file names, the header and the entries of the index.
+
+Tensor byte layouts are in :mod:`ckptool.format.tensors`, slices in
+:mod:`ckptool.format.slices` (both re-exported here).
 
 FORMAT.md §1, §3, §4 (tensorflow/core/util/tensor_bundle/{naming,tensor_bundle}.cc).
 The ``.index`` table maps ``""`` to a BundleHeaderProto and every tensor key
@@ -8,20 +11,29 @@ to a BundleEntryProto; tensor bytes live in ``.data-NNNNN-of-MMMMM`` files.
 from __future__ import annotations
 
 import re
-import struct
 import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from google.protobuf.message import DecodeError
 
-from ckptool.errors import ChecksumError, CkptError, CorruptError, UnsupportedError
+from ckptool.errors import CkptError, CorruptError, UnsupportedError
 from ckptool.format import dtypes
-from ckptool.format.coding import FIXED32, crc32c, decode_varint, encode_varint, mask_crc, unmask_crc
 from ckptool.format.protos.tensor_bundle_pb2 import BundleEntryProto, BundleHeaderProto, TensorShapeProto
-
-if TYPE_CHECKING:  # numpy is imported where arrays are made: listing needs none of it
-    import numpy as np
+from ckptool.format.slices import (  # noqa: F401 - re-exported: callers name them bundle.*
+    Slice,
+    encode_tensor_name_slice,
+    is_full_slice,
+    slice_region,
+    slice_shape,
+    tiling_problem,
+)
+from ckptool.format.tensors import (  # noqa: F401 - re-exported: callers name them bundle.*
+    check_crc,
+    decode_fixed,
+    decode_string,
+    decode_variant,
+    encode_string,
+)
 
 HEADER_KEY = b""
 INDEX_SUFFIX = ".index"
@@ -89,7 +101,6 @@ def encode_header(num_shards: int, endianness: int = HOST_ENDIANNESS) -> bytes:
 
 # --------------------------------------------------------------------------- entries
 
-Slice = tuple[tuple[int, int], ...]  # per dim (start, length); length -1 = whole dim
 
 
 @dataclass(slots=True)  # not frozen: a frozen dataclass costs 2 us per entry to build
@@ -212,6 +223,24 @@ def _entry_tail(value: bytes, pos: int):
     return shard_id, offset, size, crc
 
 
+def listing_head(value: bytes):
+    """For listing: ``(head, dtype name, shape, nbytes)`` of an entry laid out as TF
+    writes it (see :func:`_entry_head`) whose dtype has a fixed size, read from its
+    ``dtype`` and ``shape`` fields alone; None for any other entry, which
+    :func:`parse_entry` then parses in full. The stored size, offset and CRC are
+    checked when the tensor is read."""
+    head = _entry_head(value)
+    if head is None:
+        return None
+    try:
+        dtype, shape, n = _validate_head(BundleEntryProto.FromString(head), b"", "")
+    except (DecodeError, CkptError):
+        return None
+    if dtype.kind != dtypes.FIXED:
+        return None
+    return head, dtype.name, shape, n * dtype.itemsize
+
+
 def parse_entry(key: bytes, value, name: str) -> Entry:
     """Parse and validate one BundleEntryProto.
 
@@ -301,194 +330,3 @@ def encode_entry(dtype: dtypes.DType, shape, shard_id: int, offset: int, size: i
                 ext.start = start
                 ext.length = length
     return proto.SerializeToString()
-
-
-# --------------------------------------------------------------------------- tensor bytes
-
-
-def check_crc(data, entry: Entry, where: str) -> None:
-    actual = crc32c(data)
-    if actual != unmask_crc(entry.crc32c):
-        raise ChecksumError(
-            f"{where}: checksum does not match for tensor "
-            f"{entry.key.decode('utf-8', 'backslashreplace')!r}: stored {unmask_crc(entry.crc32c):08x}, "
-            f"calculated {actual:08x} on {len(data)} bytes at offset {entry.offset}"
-        )
-
-
-def decode_fixed(buf, entry: Entry, big_endian: bool) -> np.ndarray:
-    """A fixed-size tensor from its stored bytes (a writable buffer is used in place)."""
-    import numpy as np
-    dt = entry.dtype.numpy
-    arr = np.frombuffer(buf, dtype=dt, count=entry.numel) if entry.numel else np.empty(0, dt)
-    if big_endian and entry.dtype.itemsize > 1:
-        arr = _byteswap(arr, entry.dtype)
-    return arr.reshape(entry.shape)
-
-
-def _byteswap(arr: np.ndarray, dtype: dtypes.DType) -> np.ndarray:
-    import numpy as np
-    if arr.dtype.kind == "c":
-        return arr.byteswap()
-    width = {2: np.uint16, 4: np.uint32, 8: np.uint64}[dtype.itemsize]
-    return arr.view(width).byteswap().view(arr.dtype)
-
-
-_LEN32 = struct.Struct("<I")
-_LEN64 = struct.Struct("<Q")
-
-
-def _length_checksum(lengths, big_endian: bool) -> int:
-    import numpy as np
-    order = ">" if big_endian else "<"
-    lens = np.asarray(lengths, dtype=np.uint64)
-    if lens.size and int(lens.max()) > 0xFFFFFFFF:
-        parts = []
-        for n in lengths:
-            parts.append(struct.pack(order + ("I" if n <= 0xFFFFFFFF else "Q"), n))
-        return crc32c(b"".join(parts))
-    return crc32c(lens.astype(order + "u4").tobytes())
-
-
-def decode_string(buf, entry: Entry, big_endian: bool, where: str, verify: bool = True) -> np.ndarray:
-    """A DT_STRING tensor: varint lengths, masked length checksum, bytes (§4.2)."""
-    import numpy as np
-    n = entry.numel
-    size = len(buf)
-    view = memoryview(buf)
-    lengths = []
-    pos = 0
-    shown = entry.key.decode("utf-8", "backslashreplace")
-    for _ in range(n):
-        length, pos = decode_varint(view, pos, size, what=f"{where}: string length of {shown!r}")
-        lengths.append(length)
-    if pos + 4 > size:
-        raise CorruptError(f"{where}: string lengths longer than expected offset {entry.offset + size} in {shown!r}")
-    stored = view[pos:pos + 4]
-    (masked,) = struct.unpack(">I" if big_endian else "<I", stored)
-    if verify:
-        expected = _length_checksum(lengths, big_endian)
-        if unmask_crc(masked) != expected:
-            raise ChecksumError(
-                f"{where}: the length checksum does not match for {shown!r}: "
-                f"expected {expected:08x} but actual is {unmask_crc(masked):08x}"
-            )
-    pos += 4
-    if pos + sum(lengths) != size:
-        raise CorruptError(
-            f"{where}: string tensor {shown!r} holds {pos + sum(lengths)} bytes, its entry says {size}"
-        )
-    if verify:
-        crc = crc32c(view[pos:], crc32c(stored, _length_checksum(lengths, big_endian)))
-        if crc != unmask_crc(entry.crc32c):
-            raise ChecksumError(
-                f"{where}: checksum does not match for tensor {shown!r}: stored "
-                f"{unmask_crc(entry.crc32c):08x}, calculated {crc:08x} at offset {entry.offset}"
-            )
-    out = np.empty(n, dtype=object)
-    data = bytes(view[pos:])
-    p = 0
-    for i, length in enumerate(lengths):
-        out[i] = data[p:p + length]
-        p += length
-    return out.reshape(entry.shape)
-
-
-def encode_string(values) -> tuple[bytes, int]:
-    """Encode string elements (row-major); returns (bytes, unmasked crc)."""
-    elems = [bytes(v) for v in values]
-    lengths = [len(e) for e in elems]
-    head = b"".join(encode_varint(n) for n in lengths)
-    lcrc = _length_checksum(lengths, False)
-    stored = FIXED32.pack(mask_crc(lcrc))
-    body = b"".join(elems)
-    crc = crc32c(body, crc32c(stored, lcrc))
-    return head + stored + body, crc
-
-
-def decode_variant(buf, entry: Entry, where: str, verify: bool = True) -> np.ndarray:
-    """A DT_VARIANT tensor as serialized VariantTensorDataProto bytes (§4.3)."""
-    import numpy as np
-    view = memoryview(buf)
-    size = len(view)
-    shown = entry.key.decode("utf-8", "backslashreplace")
-    if entry.numel * 5 > size:  # each element: a varint length and a fixed32 checksum at least
-        raise CorruptError(f"{where}: variant tensor {shown!r} of {entry.numel} elements cannot fit "
-                           f"in its {size} bytes")
-    out = np.empty(entry.numel, dtype=object)
-    pos = 0
-    running = 0
-    for i in range(entry.numel):
-        n, p2 = decode_varint(view, pos, size, what=f"{where}: variant length of {shown!r}")
-        if p2 + n + 4 > size:
-            raise CorruptError(f"{where}: variant element {i} of {shown!r} runs past its entry")
-        elem = view[p2:p2 + n]
-        running = crc32c(elem, crc32c(_LEN64.pack(n), running))
-        (stored,) = FIXED32.unpack_from(view, p2 + n)
-        if verify and unmask_crc(stored) != running:
-            raise ChecksumError(f"{where}: variant element {i} of {shown!r} fails its checksum")
-        running = crc32c(view[p2 + n:p2 + n + 4], running)
-        out[i] = bytes(elem)
-        pos = p2 + n + 4
-    if pos != size:
-        raise CorruptError(f"{where}: variant tensor {shown!r} holds {pos} bytes, its entry says {size}")
-    if verify and running != unmask_crc(entry.crc32c):
-        raise ChecksumError(f"{where}: checksum does not match for tensor {shown!r}")
-    return out.reshape(entry.shape)
-
-
-# --------------------------------------------------------------------------- slice keys
-# EncodeTensorNameSlice (saved_tensor_slice_util.cc) with OrderedCode (ordered_code.cc).
-
-_SIGNED_HEADERS = [
-    (0x80, 0), (0xC0, 0), (0xE0, 0), (0xF0, 0), (0xF8, 0),
-    (0xFC, 0), (0xFE, 0), (0xFF, 0), (0xFF, 0x80), (0xFF, 0xC0),
-]
-
-
-def _num_increasing(v: int) -> bytes:
-    body = v.to_bytes((v.bit_length() + 7) // 8, "big") if v else b""
-    return bytes((len(body),)) + body
-
-
-def _signed_num_increasing(v: int) -> bytes:
-    x = ~v if v < 0 else v
-    n = x.bit_length() // 7 + 1
-    raw = bytearray((v & ((1 << 80) - 1)).to_bytes(10, "big")[-n:])
-    h0, h1 = _SIGNED_HEADERS[n - 1]
-    raw[0] ^= h0
-    if n > 1:
-        raw[1] ^= h1
-    return bytes(raw)
-
-
-def encode_tensor_name_slice(name: bytes, sl: Slice) -> bytes:
-    escaped = name.replace(b"\xff", b"\xff\x00").replace(b"\x00", b"\x00\xff")
-    parts = [b"\x00", escaped, b"\x00\x01", _num_increasing(len(sl))]
-    for start, length in sl:
-        if length == -1:
-            start = 0
-        parts.append(_signed_num_increasing(start))
-        parts.append(_signed_num_increasing(length))
-    return b"".join(parts)
-
-
-def slice_region(sl: Slice, shape) -> tuple[slice, ...]:
-    """numpy index of a slice inside the full tensor; an error if out of bounds."""
-    out = []
-    for (start, length), dim in zip(sl, shape):
-        if length == -1:
-            out.append(slice(0, dim))
-            continue
-        if start + length > dim:
-            raise CorruptError(f"slice ({start}, {length}) exceeds dimension {dim}")
-        out.append(slice(start, start + length))
-    return tuple(out)
-
-
-def slice_shape(sl: Slice, shape) -> tuple[int, ...]:
-    return tuple(dim if length == -1 else length for (start, length), dim in zip(sl, shape))
-
-
-def is_full_slice(sl: Slice, shape) -> bool:
-    return all(length == -1 or (start == 0 and length == dim) for (start, length), dim in zip(sl, shape))

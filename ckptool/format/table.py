@@ -16,7 +16,7 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ckptool.errors import ChecksumError, CorruptError, UnsupportedError
+from ckptool.errors import ChecksumError, CkptError, CorruptError, UnsupportedError
 from ckptool.format.coding import (
     FIXED32,
     MAX_VARINT32_BYTES,
@@ -166,6 +166,52 @@ def iter_block(block, name: str, offset: int = 0) -> Iterator[tuple[bytes, bytes
         pos = end_value
 
 
+def _scan_block(block, name: str, offset: int, keys: list, values: list) -> None:
+    """:func:`iter_block` appending to ``keys`` and ``values``, and checking that each key
+    is above the last one already in ``keys``."""
+    if not isinstance(block, bytes):
+        block = bytes(block)
+    n = len(block)
+    if n < 4:
+        raise CorruptError(f"{name}: bad block contents at offset {offset} (too short)")
+    (num_restarts,) = FIXED32.unpack_from(block, n - 4)
+    if num_restarts > (n - 4) // 4:
+        raise CorruptError(f"{name}: bad block contents at offset {offset} ({num_restarts} restarts)")
+    limit = n - 4 - 4 * num_restarts
+    if num_restarts == 0:
+        if limit:
+            raise CorruptError(f"{name}: bad block contents at offset {offset} (no restarts)")
+        return
+    pos = 0
+    key = b""
+    start = len(keys)
+    last = keys[-1] if keys else b""
+    where = f"{name}: bad entry in block at offset {offset}"
+    add_key, add_value = keys.append, values.append
+    while pos < limit:
+        # pos < limit <= n - 4: the three bytes exist; a varint read past ``limit`` makes
+        # end_value pass it, which the bounds check below refuses.
+        if (shared := block[pos]) < 0x80 and (non_shared := block[pos + 1]) < 0x80 and \
+                (value_len := block[pos + 2]) < 0x80:
+            pos += 3
+        else:
+            shared, pos = decode_varint(block, pos, limit, MAX_VARINT32_BYTES, where)
+            non_shared, pos = decode_varint(block, pos, limit, MAX_VARINT32_BYTES, where)
+            value_len, pos = decode_varint(block, pos, limit, MAX_VARINT32_BYTES, where)
+        end_key = pos + non_shared
+        end_value = end_key + value_len
+        if shared > len(key) or end_value > limit:
+            raise CorruptError(f"{where} (entry at byte {pos})")
+        key = key[:shared] + block[pos:end_key] if shared else block[pos:end_key]
+        if key <= last:
+            if start or len(keys) > start:  # the very first key of the table may be b""
+                raise CorruptError(f"{name}: keys out of order at block offset {offset}")
+        last = key
+        add_key(key)
+        add_value(block[end_key:end_value])
+        pos = end_value
+
+
 class TableReader:
     """Reads a whole table held in a buffer (bytes, bytearray or mmap)."""
 
@@ -183,6 +229,17 @@ class TableReader:
 
     def read_block(self, handle: BlockHandle):
         return read_block(self.buf, handle, self.name)
+
+    def scan(self) -> tuple[list[bytes], list[bytes]]:
+        """Every key and value of the table, in two lists, keys checked strictly increasing.
+
+        The bulk form of iterating the table (listing's inner loop): the block
+        entries are decoded inline, without a generator per block."""
+        keys: list[bytes] = []
+        values: list[bytes] = []
+        for handle in self.block_handles():
+            _scan_block(self.read_block(handle), self.name, handle.offset, keys, values)
+        return keys, values
 
     def __iter__(self) -> Iterator[tuple[bytes, bytes]]:
         last = None
@@ -314,3 +371,59 @@ class TableBuilder:
         self.out.write(footer)
         self.offset += len(footer)
         return self.offset
+
+
+# ---------------------------------------------------------------------------
+# Probing a file through a positioned reader (anything with ``size`` and
+# ``read(offset, n)``): the footer first, then only the blocks it names.
+
+
+def footer_of(reader, name: str) -> tuple[BlockHandle, BlockHandle]:
+    """The (metaindex, index) handles of the table ``reader`` holds, reading its last
+    48 bytes only; a CorruptError when it is no table (or names blocks past its end)."""
+    size = reader.size
+    if size < FOOTER_SIZE:
+        raise CorruptError(f"{name}: file is too short to be an sstable ({size} bytes)")
+    meta, index = read_footer(reader.read(size - FOOTER_SIZE, FOOTER_SIZE), name)
+    for what, h in (("metaindex", meta), ("index", index)):
+        if h.offset + h.size + TRAILER.size > size - FOOTER_SIZE:
+            raise CorruptError(f"{name}: not an sstable ({what} block at offset {h.offset}, {h.size} bytes, "
+                               f"runs past the end of the {size}-byte file)")
+    return meta, index
+
+
+def looks_like_table(reader, name: str = "") -> bool:
+    """Whether ``reader`` holds an sstable, by its footer alone (48 bytes read)."""
+    try:
+        footer_of(reader, name)
+    except CkptError:
+        return False
+    return True
+
+
+def _read_block_at(reader, handle: BlockHandle, name: str):
+    buf = reader.read(handle.offset, handle.size + TRAILER.size)
+    contents = read_block(buf, BlockHandle(0, handle.size), name)
+    return contents
+
+
+def first_entry(reader, name: str) -> tuple[bytes, bytes] | None:
+    """The first ``(key, value)`` of the table ``reader`` holds (None if it is empty),
+    reading the footer, the index block and the first data block only. A CorruptError
+    when it is no table. V1 checkpoints are recognised by this entry (their metadata)."""
+    _, index_handle = footer_of(reader, name)
+    index = _read_block_at(reader, index_handle, name)
+    for _, value in iter_block(index, name, index_handle.offset):
+        handle, _ = BlockHandle.decode(value, 0, len(value), f"{name}: index entry")
+        if handle.offset + handle.size + TRAILER.size > reader.size:
+            raise CorruptError(f"{name}: index names a block past the end of the file")
+        for key, val in iter_block(_read_block_at(reader, handle, name), name, handle.offset):
+            return key, val
+    return None
+
+
+def read_table(reader, name: str) -> TableReader:
+    """A :class:`TableReader` of the file ``reader`` holds: its footer is checked first
+    (48 bytes read), so that a large file that is no table is refused unread."""
+    footer_of(reader, name)
+    return TableReader(reader.read(0, reader.size), name)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import stat
 import uuid
 
 from ckptool.errors import CkptError, MissingError
@@ -22,15 +23,8 @@ class RangeReader:
 
     def __init__(self, path: str):
         self.path = path
-        try:
-            self._fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
-        except FileNotFoundError:
-            raise MissingError(f"{path}: no such file") from None
-        except IsADirectoryError:
-            raise MissingError(f"{path}: is a directory, not a data file") from None
-        except OSError as exc:
-            raise CkptError(f"{path}: cannot open: {exc.strerror}") from None
-        self.size = os.fstat(self._fd).st_size
+        self._fd = -1
+        self._fd, self.size = open_regular(path)
 
     def readinto(self, offset: int, buf) -> None:
         """Fill ``buf`` (a writable buffer) from ``offset``; short files are an error."""
@@ -52,6 +46,31 @@ class RangeReader:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+
+
+def open_regular(path: str) -> tuple[int, int]:
+    """``(fd, size)`` of the regular file ``path``, opened read-only. Opened with
+    O_NONBLOCK, so that a FIFO or a device in its place cannot make the open wait, and
+    refused unless ``fstat`` says it is a regular file (nothing is read before that)."""
+    flags = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise MissingError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise MissingError(f"{path}: is a directory, not a data file") from None
+    except OSError as exc:
+        raise CkptError(f"{path}: cannot open: {exc.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise MissingError(f"{path}: is a directory, not a data file")
+        if not stat.S_ISREG(st.st_mode):
+            raise CkptError(f"{path}: not a regular file (a FIFO, socket or device); refusing to read it")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st.st_size
 
 
 def raise_truncated(path: str, offset: int, want: int, got: int):
@@ -112,15 +131,14 @@ class LocalStorage:
         return os.stat(path).st_mtime_ns / 1e9
 
     def read_bytes(self, path: str) -> bytes:
+        """The whole of the regular file ``path`` (a FIFO or device is refused, unread)."""
+        r = RangeReader(path)
         try:
-            with open(path, "rb") as f:
-                return f.read()
-        except FileNotFoundError:
-            raise MissingError(f"{path}: no such file") from None
-        except IsADirectoryError:
-            raise MissingError(f"{path}: is a directory") from None
+            return bytes(r.read(0, r.size))
         except OSError as exc:
             raise CkptError(f"{path}: cannot read: {exc.strerror}") from None
+        finally:
+            r.close()
 
     def open_reader(self, path: str) -> RangeReader:
         return RangeReader(path)

@@ -1,0 +1,149 @@
+"""Tensor bytes inside a bundle's data files: CRC checks and the fixed-size,
+string and variant layouts (FORMAT.md §4; tensor_bundle.cc). Pure codecs."""
+
+from __future__ import annotations
+
+import struct
+from typing import TYPE_CHECKING
+
+from ckptool.errors import ChecksumError, CorruptError
+from ckptool.format import dtypes
+from ckptool.format.coding import FIXED32, crc32c, decode_varint, encode_varint, mask_crc, unmask_crc
+
+if TYPE_CHECKING:  # numpy is imported where arrays are made
+    import numpy as np
+
+    from ckptool.format.bundle import Entry
+
+
+def check_crc(data, entry: Entry, where: str) -> None:
+    actual = crc32c(data)
+    if actual != unmask_crc(entry.crc32c):
+        raise ChecksumError(
+            f"{where}: checksum does not match for tensor "
+            f"{entry.key.decode('utf-8', 'backslashreplace')!r}: stored {unmask_crc(entry.crc32c):08x}, "
+            f"calculated {actual:08x} on {len(data)} bytes at offset {entry.offset}"
+        )
+
+
+def decode_fixed(buf, entry: Entry, big_endian: bool) -> np.ndarray:
+    """A fixed-size tensor from its stored bytes (a writable buffer is used in place)."""
+    import numpy as np
+    dt = entry.dtype.numpy
+    arr = np.frombuffer(buf, dtype=dt, count=entry.numel) if entry.numel else np.empty(0, dt)
+    if big_endian and entry.dtype.itemsize > 1:
+        arr = _byteswap(arr, entry.dtype)
+    return arr.reshape(entry.shape)
+
+
+def _byteswap(arr: np.ndarray, dtype: dtypes.DType) -> np.ndarray:
+    import numpy as np
+    if arr.dtype.kind == "c":
+        return arr.byteswap()
+    width = {2: np.uint16, 4: np.uint32, 8: np.uint64}[dtype.itemsize]
+    return arr.view(width).byteswap().view(arr.dtype)
+
+
+_LEN32 = struct.Struct("<I")
+_LEN64 = struct.Struct("<Q")
+
+
+def _length_checksum(lengths, big_endian: bool) -> int:
+    import numpy as np
+    order = ">" if big_endian else "<"
+    lens = np.asarray(lengths, dtype=np.uint64)
+    if lens.size and int(lens.max()) > 0xFFFFFFFF:
+        parts = []
+        for n in lengths:
+            parts.append(struct.pack(order + ("I" if n <= 0xFFFFFFFF else "Q"), n))
+        return crc32c(b"".join(parts))
+    return crc32c(lens.astype(order + "u4").tobytes())
+
+
+def decode_string(buf, entry: Entry, big_endian: bool, where: str, verify: bool = True) -> np.ndarray:
+    """A DT_STRING tensor: varint lengths, masked length checksum, bytes (§4.2)."""
+    import numpy as np
+    n = entry.numel
+    size = len(buf)
+    view = memoryview(buf)
+    lengths = []
+    pos = 0
+    shown = entry.key.decode("utf-8", "backslashreplace")
+    for _ in range(n):
+        length, pos = decode_varint(view, pos, size, what=f"{where}: string length of {shown!r}")
+        lengths.append(length)
+    if pos + 4 > size:
+        raise CorruptError(f"{where}: string lengths longer than expected offset {entry.offset + size} in {shown!r}")
+    stored = view[pos:pos + 4]
+    (masked,) = struct.unpack(">I" if big_endian else "<I", stored)
+    if verify:
+        expected = _length_checksum(lengths, big_endian)
+        if unmask_crc(masked) != expected:
+            raise ChecksumError(
+                f"{where}: the length checksum does not match for {shown!r}: "
+                f"expected {expected:08x} but actual is {unmask_crc(masked):08x}"
+            )
+    pos += 4
+    if pos + sum(lengths) != size:
+        raise CorruptError(
+            f"{where}: string tensor {shown!r} holds {pos + sum(lengths)} bytes, its entry says {size}"
+        )
+    if verify:
+        crc = crc32c(view[pos:], crc32c(stored, _length_checksum(lengths, big_endian)))
+        if crc != unmask_crc(entry.crc32c):
+            raise ChecksumError(
+                f"{where}: checksum does not match for tensor {shown!r}: stored "
+                f"{unmask_crc(entry.crc32c):08x}, calculated {crc:08x} at offset {entry.offset}"
+            )
+    out = np.empty(n, dtype=object)
+    data = bytes(view[pos:])
+    p = 0
+    for i, length in enumerate(lengths):
+        out[i] = data[p:p + length]
+        p += length
+    return out.reshape(entry.shape)
+
+
+def encode_string(values) -> tuple[bytes, int]:
+    """Encode string elements (row-major); returns (bytes, unmasked crc)."""
+    elems = [bytes(v) for v in values]
+    lengths = [len(e) for e in elems]
+    head = b"".join(encode_varint(n) for n in lengths)
+    lcrc = _length_checksum(lengths, False)
+    stored = FIXED32.pack(mask_crc(lcrc))
+    body = b"".join(elems)
+    crc = crc32c(body, crc32c(stored, lcrc))
+    return head + stored + body, crc
+
+
+def decode_variant(buf, entry: Entry, where: str, verify: bool = True) -> np.ndarray:
+    """A DT_VARIANT tensor as serialized VariantTensorDataProto bytes (§4.3)."""
+    import numpy as np
+    view = memoryview(buf)
+    size = len(view)
+    shown = entry.key.decode("utf-8", "backslashreplace")
+    if entry.numel * 5 > size:  # each element: a varint length and a fixed32 checksum at least
+        raise CorruptError(f"{where}: variant tensor {shown!r} of {entry.numel} elements cannot fit "
+                           f"in its {size} bytes")
+    out = np.empty(entry.numel, dtype=object)
+    pos = 0
+    running = 0
+    for i in range(entry.numel):
+        n, p2 = decode_varint(view, pos, size, what=f"{where}: variant length of {shown!r}")
+        if p2 + n + 4 > size:
+            raise CorruptError(f"{where}: variant element {i} of {shown!r} runs past its entry")
+        elem = view[p2:p2 + n]
+        running = crc32c(elem, crc32c(_LEN64.pack(n), running))
+        (stored,) = FIXED32.unpack_from(view, p2 + n)
+        if verify and unmask_crc(stored) != running:
+            raise ChecksumError(f"{where}: variant element {i} of {shown!r} fails its checksum")
+        running = crc32c(view[p2 + n:p2 + n + 4], running)
+        out[i] = bytes(elem)
+        pos = p2 + n + 4
+    if pos != size:
+        raise CorruptError(f"{where}: variant tensor {shown!r} holds {pos} bytes, its entry says {size}")
+    if verify and running != unmask_crc(entry.crc32c):
+        raise ChecksumError(f"{where}: checksum does not match for tensor {shown!r}")
+    return out.reshape(entry.shape)
+
+

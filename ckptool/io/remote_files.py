@@ -1,0 +1,242 @@
+"""Remote files: ranged reads and buffered writes of one object through fsspec, and the
+translation of backend exceptions into ckptool's (:mod:`ckptool.io.remote` holds the storage).
+"""
+
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+
+from ckptool.errors import CkptError, MissingError, UnsupportedError
+from ckptool.io.storage import raise_truncated
+
+#: pip extra per protocol (pyproject.toml's optional dependencies).
+EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs"}
+#: Bytes per ranged GET when a large read is split (bounds the extra copy).
+READ_CHUNK = 64 << 20
+#: Read-ahead for sequential reads (``inspect --verify`` walking a shard): a read that
+#: starts where the last one ended fetches a window that doubles from the first size
+#: to the second; a lone read (one tensor) fetches exactly its range.
+READAHEAD_MIN = 256 << 10
+READAHEAD_MAX = 8 << 20
+#: A file being written is kept in memory up to this size and PUT in one request;
+#: past it, it streams to the store as a multipart upload completed at close.
+PUT_LIMIT = 16 << 20
+
+
+_NO_PARENT = "cannot write: no such bucket (or parent directory)"
+
+
+class RemoteError(CkptError, OSError):
+    """The object store refused or failed a request (credentials, network, permissions)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+def split_url(url: str) -> tuple[str, str]:
+    """``("s3://", "bucket/key")``; a path with no scheme gives ``("", path)``."""
+    i = url.find("://")
+    if i < 0:
+        return "", url
+    return url[: i + 3], url[i + 3:]
+
+
+def protocol_of(url: str) -> str:
+    scheme, _ = split_url(url)
+    return scheme[:-3].lower() if scheme else ""
+
+
+def _missing_backend(protocol: str, exc: Exception) -> UnsupportedError:
+    extra = EXTRAS.get(protocol)
+    if extra:
+        how = f"pip install 'ckptool[{extra}]'"
+    elif protocol == "memory":
+        how = "pip install fsspec"
+    else:
+        how = f"pip install fsspec and its {protocol}:// backend"
+    return UnsupportedError(f"{protocol}:// paths need a backend that is not installed ({how}): {exc}")
+
+
+@contextmanager
+def _requests(path: str, what: str, missing: str | None = None):
+    """Backend exceptions as ckptool's: MissingError for an absent object, RemoteError else."""
+    try:
+        yield
+    except CkptError:
+        raise
+    except FileNotFoundError:
+        raise MissingError(f"{path}: {missing or 'no such file'}") from None
+    except IsADirectoryError:
+        raise MissingError(f"{path}: is a directory") from None
+    except PermissionError as exc:
+        raise RemoteError(f"{path}: cannot {what}: permission denied ({_short(exc)})") from None
+    except ImportError as exc:
+        raise _missing_backend(protocol_of(path) or "?", exc) from None
+    except Exception as exc:  # botocore/aiohttp/google errors: one line, naming the URL
+        raise RemoteError(f"{path}: cannot {what}: {type(exc).__name__}: {_short(exc)}") from None
+
+
+def _short(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+class RemoteReader:
+    """Ranged reads from one object: each read is one (or, when large, a few) ranged GETs."""
+
+    def __init__(self, fs, path: str):
+        self.fs = fs
+        self.path = path
+        with _requests(path, "open"):
+            info = fs.info(path)
+        if info.get("type") == "directory":
+            raise MissingError(f"{path}: is a directory, not a data file")
+        self.size = int(info.get("size") or 0)
+        self.requests = 0
+        self.bytes_fetched = 0
+        self._lock = threading.Lock()
+        self._win = b""  # read-ahead window: bytes from _win_start
+        self._win_start = 0
+        self._next = -1  # where the last read ended
+        self._ahead = 0
+
+    def readinto(self, offset: int, buf) -> None:
+        """Fill ``buf`` from ``offset``; a short object is a CorruptError."""
+        view = memoryview(buf).cast("B")
+        want = len(view)
+        with self._lock:
+            start = offset - self._win_start
+            if want and 0 <= start and start + want <= len(self._win):
+                view[:] = self._win[start: start + want]
+                self._next = offset + want
+                return
+            sequential = offset == self._next
+            self._next = offset + want
+            if not sequential or want >= READAHEAD_MAX:
+                self._ahead = 0
+            else:
+                self._ahead = min(READAHEAD_MAX, max(READAHEAD_MIN, self._ahead * 2))
+                n = min(max(want, self._ahead), self.size - offset)
+                if n > want:
+                    with _requests(self.path, f"read {n} bytes at offset {offset}"):
+                        data = self.fs.cat_file(self.path, start=offset, end=offset + n)
+                    self.requests += 1
+                    self.bytes_fetched += len(data)
+                    self._win, self._win_start = data, offset
+                    if len(data) < want:
+                        raise_truncated(self.path, offset, want, len(data))
+                    view[:] = data[:want]
+                    return
+        self._fetch(offset, view)
+
+    def _fetch(self, offset: int, view) -> None:
+        want = len(view)
+        done = 0
+        while done < want:
+            n = min(READ_CHUNK, want - done)
+            start = offset + done
+            if start + n > self.size:
+                n = max(0, self.size - start)
+                if n == 0:
+                    raise_truncated(self.path, offset, want, done)
+            with _requests(self.path, f"read {n} bytes at offset {start}"):
+                data = self.fs.cat_file(self.path, start=start, end=start + n)
+            self.requests += 1
+            self.bytes_fetched += len(data)
+            if not data:
+                raise_truncated(self.path, offset, want, done)
+            got = min(len(data), want - done)
+            view[done: done + got] = data[:got]
+            done += got
+
+    def read(self, offset: int, size: int) -> bytearray:
+        buf = bytearray(size)
+        self.readinto(offset, buf)
+        return buf
+
+    def close(self) -> None:
+        pass
+
+
+class RemoteWriter:
+    """A file being written to an object store; it exists under its name only once closed.
+
+    Small files are buffered and sent with one PUT at :meth:`close`; a file
+    past :data:`PUT_LIMIT` streams through the backend's uncommitted upload
+    (S3 multipart, GCS resumable), completed at :meth:`close`.
+    :meth:`discard` drops it without anything being published.
+    """
+
+    def __init__(self, fs, path: str, protocol: str):
+        self.fs = fs
+        self.path = path
+        self.name = path
+        self._buf = bytearray()
+        self._stream = None
+        self._limit = None if protocol == "memory" else PUT_LIMIT  # memory: it is RAM anyway
+        self.closed = False
+
+    def write(self, data) -> int:
+        if self.closed:
+            raise ValueError(f"{self.path}: write to a closed file")
+        view = memoryview(data).cast("B")
+        if self._stream is None:
+            self._buf += view
+            if self._limit is not None and len(self._buf) > self._limit:
+                with _requests(self.path, "start an upload", _NO_PARENT):
+                    self._stream = self.fs.open(self.path, "wb", autocommit=False)
+                    self._stream.write(self._buf)
+                self._buf = bytearray()
+        else:
+            with _requests(self.path, "upload"):
+                self._stream.write(view)
+        return len(view)
+
+    def tell(self) -> int:
+        return len(self._buf) if self._stream is None else self._stream.tell()
+
+    def flush(self) -> None:
+        pass
+
+    def fileno(self):
+        raise OSError(f"{self.path}: an object being uploaded has no file descriptor")
+
+    def close(self) -> None:
+        """Publish the object (one PUT, or complete the upload)."""
+        if self.closed:
+            return
+        self.closed = True
+        with _requests(self.path, "write", _NO_PARENT):
+            if self._stream is None:
+                self.fs.pipe_file(self.path, bytes(self._buf))
+                self._buf = bytearray()
+            else:
+                self._stream.close()
+                self._stream.commit()
+
+    def discard(self) -> None:
+        """Abandon the upload; nothing appears under the name (idempotent)."""
+        if self.closed:
+            return
+        self.closed = True
+        self._buf = bytearray()
+        if self._stream is not None:
+            try:
+                self._stream.close()
+            except Exception:
+                pass
+            try:
+                self._stream.discard()
+            except Exception:
+                pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.close()
+        else:
+            self.discard()
+        return False

@@ -1,0 +1,161 @@
+"""What every open checkpoint offers (:class:`Checkpoint`) and what listing returns
+(:class:`Variable`); the V2 and V1 readers are in :mod:`ckptool.ops.read_v2` and
+:mod:`ckptool.ops.read_v1`, :func:`ckptool.open` in :mod:`ckptool.ops.read`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, NamedTuple
+
+from ckptool.errors import CkptError, CorruptError, TensorNotFoundError, UnsupportedError
+from ckptool.format.objgraph import OBJECT_GRAPH_KEY, ObjectGraph
+from ckptool.io.layout import Located
+
+if TYPE_CHECKING:  # numpy is imported where arrays are made: listing needs none of it
+    import numpy as np
+
+
+class Variable(NamedTuple):
+    """One listed tensor, as ``tf.train.list_variables`` shows it. Immutable; a
+    named tuple because listing builds one per tensor (a frozen dataclass costs
+    three times as much to build)."""
+
+    name: str
+    dtype: str  # TensorFlow's dtype name: "float32", "bfloat16", "string", ...
+    shape: tuple[int, ...]
+    nbytes: int  # bytes of tensor data stored on disk
+    num_slices: int = 0  # > 0 for partitioned variables stored as slices
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def to_json(self) -> dict:
+        out = {"name": self.name, "dtype": self.dtype, "shape": list(self.shape), "nbytes": self.nbytes}
+        if self.num_slices:
+            out["slices"] = self.num_slices
+        return out
+
+
+def name_of(key: bytes) -> str:
+    return key.decode("utf-8", "surrogateescape")
+
+
+def key_of(name: str) -> bytes:
+    return name.encode("utf-8", "surrogateescape")
+
+
+class Checkpoint:
+    """An open checkpoint. Use as a context manager, or call :meth:`close`."""
+
+    format: str
+    prefix: str
+
+    def __init__(self, located: Located):
+        self.storage = located.storage
+        self.prefix = located.prefix
+        self.format = located.format
+        self._by_name: dict[str, Variable] | None = None
+
+    def __enter__(self) -> Checkpoint:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        pass
+
+    def __repr__(self) -> str:
+        return f"<ckptool.Checkpoint {self.format} {self.prefix!r}>"
+
+    def _variable_map(self) -> dict[str, Variable]:
+        """Name -> Variable, built once per open checkpoint (lookups are O(1))."""
+        if self._by_name is None:
+            self._by_name = {v.name: v for v in self.variables()}
+        return self._by_name
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._variable_map()
+
+    def names(self) -> list[str]:
+        return [v.name for v in self.variables()]
+
+    def variable(self, name: str) -> Variable:
+        v = self._variable_map().get(name)
+        if v is None:
+            raise self._not_found(name)
+        return v
+
+    def _not_found(self, name: str) -> TensorNotFoundError:
+        import difflib
+
+        close = difflib.get_close_matches(name, self.names(), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        return TensorNotFoundError(f"{self.prefix}: tensor {name!r} not found in checkpoint{hint}")
+
+    @property
+    def is_object_based(self) -> bool:
+        return OBJECT_GRAPH_KEY in self
+
+    def object_graph(self) -> ObjectGraph | None:
+        """The parsed object graph of an object-based checkpoint, else None."""
+        if not self.is_object_based:
+            return None
+        value = self.read(OBJECT_GRAPH_KEY)
+        if value.dtype != object or value.size != 1:
+            raise CorruptError(f"{self.prefix}: {OBJECT_GRAPH_KEY} is not a string scalar "
+                               f"({value.dtype} {list(value.shape)})")
+        return ObjectGraph.parse(value.item() if value.shape == () else value.ravel()[0],
+                                 f"{self.prefix}: {OBJECT_GRAPH_KEY}")
+
+    def total_bytes(self) -> int:
+        return sum(v.nbytes for v in self.variables())
+
+    def verify(self) -> Iterator[tuple[str, str | None]]:
+        """Read every tensor with all checksums on; yield ``(name, error or None)``."""
+        for v in self.variables():
+            try:
+                self.read(v.name, verify=True)
+            except CkptError as exc:
+                yield v.name, str(exc)
+            else:
+                yield v.name, None
+
+    # Subclasses implement:
+    def variables(self) -> list[Variable]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def read(self, name: str, verify: bool = True) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+#: numpy's NPY_MAXDIMS; TensorFlow allows up to 254 dimensions.
+NUMPY_MAX_DIMS = 64
+
+
+def check_numpy_shape(shape, dtype, what: str) -> None:
+    """A shape TF accepts but numpy cannot hold (over 64 dimensions, or a zero-size
+    tensor whose other dimensions multiply past numpy's limit) is an UnsupportedError."""
+    import numpy as np
+    if len(shape) > NUMPY_MAX_DIMS:
+        raise UnsupportedError(f"{what} has {len(shape)} dimensions; numpy arrays hold at most "
+                               f"{NUMPY_MAX_DIMS}")
+    n = max(1, dtype.itemsize)
+    for d in shape:
+        if d:
+            n *= d
+    if n > np.iinfo(np.intp).max:
+        raise UnsupportedError(f"{what} has shape {list(shape)}, too large for a numpy array")
+
+
+def check_tiling(slices, shape, where: str, name: str) -> None:
+    """A CorruptError unless ``slices`` tile ``shape`` exactly once (before any allocation)."""
+    from ckptool.format.slices import tiling_problem
+
+    problem = tiling_problem(shape, slices)
+    if problem is not None:
+        raise CorruptError(f"{where}: partitioned tensor {name!r}: {problem}")

@@ -1,0 +1,341 @@
+"""Reading a V2 tensor bundle: ``PREFIX.index`` plus ``PREFIX.data-*`` shards.
+
+Opening reads the ``.index`` (its footer first) and splits it into keys and
+serialized entries; nothing else. Listing decodes only what it shows, a
+lookup is one dict probe, and an entry is parsed when it is first needed. A
+tensor is read lazily from its shard with positioned reads straight into the
+array it becomes, its CRC32C checked unless ``verify=False``; only the shards
+that entries reference are ever opened.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from ckptool.errors import CkptWarning, CorruptError, MissingError, TensorNotFoundError, UnsupportedError
+from ckptool.format import bundle, dtypes, tensors
+from ckptool.format.bundle import Entry
+from ckptool.format.table import read_table
+from ckptool.io.layout import Located
+from ckptool.ops.checkpoint import Checkpoint, Variable, check_numpy_shape, check_tiling, key_of, name_of
+
+if TYPE_CHECKING:
+    import numpy as np
+
+#: Up to this many shards, :meth:`BundleCheckpoint.shard_paths` names every shard the
+#: header counts; above it (a header can claim 2^31 - 1), only those entries reference.
+SHARD_LIST_MAX = 4096
+
+
+class BundleCheckpoint(Checkpoint):
+    """A V2 tensor bundle."""
+
+    def __init__(self, located: Located):
+        super().__init__(located)
+        self.index_path = bundle.index_filename(self.prefix)
+        reader = self.storage.open_reader(self.index_path)
+        try:
+            table = read_table(reader, self.index_path)
+        finally:
+            reader.close()
+        self.index_size = table.size
+        keys, values = table.scan()
+        if not keys:
+            raise CorruptError(f"{self.index_path}: table has no header entry")
+        if keys[0] != bundle.HEADER_KEY:
+            raise CorruptError(f"{self.index_path}: first entry is not the bundle header")
+        self.header = bundle.parse_header(values[0], self.index_path)
+        del keys[0], values[0]
+        self._keys, self._values = keys, values
+        # Slice keys (EncodeTensorNameSlice) start with a NUL byte and so sort first.
+        self._may_slice = bool(keys) and keys[0][:1] == b"\x00"
+        self._pos: dict[bytes, int] | None = None
+        self._entries: dict[bytes, Entry] = {}
+        self._variables: list[Variable] | None = None
+        self._slice_keys: set[bytes] | None = None
+        self._readers: dict[int, object] = {}
+        self._missing: dict[int, str] = {}
+        self._lock = threading.Lock()
+
+    # -- index ---------------------------------------------------------------
+
+    def _index(self) -> dict[bytes, int]:
+        if self._pos is None:
+            self._pos = dict(zip(self._keys, range(len(self._keys))))
+        return self._pos
+
+    def _value(self, key: bytes) -> bytes | None:
+        i = self._index().get(key)
+        return None if i is None else self._values[i]
+
+    def entry(self, key: bytes) -> Entry:
+        e = self._entries.get(key)
+        if e is None:
+            value = self._value(key)
+            if value is None:
+                raise TensorNotFoundError(f"{self.prefix}: key {key!r} not found in checkpoint")
+            e = bundle.parse_entry(key, value, self.index_path)
+            self._entries[key] = e
+        return e
+
+    def keys(self) -> list[bytes]:
+        """Every key of the index but the header, slice keys included, sorted."""
+        return list(self._keys)
+
+    def raw_entry(self, key: bytes) -> bytes:
+        """The serialized BundleEntryProto of ``key``, exactly as stored."""
+        value = self._value(key)
+        if value is None:
+            raise TensorNotFoundError(f"{self.prefix}: key {key!r} not found in checkpoint")
+        return bytes(value)
+
+    def _all_entries(self) -> dict[bytes, Entry]:
+        """Every entry parsed (once), in key order."""
+        if len(self._entries) != len(self._keys):
+            parse, where, done = bundle.parse_entry, self.index_path, self._entries
+            self._entries = {k: done.get(k) or parse(k, v, where) for k, v in zip(self._keys, self._values)}
+        return self._entries
+
+    def slice_keys(self) -> set[bytes]:
+        """Keys of the slice entries that partitioned tensors refer to (hidden from listings)."""
+        if self._slice_keys is None:
+            if not self._may_slice:
+                self._slice_keys = set()
+            else:
+                enc = bundle.encode_tensor_name_slice
+                self._slice_keys = {enc(key, sl) for key, e in self._all_entries().items() if e.slices
+                                    for sl in e.slices}
+        return self._slice_keys
+
+    def variables(self) -> list[Variable]:
+        if self._variables is None:
+            out = self._list_plain() if not self._may_slice else None
+            self._variables = out if out is not None else self._list_all()
+        return self._variables
+
+    def _list_plain(self) -> list[Variable] | None:
+        """The listing of an index without slice keys, built in bulk from each entry's
+        dtype and shape fields (parsed once per distinct serialization); None if an
+        entry turns out to be partitioned after all (its slices then have no entries:
+        :meth:`_list_all` says so)."""
+        values = self._values
+        try:
+            heads = [v[:4 + v[3]] for v in values]
+        except IndexError:  # an entry of under 4 bytes: not TF's layout
+            heads = [v[:4 + v[3]] if len(v) > 3 else v for v in values]
+        info = {}
+        for h in set(heads):
+            got = bundle.listing_head(h)
+            info[h] = None if got is None else (got[1], got[2], got[3], 0)
+        new = tuple.__new__
+        names = [k.decode("utf-8", "surrogateescape") for k in self._keys]
+        rows = list(map(info.__getitem__, heads))
+        if None not in rows:
+            return [new(Variable, (n,) + r) for n, r in zip(names, rows)]
+        out = []
+        for key, name, r in zip(self._keys, names, rows):
+            if r is None:
+                e = self.entry(key)
+                if e.slices:
+                    return None
+                r = (e.dtype.name, e.shape, e.size, 0)
+            out.append(new(Variable, (name,) + r))
+        return out
+
+    def _list_all(self) -> list[Variable]:
+        hidden = self.slice_keys()
+        out = []
+        for key, e in self._all_entries().items():
+            if key in hidden:
+                continue
+            if not e.slices:
+                out.append(Variable(name_of(key), e.dtype.name, e.shape, e.size, 0))
+                continue
+            stored = {}  # a slice listed twice is stored once
+            for sl in e.slices:
+                part = self._slice_entry(e, sl)
+                stored[part.key] = part.size
+            out.append(Variable(name_of(key), e.dtype.name, e.shape, sum(stored.values()), len(e.slices)))
+        return out
+
+    def __contains__(self, name: str) -> bool:
+        key = key_of(name)
+        return key in self._index() and key not in self.slice_keys()
+
+    def _lookup(self, name: str) -> Entry:
+        key = key_of(name)
+        if key not in self._index() or key in self.slice_keys():
+            raise self._not_found(name)
+        return self.entry(key)
+
+    def _slice_entry(self, full: Entry, sl) -> Entry:
+        key = bundle.encode_tensor_name_slice(full.key, sl)
+        if key not in self._index():
+            raise CorruptError(
+                f"{self.index_path}: slice {list(sl)} of {name_of(full.key)!r} has no entry in the index"
+            )
+        e = self.entry(key)
+        if e.slices:
+            raise CorruptError(f"{self.index_path}: slice entry of {name_of(full.key)!r} is itself sliced")
+        if e.dtype != full.dtype:
+            raise CorruptError(f"{self.index_path}: slice of {name_of(full.key)!r} has dtype {e.dtype.name}, "
+                               f"the tensor {full.dtype.name}")
+        if e.shape != bundle.slice_shape(sl, full.shape):
+            raise CorruptError(f"{self.index_path}: slice {list(sl)} of {name_of(full.key)!r} has shape "
+                               f"{list(e.shape)}")
+        return e
+
+    def slice_parts(self, e: Entry) -> list[tuple[Entry, tuple]]:
+        """``(slice entry, numpy region)`` of each slice of partitioned ``e``, after
+        checking that they tile its shape exactly once and that each lies inside its
+        data file: all from the index and file sizes, before anything is allocated."""
+        check_tiling(e.slices, e.shape, self.index_path, name_of(e.key))
+        parts = []
+        for sl in e.slices:
+            part = self._slice_entry(e, sl)
+            self._check_bounds(part, self._reader(part.shard_id, part.key))
+            parts.append((part, bundle.slice_region(sl, e.shape)))
+        return parts
+
+    # -- data ----------------------------------------------------------------
+
+    def shard_path(self, shard_id: int) -> str:
+        return bundle.data_filename(self.prefix, shard_id, self.header.num_shards)
+
+    def referenced_shards(self) -> list[int]:
+        """The shard ids that entries name, sorted (entries that do not parse are skipped)."""
+        ids = set()
+        for key, value in zip(self._keys, self._values):
+            try:
+                e = self.entry(key)
+            except CorruptError:
+                continue
+            if not e.slices:
+                ids.add(e.shard_id)
+        return sorted(ids)
+
+    def shard_paths(self) -> list[str]:
+        """Every shard's path, or, above :data:`SHARD_LIST_MAX`, those entries reference."""
+        n = self.header.num_shards
+        ids = range(n) if n <= SHARD_LIST_MAX else [i for i in self.referenced_shards() if i < n]
+        return [self.shard_path(i) for i in ids]
+
+    def missing_shards(self) -> tuple[int, list[tuple[int, int]]]:
+        """``(count, ranges)`` of the shards the header counts that have no data file,
+        ranges as inclusive ``(first, last)``; from one listing of the directory."""
+        n = self.header.num_shards
+        d, base = self.storage.dirname(self.prefix), self.storage.basename(self.prefix)
+        present = set()
+        for name in self.storage.glob(d, f"{base}.data-*-of-*"):
+            m = bundle.DATA_RE.match(name)
+            if m and m.group("prefix") == base and int(m.group("shard")) < n:
+                present.add(int(m.group("shard")))
+        ranges, start = [], 0
+        for i in sorted(present) + [n]:
+            if i > start:
+                ranges.append((start, i - 1))
+            start = i + 1
+        return n - len(present), ranges
+
+    def _reader(self, shard_id: int, key: bytes):
+        if not 0 <= shard_id < self.header.num_shards:
+            raise CorruptError(
+                f"{self.index_path}: entry {name_of(key)!r} names shard {shard_id}, "
+                f"but the header says num_shards = {self.header.num_shards}"
+            )
+        r = self._readers.get(shard_id)
+        if r is None:
+            with self._lock:
+                r = self._readers.get(shard_id)
+                if r is None:
+                    path = self.shard_path(shard_id)
+                    if shard_id in self._missing:
+                        raise MissingError(f"{self._missing[shard_id]} (needed for {name_of(key)!r})")
+                    try:
+                        r = self.storage.open_reader(path)
+                    except MissingError:
+                        r = self._misnumbered_shard(shard_id)
+                        if r is None:
+                            self._missing[shard_id] = (f"{path}: data shard {shard_id} of "
+                                                       f"{self.header.num_shards} is missing")
+                            raise MissingError(f"{self._missing[shard_id]} (needed for {name_of(key)!r})") from None
+                    self._readers[shard_id] = r
+        return r
+
+    def _misnumbered_shard(self, shard_id: int):
+        """MergeV2Checkpoints can sum num_shards over header-only inputs (FORMAT.md §1.3);
+        the file then says "-of-" a smaller count. Use it when it is the only candidate."""
+        d, base = self.storage.dirname(self.prefix), self.storage.basename(self.prefix)
+        names = self.storage.glob(d, f"{base}.data-{shard_id:05d}-of-*")
+        names = [n for n in names if bundle.DATA_RE.match(n)]
+        if len(names) != 1:
+            return None
+        path = self.storage.join(d, names[0]) if d else names[0]
+        warnings.warn(f"{self.index_path}: header says {self.header.num_shards} shards; "
+                      f"reading shard {shard_id} from {path}", CkptWarning, stacklevel=4)
+        return self.storage.open_reader(path)
+
+    def _check_bounds(self, e: Entry, reader) -> None:
+        if e.offset + e.size > reader.size:
+            raise CorruptError(
+                f"{reader.path}: tensor {name_of(e.key)!r} at offset {e.offset} ({e.size} bytes) runs past "
+                f"the end of the file ({reader.size} bytes)"
+            )
+
+    def read_raw(self, e: Entry, verify: bool = True) -> bytearray:
+        """The stored bytes of a plain (unsliced) entry, CRC-checked unless told not to."""
+        reader = self._reader(e.shard_id, e.key)
+        self._check_bounds(e, reader)
+        buf = reader.read(e.offset, e.size)
+        if verify and e.dtype.is_fixed:
+            tensors.check_crc(buf, e, reader.path)
+        return buf
+
+    def _read_plain(self, e: Entry, verify: bool) -> np.ndarray:
+        import numpy as np
+        reader = self._reader(e.shard_id, e.key)
+        self._check_bounds(e, reader)
+        if e.dtype.is_fixed:
+            arr = np.empty(e.numel, dtype=e.dtype.numpy)
+            raw = arr.view(np.uint8)
+            if e.size:
+                reader.readinto(e.offset, raw)
+            if verify:
+                tensors.check_crc(raw, e, reader.path)
+            if self.header.big_endian and e.dtype.itemsize > 1:
+                arr = tensors._byteswap(arr, e.dtype)
+            return arr.reshape(e.shape)
+        buf = reader.read(e.offset, e.size)
+        if e.dtype.kind == dtypes.STRING:
+            return tensors.decode_string(buf, e, self.header.big_endian, reader.path, verify)
+        if self.header.big_endian:
+            raise UnsupportedError(f"{reader.path}: big-endian variant tensor {name_of(e.key)!r}")
+        return tensors.decode_variant(buf, e, reader.path, verify)
+
+    def read(self, name: str, verify: bool = True) -> np.ndarray:
+        e = self._lookup(name)
+        check_numpy_shape(e.shape, e.dtype, f"{self.index_path}: tensor {name!r}")
+        if not e.slices:
+            return self._read_plain(e, verify)
+        import numpy as np
+
+        parts = self.slice_parts(e)  # checked before the full shape is allocated
+        out = np.empty(e.shape, dtype=e.dtype.numpy)
+        for part, region in parts:
+            out[region] = self._read_plain(part, verify)
+        return out
+
+    def plain_entries(self) -> Iterator[Entry]:
+        """Every entry that holds data (slice entries included), in key order."""
+        for key in self._keys:
+            e = self.entry(key)
+            if not e.slices:
+                yield e
+
+    def close(self) -> None:
+        for r in self._readers.values():
+            r.close()
+        self._readers.clear()

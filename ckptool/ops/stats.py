@@ -1,0 +1,110 @@
+"""Statistics of tensors (``inspect --stats``), streamed in chunks."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ckptool.format import dtypes
+from ckptool.ops.chunks import CHUNK_BYTES, tensor_chunks
+
+
+@dataclass
+class _Acc:
+    count: int = 0
+    finite: int = 0
+    mean: float = 0.0
+    m2: float = 0.0  # sum of squared deviations, divided by scale**2 (no overflow near float64 max)
+    scale: float = 1.0  # a power of two >= every |value| seen
+    lo: object = None
+    hi: object = None
+    nan: int = 0
+    inf: int = 0
+    zeros: int = 0
+
+    def add_float(self, f: np.ndarray) -> None:
+        self.count += f.size
+        if f.size == 0:
+            return
+        fin = np.isfinite(f)
+        nfin = int(fin.sum())
+        if nfin != f.size:
+            self.nan += int(np.isnan(f).sum())
+            self.inf += int(np.isinf(f).sum())
+            f = f[fin]
+        self.zeros += int(np.count_nonzero(f == 0))
+        if nfin:
+            lo, hi = float(f.min()), float(f.max())
+            self.lo = lo if self.lo is None else min(self.lo, lo)
+            self.hi = hi if self.hi is None else max(self.hi, hi)
+            self._add_finite(f, max(abs(lo), abs(hi)))
+
+    def add_int(self, a: np.ndarray) -> None:
+        self.count += a.size
+        if a.size == 0:
+            return
+        lo, hi = a.min().item(), a.max().item()
+        self.lo = lo if self.lo is None else min(self.lo, lo)
+        self.hi = hi if self.hi is None else max(self.hi, hi)
+        self.zeros += int(np.count_nonzero(a == 0))
+        self._add_finite(a.astype(np.float64), float(max(abs(lo), abs(hi))))
+
+    def _add_finite(self, f: np.ndarray, biggest: float) -> None:
+        """Chan et al.'s parallel update of (count, mean, M2), in units of ``scale``."""
+        scale = max(self.scale, math.ldexp(1.0, min(math.frexp(biggest)[1], 1023)) if biggest else 1.0)
+        if scale != self.scale:
+            self.m2 *= (self.scale / scale) ** 2
+            self.scale = scale
+        g = f / scale
+        mean = float(g.mean())
+        m2 = float(((g - mean) ** 2).sum())
+        n, tot = f.size, self.finite + f.size
+        delta = mean - self.mean / scale
+        self.mean = (self.mean / scale + delta * n / tot) * scale
+        self.m2 += m2 + delta * delta * self.finite * n / tot
+        self.finite = tot
+
+    def std(self) -> float:
+        return math.sqrt(max(self.m2, 0.0) / self.finite) * self.scale
+
+
+def tensor_stats(ck, name: str, chunk_bytes: int = CHUNK_BYTES) -> dict:
+    """min, max, mean, std, NaN, Inf and zero counts of one tensor, read in chunks.
+
+    min/max/mean/std are over the finite elements (std is the population
+    standard deviation); complex tensors give them over the magnitudes;
+    booleans count as 0 and 1; string and variant tensors give counts only.
+    """
+    v = ck.variable(name)
+    doc = {"name": v.name, "dtype": v.dtype, "shape": list(v.shape), "count": v.numel,
+           "min": None, "max": None, "mean": None, "std": None, "nan": 0, "inf": 0, "zeros": 0}
+    dt = dtypes.from_name(v.dtype)
+    if not dt.is_fixed:
+        doc["nan"] = doc["inf"] = doc["zeros"] = None
+        return doc
+    acc = _Acc()
+    for chunk in tensor_chunks(ck, name, ordered=False, chunk_bytes=chunk_bytes):
+        if chunk.dtype.names:
+            chunk = chunk[chunk.dtype.names[0]]
+        kind = chunk.dtype.kind
+        if kind == "b":
+            acc.add_int(chunk.view(np.uint8))
+        elif kind in "iu":
+            acc.add_int(chunk)
+        elif kind == "c":
+            acc.add_float(np.abs(chunk).astype(np.float64))
+        elif kind == "f":
+            acc.add_float(chunk.astype(np.float64, copy=False))
+        else:  # ml_dtypes
+            f = chunk.astype(np.float64)
+            if dt.name.startswith(("int", "uint")):
+                acc.add_int(f.astype(np.int64))
+            else:
+                acc.add_float(f)
+    doc.update(nan=acc.nan, inf=acc.inf, zeros=acc.zeros)
+    if acc.finite:
+        doc.update(min=acc.lo, max=acc.hi, mean=acc.mean, std=acc.std())
+    return doc
+

@@ -1,0 +1,194 @@
+"""What ``inspect`` shows by default: a checkpoint's summary and its directory's state."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ckptool.errors import CkptError, CorruptError
+from ckptool.format import bundle
+from ckptool.io.layout import checkpoint_files, list_checkpoints, meta_graph_filename, resolve_recorded, step_of
+from ckptool.io.state import read_state, resolve, state_path
+
+
+@dataclass
+class CheckpointInfo:
+    """One checkpoint of a directory's state, as ``inspect`` shows it."""
+
+    prefix: str
+    path: str  # as recorded in the state file ("" for checkpoints found on disk only)
+    step: int | None
+    timestamp: float | None  # from the state file, else the .index modification time
+    bytes: int | None  # every file of the checkpoint; None when it is not on disk
+    status: str  # "latest", "kept", "preserved", "untracked" or "missing"
+
+    def to_json(self) -> dict:
+        return {"prefix": self.prefix, "path": self.path, "step": self.step, "timestamp": finite(self.timestamp),
+                "time": iso_time(self.timestamp), "bytes": self.bytes, "status": self.status,
+                "latest": self.status == "latest"}
+
+
+def finite(x: float | None) -> float | None:
+    """``x`` if it is a finite number (JSON holds no NaN or infinity), else None."""
+    return x if x is not None and math.isfinite(x) else None
+
+
+def iso_time(ts: float | None) -> str | None:
+    """``ts`` (seconds since the epoch) as ISO 8601 UTC; None when there is none or when
+    it names no representable time (NaN, infinities, 1e300, -1e18: a state file can hold any)."""
+    if ts is None or not math.isfinite(ts):
+        return None
+    import datetime
+
+    try:
+        return datetime.datetime.fromtimestamp(ts, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def directory_state(directory: str, storage) -> dict | None:
+    """The ``checkpoint`` state of ``directory`` with every checkpoint there, or None.
+
+    Each checkpoint named by the state file or found on disk gets a status:
+    ``latest`` (model_checkpoint_path), ``kept`` (listed, managed by
+    retention), ``preserved`` (on disk, no longer listed, at or before
+    ``last_preserved_timestamp``, as ``keep_checkpoint_every_n_hours`` leaves
+    them), ``untracked`` (on disk, not listed, newer than that: from another
+    run or written with ``--no-state``), ``missing`` (listed, not on disk).
+    """
+    state = read_state(directory, storage)
+    if state is None:
+        return None
+    on_disk = set(list_checkpoints(storage, directory))
+
+    def where(p: str) -> str:
+        # a recorded absolute path of a moved directory: the same name inside it (the layout's rule)
+        rec = resolve_recorded(storage, directory, p, warn=False)
+        return storage.join(directory, rec.base) if rec.base else resolve(directory, p, storage)
+
+    latest = where(state.model_checkpoint_path)
+    listed = [where(p) for p in state.all_model_checkpoint_paths]
+    if latest not in listed:
+        listed.append(latest)
+    stamps = dict(zip([where(p) for p in state.all_model_checkpoint_paths], state.all_model_checkpoint_timestamps))
+    recorded = dict(zip(listed, list(state.all_model_checkpoint_paths) + [state.model_checkpoint_path]))
+    out = []
+    order = lambda p: (step_of(p) is None, step_of(p) or 0, p not in listed, p)  # noqa: E731
+    for prefix in sorted(on_disk | set(listed), key=order):
+        present = prefix in on_disk or storage.isfile(prefix + bundle.INDEX_SUFFIX)
+        size = None
+        mtime = None
+        if present:
+            files = checkpoint_files(storage, prefix)
+            size = sum(storage.size(f) for f in files)
+            idx = prefix + bundle.INDEX_SUFFIX
+            mtime = storage.mtime(idx) if storage.isfile(idx) else (storage.mtime(files[0]) if files else None)
+        ts = stamps.get(prefix, mtime)
+        if not present:
+            status = "missing"
+        elif prefix == latest:
+            status = "latest"
+        elif prefix in listed:
+            status = "kept"
+        elif state.last_preserved_timestamp and ts is not None and ts <= state.last_preserved_timestamp + 1e-3:
+            status = "preserved"
+        else:
+            status = "untracked"
+        out.append(CheckpointInfo(prefix, recorded.get(prefix, ""), step_of(prefix), ts, size, status))
+    return {
+        "path": state_path(directory, storage),
+        "model_checkpoint_path": state.model_checkpoint_path,
+        "last_preserved_timestamp": finite(state.last_preserved_timestamp) or None,
+        "checkpoints": [c.to_json() for c in out],
+    }
+
+
+def summary(ck, path: str | None = None) -> dict:
+    """What ``inspect`` prints by default, as a JSON-ready dict.
+
+    ``path`` is the CHECKPOINT argument as given: when it is a directory with
+    a ``checkpoint`` state file, the state is included.
+    """
+    storage = ck.storage
+    variables = ck.variables()
+    by_dtype: dict[str, dict] = {}
+    for v in variables:
+        d = by_dtype.setdefault(v.dtype, {"variables": 0, "parameters": 0, "bytes": 0})
+        d["variables"] += 1
+        d["parameters"] += v.numel
+        d["bytes"] += v.nbytes
+    doc = {
+        "prefix": ck.prefix,
+        "format": ck.format,
+        "object_based": ck.is_object_based,
+        "variables": len(variables),
+        "parameters": sum(v.numel for v in variables),
+        "bytes": sum(v.nbytes for v in variables),
+        "partitioned": sum(1 for v in variables if v.num_slices),
+        "dtypes": dict(sorted(by_dtype.items(), key=lambda kv: (-kv[1]["bytes"], kv[0]))),
+    }
+    if ck.format == "V2":
+        h = ck.header
+        doc["index"] = {"path": ck.index_path, "bytes": ck.index_size}
+        doc["shards"] = [{"path": p, "bytes": storage.size(p) if storage.isfile(p) else None}
+                         for p in ck.shard_paths()]
+        doc["bundle"] = {"producer": h.producer, "min_consumer": h.min_consumer,
+                         "endianness": "big" if h.big_endian else "little"}
+    else:
+        doc["files"] = [{"path": p, "bytes": storage.size(p)} for p in ck.files]
+    meta = meta_graph_filename(ck.prefix)
+    doc["meta_graph"] = None
+    if storage.isfile(meta):
+        doc["meta_graph"] = {"path": meta, "bytes": storage.size(meta), **_meta_versions(storage, meta)}
+    doc["state"] = None
+    if path is not None and storage.isdir(path.rstrip("/") or "/"):
+        doc["state"] = directory_state(path.rstrip("/") or "/", storage)
+    return doc
+
+
+#: A .meta file is read for its version strings only up to this size.
+META_READ_LIMIT = 256 << 20
+
+
+def _meta_versions(storage, path: str) -> dict:
+    """tensorflow_version / tensorflow_git_version from a MetaGraphDef's MetaInfoDef (fields 1 -> 5, 6)."""
+    out = {"tensorflow_version": None, "tensorflow_git_version": None}
+    if storage.size(path) > META_READ_LIMIT:
+        return out
+    try:
+        info = _proto_field(storage.read_bytes(path), 1)
+        if info is not None:
+            for num, key in ((5, "tensorflow_version"), (6, "tensorflow_git_version")):
+                raw = _proto_field(info, num)
+                if raw is not None:
+                    out[key] = bytes(raw).decode("utf-8", "replace")
+    except CkptError:
+        pass
+    return out
+
+
+def _proto_field(buf, number: int):
+    """The last length-delimited field ``number`` of a serialized message, or None."""
+    from ckptool.format.coding import decode_varint
+
+    view = memoryview(buf)
+    pos, end, found = 0, len(view), None
+    while pos < end:
+        tag, pos = decode_varint(view, pos, end, what="meta graph")
+        wire = tag & 7
+        if wire == 0:
+            _, pos = decode_varint(view, pos, end, what="meta graph")
+        elif wire == 1:
+            pos += 8
+        elif wire == 5:
+            pos += 4
+        elif wire == 2:
+            n, pos = decode_varint(view, pos, end, what="meta graph")
+            if pos + n > end:
+                raise CorruptError("meta graph: field runs past the end")
+            if tag >> 3 == number:
+                found = view[pos:pos + n]
+            pos += n
+        else:
+            raise CorruptError(f"meta graph: unsupported wire type {wire}")
+    return found

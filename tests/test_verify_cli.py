@@ -1,0 +1,117 @@
+"""``ckptool verify PATH... [--recursive] [--json]`` on sound and damaged trees (issue 20)."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import ckptool
+from ckptool.ops import verify as verify_ops
+from ckptool.ops.verify_tree import targets, verify_paths
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RUN = os.path.join(ROOT, "tests", "data", "ckpt_save")
+
+
+def _cli(*args):
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    return subprocess.run([sys.executable, "-m", "ckptool", "verify", *args], capture_output=True, text=True,
+                          timeout=120, env=env)
+
+
+@pytest.fixture
+def tree(tmp_path):
+    """runs/a (sound), runs/b/c with ckpt-2's data flipped, runs/d with ckpt-1's shard gone,
+    and a symlink to a damaged run outside (not followed)."""
+    runs = tmp_path / "runs"
+    for d in ("a", "b/c", "d"):
+        shutil.copytree(RUN, runs / d)
+    data = runs / "b" / "c" / "ckpt-2.data-00000-of-00001"
+    raw = bytearray(data.read_bytes())
+    raw[5] ^= 0x10
+    data.write_bytes(bytes(raw))
+    os.remove(runs / "d" / "ckpt-1.data-00000-of-00001")
+    outside = tmp_path / "outside"
+    shutil.copytree(RUN, outside)
+    os.remove(outside / "ckpt-3.index")
+    (outside / "ckpt-3.index").write_bytes(b"junk")
+    os.symlink(outside, runs / "link")
+    return runs
+
+
+def test_sound_directory_exit_0():
+    r = _cli(RUN)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("ok ") == 3
+
+
+def test_recursive_names_each_damaged_checkpoint_and_tensor(tree):
+    r = _cli(str(tree), "--recursive")
+    assert r.returncode == 1
+    out = r.stdout
+    assert f"DAMAGED  {tree}/b/c/ckpt-2" in out and "v/.ATTRIBUTES/VARIABLE_VALUE: " in out
+    assert f"DAMAGED  {tree}/d/ckpt-1" in out and "1 of 1 data shards are missing" in out
+    assert out.count("ok ") == 7  # the others were still checked
+    assert "outside" not in out  # the symlinked directory was not followed
+    assert "2 of 9 checkpoints damaged" in r.stderr
+
+
+def test_json(tree):
+    r = _cli(str(tree), "-r", "--json")
+    assert r.returncode == 1
+    doc = json.loads(r.stdout)
+    assert doc["ok"] is False and doc["checkpoints"] == 9 and doc["damaged"] == 2
+    bad = {x["prefix"]: x for x in doc["results"] if not x["ok"]}
+    assert set(bad) == {f"{tree}/b/c/ckpt-2", f"{tree}/d/ckpt-1"}
+    assert [e["name"] for e in bad[f"{tree}/b/c/ckpt-2"]["errors"]] == ["v/.ATTRIBUTES/VARIABLE_VALUE"]
+
+
+def test_plain_directory_is_not_recursive(tree):
+    r = _cli(str(tree))
+    assert r.returncode == 1 and "no checkpoint" in r.stderr or "DAMAGED" in r.stdout
+    assert targets(str(tree / "a")) == [f"{tree}/a/ckpt-{i}" for i in (1, 2, 3)]
+
+
+def test_unopenable_checkpoint_reported_and_others_checked(tmp_path):
+    shutil.copytree(RUN, tmp_path / "r")
+    (tmp_path / "r" / "ckpt-2.index").write_bytes(b"not a table at all" * 10)
+    report = verify_paths([str(tmp_path / "r")])
+    assert [r.ok for r in report.checkpoints] == [True, False, True]
+    assert "sstable" in report.checkpoints[1].problems[0].error
+
+
+def test_checkpoint_argument_forms():
+    for arg in (f"{RUN}/ckpt-2", f"{RUN}/ckpt-2.index", f"{RUN}/ckpt-2.data-00000-of-00001"):
+        r = _cli(arg)
+        assert r.returncode == 0 and r.stdout.count("ok ") == 1, (arg, r.stderr)
+
+
+def test_no_progress_bar_off_a_terminal(tree):
+    r = _cli(str(tree / "a"))
+    assert r.stderr == ""
+
+
+def test_parallel_verify_same_report_as_one_thread(tmp_path):
+    prefix = str(tmp_path / "ck")
+    rng = np.random.default_rng(0)
+    ckptool.write(prefix, {f"t{i:03d}": rng.standard_normal(3000 + i).astype(np.float32) for i in range(200)},
+                  num_shards=6, sync=False)
+    shards = sorted(p for p in os.listdir(tmp_path) if ".data-" in p)
+    assert len(shards) > 2
+    for s in shards[::2]:  # damage every other shard once
+        path = tmp_path / s
+        raw = bytearray(path.read_bytes())
+        raw[len(raw) // 2] ^= 1
+        path.write_bytes(bytes(raw))
+    with ckptool.open(prefix) as ck:
+        one = verify_ops.verify(ck, workers=1, chunk_bytes=4096)
+        many = verify_ops.verify(ck, workers=4, chunk_bytes=4096)
+        seen = []
+        verify_ops.verify(ck, workers=3, progress=lambda d, t: seen.append((d, t)))
+    assert one.to_json() == many.to_json() and not one.ok
+    assert len(one.problems) == len(shards[::2])
+    assert seen[-1][0] == seen[-1][1] == one.bytes
