@@ -46,8 +46,8 @@ def resolve_inputs(paths, last: int | None = None) -> list[str]:
     step number when each has one, else by the time of their ``.index``). Several checkpoints: ordered by their
     step (``ckpt-N``) when every one has one, else as given.
     """
-    from ckptool.io.layout import list_checkpoints, locate, step_of
     from ckptool.format import bundle
+    from ckptool.io.layout import list_checkpoints, locate, step_of
     from ckptool.io.storage import storage_for
 
     paths = list(paths)
@@ -116,7 +116,8 @@ def _plan(newest, strip_optimizer: bool):
 
 def average(paths, out: str, *, last: int | None = None, strip_optimizer: bool = False, force: bool = False,
             num_shards: int = 1, dry_run: bool = False, sync: bool = True) -> AverageResult:
-    from ckptool.ops.read import BundleCheckpoint, open as open_checkpoint
+    from ckptool.ops.read import BundleCheckpoint
+    from ckptool.ops.read import open as open_checkpoint
     from ckptool.ops.write import BundleWriter
 
     inputs = resolve_inputs(paths, last)

@@ -282,4 +282,4 @@ def _to_npz(dst, specs, result, force, skip, progress, casts, over, sync):
     result.files = [path]
 
 
-__all__ = ["convert", "ConvertResult", "target_format", "TF", "NPZ", "SAFETENSORS"]
+__all__ = ["NPZ", "SAFETENSORS", "TF", "ConvertResult", "convert", "target_format"]

@@ -45,7 +45,8 @@ def open_specs(src: str, keep_slices: bool = False, verify: bool = True) -> Open
 
 
 def _checkpoint(src: str, keep_slices: bool, verify: bool) -> Opened:
-    from ckptool.ops.read import BundleCheckpoint, open as open_checkpoint
+    from ckptool.ops.read import BundleCheckpoint
+    from ckptool.ops.read import open as open_checkpoint
     from ckptool.ops.sources import RawTensor
 
     ck = open_checkpoint(src)
@@ -164,7 +165,7 @@ def _numpy_file(src: str, npz: bool) -> Opened:
     try:
         specs = []
         for member in z.zip.namelist():
-            name = member[:-4] if member.endswith(".npy") else member
+            name = member.removesuffix(".npy")
             where = f"{src}: member {name!r}"
             with z.zip.open(member) as fh:
                 head = _npy_header(fh, where)

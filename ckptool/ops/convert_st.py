@@ -11,7 +11,12 @@ from __future__ import annotations
 
 from ckptool.errors import CkptError, UnsupportedError
 from ckptool.format import safetensors_meta as stm
-from ckptool.format.objgraph import ATTRIBUTES, OBJECT_GRAPH_KEY, VARIABLE_VALUE, ObjectGraph
+from ckptool.format.objgraph import (
+    ATTRIBUTES,
+    OBJECT_GRAPH_KEY,
+    VARIABLE_VALUE,
+    ObjectGraph,
+)
 from ckptool.ops.cast import target_dtype
 
 _SUFFIX = f"/{ATTRIBUTES}/{VARIABLE_VALUE}"
@@ -19,7 +24,7 @@ _SUFFIX = f"/{ATTRIBUTES}/{VARIABLE_VALUE}"
 
 def short_name(key: str) -> str:
     """``model/dense/kernel/.ATTRIBUTES/VARIABLE_VALUE`` -> ``model/dense/kernel``."""
-    return key[: -len(_SUFFIX)] if key.endswith(_SUFFIX) else key
+    return key.removesuffix(_SUFFIX)
 
 
 def _string_values(arr) -> list[bytes]:
@@ -53,9 +58,7 @@ def _short_plan(specs, graph_bytes, dst):
             raise UnsupportedError(f"{dst}: --names short gives {seen[short]!r} and {n!r} one name "
                                    f"{short!r}; use --names full")
         seen[short] = n
-        if short != n:
-            mapping[short] = final
-        elif final != n:
+        if short != n or final != n:
             mapping[short] = final
         kept.append(s)
         stored[id(s)] = short if s.dtype != "string" else final

@@ -38,7 +38,7 @@ class StFile:
             raise
         self.by_name = {t.name: t for t in self.tensors}
 
-    def __enter__(self) -> "StFile":
+    def __enter__(self) -> StFile:
         return self
 
     def __exit__(self, *exc) -> None:

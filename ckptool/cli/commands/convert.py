@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import click
 
-from ckptool.cli.common import checkpoint_argument, emit_json, human_bytes, json_option, note
+from ckptool.cli.common import (
+    checkpoint_argument,
+    emit_json,
+    human_bytes,
+    json_option,
+    note,
+)
 
 
 @click.command("convert")
@@ -53,10 +59,10 @@ def command(src: str, dst: str, to: str | None, match: tuple[str, ...], exclude:
       ckptool convert model.safetensors back/ckpt-1
       ckptool convert runs/ckpt-9 half/ckpt-9 --cast float32=bfloat16
     """
+    from ckptool.cli.progress import progress_bar
     from ckptool.errors import UsageError
     from ckptool.ops.cast import parse_casts
     from ckptool.ops.convert import convert
-    from ckptool.cli.progress import progress_bar
 
     try:
         cast_map = parse_casts(casts)
