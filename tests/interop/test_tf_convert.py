@@ -10,7 +10,7 @@ tf = pytest.importorskip("tensorflow")
 
 import ckptool  # noqa: E402
 from ckptool.ops.convert import convert  # noqa: E402
-from ckptool.ops.sources import open_source  # noqa: E402
+from ckptool.ops.convert_src import open_specs  # noqa: E402
 
 pytestmark = pytest.mark.interop
 
@@ -62,8 +62,11 @@ def test_npz_and_safetensors_equal_tf_get_tensor(tmp_path, src, suffix):
     dst = str(tmp_path / ("out" + suffix))
     res = convert(src, dst, skip_unsupported=True)
     want = _tf_values(src)
-    with open_source(dst) as s:
-        got = {n: np.asarray(v) for n, v in s.items()}
+    opened = open_specs(dst)
+    try:
+        got = {s.name: np.asarray(s.load()) for s in opened.specs}
+    finally:
+        opened.close()
     assert set(got) | set(res.skipped) >= set(want)
     for n, v in got.items():
         if n not in want:
