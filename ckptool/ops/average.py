@@ -179,7 +179,7 @@ def _mean(cks, name: str):
         if acc is None:
             acc = v.astype(np.float64)
         else:
-            acc += v.astype(np.float64)
+            np.add(acc, v, out=acc)  # cast in the ufunc's buffers: no float64 copy of v
         del v
     acc /= len(cks)
     return acc.astype(dtype)
