@@ -21,7 +21,7 @@ from ckptool.cli.common import display_name, emit_json, human_bytes, json_option
 @json_option("Print {inputs, newest, prefix, averaged, from_newest, dropped, files, bytes} as JSON.")
 def command(inputs: tuple[str, ...], out: str, last: int | None, strip_optimizer: bool, shards: int,
             dry_run: bool, force: bool, as_json: bool) -> None:
-    """Average checkpoints into one: `average runs/ --last 5 -o avg/ckpt`, `average A B C -o avg/ckpt`.
+    """Average checkpoints into one (float tensors in float64, the rest from the newest).
 
     \b
     Float tensors are averaged in float64 and rounded once to their dtype;
@@ -30,6 +30,11 @@ def command(inputs: tuple[str, ...], out: str, last: int | None, strip_optimizer
     inputs must have the same names, shapes and dtypes. One tensor of one
     input is in memory at a time. TF restores the output as it would the
     newest input.
+
+    \b
+    Examples:
+      ckptool average runs/ --last 5 -o avg/ckpt
+      ckptool average runs/ckpt-8 runs/ckpt-9 runs/ckpt-10 -o avg/ckpt --strip-optimizer
     """
     from ckptool.ops.average import average
 
