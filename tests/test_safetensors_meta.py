@@ -68,6 +68,7 @@ def _raw(header):
     ({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0]}}, 4, "data_offsets"),
     ({"__metadata__": {"k": 1}}, 0, "object of strings"),
     ([], 0, "not a JSON object"),
+    ({"a": {"dtype": "F32", "shape": [0, 2**40, 2**40], "data_offsets": [0, 0]}}, 0, "too large"),
 ])
 def test_hostile_headers_refused(header, size, match):
     with pytest.raises(CorruptError, match=match):
@@ -91,3 +92,30 @@ def test_names_a_header_cannot_hold():
     with pytest.raises(UnsupportedError, match="not UTF-8"):
         stm.check_name(b"w\xff".decode("utf-8", "surrogateescape"))
     stm.check_name("ok/name")
+
+
+def test_deep_nesting_and_too_many_dimensions():
+    with pytest.raises(CorruptError, match="unparsable"):
+        stm.decode_header(b"[" * 100000 + b"]" * 100000, 0, "f")
+    with pytest.raises(CorruptError, match="not JSON"):
+        stm.decode_metadata({stm.NAMES_KEY: "[" * 100000})
+    with pytest.raises(UnsupportedError, match="at most 64"):
+        stm.decode_header(_raw({"a": {"dtype": "F32", "shape": [1] * 65, "data_offsets": [0, 4]}}), 4, "f")
+
+
+def test_stfile_reads_what_convert_wrote_and_refuses_a_truncated_file(tmp_path):
+    import numpy as np
+
+    import ckptool
+    from ckptool.ops.convert import convert
+    from ckptool.ops.stfile import StFile
+
+    ckptool.write(str(tmp_path / "c"), {"w": np.arange(6, dtype=np.float32).reshape(2, 3), "s": b"x"}, sync=False)
+    convert(str(tmp_path / "c"), str(tmp_path / "o.safetensors"))
+    with StFile(str(tmp_path / "o.safetensors")) as f:
+        assert f.read("w").tolist() == [[0, 1, 2], [3, 4, 5]]
+        assert f.extras.strings == {"s": ((), [b"x"])}
+    raw = (tmp_path / "o.safetensors").read_bytes()
+    (tmp_path / "t.safetensors").write_bytes(raw[:-1])
+    with pytest.raises(CorruptError, match="file holds"):
+        StFile(str(tmp_path / "t.safetensors"))

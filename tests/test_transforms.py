@@ -8,11 +8,13 @@ import sys
 import ml_dtypes
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import ckptool
 from ckptool.errors import CkptError, RefusedError, UnsupportedError, UsageError
 from ckptool.ops.average import average, resolve_inputs
-from ckptool.ops.cast import parse_casts
+from ckptool.ops.cast import CASTABLE, cast_array, parse_casts
 from ckptool.ops.convert import convert
 from ckptool.ops.slots import is_optimizer_name
 
@@ -73,6 +75,20 @@ def test_cast_overflow_refused_then_allowed(tmp_path):
     assert json.loads(r.stdout)["overflow"] == {"big": 2}
     with ckptool.open(dst) as ck:
         assert ck.read("big").tolist() == [np.inf, 1.0, np.inf, -np.inf]
+
+
+@given(st.lists(st.floats(width=64, allow_nan=True, allow_infinity=True), max_size=30),
+       st.sampled_from(CASTABLE), st.sampled_from(CASTABLE))
+def test_cast_array_is_astype_and_counts_overflow(values, src, dst):
+    from ckptool.format import dtypes
+
+    with np.errstate(over="ignore", invalid="ignore"):
+        arr = np.array(values, np.float64).astype(dtypes.from_name(src).numpy)
+        want = arr.astype(dtypes.from_name(dst).numpy)
+    out, n = cast_array(arr, dst)
+    assert _bits(out) == _bits(want)
+    assert n == sum(1 for a, b in zip(arr.astype(np.float64), want.astype(np.float64))
+                    if np.isfinite(a) and np.isinf(b))
 
 
 @pytest.mark.parametrize("spec", ["float32", "float32=int8", "int4=float32", "float32=float32", "x=y"])
@@ -151,6 +167,21 @@ def test_names_short_drops_optimizer_and_comes_back(tmp_path):
         assert not any(n.startswith("optimizer/") for n in b.names())
         for n in a.names():
             assert _bits(a.read(n)) == _bits(b.read(n)), n
+
+
+def test_names_short_of_a_name_based_checkpoint_drops_slots_by_name(tmp_path):
+    src = str(tmp_path / "bert" / "model.ckpt-9")
+    ckptool.write(src, {"bert/w": np.ones(3, np.float32), "bert/w/adam_m": np.zeros(3, np.float32),
+                        "bert/w/adam_v": np.zeros(3, np.float32), "w/Adam": np.zeros(1, np.float32),
+                        "global_step": np.int64(9)}, sync=False)
+    st_path, back = str(tmp_path / "s.safetensors"), str(tmp_path / "back")
+    convert(src, st_path, names="short")
+    convert(st_path, back)
+    with ckptool.open(src) as a, ckptool.open(back) as b:
+        assert b.names() == [n for n in a.names() if not is_optimizer_name(n)]
+        assert b.names() == ["bert/w", "global_step"]
+        for n in b.names():
+            assert _bits(a.read(n)) == _bits(b.read(n))
 
 
 def test_full_round_trip_through_safetensors_is_exact(tmp_path):

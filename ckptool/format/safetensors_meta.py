@@ -118,10 +118,28 @@ def _b64(text, what: str) -> bytes:
         raise CorruptError(f"{what}: bad base64: {exc}") from None
 
 
+#: numpy's limits: 64 dimensions, sizes that fit a signed 64-bit integer.
+MAX_DIMS, MAX_SIZE = 64, 2**62
+
+
 def _shape(value, what: str) -> tuple[int, ...]:
     if not isinstance(value, list) or not all(type(d) is int and d >= 0 for d in value):
-        raise CorruptError(f"{what}: shape {value!r} is not a list of non-negative integers")
+        raise CorruptError(f"{what}: shape {str(value)[:80]} is not a list of non-negative integers")
+    if len(value) > MAX_DIMS:
+        raise UnsupportedError(f"{what}: {len(value)} dimensions; numpy arrays hold at most {MAX_DIMS}")
+    n = 1
+    for d in value:
+        n *= max(d, 1)
+        if n >= MAX_SIZE:
+            raise CorruptError(f"{what}: shape {value!r} is too large for an array")
     return tuple(value)
+
+
+def _json(text, what: str):
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise CorruptError(f"{what}: not JSON: {str(exc)[:200]}") from None
 
 
 def _numel(shape) -> int:
@@ -138,10 +156,7 @@ def decode_metadata(meta: dict, where: str = METADATA) -> Extras:
         if key == OBJECT_GRAPH:
             out.object_graph = _b64(value, what)
         elif key.startswith(STRING_PREFIX):
-            try:
-                doc = json.loads(value)
-            except ValueError as exc:
-                raise CorruptError(f"{what}: not JSON: {exc}") from None
+            doc = _json(value, what)
             if not isinstance(doc, dict) or not isinstance(doc.get("base64"), list):
                 raise CorruptError(f"{what}: not a string tensor record")
             shape = _shape(doc.get("shape"), what)
@@ -150,10 +165,7 @@ def decode_metadata(meta: dict, where: str = METADATA) -> Extras:
                 raise CorruptError(f"{what}: {len(vals)} values for shape {list(shape)}")
             out.strings[key[len(STRING_PREFIX):]] = (shape, vals)
         elif key == NAMES_KEY:
-            try:
-                names = json.loads(value)
-            except ValueError as exc:
-                raise CorruptError(f"{what}: not JSON: {exc}") from None
+            names = _json(value, what)
             if not isinstance(names, dict) or not all(isinstance(k, str) and isinstance(v, str)
                                                       for k, v in names.items()):
                 raise CorruptError(f"{what}: not a {{stored: checkpoint name}} object")
@@ -199,8 +211,8 @@ def decode_header(raw: bytes, data_size: int, where: str) -> tuple[list[TensorIn
     size after the header."""
     try:
         header = json.loads(bytes(raw).decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise CorruptError(f"{where}: unparsable safetensors header: {exc}") from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise CorruptError(f"{where}: unparsable safetensors header: {str(exc)[:200]}") from None
     if not isinstance(header, dict):
         raise CorruptError(f"{where}: safetensors header is not a JSON object")
     meta = header.pop(METADATA, None) or {}

@@ -43,7 +43,8 @@ def cast_array(arr, to: str):
 
     from ckptool.format import dtypes
 
-    out = arr.astype(dtypes.from_name(to).numpy)
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is counted below, not warned
+        out = arr.astype(dtypes.from_name(to).numpy)
     if arr.size == 0:
         return out, 0
     over = np.isinf(out)
