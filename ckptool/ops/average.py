@@ -171,15 +171,11 @@ def _mean(cks, name: str):
     """The float64 mean of ``name`` over the inputs, rounded once to its dtype."""
     import numpy as np
 
-    acc = None
-    dtype = None
-    for ck in cks:
-        v = ck.read(name)
-        dtype = v.dtype
-        if acc is None:
-            acc = v.astype(np.float64)
-        else:
-            np.add(acc, v, out=acc)  # cast in the ufunc's buffers: no float64 copy of v
-        del v
+    first = cks[0].read(name)
+    dtype = first.dtype
+    acc = first.astype(np.float64)
+    del first
+    for ck in cks[1:]:
+        np.add(acc, ck.read(name), out=acc)  # cast in the ufunc's buffers: no float64 copy
     acc /= len(cks)
     return acc.astype(dtype)
