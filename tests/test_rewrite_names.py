@@ -362,3 +362,25 @@ def test_rename_copies_bytes_without_numpy(tf1, tmp_path):
         assert out.stdout.strip() == "False", (extra, out.stderr)
     with ckptool.open(str(tmp_path / "o")) as ck:
         assert "model/dense/kernel" in ck.names()
+
+
+def _summary(r):
+    return [line.replace("would write", "wrote").split("; data files")[0]
+            for line in r.stderr.splitlines() if line.startswith("# ")]
+
+
+def test_dry_run_reports_what_the_real_run_does(tf1, tmp_path):
+    tmpl = str(tmp_path / "t" / "ckpt-0")
+    ckptool.write(tmpl, {"model/dense/kernel" + VV: np.zeros((4, 3), np.float32),
+                         "model/extra" + VV: np.full(2, 9, np.float32)}, sync=False)
+    cases = [["--rule", "dense/=model/dense/", "--drop", "emb*"],
+             ["--rule", "dense/=model/dense/", "--template", tmpl, "--allow-missing"]]
+    for i, args in enumerate(cases):
+        dst = str(tmp_path / f"d{i}" / "ckpt-1")
+        dry = run("rewrite-names", tf1, dst, *args, "--dry-run")
+        real = run("rewrite-names", tf1, dst, *args)
+        assert _summary(dry) == _summary(real) and _summary(real), (dry.stderr, real.stderr)
+        dry_json = json.loads(run("rewrite-names", tf1, dst + "x", *args, "--dry-run", "--json").stdout)
+        real_json = json.loads(run("rewrite-names", tf1, dst + "x", *args, "--json").stdout)
+        real_json.pop("files", None)
+        assert dry_json == real_json

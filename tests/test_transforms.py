@@ -322,3 +322,19 @@ def test_memory_bounded_by_the_largest_tensor(tmp_path):
         assert int(out.stdout.strip()) < 300, (argv, out.stdout)
     with ckptool.open(str(tmp_path / "a")) as ck:
         assert ck.read("layer3/w")[:2].tolist() == [4.5, 4.5]
+
+
+@pytest.mark.parametrize("strip", [False, True])
+def test_average_dry_run_reports_what_the_real_run_writes(tmp_path, strip):
+    paths, _ = _series(tmp_path)
+    a = str(tmp_path / "a")
+    convert(KERAS, a)
+    for inputs in (paths, [KERAS, a]):
+        extra = ["--strip-optimizer"] if strip else []
+        out = tmp_path / ("o" + str(len(inputs)) + str(strip))
+        dry = _run("average", *inputs, "-o", out, "--dry-run", "--json", *extra)
+        real = _run("average", *inputs, "-o", out, "--json", *extra)
+        assert dry.returncode == real.returncode == 0, dry.stderr + real.stderr
+        d, r = json.loads(dry.stdout), json.loads(real.stdout)
+        assert r.pop("files") and d.pop("files") == []
+        assert d == r

@@ -136,9 +136,13 @@ def average(paths, out: str, *, last: int | None = None, strip_optimizer: bool =
                 result.from_newest.append(name)
             else:
                 result.averaged.append(name)
-        if dry_run:
-            return result
         raw = isinstance(newest, BundleCheckpoint) and not newest.header.big_endian
+        if dry_run:  # the bytes the real run writes, from the index (and the edited graph)
+            kept = [n for n, t in plan.items() if t is not None]
+            if newest.is_object_based:
+                kept.append(OBJECT_GRAPH_KEY)
+            result.nbytes = sum(_stored_bytes(newest, n, raw, graph_bytes) for n in kept)
+            return result
         averaged = set(result.averaged)
         with BundleWriter(out, num_shards=num_shards, force=force, sync=sync) as w:
             for name, target in plan.items():
@@ -179,3 +183,26 @@ def _mean(cks, name: str):
         np.add(acc, ck.read(name), out=acc)  # cast in the ufunc's buffers: no float64 copy
     acc /= len(cks)
     return acc.astype(dtype)
+
+
+def _stored_bytes(ck, name: str, raw: bool, graph_bytes) -> int:
+    """Bytes ``name`` takes in the output's data files."""
+    from ckptool.format import dtypes
+    from ckptool.ops.write import encode_tensor
+
+    if name == OBJECT_GRAPH_KEY and graph_bytes is not None:
+        value = graph_bytes
+    else:
+        v = ck.variable(name)
+        dt = dtypes.from_name(v.dtype)
+        if dt.is_fixed:
+            return v.numel * dt.itemsize
+        if raw and not v.num_slices:
+            return ck.entry(name.encode("utf-8", "surrogateescape")).size
+        value = ck.read(name)
+    data = encode_tensor(name.encode("utf-8", "surrogateescape"), value)[2]
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return len(memoryview(data).cast("B"))
+    if hasattr(data, "nbytes"):
+        return int(data.nbytes)
+    return sum(len(memoryview(c).cast("B")) for c in data)

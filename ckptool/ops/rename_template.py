@@ -74,7 +74,8 @@ def with_template(ck, plan, template: str, dprefix, storage, strict, dry_run, fo
             raise CkptError("template variables that SRC does not fill: " + "; ".join(
                 _closest(t, list(svars)) for t in missing) + " (nothing written; --allow-missing keeps "
                 "the template's values)")
-        if dry_run:
+        plan.renames = [(supply.get(t, f"<template>:{t}"), t) for t in sorted(tvars)]
+        if dry_run:  # the same plan, counts and names, as the real run reports
             return plan
         src_bundle = isinstance(ck, BundleCheckpoint)
         tp_bundle = isinstance(tp, BundleCheckpoint)
@@ -96,7 +97,6 @@ def with_template(ck, plan, template: str, dprefix, storage, strict, dry_run, fo
             if graph is not None:
                 w.add(OBJECT_GRAPH_KEY, graph.serialize())
             plan.files = w.finish().files
-        plan.renames = [(supply.get(t, f"<template>:{t}"), t) for t in sorted(tvars)]
         return plan
 
 

@@ -51,6 +51,6 @@ def command(inputs: tuple[str, ...], out: str, last: int | None, strip_optimizer
         for name in res.dropped:
             click.echo(f"drop     {display_name(name)}")
     verb = "would write" if dry_run else "wrote"
-    size = "" if dry_run else f", {human_bytes(res.nbytes)}"
+    size = f", {human_bytes(res.nbytes)}"
     note(f"# {verb} {res.prefix}: {len(res.inputs)} inputs, {len(res.averaged)} averaged, "
          f"{len(res.from_newest)} from the newest ({res.inputs[-1]}), {len(res.dropped)} dropped{size}")
