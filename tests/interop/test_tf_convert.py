@@ -86,3 +86,20 @@ def test_tf_saver_restores_converted_partitioned_kept_as_slices(tmp_path):
     assert sorted(got) == sorted(want)
     for n in want:
         assert _bits(got[n]) == _bits(want[n]), n
+
+
+@pytest.mark.parametrize("src", FIXTURES, ids=lambda p: os.path.relpath(p, DATA))
+def test_tf_reads_a_safetensors_round_trip_as_the_source(tmp_path, src):
+    """checkpoint -> .safetensors -> checkpoint: TF reads every tensor the format holds (strings and
+    the object graph included, via __metadata__) bit for bit, under the same names and dtypes."""
+    st, back = str(tmp_path / "m.safetensors"), str(tmp_path / "back")
+    res = convert(src, st, skip_unsupported=True)
+    convert(st, back)
+    want, got = _tf_values(src), _tf_values(back)
+    skipped = set(res.skipped)
+    assert set(got) >= set(want) - skipped
+    wdt = tf.train.load_checkpoint(src).get_variable_to_dtype_map()
+    gdt = tf.train.load_checkpoint(back).get_variable_to_dtype_map()
+    for n in set(want) - skipped:
+        assert gdt[n] == wdt[n], n
+        assert _bits(got[n]) == _bits(want[n]), n
