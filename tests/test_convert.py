@@ -12,7 +12,7 @@ import pytest
 
 import ckptool
 from ckptool.ops.convert import convert
-from ckptool.errors import RefusedError, UnsupportedError
+from ckptool.errors import RefusedError
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 FIXTURES = sorted(p[: -len(".index")] for p in glob.glob(os.path.join(DATA, "**", "*.index"), recursive=True)) + [

@@ -13,7 +13,6 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 pytestmark = pytest.mark.interop
 
-import ckptool  # noqa: E402
 from ckptool.ops.average import average  # noqa: E402
 from ckptool.ops.convert import convert  # noqa: E402
 
