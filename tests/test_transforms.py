@@ -115,7 +115,7 @@ def test_unsupported_dtype_named_unless_excluded(tmp_path):
 @pytest.mark.parametrize("dst", ["model.pt", "model.bin", "w.h5", "x.pth"])
 def test_foreign_suffix_refused_unless_to(tmp_path, dst):
     r = _run("convert", KERAS, tmp_path / dst)
-    assert r.returncode != 0 and ".safetensors" in r.stderr and ".npz" in r.stderr
+    assert r.returncode == 2 and ".safetensors" in r.stderr and ".npz" in r.stderr
     assert not os.listdir(tmp_path)
     r = _run("convert", KERAS, tmp_path / dst, "--to", "tf")
     assert r.returncode == 0, r.stderr
@@ -283,6 +283,8 @@ def test_average_inputs_must_agree(tmp_path):
     assert not os.path.exists(tmp_path / "o.index")
     with pytest.raises(UsageError):
         resolve_inputs([a, b], last=2)
+    r = _run("average", a, b, "--last", "2", "-o", tmp_path / "o")
+    assert r.returncode == 2 and "--last takes one directory" in r.stderr
     with pytest.raises(UsageError, match="given twice"):
         average([a, a + ".index"], str(tmp_path / "o"))
     ckptool.write(str(tmp_path / "o"), {"x": np.zeros(1)}, sync=False)
