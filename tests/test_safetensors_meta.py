@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from ckptool.errors import CorruptError, UnsupportedError
 from ckptool.format import safetensors_meta as stm
 
-names = st.text(min_size=1, max_size=20).filter(lambda s: s != stm.METADATA)
+names = st.text(min_size=1, max_size=20).filter(lambda s: s != stm.METADATA and not s.startswith("\0"))
 shapes = st.lists(st.integers(0, 4), max_size=3).map(tuple)
 blobs = st.binary(max_size=40)
 
@@ -119,3 +119,10 @@ def test_stfile_reads_what_convert_wrote_and_refuses_a_truncated_file(tmp_path):
     (tmp_path / "t.safetensors").write_bytes(raw[:-1])
     with pytest.raises(CorruptError, match="file holds"):
         StFile(str(tmp_path / "t.safetensors"))
+
+
+def test_metadata_cannot_restore_reserved_names():
+    with pytest.raises(CorruptError, match="cannot name"):
+        stm.decode_metadata({stm.NAMES_KEY: json.dumps({"a": ""})})
+    with pytest.raises(CorruptError, match="cannot name"):
+        stm.decode_metadata({stm.STRING_PREFIX + "\0x": json.dumps({"shape": [], "base64": ["AA=="]})})

@@ -149,6 +149,13 @@ def _numel(shape) -> int:
     return n
 
 
+def _check_restored(name: str, what: str) -> None:
+    """A checkpoint name the metadata restores: not empty (the bundle header's key), not a
+    slice key (they start with NUL)."""
+    if not name or name.startswith("\0"):
+        raise CorruptError(f"{what}: {name!r} cannot name a checkpoint tensor")
+
+
 def decode_metadata(meta: dict, where: str = METADATA) -> Extras:
     out = Extras(format=meta.get(FORMAT_KEY, "tf"))
     for key, value in meta.items():
@@ -163,12 +170,16 @@ def decode_metadata(meta: dict, where: str = METADATA) -> Extras:
             vals = [_b64(v, what) for v in doc["base64"]]
             if len(vals) != _numel(shape):
                 raise CorruptError(f"{what}: {len(vals)} values for shape {list(shape)}")
-            out.strings[key[len(STRING_PREFIX):]] = (shape, vals)
+            name = key[len(STRING_PREFIX):]
+            _check_restored(name, what)
+            out.strings[name] = (shape, vals)
         elif key == NAMES_KEY:
             names = _json(value, what)
             if not isinstance(names, dict) or not all(isinstance(k, str) and isinstance(v, str)
                                                       for k, v in names.items()):
                 raise CorruptError(f"{what}: not a {{stored: checkpoint name}} object")
+            for v in names.values():
+                _check_restored(v, what)
             if len(set(names.values())) != len(names):
                 raise CorruptError(f"{what}: two stored names map to one checkpoint name")
             out.names = names
