@@ -206,6 +206,15 @@ def rows(t: Tools, w: dict, sizes: dict, out: str) -> list[Row]:
         clean()
         workloads.copy_tree(cdir, dir_copy)
 
+    avg_in = [os.path.join(out, "in", f"ckpt-{k}") for k in range(1, 6)]
+
+    def avg_inputs():  # five inputs of `big`, hard-linked (untimed)
+        clean()
+        os.makedirs(os.path.join(out, "in"))
+        for p in avg_in:
+            for f in (".index", ".data-00000-of-00001"):
+                os.link(big + f, p + f)
+
     many_n = f"{sizes['many']:,}"
     ndir = f"{sizes['dir_ckpts']:,}"
     nruns = f"{sizes['runs']:,}×{sizes['runs_ckpts']}"
@@ -263,6 +272,9 @@ def rows(t: Tools, w: dict, sizes: dict, out: str) -> list[Row]:
             t.cli("convert", big, os.path.join(out, "c.safetensors")), None, "wall", "mem<=300", ["convert"], clean),
         Row("convert-npz", f"`convert` {size} to .npz: peak RSS",
             t.cli("convert", big, os.path.join(out, "c.npz")), None, "wall", "mem<=300", ["convert"], clean),
+        Row("average", f"`average` of five {size} checkpoints: time, peak RSS",
+            t.cli("average", *avg_in, "-o", os.path.join(out, "avg")), None, "wall", "mem<=300",
+            ["average"], avg_inputs, note="float64 accumulation, one tensor of one input at a time"),
         Row("prune", f"`prune --max-to-keep 5`, {ndir} checkpoints (process)",
             t.cli("prune", dir_copy, "--max-to-keep", "5"), t.tf_child("tf_prune", dir_copy, "5"), "wall",
             "wall<=5", ["prune --max-to-keep"], fresh_dir, note="TF: CheckpointManager(max_to_keep=5).save() sweep"),

@@ -43,5 +43,9 @@ class RefusedError(CkptError):
     """An operation that was refused to protect data (overwrite, delete-all)."""
 
 
+class UsageError(CkptError, ValueError):
+    """Bad input in arguments the library detects (a regex, a rule, a cast spec): exit 2."""
+
+
 class CkptWarning(UserWarning):
     """Something odd but recoverable (a moved directory, a skipped file)."""

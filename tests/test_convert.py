@@ -12,7 +12,7 @@ import pytest
 
 import ckptool
 from ckptool.ops.convert import convert
-from ckptool.errors import RefusedError, UnsupportedError
+from ckptool.errors import RefusedError
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 FIXTURES = sorted(p[: -len(".index")] for p in glob.glob(os.path.join(DATA, "**", "*.index"), recursive=True)) + [
@@ -41,11 +41,19 @@ def _same_bits(a, b):
         np.ascontiguousarray(b).reshape(-1).view(np.uint8).tobytes()
 
 
-def _values(path):
-    from ckptool.ops.sources import open_source
+def _header(path):
+    raw = open(path, "rb").read()
+    return json.loads(raw[8:8 + int.from_bytes(raw[:8], "little")])
 
-    with open_source(path) as s:
-        return {n: np.asarray(v) for n, v in s.items()}
+
+def _values(path):
+    from ckptool.ops.convert_src import open_specs
+
+    opened = open_specs(path)
+    try:
+        return {s.name: np.asarray(s.load()) for s in opened.specs}
+    finally:
+        opened.close()
 
 
 @pytest.mark.parametrize("src", FIXTURES, ids=lambda p: os.path.relpath(p, DATA))
@@ -111,23 +119,29 @@ def test_bfloat16_float8_round_trip_through_safetensors_and_save(tmp_path, dt):
         _same_bits(ck.read("w"), v)
 
 
-def test_npz_refuses_bfloat16_and_safetensors_refuses_strings(tmp_path):
+def test_npz_refuses_bfloat16_and_safetensors_keeps_strings_in_metadata(tmp_path):
     src = str(tmp_path / "c")
     ckptool.write(src, {"bf": np.ones(2, ml_dtypes.bfloat16), "txt": b"hello", "x": np.zeros(2)}, sync=False)
     r = _run("convert", src, tmp_path / "o.npz")
     assert r.exit_code != 0 and "'bf'" in r.output and "bfloat16" in r.output
     assert len(r.output.strip().splitlines()) == 1
+    assert sorted(os.listdir(tmp_path)) == ["c.data-00000-of-00001", "c.index"]
     r = _run("convert", src, tmp_path / "o.safetensors")
-    assert r.exit_code != 0 and "'txt'" in r.output and "string" in r.output
-    assert not os.path.exists(tmp_path / "o.npz") and not os.path.exists(tmp_path / "o.safetensors")
-    assert os.listdir(tmp_path) == ["c.data-00000-of-00001", "c.index"] or \
-        sorted(os.listdir(tmp_path)) == ["c.data-00000-of-00001", "c.index"]
+    assert r.exit_code == 0, r.output
+    meta = _header(tmp_path / "o.safetensors")
+    assert json.loads(meta["__metadata__"]["ckptool.string:txt"]) == {"shape": [], "base64": ["aGVsbG8="]}
+    assert meta["__metadata__"]["format"] == "tf"
+    back = str(tmp_path / "back")
+    assert _run("convert", tmp_path / "o.safetensors", back).exit_code == 0
+    with ckptool.open(back) as ck:
+        assert ck.variable("txt").dtype == "string" and ck.read("txt") == b"hello"
+        _same_bits(ck.read("bf"), np.ones(2, ml_dtypes.bfloat16))
     r = _run("convert", src, tmp_path / "o.npz", "--skip-unsupported", "--json")
     doc = json.loads(r.output)
     assert doc["skipped"] == ["bf"] and doc["tensors"] == 2 and doc["format"] == "npz"
     got = _values(str(tmp_path / "o.npz"))
     assert got["txt"].tolist() == b"hello"
-    back = str(tmp_path / "back")
+    back = str(tmp_path / "back2")
     assert _run("save", back, "--from", tmp_path / "o.npz", "--no-state").exit_code == 0
     with ckptool.open(back) as ck:
         assert ck.variable("txt").dtype == "string" and ck.read("txt") == b"hello"

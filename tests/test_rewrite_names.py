@@ -133,8 +133,10 @@ def test_strict_unmatched_rule_fails_and_writes_nothing(tf1, tmp_path):
     r = run("rewrite-names", tf1, tmp_path / "x", "--rule", "nope=yes", "--strict", code=1)
     assert "ckptool: error:" in r.output and "nope=yes" in r.output
     assert not list(tmp_path.glob("x*"))
-    r = run("rewrite-names", tf1, tmp_path / "x", "--rule", "nope=yes")  # a warning without --strict
-    assert "nope=yes matches no variable" in r.output
+    r = run("rewrite-names", tf1, tmp_path / "x", "--rule", "nope=yes", code=1)  # an error by default
+    assert "nope=yes" in r.output and "--allow-unused" in r.output and not list(tmp_path.glob("x*"))
+    r = run("rewrite-names", tf1, tmp_path / "x", "--rule", "nope=yes", "--allow-unused")
+    assert "nope=yes matches no variable" in r.stderr and r.stdout == ""
 
 
 def test_collision_from_the_cli_writes_nothing(tf1, tmp_path):
@@ -162,8 +164,25 @@ def test_map_file_errors_are_one_line(tf1, tmp_path):
     r = run("rewrite-names", tf1, tmp_path / "x", "--map", bad, code=1)
     assert r.output.startswith("ckptool: error:") and "m.json" in r.output
     bad.write_text('["a", "b"]')
-    run("rewrite-names", tf1, tmp_path / "x", "--map", bad, code=1)
+    r = run("rewrite-names", tf1, tmp_path / "x", "--map", bad, code=2)  # a bad map is a usage error
+    assert "JSON object" in r.output
     run("rewrite-names", tf1, tmp_path / "x", code=2)  # nothing to do is a usage error
+
+
+def test_template_missing_lists_closest_source_names(tf1, tmp_path):
+    tmpl = str(tmp_path / "t" / "ckpt-0")
+    ckptool.write(tmpl, {"net/dens/kernel" + VV: np.zeros((4, 3), np.float32)}, sync=False)
+    r = run("rewrite-names", tf1, tmp_path / "x", "--rule", "dense/=net/dense/", "--template", tmpl,
+            "--allow-unused", code=1)
+    assert "net/dens/kernel" + VV in r.output and "closest in SRC: dense/kernel" in r.output
+    assert not list(tmp_path.glob("x*"))
+
+
+def test_bad_rules_are_usage_errors(tf1, tmp_path):
+    for rule in ("re:[=x", "noequals", "a/=b"):
+        r = run("rewrite-names", tf1, tmp_path / "x", "--rule", rule, code=2)
+        assert "--rule" in r.output
+    assert not list(tmp_path.glob("x*"))
 
 
 def test_map_from_stdin(tf1, tmp_path):
@@ -284,7 +303,11 @@ def test_template_fills_from_src_and_keeps_the_rest(tf1, tmp_path):
     ckptool.write(tmpl, {"model/dense/kernel" + VV: np.zeros((4, 3), np.float32),
                          "model/extra" + VV: np.full(2, 9, np.float32)}, sync=False)
     dst = str(tmp_path / "d" / "ckpt-1")
-    r = run("rewrite-names", tf1, dst, "--rule", "dense/=model/dense/", "--template", tmpl, "--json")
+    r = run("rewrite-names", tf1, dst, "--rule", "dense/=model/dense/", "--template", tmpl, code=1)
+    assert "model/extra" + VV in r.output and "--allow-missing" in r.output and not (tmp_path / "d").exists()
+    r = run("rewrite-names", tf1, dst, "--rule", "dense/=model/dense/", "--template", tmpl, "--json",
+            "--allow-missing")
+    assert "model/extra" + VV in r.stderr and "template's value" in r.stderr
     doc = json.loads(r.stdout)["template"]
     assert doc["from_src"] == [{"key": "model/dense/kernel" + VV, "source": "dense/kernel"}]
     assert doc["missing"] == ["model/extra" + VV] and "global_step" in doc["unused"]
@@ -292,3 +315,72 @@ def test_template_fills_from_src_and_keeps_the_rest(tf1, tmp_path):
         assert ck.read("model/dense/kernel" + VV).tobytes() == src.read("dense/kernel").tobytes()
         assert ck.read("model/extra" + VV).tolist() == [9, 9]
         assert sorted(ck.object_graph().keys()) == sorted(n for n in ck.names() if n != OBJECT_GRAPH_KEY)
+
+
+BERT = {"bert/embeddings/word_embeddings": (30, 8), "bert/encoder/layer_0/attention/self/query/kernel": (8, 8),
+        "bert/encoder/layer_0/attention/self/query/bias": (8,), "cls/predictions/output_bias": (30,)}
+
+
+def _bert(tmp_path):
+    vals = {}
+    for n, shape in BERT.items():
+        vals[n] = np.full(shape, 1.5, np.float32)
+        vals[n + "/adam_m"] = np.zeros(shape, np.float32)
+        vals[n + "/adam_v"] = np.ones(shape, np.float32)
+    vals["global_step"] = np.int64(1000)
+    src = str(tmp_path / "bert" / "model.ckpt-1000")
+    ckptool.write(src, vals, sync=False)
+    return src
+
+
+def test_strip_optimizer_knows_bert_and_dry_run_lists_what_goes(tmp_path):
+    src = _bert(tmp_path)
+    dst = tmp_path / "small" / "model.ckpt-1000"
+    r = run("rewrite-names", src, dst, "--strip-optimizer", "--dry-run")
+    gone = sorted(n + s for n in BERT for s in ("/adam_m", "/adam_v"))
+    assert sorted(line.split()[0] for line in r.stdout.splitlines() if "(dropped)" in line) == gone
+    assert "would write" in r.stderr and f"{len(gone)} dropped" in r.stderr
+    assert not dst.parent.exists()
+    r = run("rewrite-names", src, dst, "--strip-optimizer")
+    assert r.stdout == ""  # status on stderr only
+    with ckptool.open(str(dst)) as ck:
+        assert sorted(ck.names()) == sorted([*BERT, "global_step"])
+
+
+def test_rename_copies_bytes_without_numpy(tf1, tmp_path):
+    """A V2 rename decodes no tensor, so numpy is never imported (its import is most of the time)."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom ckptool.cli.main import main\n"
+            "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+            "print('numpy' in sys.modules)\n")
+    for extra in ([], ["--compact"], ["--strip-optimizer"]):
+        out = subprocess.run([sys.executable, "-c", code, "-q", "rewrite-names", tf1, str(tmp_path / "o"),
+                              "--rule", "dense/=model/dense/", "--force", *extra],
+                             capture_output=True, text=True, check=True)
+        assert out.stdout.strip() == "False", (extra, out.stderr)
+    with ckptool.open(str(tmp_path / "o")) as ck:
+        assert "model/dense/kernel" in ck.names()
+
+
+def _summary(r):
+    return [line.replace("would write", "wrote").split("; data files")[0]
+            for line in r.stderr.splitlines() if line.startswith("# ")]
+
+
+def test_dry_run_reports_what_the_real_run_does(tf1, tmp_path):
+    tmpl = str(tmp_path / "t" / "ckpt-0")
+    ckptool.write(tmpl, {"model/dense/kernel" + VV: np.zeros((4, 3), np.float32),
+                         "model/extra" + VV: np.full(2, 9, np.float32)}, sync=False)
+    cases = [["--rule", "dense/=model/dense/", "--drop", "emb*"],
+             ["--rule", "dense/=model/dense/", "--template", tmpl, "--allow-missing"]]
+    for i, args in enumerate(cases):
+        dst = str(tmp_path / f"d{i}" / "ckpt-1")
+        dry = run("rewrite-names", tf1, dst, *args, "--dry-run")
+        real = run("rewrite-names", tf1, dst, *args)
+        assert _summary(dry) == _summary(real) and _summary(real), (dry.stderr, real.stderr)
+        dry_json = json.loads(run("rewrite-names", tf1, dst + "x", *args, "--dry-run", "--json").stdout)
+        real_json = json.loads(run("rewrite-names", tf1, dst + "x", *args, "--json").stdout)
+        real_json.pop("files", None)
+        assert dry_json == real_json

@@ -29,6 +29,7 @@ COMMANDS = {
     "du": "du",
     "state": "state",
     "verify": "verify",
+    "average": "average",
 }
 
 

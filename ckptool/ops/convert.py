@@ -2,36 +2,36 @@
 
 Streaming: one tensor in memory at a time. V2 -> V2 copies stored bytes
 without decoding (CRC kept). ``.npz`` members are written one by one through
-zipfile; ``.safetensors`` is written here (header first, then each tensor's
-bytes) so memory stays bounded by the largest tensor.
+zipfile; ``.safetensors`` is written header first (dtypes and shapes are
+known from the source's index or header), then each tensor's bytes.
 
-Lossless rules: ``.npz`` holds numpy's own dtypes and byte strings; bfloat16 /
-float8 (ml_dtypes) have no portable ``.npy`` descr, so they are refused for
-``.npz`` (use ``.safetensors``, which has BF16/F8_E4M3/F8_E5M2). A tensor the
-target cannot hold is refused naming it, unless ``skip_unsupported``.
+Lossless rules: ``.safetensors`` holds the numeric types it has a dtype for
+(BF16, F8_E4M3, F8_E5M2 included); string tensors and the object graph go in
+its ``__metadata__`` (``ckptool.format.safetensors_meta``), so converting
+back restores the checkpoint exactly. ``.npz`` holds numpy's own dtypes and
+byte strings; bfloat16 / float8 have no portable ``.npy`` descr, so they are
+refused for ``.npz``. A tensor the target cannot hold is refused naming it,
+unless ``skip_unsupported`` (or ``exclude``, or a cast) takes care of it.
+Casts (``casts={"float32": "bfloat16"}``) round to nearest even; finite
+values overflowing to inf are refused unless ``allow_overflow``.
 """
 
 from __future__ import annotations
 
 import fnmatch
-import json
-import zipfile
+import os
 from dataclasses import dataclass, field
 
-import numpy as np
-
-from ckptool.errors import CkptError, RefusedError, UnsupportedError
-from ckptool.io.storage import storage_for
-from ckptool.ops.write import BundleWriter, drop_part, open_part, publish_part
+from ckptool.errors import CkptError, RefusedError, UnsupportedError, UsageError
+from ckptool.ops.cast import Overflows, cast_array, target_dtype
 
 TF, NPZ, SAFETENSORS = "tf", "npz", "safetensors"
-
-# numpy dtype name -> safetensors dtype
-_ST = {"bool": "BOOL", "uint8": "U8", "int8": "I8", "int16": "I16", "uint16": "U16", "int32": "I32",
-       "uint32": "U32", "int64": "I64", "uint64": "U64", "float16": "F16", "float32": "F32",
-       "float64": "F64", "complex64": "C64", "bfloat16": "BF16", "float8_e4m3fn": "F8_E4M3",
-       "float8_e5m2": "F8_E5M2"}
-_NPZ_KINDS = set("biufcS")
+FORMATS = (TF, NPZ, SAFETENSORS)
+#: Suffixes of formats ckptool does not write: a DST ending so is refused unless --to says.
+FOREIGN = (".pt", ".pth", ".bin", ".h5", ".hdf5", ".keras", ".onnx", ".pb", ".pbtxt", ".pkl", ".pickle",
+           ".npy", ".json", ".msgpack", ".gguf", ".tflite", ".zip", ".tar", ".gz", ".index", ".meta")
+WRITES = ".safetensors, .npz, or a TF checkpoint prefix (no suffix, or e.g. model.ckpt)"
+_NPZ_ONLY_NOT = ("bfloat16", "float8_e4m3fn", "float8_e5m2")
 
 
 @dataclass
@@ -42,20 +42,30 @@ class ConvertResult:
     nbytes: int = 0
     files: list = field(default_factory=list)
     skipped: list = field(default_factory=list)
+    cast: dict = field(default_factory=dict)  # tensor -> "from->to"
+    overflow: dict = field(default_factory=dict)  # tensor -> values that became inf (allowed)
 
     def to_json(self) -> dict:
-        return {"dst": self.dst, "format": self.format, "tensors": self.tensors, "bytes": self.nbytes,
-                "files": list(self.files), "skipped": list(self.skipped)}
+        doc = {"dst": self.dst, "format": self.format, "tensors": self.tensors, "bytes": self.nbytes,
+               "files": list(self.files), "skipped": list(self.skipped)}
+        if self.cast:
+            doc["cast"] = dict(self.cast)
+            doc["overflow"] = dict(self.overflow)
+        return doc
 
 
 def target_format(dst: str, to: str | None) -> str:
     if to:
         return to
-    low = dst.lower()
+    low = dst.lower().rstrip("/")
     if low.endswith(".npz"):
         return NPZ
     if low.endswith(".safetensors"):
         return SAFETENSORS
+    ext = os.path.splitext(low)[1]
+    if ext in FOREIGN or low.endswith(".data") or ".data-0" in os.path.basename(low):
+        raise UsageError(f"{dst}: ckptool does not write {ext or 'this'} files; it writes {WRITES} "
+                         "(give --to tf|npz|safetensors to write this name anyway)")
     return TF
 
 
@@ -65,9 +75,7 @@ def _selected(name: str, match, exclude) -> bool:
     return not any(fnmatch.fnmatchcase(name, g) for g in exclude or ())
 
 
-def _same(src: str, dst: str, fmt: str) -> bool:
-    import os
-
+def _same(src: str, dst: str) -> bool:
     from ckptool.io.storage import is_url
 
     if is_url(src) or is_url(dst):
@@ -81,119 +89,107 @@ def _same(src: str, dst: str, fmt: str) -> bool:
     return norm(src) == norm(dst)
 
 
-def _values(src: str, keep_slices: bool, verify: bool = True):
-    """``(source, iterator of (name, value))``; value is an ndarray or a RawTensor."""
-    from ckptool.ops.sources import CheckpointSource, RawTensor, open_source
-
-    s = open_source(src)
-    if isinstance(s, CheckpointSource) and not s.raw:
-        return s, ((n, _Lazy(s.ck, n, verify)) for n in s.ck.names())
-    if isinstance(s, CheckpointSource) and s.raw and not keep_slices:
-        def gen():
-            for name, v in s.items():
-                if isinstance(v, RawTensor) and v.entry.slices:
-                    yield name, _Lazy(s.ck, name, verify)
-                else:
-                    yield name, v
-        return s, gen()
-    return s, s.items()
-
-
-class _Lazy:
-    """A checkpoint tensor read only when its data is written (merged slices, V1 values)."""
-
-    def __init__(self, ck, name: str, verify: bool = True):
-        self.ck, self.name, self.verify = ck, name, verify
-
-    def read(self) -> np.ndarray:
-        return self.ck.read(self.name, verify=self.verify)
-
-    def meta(self):
-        from ckptool.format import dtypes
-
-        var = self.ck.variable(self.name)
-        return dtypes.from_name(var.dtype).numpy, tuple(var.shape)
-
-
-def _as_array(value):
-    from ckptool.ops.sources import RawTensor
-
-    if isinstance(value, _Lazy):
-        return value.read()
-    if isinstance(value, RawTensor):
-        return value.checkpoint.read(value.entry.key.decode("utf-8", "surrogateescape"),
-                                     verify=value.verify)
-    return np.asarray(value)
-
-
-def _contiguous(arr: np.ndarray) -> np.ndarray:
-    """C-contiguous, keeping 0-d shapes (np.ascontiguousarray makes them 1-d)."""
-    return arr if arr.flags.c_contiguous else arr.copy(order="C")
-
-
 def convert(src: str, dst: str, *, to: str | None = None, match=(), exclude=(), num_shards: int = 1,
             keep_slices: bool = False, force: bool = False, skip_unsupported: bool = False,
-            progress=None) -> ConvertResult:
-    fmt = target_format(dst, to)
-    if fmt not in (TF, NPZ, SAFETENSORS):
-        raise CkptError(f"unknown target format {fmt!r} (tf, npz or safetensors)")
-    if _same(src, dst, fmt):
-        raise RefusedError(f"{dst}: is the source itself; convert to another path")
-    from ckptool.ops.sources import CheckpointSource
+            casts: dict | None = None, allow_overflow: bool = False, names: str = "full",
+            progress=None, sync: bool = True) -> ConvertResult:
+    """Convert ``src`` to ``dst`` (format from ``to`` or the suffix); see the module doc.
 
-    source, items = _values(src, keep_slices)
+    ``names="short"`` (``.safetensors`` only) stores PyTorch-style names: object
+    keys without ``/.ATTRIBUTES/VARIABLE_VALUE``, no optimizer state; the
+    mapping stays in the metadata, so converting back restores the checkpoint's names.
+    """
+    from ckptool.ops.convert_src import open_specs
+
+    if _same(src, dst):
+        raise RefusedError(f"{dst}: is the source itself; convert to another path")
+    fmt = target_format(dst, to)
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown target format {fmt!r} (tf, npz or safetensors)")
+    if names not in ("full", "short"):
+        raise UsageError(f"--names is full or short, not {names!r}")
+    if names == "short" and fmt != SAFETENSORS:
+        raise UsageError("--names short is for .safetensors output")
+    casts = dict(casts or {})
+    opened = open_specs(src, keep_slices)
     try:
-        if keep_slices and (fmt != TF or not (isinstance(source, CheckpointSource) and source.raw)):
+        if keep_slices and (fmt != TF or opened.checkpoint is None or not any(s.raw for s in opened.specs)):
             raise CkptError("--keep-slices is for V2 -> V2 conversion only")
-        names = [n for n in source.names() if _selected(n, match, exclude)]
-        wanted = set(names)
-        items = ((n, v) for n, v in items if n in wanted)
+        specs = [s for s in opened.specs if _selected(s.name, match, exclude)]
         result = ConvertResult(dst, fmt)
-        if fmt != TF and isinstance(source, CheckpointSource):
-            items = _check_tf_dtypes(source.ck, items, fmt, skip_unsupported, result, dst)
+        over = Overflows(allow_overflow)
         if fmt == TF:
-            _to_tf(dst, items, result, num_shards, force, progress)
+            _to_tf(dst, specs, result, num_shards, force, progress, casts, over, sync)
         elif fmt == NPZ:
-            _to_npz(dst, items, result, force, skip_unsupported, progress)
+            _to_npz(dst, _supported(specs, NPZ, casts, skip_unsupported, result, dst), result, force,
+                    skip_unsupported, progress, casts, over, sync)
         else:
-            _to_safetensors(dst, items, result, force, skip_unsupported, progress, src)
+            from ckptool.ops.convert_st import to_safetensors
+
+            kept = _supported(specs, SAFETENSORS, casts, skip_unsupported, result, dst)
+            to_safetensors(dst, kept, result, force, progress, casts, over, names, opened, sync)
         return result
     finally:
-        source.close()
+        opened.close()
 
 
-def _check_tf_dtypes(ck, items, fmt, skip, result, dst):
-    """Refuse (or skip) TF dtypes the target has no type for (quantized, variant, resource;
-    strings into .safetensors), before any data is read."""
-    allowed = set(_ST) | ({"string", "complex128"} if fmt == NPZ else set())
+def _supported(specs, fmt, casts, skip, result, dst):
+    """Refuse (or skip) dtypes the target has no type for, before any data is read."""
+    from ckptool.format.safetensors_meta import TF_TO_ST
+
+    out = []
     target = ".npz" if fmt == NPZ else ".safetensors"
-    for name, v in items:
-        tfname = ck.variable(name).dtype
-        if tfname not in allowed or (fmt == NPZ and tfname in ("bfloat16", "float8_e4m3fn", "float8_e5m2")):
-            if skip:
-                result.skipped.append(name)
-                continue
-            hint = " (use .safetensors or a TF checkpoint)" if fmt == NPZ and tfname in _ST else ""
-            raise UnsupportedError(f"{dst}: tensor {name!r} has dtype {tfname}, which {target} cannot hold"
-                                   f"{hint}; --skip-unsupported leaves it out")
-        yield name, v
+    for s in specs:
+        dt = target_dtype(casts, s.dtype)
+        if fmt == NPZ:
+            ok = dt in TF_TO_ST and dt not in _NPZ_ONLY_NOT or dt in ("string", "complex128")
+        else:
+            ok = dt in TF_TO_ST or dt == "string"
+        if ok:
+            out.append(s)
+            continue
+        if skip:
+            result.skipped.append(s.name)
+            continue
+        hint = " (use .safetensors or a TF checkpoint)" if fmt == NPZ and dt in TF_TO_ST else ""
+        raise UnsupportedError(f"{dst}: tensor {s.name!r} has dtype {dt}, which {target} cannot hold{hint}; "
+                               "--exclude it, --cast it, or --skip-unsupported leaves out all such")
+    return out
 
 
-def _to_tf(dst, items, result, num_shards, force, progress):
-    from ckptool.ops.sources import RawTensor
+def value_of(s, casts, over, result):
+    """The array to write for a spec: loaded, cast when its dtype is cast."""
+    arr = s.load()
+    to = casts.get(s.dtype)
+    if to is None:
+        return arr
+    out, n = cast_array(arr, to)
+    result.cast[s.name] = f"{s.dtype}->{to}"
+    if n:
+        over.add(s.name, n, s.dtype, to)
+        result.overflow[s.name] = n
+    return out
+
+
+def _to_tf(dst, specs, result, num_shards, force, progress, casts, over, sync):
+    from ckptool.ops.write import BundleWriter
 
     done = 0
-    with BundleWriter(dst, num_shards=num_shards, force=force) as w:
-        for name, v in items:
-            if isinstance(v, RawTensor):
-                v.write_to(w, name)
-                done += v.nbytes
+    with BundleWriter(dst, num_shards=num_shards, force=force, sync=sync) as w:
+        for s in specs:
+            if s.raw is not None and s.dtype not in casts:
+                s.raw.write_to(w, s.name)
+                done += s.raw.nbytes
+            elif s.stored is not None:
+                w.add(s.name, s.stored)
+                done += len(s.stored)
             else:
-                arr = v if isinstance(v, (bytes, str)) else _as_array(v)
-                w.add(name, arr)
+                arr = value_of(s, casts, over, result)
+                w.add(s.name, arr)
                 done += getattr(arr, "nbytes", 0)
             if progress:
                 progress(done, 0)
+        over.check(dst)  # before finish: an error here leaves nothing behind
         res = w.finish()
     result.tensors = res.variables
     result.nbytes = res.nbytes
@@ -202,6 +198,8 @@ def _to_tf(dst, items, result, num_shards, force, progress):
 
 def _publish(storage, tmp, f, path):
     """fsync, close, rename into place, fsync the directory: the file is durable once it is there."""
+    from ckptool.ops.write import publish_part
+
     storage.fsync_file(f)
     f.close()
     publish_part(storage, tmp, path)
@@ -214,8 +212,29 @@ def _check_target(storage, path, force):
     storage.makedirs(storage.dirname(path))
 
 
-def _npz_value(name: str, arr: np.ndarray):
+def npz_names(names, dst: str) -> None:
+    """Refuse names an ``.npz`` cannot hold distinctly: a NUL byte (zip names end there),
+    not UTF-8, or ``x`` beside ``x.npy`` (np.load's ``z["x.npy"]`` gives ``x``)."""
+    seen = set(names)
+    for n in names:
+        shown = n.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        if "\0" in n:
+            raise UnsupportedError(f"{dst}: tensor {shown!r} has a NUL byte, where a zip member name "
+                                   "ends; .npz cannot hold it distinctly")
+        try:
+            n.encode("utf-8")
+        except UnicodeEncodeError:
+            raise UnsupportedError(f"{dst}: tensor name {shown!r} is not UTF-8, which .npz member "
+                                   "names cannot hold") from None
+        if n.endswith(".npy") and n[:-4] in seen:
+            raise UnsupportedError(f"{dst}: tensors {n[:-4]!r} and {n!r} are one name to np.load "
+                                   "(it reads 'x.npy' as 'x'); .npz cannot hold both")
+
+
+def _npz_value(name: str, arr):
     """The array .npz stores for ``arr`` losslessly, or an error message."""
+    import numpy as np
+
     if arr.dtype == object:
         vals = arr.reshape(-1).tolist()
         if all(isinstance(x, bytes) for x in vals):
@@ -223,33 +242,38 @@ def _npz_value(name: str, arr: np.ndarray):
                 return None, f"tensor {name!r}: string ends in NUL bytes, which a numpy 'S' array drops"
             return np.array(vals, dtype=np.bytes_).reshape(arr.shape), None
         return None, f"tensor {name!r}: object values .npz cannot hold without pickle"
-    if arr.dtype.kind == "S":
-        return arr, None
-    if arr.dtype.kind not in _NPZ_KINDS or arr.dtype.name not in _ST and arr.dtype.kind != "c":
-        return None, (f"tensor {name!r} has dtype {arr.dtype.name}, which .npz cannot hold losslessly "
-                      f"(use .safetensors or a TF checkpoint)")
     return arr, None
 
 
-def _to_npz(dst, items, result, force, skip, progress):
+def _to_npz(dst, specs, result, force, skip, progress, casts, over, sync):
+    import zipfile
+
+    import numpy as np
+
+    from ckptool.io.storage import storage_for
+    from ckptool.ops.write import drop_part, open_part
+
+    npz_names([s.name for s in specs], dst)
     storage, path = storage_for(dst)
     _check_target(storage, path, force)
     tmp, f = open_part(storage, path)
     try:
         with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
-            for name, v in items:
-                arr, why = _npz_value(name, _as_array(v))
+            for s in specs:
+                arr, why = _npz_value(s.name, np.asarray(value_of(s, casts, over, result)))
                 if arr is None:
                     if skip:
-                        result.skipped.append(name)
+                        result.skipped.append(s.name)
                         continue
                     raise UnsupportedError(f"{dst}: {why}")
-                with zf.open(name + ".npy", "w", force_zip64=True) as member:
-                    np.lib.format.write_array(member, _contiguous(arr), allow_pickle=False)
+                with zf.open(s.name + ".npy", "w", force_zip64=True) as member:
+                    np.lib.format.write_array(member, arr if arr.flags.c_contiguous else arr.copy(order="C"),
+                                              allow_pickle=False)
                 result.tensors += 1
                 result.nbytes += arr.nbytes
                 if progress:
                     progress(result.nbytes, 0)
+        over.check(dst)
         _publish(storage, tmp, f, path)
     except BaseException:
         drop_part(storage, tmp, f)
@@ -257,96 +281,4 @@ def _to_npz(dst, items, result, force, skip, progress):
     result.files = [path]
 
 
-def _st_dtype(name: str, arr: np.ndarray):
-    code = _ST.get(arr.dtype.name)
-    if code is None or arr.dtype.kind in "OSUV" and arr.dtype.name not in _ST:
-        return None, (f"tensor {name!r} has dtype {arr.dtype.name if arr.dtype != object else 'string'}, "
-                      f"which .safetensors cannot hold")
-    return code, None
-
-
-def _to_safetensors(dst, items, result, force, skip, progress, src):
-    """Two passes over the source: the header (dtypes, shapes) first, then the data. Checkpoint
-    tensors are lazy (read in the second pass); a file source (.npz, .safetensors) is read
-    twice, one array at a time, so memory stays bounded by the largest tensor."""
-    from ckptool.ops.sources import open_source
-
-    storage, path = storage_for(dst)
-    _check_target(storage, path, force)
-    header, order, offset = {}, [], 0
-    reread = False
-    for name, v in items:
-        meta = _meta(v)
-        if meta is None:
-            arr = _as_array(v)
-            meta = (arr.dtype, arr.shape)
-            v = arr = None  # dropped: read again in the second pass
-            reread = True
-        dt, shape = meta
-        probe = np.empty(0, dtype=dt)
-        code, why = _st_dtype(name, probe)
-        if code is None:
-            if skip:
-                result.skipped.append(name)
-                continue
-            raise UnsupportedError(f"{dst}: {why}")
-        n = int(np.prod(shape, dtype=np.int64)) * probe.itemsize
-        header[name] = {"dtype": code, "shape": list(shape), "data_offsets": [offset, offset + n]}
-        order.append((name, v, n))
-        offset += n
-    text = json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogateescape")
-    text += b" " * (-len(text) % 8)
-    tmp, f = open_part(storage, path)
-    try:
-        f.write(len(text).to_bytes(8, "little"))
-        f.write(text)
-        done = 0
-        again = None
-        if reread:
-            again = open_source(src)
-            fresh = iter(again.items())
-        for name, v, n in order:
-            if v is None:
-                for other, value in fresh:
-                    if other == name:
-                        v = value
-                        break
-                else:
-                    raise CkptError(f"{src}: tensor {name!r} vanished while converting")
-            arr = _contiguous(_as_array(v))
-            v = None
-            if arr.dtype.byteorder == ">":
-                arr = arr.astype(arr.dtype.newbyteorder("<"))
-            if arr.nbytes != n:
-                raise CkptError(f"{dst}: tensor {name!r} changed size while converting")
-            f.write(memoryview(arr.reshape(-1).view(np.uint8)))
-            done += n
-            if progress:
-                progress(done, offset)
-        if again is not None:
-            again.close()
-        _publish(storage, tmp, f, path)
-    except BaseException:
-        drop_part(storage, tmp, f)
-        raise
-    result.tensors = len(order)
-    result.nbytes = offset
-    result.files = [path]
-
-
-def _meta(v):
-    """(numpy dtype, shape) of a RawTensor without reading data, else None."""
-    from ckptool.ops.sources import RawTensor
-
-    if isinstance(v, _Lazy):
-        try:
-            return v.meta()
-        except Exception:
-            return None
-    if not isinstance(v, RawTensor):
-        return None
-    e = v.entry
-    try:
-        return e.dtype.numpy, tuple(e.shape)
-    except Exception:
-        return None
+__all__ = ["NPZ", "SAFETENSORS", "TF", "ConvertResult", "convert", "target_format"]

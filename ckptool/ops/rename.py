@@ -25,10 +25,11 @@ import re
 import shutil
 from dataclasses import dataclass, field
 
-from ckptool.errors import CkptError, RefusedError
+from ckptool.errors import CkptError, RefusedError, UsageError
 from ckptool.format import bundle
-from ckptool.format.objgraph import OBJECT_GRAPH_KEY, OPTIMIZER_SLOT, ObjectGraph, is_object_key, object_key
+from ckptool.format.objgraph import OBJECT_GRAPH_KEY, ObjectGraph, is_object_key
 from ckptool.io.storage import LocalStorage
+from ckptool.ops.slots import is_optimizer_name
 
 EXACT, PREFIX, ROOT, REGEX = "exact", "prefix", "root", "regex"
 
@@ -51,17 +52,17 @@ def make_rule(old: str, new: str) -> Rule:
         try:
             return Rule(REGEX, pat, new, re.compile(pat))
         except re.error as exc:
-            raise CkptError(f"bad regular expression in rule {old!r}: {exc}") from None
+            raise UsageError(f"bad regular expression in rule {old!r}: {exc}") from None
     if old == "/":
         if new != "/" and not new.endswith("/"):
-            raise CkptError(f"rule '/' -> {new!r}: the root maps to a scope ending in '/'")
+            raise UsageError(f"rule '/' -> {new!r}: the root maps to a scope ending in '/'")
         return Rule(ROOT, old, "" if new == "/" else new)
     if old.endswith("/"):
         if not new.endswith("/"):
-            raise CkptError(f"rule {old!r} -> {new!r}: a scope (ending in '/') must map to a scope")
+            raise UsageError(f"rule {old!r} -> {new!r}: a scope (ending in '/') must map to a scope")
         return Rule(PREFIX, old, "" if new == "/" else new)
     if not old:
-        raise CkptError("a rule needs a non-empty old name")
+        raise UsageError("a rule needs a non-empty old name")
     return Rule(EXACT, old, new)
 
 
@@ -73,13 +74,13 @@ def parse_rule(text: str) -> Rule:
     else:
         old, sep, new = text.partition("=")
     if not sep:
-        raise CkptError(f"rule {text!r} is not of the form OLD=NEW")
+        raise UsageError(f"rule {text!r} is not of the form OLD=NEW")
     return make_rule(old, new)
 
 
 def parse_map(doc) -> list[Rule]:
     if not isinstance(doc, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in doc.items()):
-        raise CkptError("an assignment map is a JSON object of {old: new} strings")
+        raise UsageError("an assignment map is a JSON object of {old: new} strings")
     return [make_rule(k, v) for k, v in doc.items()]
 
 
@@ -117,18 +118,6 @@ class Renamer:
         return [r.text() for r in self.rules if not r.used]
 
 
-_TF1_SLOT = re.compile(r"(^|.*/)(Adam(_\d+)?|Momentum|RMSProp(_\d+)?|Adagrad(DA)?|Ftrl(_\d+)?|"
-                       r"Adadelta(_\d+)?|ProximalAdagrad|AdamW(_\d+)?|Nadam(_\d+)?|Adamax(_\d+)?)$")
-_TF1_POWER = re.compile(r"(^|.*/)beta[12]_power(_\d+)?$")
-
-
-def is_optimizer_name(name: str) -> bool:
-    """TF1 slot / accumulator names and TF2 optimizer keys."""
-    if name.startswith("optimizer/") or f"/{OPTIMIZER_SLOT}/" in name:
-        return True
-    return bool(_TF1_SLOT.match(name) or _TF1_POWER.match(name))
-
-
 @dataclass
 class Plan:
     src: str
@@ -155,8 +144,9 @@ class Plan:
 
 
 def plan_names(names: list[str], rules: list[Rule], drop=(), strip_optimizer=False, strict=False,
-               src="", dst="") -> Plan:
-    """Which SRC names go where; raises on collisions (and with ``strict`` on unused rules)."""
+               src="", dst="", allow_unused=True) -> Plan:
+    """Which SRC names go where; raises on collisions, and on rules (or ``drop`` globs) that
+    match nothing unless ``allow_unused`` (``strict`` raises on them always)."""
     renamer = Renamer(rules)
     drops = [re.compile(fnmatch.translate(g)) for g in drop]
     used_drops = [0] * len(drops)
@@ -182,9 +172,9 @@ def plan_names(names: list[str], rules: list[Rule], drop=(), strip_optimizer=Fal
         raise CkptError("two sources land on one name: " + "; ".join(collisions) + " (nothing written)")
     plan.renames = sorted(((o, n) for n, o in targets.items()), key=lambda p: p[1])
     plan.unmatched_rules = renamer.unused() + [f"--drop {g}" for g, n in zip(drop, used_drops) if not n]
-    if strict and plan.unmatched_rules:
-        raise CkptError("--strict: these rules match nothing: " + ", ".join(plan.unmatched_rules)
-                        + " (nothing written)")
+    if (strict or not allow_unused) and plan.unmatched_rules:
+        raise CkptError("these rules match no source name: " + ", ".join(plan.unmatched_rules)
+                        + " (nothing written; --allow-unused accepts them)")
     return plan
 
 
@@ -256,7 +246,14 @@ def _link_or_copy(storage, src: str, dst: str) -> str:
 
 
 def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop=(), strip_optimizer=False, strict=False,
-                  template: str | None = None, dry_run=False, force=False, compact=False) -> Plan:
+                  template: str | None = None, dry_run=False, force=False, compact=False,
+                  allow_unused=False, allow_missing=False) -> Plan:
+    """Write SRC's tensors at DST under new names (see the module doc).
+
+    A rule or ``drop`` glob that matches no SRC name is an error unless
+    ``allow_unused``; with ``template``, a template variable that SRC does not
+    fill is an error unless ``allow_missing`` (which keeps the template's value).
+    Nothing is written when an error is raised."""
     from ckptool.ops.read import BundleCheckpoint, open as open_checkpoint
     from ckptool.io.storage import storage_for
     from ckptool.ops.write import BundleWriter, write_index
@@ -266,10 +263,12 @@ def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop=(), strip_optim
         # object-based: the graph says what is optimizer state (a Keras model's weights are
         # also keyed under optimizer/_trainable_variables), so names decide only for TF1
         plan = plan_names(ck.names(), rules, drop, strip_optimizer and not ck.is_object_based, strict,
-                          src=src, dst=dst)
+                          src=src, dst=dst, allow_unused=allow_unused)
         _check_dst(ck, dprefix, storage, force)
         if template is not None:
-            return _with_template(ck, plan, template, dprefix, storage, strict, dry_run, force)
+            from ckptool.ops.rename_template import with_template
+
+            return with_template(ck, plan, template, dprefix, storage, strict, dry_run, force, allow_missing)
         graph = _graph_for(ck.object_graph() if ck.is_object_based else None, plan, strip_optimizer)
         bundle_src = isinstance(ck, BundleCheckpoint)
         plan.fast_path = bundle_src and not compact
@@ -361,82 +360,3 @@ def _fast(ck, plan: Plan, dprefix: str, storage, graph_bytes, force, write_index
                     pass
         raise
     return [f for _, f in made] + [idx]
-
-
-def _with_template(ck, plan: Plan, template: str, dprefix, storage, strict, dry_run, force) -> Plan:
-    """DST gets TEMPLATE's keys and graph, values from SRC (through the renames)."""
-    from ckptool.ops.read import BundleCheckpoint, open as open_checkpoint
-    from ckptool.ops.write import BundleWriter
-
-    with open_checkpoint(template) as tp:
-        tvars = {v.name: v for v in tp.variables() if v.name != OBJECT_GRAPH_KEY}
-        graph = tp.object_graph() if tp.is_object_based else None
-        by_full = {}
-        if graph is not None:
-            for node in graph.nodes:
-                for a in node.attributes:
-                    by_full.setdefault(a.full_name, a.checkpoint_key)
-        svars = {v.name: v for v in ck.variables()}
-        supply: dict[str, str] = {}  # template key -> SRC name
-        unused = []
-        for old, new in plan.renames:
-            t = new if new in tvars else object_key(new) if object_key(new) in tvars else by_full.get(new)
-            if t is None or t not in tvars:
-                unused.append(old)
-                continue
-            if t in supply:
-                raise CkptError(f"two sources land on template key {t!r}: {supply[t]!r} and {old!r} "
-                                "(nothing written)")
-            supply[t] = old
-        mismatched = []
-        for t, old in list(supply.items()):
-            a, b = tvars[t], svars[old]
-            if a.dtype != b.dtype or tuple(a.shape) != tuple(b.shape):
-                mismatched.append({"name": t, "source": old,
-                                   "template": {"dtype": a.dtype, "shape": list(a.shape)},
-                                   "src": {"dtype": b.dtype, "shape": list(b.shape)}})
-                del supply[t]
-        missing = sorted(t for t in tvars if t not in supply and not (
-            t.startswith("save_counter/") or t.startswith("optimizer/") or f"/{OPTIMIZER_SLOT}/" in t))
-        plan.template = {"path": template, "from_src": [{"key": t, "source": s} for t, s in sorted(supply.items())],
-                         "missing": missing, "unused": sorted(unused), "mismatched": mismatched}
-        plan.object_graph = "template" if graph is not None else "none"
-        if strict and (missing or unused or mismatched):
-            parts = []
-            if missing:
-                parts.append("missing: " + ", ".join(missing))
-            if unused:
-                parts.append("not in the template: " + ", ".join(sorted(unused)))
-            if mismatched:
-                parts.append("shape/dtype mismatch: " + ", ".join(
-                    f"{m['name']} ({m['template']['dtype']}{m['template']['shape']} vs "
-                    f"{m['src']['dtype']}{m['src']['shape']})" for m in mismatched))
-            raise CkptError("--strict template check failed: " + "; ".join(parts) + " (nothing written)")
-        if mismatched:
-            raise CkptError("shape/dtype mismatch with the template: " + ", ".join(
-                f"{m['name']} ({m['template']['dtype']}{m['template']['shape']} vs "
-                f"{m['src']['dtype']}{m['src']['shape']})" for m in mismatched) + " (nothing written)")
-        if dry_run:
-            return plan
-        src_bundle = isinstance(ck, BundleCheckpoint)
-        tp_bundle = isinstance(tp, BundleCheckpoint)
-        with BundleWriter(dprefix, storage=storage, force=force) as w:
-            for t in sorted(tvars):
-                s = supply.get(t)
-                if s is not None:
-                    e = ck.entry(s.encode("utf-8", "surrogateescape")) if src_bundle else None
-                    if e is not None and not e.slices and not ck.header.big_endian:
-                        w.add_raw(t, e, ck.read_raw(e))
-                    else:
-                        w.add(t, ck.read(s))
-                else:
-                    e = tp.entry(t.encode("utf-8", "surrogateescape")) if tp_bundle else None
-                    if e is not None and not tp.header.big_endian:
-                        _copy_raw(tp, e, t, w)
-                    else:
-                        w.add(t, tp.read(t))
-            if graph is not None:
-                w.add(OBJECT_GRAPH_KEY, graph.serialize())
-            plan.files = w.finish().files
-        plan.renames = [(supply.get(t, f"<template>:{t}"), t) for t in sorted(tvars)]
-        return plan

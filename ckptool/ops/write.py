@@ -22,8 +22,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from ckptool.errors import CkptError, RefusedError, UnsupportedError
 from ckptool.format import bundle, dtypes
 from ckptool.format.bundle import Entry
@@ -31,6 +29,17 @@ from ckptool.format.coding import crc32c, mask_crc
 from ckptool.format.table import TableBuilder
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, ObjectGraph, is_object_key
 from ckptool.io.storage import storage_for
+
+class _Numpy:
+    """numpy, imported on first use: a rename that copies stored bytes never needs it (issue 21)."""
+
+    def __getattr__(self, name):
+        import numpy
+
+        return getattr(numpy, name)
+
+
+np = _Numpy()
 
 #: Bytes per write() call, and between starts of the disk writeback when syncing.
 WRITEBACK = 8 << 20
@@ -255,10 +264,10 @@ class BundleWriter:
     def _append(self, data, shard: int) -> int:
         """Write ``data`` (a buffer, or an iterable of buffers) to ``shard``; its offset."""
         offset = self._shard_bytes[shard]
-        if isinstance(data, (bytes, bytearray, memoryview, np.ndarray)):
-            view = memoryview(data).cast("B") if not isinstance(data, np.ndarray) else memoryview(
-                np.ascontiguousarray(data).reshape(-1).view(np.uint8))
-            self._write(shard, view)
+        if isinstance(data, (bytes, bytearray, memoryview)):
+            self._write(shard, memoryview(data).cast("B"))
+        elif hasattr(data, "__array_interface__"):  # an ndarray
+            self._write(shard, memoryview(np.ascontiguousarray(data).reshape(-1).view(np.uint8)))
         else:
             for chunk in data:
                 self._write(shard, memoryview(chunk).cast("B"))

@@ -4,47 +4,84 @@ from __future__ import annotations
 
 import click
 
-from ckptool.cli.common import checkpoint_argument, emit_json, human_bytes, json_option
+from ckptool.cli.common import (
+    checkpoint_argument,
+    emit_json,
+    human_bytes,
+    json_option,
+    note,
+)
 
 
 @click.command("convert")
 @checkpoint_argument("src", metavar="SRC")
 @click.argument("dst", metavar="DST")
 @click.option("--to", "to", type=click.Choice(["tf", "npz", "safetensors"]),
-              help="Target format; default from DST's suffix (.npz, .safetensors, else a TF V2 prefix).")
+              help="Target format; default from DST's suffix (.npz, .safetensors, else a TF V2 prefix). "
+                   "A suffix ckptool does not write (.pt, .bin, .h5, ...) is refused without --to.")
 @click.option("--match", multiple=True, metavar="GLOB", help="Convert only names matching GLOB. Repeatable.")
 @click.option("--exclude", multiple=True, metavar="GLOB", help="Leave out names matching GLOB. Repeatable.")
+@click.option("--cast", "casts", multiple=True, metavar="FROM=TO",
+              help="Cast every tensor of dtype FROM to TO (float16, bfloat16, float32, float64), "
+                   "rounding to nearest even. Repeatable.")
+@click.option("--allow-overflow", is_flag=True,
+              help="With --cast: write finite values that overflow the target as inf (default: refuse).")
+@click.option("--names", "names", type=click.Choice(["full", "short"]), default="full", show_default=True,
+              help=".safetensors: 'short' stores PyTorch-style names (no /.ATTRIBUTES/VARIABLE_VALUE, no "
+                   "optimizer state), the mapping kept in the metadata for the way back.")
 @click.option("--shards", type=click.IntRange(min=1), default=1, show_default=True, metavar="N",
               help="TF target: spread the data over N data files.")
 @click.option("--keep-slices", is_flag=True,
               help="V2 -> V2: keep partitioned variables as slices (default: merge into full tensors).")
 @click.option("--skip-unsupported", is_flag=True,
-              help="Leave out tensors the target cannot hold losslessly (strings in .safetensors, "
-                   "bfloat16/float8 in .npz, quantized, variant) instead of refusing.")
+              help="Leave out tensors the target cannot hold losslessly (bfloat16/float8 in .npz; "
+                   "int4, quantized, variant, complex128 in .safetensors) instead of refusing.")
 @click.option("--force", is_flag=True, help="Replace an existing DST.")
-@json_option("Print what was written (dst, format, tensors, bytes, files, skipped) as JSON.")
-def command(src: str, dst: str, to: str | None, match: tuple[str, ...], exclude: tuple[str, ...], shards: int,
-            keep_slices: bool, skip_unsupported: bool, force: bool, as_json: bool) -> None:
+@json_option("Print what was written (dst, format, tensors, bytes, files, skipped; cast, overflow) as JSON.")
+def command(src: str, dst: str, to: str | None, match: tuple[str, ...], exclude: tuple[str, ...],
+            casts: tuple[str, ...], allow_overflow: bool, names: str, shards: int, keep_slices: bool,
+            skip_unsupported: bool, force: bool, as_json: bool) -> None:
     """Convert SRC (a checkpoint, .npz or .safetensors) to DST.
 
+    \b
     Names are kept exactly and values bit for bit: a tensor the target cannot
-    hold losslessly is refused (naming it) unless --skip-unsupported. .npz
-    holds numpy dtypes and byte strings; .safetensors holds numeric types
-    including BF16, F8_E4M3, F8_E5M2. V2 -> V2 copies stored bytes without
-    decoding. Output goes to temporary names renamed into place (data first,
-    index last); memory stays bounded by the largest tensor.
-    """
-    from ckptool.ops.convert import convert
-    from ckptool.cli.progress import progress_bar
+    hold losslessly is refused (naming it) unless --skip-unsupported.
+    .safetensors holds numeric types including BF16, F8_E4M3, F8_E5M2; string
+    tensors and the object graph go in its __metadata__ (base64), so
+    `convert model.safetensors back/ckpt-1` restores the checkpoint exactly.
+    .npz holds numpy dtypes and byte strings. V2 -> V2 copies stored bytes
+    without decoding. Output goes to temporary names renamed into place;
+    memory stays bounded by the largest tensor.
 
-    with progress_bar(f"convert {dst}") as bar:
-        result = convert(src, dst, to=to, match=match, exclude=exclude, num_shards=shards,
-                         keep_slices=keep_slices, force=force, skip_unsupported=skip_unsupported,
-                         progress=bar)
+    \b
+    Examples:
+      ckptool convert runs/ model.safetensors
+      ckptool convert model.safetensors back/ckpt-1
+      ckptool convert runs/ckpt-9 half/ckpt-9 --cast float32=bfloat16
+    """
+    from ckptool.cli.progress import progress_bar
+    from ckptool.errors import UsageError
+    from ckptool.ops.cast import parse_casts
+    from ckptool.ops.convert import convert
+
+    try:
+        cast_map = parse_casts(casts)
+    except UsageError as exc:
+        raise click.BadParameter(str(exc), param_hint="--cast") from None
+    try:
+        with progress_bar(f"convert {dst}") as bar:
+            result = convert(src, dst, to=to, match=match, exclude=exclude, num_shards=shards,
+                             keep_slices=keep_slices, force=force, skip_unsupported=skip_unsupported,
+                             casts=cast_map, allow_overflow=allow_overflow, names=names, progress=bar)
+    except UsageError as exc:  # a DST suffix ckptool does not write, --names short elsewhere: exit 2
+        raise click.UsageError(str(exc)) from None
     if as_json:
         emit_json(result.to_json())
         return
-    click.echo(f"converted {src} -> {result.dst} ({result.format}): {result.tensors} tensors, "
-               f"{human_bytes(result.nbytes)} in {len(result.files)} files")
     for name in result.skipped:
-        click.echo(f"skipped {name}")
+        note(f"skipped {name}")
+    for name, n in result.overflow.items():
+        note(f"ckptool: warning: {name}: {n} values overflowed to inf in the cast")
+    cast = f", {len(result.cast)} cast" if result.cast else ""
+    note(f"converted {src} -> {result.dst} ({result.format}): {result.tensors} tensors{cast}, "
+         f"{human_bytes(result.nbytes)} in {len(result.files)} files")

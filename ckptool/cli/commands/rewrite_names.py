@@ -21,14 +21,20 @@ from ckptool.cli.common import checkpoint_argument, display_name, emit_json, jso
 @click.option("--drop", "drops", multiple=True, metavar="GLOB",
               help="Leave out every variable whose (old) name matches GLOB. Repeatable.")
 @click.option("--strip-optimizer", is_flag=True,
-              help="Leave out optimizer state. Name-based: TF1 slots (Adam, Adam_1, Momentum, "
-                   "beta1_power, ...). Object-based: the optimizer objects and their slot variables, "
-                   "from the object graph; model variables the optimizer also tracks are kept "
-                   "(re-keyed under the model, as TF would key them).")
+              help="Leave out optimizer state. Name-based: the slots of TF1 optimizers (Adam, Adam_1, "
+                   "beta1_power, beta2_power, Momentum, RMSProp, Adagrad, Ftrl, ...) and BERT/LAMB's "
+                   "adam_m, adam_v; global_step is kept. Object-based: the optimizer objects and their "
+                   "slot variables, from the object graph; model variables the optimizer also tracks are "
+                   "kept (re-keyed under the model, as TF would key them). With --dry-run: lists what goes.")
 @click.option("--template", metavar="CHECKPOINT",
               help="A checkpoint the target model wrote (e.g. its initial state): DST gets its "
-                   "names, dtypes, shapes and object graph, with values from SRC through the rules; "
-                   "what SRC cannot supply keeps the template's value.")
+                   "names, dtypes, shapes and object graph, with values from SRC through the rules. "
+                   "A template variable SRC does not fill is an error (listed with the closest SRC "
+                   "names) unless --allow-missing.")
+@click.option("--allow-missing", is_flag=True,
+              help="With --template: keep the template's value where SRC fills nothing (named on stderr).")
+@click.option("--allow-unused", is_flag=True,
+              help="Accept a rule, map key or --drop that matches no SRC name (default: an error).")
 @click.option("--strict", is_flag=True,
               help="Fail, writing nothing, when a rule or --drop matches nothing, or (with "
                    "--template) when a template variable is missing, a SRC variable is unused, "
@@ -41,8 +47,8 @@ from ckptool.cli.common import checkpoint_argument, display_name, emit_json, jso
 @json_option("Print the plan as JSON: {\"src\", \"dst\", \"tensors\": [{\"old\", \"new\"}], \"renamed\", "
              "\"dropped\", \"unmatched_rules\", \"object_graph\", \"fast_path\", ...}.")
 def command(src: str, dst: str, map_file: str | None, rules: tuple[str, ...], drops: tuple[str, ...],
-            strip_optimizer: bool, template: str | None, strict: bool, compact: bool, dry_run: bool,
-            force: bool, as_json: bool) -> None:
+            strip_optimizer: bool, template: str | None, allow_missing: bool, allow_unused: bool, strict: bool,
+            compact: bool, dry_run: bool, force: bool, as_json: bool) -> None:
     """Write a copy of SRC at DST with its variables renamed.
 
     \b
@@ -61,32 +67,53 @@ def command(src: str, dst: str, map_file: str | None, rules: tuple[str, ...], dr
     rebuilt.
 
     \b
+    A rule matching no SRC name is an error (--allow-unused accepts it);
+    with --template, so is a template variable SRC does not fill
+    (--allow-missing keeps the template's value).
+
+    \b
     Examples:
       ckptool rewrite-names old/model.ckpt-100 new/ckpt-100 --rule 'dense/=model/dense/'
-      ckptool rewrite-names tf1/ tf2/ckpt-1 --map map.json --template init/ckpt-0 --strict
+      ckptool rewrite-names tf1/ tf2/ckpt-1 --map map.json --template init/ckpt-0
+      ckptool rewrite-names bert/model.ckpt small/model.ckpt --strip-optimizer --dry-run
       ckptool rewrite-names run/ckpt-9 small/ckpt-9 --strip-optimizer
     """
+    from ckptool.errors import UsageError
     from ckptool.ops.rename import parse_map, parse_rule, rewrite_names
 
     parsed = []
-    if map_file is not None:
-        parsed += parse_map(_read_map(map_file))
-    parsed += [parse_rule(r) for r in rules]
+    try:
+        if map_file is not None:
+            parsed += parse_map(_read_map(map_file))
+        parsed += [parse_rule(r) for r in rules]
+    except UsageError as exc:
+        raise click.BadParameter(str(exc), param_hint="--map" if map_file and not rules else "--rule") from None
     if not (parsed or drops or strip_optimizer or template):
         raise click.UsageError("nothing to do: give --map, --rule, --drop, --strip-optimizer or --template")
     plan = rewrite_names(src, dst, parsed, drop=drops, strip_optimizer=strip_optimizer, strict=strict,
-                         template=template, dry_run=dry_run, force=force, compact=compact)
+                         template=template, dry_run=dry_run, force=force, compact=compact,
+                         allow_unused=allow_unused, allow_missing=allow_missing)
     for rule in plan.unmatched_rules:
         note(f"ckptool: warning: {rule} matches no variable")
+    if plan.template:
+        for name in plan.template["missing"]:
+            click.echo(f"ckptool: warning: {display_name(name)} keeps the template's value (SRC fills "
+                       "nothing there)", err=True)
     if as_json:
         emit_json(plan.to_json())
         return
+    # the plan is the data of a dry run (stdout); after a real run it is status (stderr)
+    def out(line):
+        if dry_run:
+            click.echo(line)
+        else:
+            note(line)
     width = max((len(display_name(o)) for o, n in plan.renames if o != n), default=0)
     for old, new in plan.renames:
         if old != new:
-            click.echo(f"{display_name(old):<{width}}  ->  {display_name(new)}")
+            out(f"{display_name(old):<{width}}  ->  {display_name(new)}")
     for name in plan.dropped:
-        click.echo(f"{display_name(name):<{width}}  (dropped)")
+        out(f"{display_name(name):<{width}}  (dropped)")
     verb = "would write" if dry_run else "wrote"
     renamed = sum(1 for o, n in plan.renames if o != n)
     how = "; data files linked, index rebuilt" if plan.fast_path and not dry_run else ""

@@ -1,0 +1,208 @@
+"""Checkpoint averaging: the library side of ``ckptool average``.
+
+Float tensors (float16, bfloat16, float32, float64, float8) of every input
+are summed in float64, divided by the number of inputs and rounded once to
+their dtype (nearest even, as ``astype``). Everything else (integers,
+booleans, strings, the object graph) and the optimizer state come from the
+newest input, as stored; ``strip_optimizer`` drops the optimizer state
+(``ckptool.ops.slots``). The inputs must agree on names, shapes and dtypes.
+
+Streaming: for each tensor, one input's value at a time is read and added to
+a float64 accumulator, so memory holds one tensor and its accumulator, never
+the N checkpoints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ckptool.errors import CkptError, UsageError
+from ckptool.format.objgraph import OBJECT_GRAPH_KEY
+
+FLOATS = ("float16", "bfloat16", "float32", "float64", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz",
+          "float8_e4m3b11fnuz", "float8_e5m2fnuz")
+
+
+@dataclass
+class AverageResult:
+    inputs: list[str]
+    prefix: str
+    averaged: list[str] = field(default_factory=list)
+    from_newest: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    nbytes: int = 0
+
+    def to_json(self) -> dict:
+        return {"inputs": list(self.inputs), "newest": self.inputs[-1] if self.inputs else None,
+                "prefix": self.prefix, "averaged": list(self.averaged), "from_newest": list(self.from_newest),
+                "dropped": list(self.dropped), "files": list(self.files), "bytes": self.nbytes}
+
+
+def resolve_inputs(paths, last: int | None = None) -> list[str]:
+    """Checkpoint prefixes, oldest first (the newest last).
+
+    One directory with ``last``: its ``last`` newest complete checkpoints (by
+    step number when each has one, else by the time of their ``.index``). Several checkpoints: ordered by their
+    step (``ckpt-N``) when every one has one, else as given.
+    """
+    from ckptool.format import bundle
+    from ckptool.io.layout import list_checkpoints, locate, step_of
+    from ckptool.io.storage import storage_for
+
+    paths = list(paths)
+    if not paths:
+        raise UsageError("average needs checkpoints: CKPT... or DIR --last N")
+    if last is not None:
+        if last < 1:
+            raise UsageError(f"--last must be at least 1, not {last}")
+        if len(paths) != 1:
+            raise UsageError("--last takes one directory")
+        storage, d = storage_for(paths[0])
+        if not storage.isdir(d):
+            raise UsageError(f"{paths[0]}: --last needs a directory")
+        found = list_checkpoints(storage, d)
+        if all(step_of(p) is not None for p in found):
+            prefixes = sorted(found, key=lambda p: (step_of(p), p))
+        else:
+            prefixes = sorted(found, key=lambda p: (storage.mtime(bundle.index_filename(p)), p))
+        if len(prefixes) < last:
+            raise CkptError(f"{paths[0]}: --last {last} asks for more checkpoints than the "
+                            f"{len(prefixes)} there")
+        return prefixes[-last:]
+    prefixes = [locate(p).prefix for p in paths]
+    if len(set(prefixes)) != len(prefixes):
+        raise UsageError("a checkpoint is given twice: " + ", ".join(p for p in prefixes if prefixes.count(p) > 1))
+    steps = [step_of(p) for p in prefixes]
+    if all(s is not None for s in steps) and len(set(steps)) == len(steps):
+        prefixes = [p for _, p in sorted(zip(steps, prefixes))]
+    return prefixes
+
+
+def _check_agree(cks, inputs) -> None:
+    ref = {v.name: v for v in cks[-1].variables()}
+    for ck, path in zip(cks[:-1], inputs[:-1]):
+        other = {v.name: v for v in ck.variables()}
+        for name in sorted(set(ref) | set(other)):
+            a, b = ref.get(name), other.get(name)
+            if a is None or b is None:
+                where = inputs[-1] if a is None else path
+                raise CkptError(f"tensor {name!r} is not in {where} (inputs must have the same tensors)")
+            if name == OBJECT_GRAPH_KEY:
+                continue
+            if a.dtype != b.dtype or tuple(a.shape) != tuple(b.shape):
+                raise CkptError(f"tensor {name!r} differs: {b.dtype}{list(b.shape)} in {path}, "
+                                f"{a.dtype}{list(a.shape)} in {inputs[-1]}")
+
+
+def _plan(newest, strip_optimizer: bool):
+    """``(name -> output name or None, optimizer names, graph bytes to write or None)``."""
+    from ckptool.ops.slots import optimizer_keys
+
+    names = [n for n in newest.names() if n != OBJECT_GRAPH_KEY]
+    graph = newest.object_graph() if newest.is_object_based else None
+    opt = optimizer_keys(names, graph)
+    out = {n: n for n in names}
+    graph_bytes = None
+    if strip_optimizer:
+        if graph is not None:
+            g2, keys = graph.edited({}, frozenset(), strip_optimizer=True)
+            out = {n: keys.get(n, n) for n in names}
+            graph_bytes = g2.serialize()
+        else:
+            out = {n: (None if n in opt else n) for n in names}
+    return out, opt, graph_bytes
+
+
+def average(paths, out: str, *, last: int | None = None, strip_optimizer: bool = False, force: bool = False,
+            num_shards: int = 1, dry_run: bool = False, sync: bool = True) -> AverageResult:
+    from ckptool.ops.read import BundleCheckpoint
+    from ckptool.ops.read import open as open_checkpoint
+    from ckptool.ops.write import BundleWriter
+
+    inputs = resolve_inputs(paths, last)
+    cks = []
+    try:
+        for p in inputs:
+            cks.append(open_checkpoint(p))
+        _check_agree(cks, inputs)
+        newest = cks[-1]
+        plan, opt, graph_bytes = _plan(newest, strip_optimizer)
+        result = AverageResult(inputs, out)
+        for name, target in plan.items():
+            if target is None:
+                result.dropped.append(name)
+            elif name in opt or newest.variable(name).dtype not in FLOATS:
+                result.from_newest.append(name)
+            else:
+                result.averaged.append(name)
+        raw = isinstance(newest, BundleCheckpoint) and not newest.header.big_endian
+        if dry_run:  # the bytes the real run writes, from the index (and the edited graph)
+            kept = [n for n, t in plan.items() if t is not None]
+            if newest.is_object_based:
+                kept.append(OBJECT_GRAPH_KEY)
+            result.nbytes = sum(_stored_bytes(newest, n, raw, graph_bytes) for n in kept)
+            return result
+        averaged = set(result.averaged)
+        with BundleWriter(out, num_shards=num_shards, force=force, sync=sync) as w:
+            for name, target in plan.items():
+                if target is None:
+                    continue
+                if name in averaged:
+                    w.add(target, _mean(cks, name))
+                elif raw and not newest.variable(name).num_slices:
+                    e = newest.entry(name.encode("utf-8", "surrogateescape"))
+                    w.add_raw(target, e, newest.read_raw(e))
+                else:
+                    w.add(target, newest.read(name))
+            if newest.is_object_based:
+                if graph_bytes is not None:
+                    w.add(OBJECT_GRAPH_KEY, graph_bytes)
+                elif raw:
+                    e = newest.entry(OBJECT_GRAPH_KEY.encode())
+                    w.add_raw(OBJECT_GRAPH_KEY, e, newest.read_raw(e))
+                else:
+                    w.add(OBJECT_GRAPH_KEY, newest.read(OBJECT_GRAPH_KEY))
+            res = w.finish()
+        result.files, result.nbytes = list(res.files), res.nbytes
+        return result
+    finally:
+        for ck in cks:
+            ck.close()
+
+
+def _mean(cks, name: str):
+    """The float64 mean of ``name`` over the inputs, rounded once to its dtype."""
+    import numpy as np
+
+    first = cks[0].read(name)
+    dtype = first.dtype
+    acc = first.astype(np.float64)
+    del first
+    for ck in cks[1:]:
+        np.add(acc, ck.read(name), out=acc)  # cast in the ufunc's buffers: no float64 copy
+    acc /= len(cks)
+    return acc.astype(dtype)
+
+
+def _stored_bytes(ck, name: str, raw: bool, graph_bytes) -> int:
+    """Bytes ``name`` takes in the output's data files."""
+    from ckptool.format import dtypes
+    from ckptool.ops.write import encode_tensor
+
+    if name == OBJECT_GRAPH_KEY and graph_bytes is not None:
+        value = graph_bytes
+    else:
+        v = ck.variable(name)
+        dt = dtypes.from_name(v.dtype)
+        if dt.is_fixed:
+            return v.numel * dt.itemsize
+        if raw and not v.num_slices:
+            return ck.entry(name.encode("utf-8", "surrogateescape")).size
+        value = ck.read(name)
+    data = encode_tensor(name.encode("utf-8", "surrogateescape"), value)[2]
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return len(memoryview(data).cast("B"))
+    if hasattr(data, "nbytes"):
+        return int(data.nbytes)
+    return sum(len(memoryview(c).cast("B")) for c in data)

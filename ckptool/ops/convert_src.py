@@ -1,0 +1,193 @@
+"""What ``convert`` reads: every source as a list of :class:`Spec` (name, TF dtype, shape,
+how to load the value), known before any tensor data is read.
+
+Sources: a checkpoint (V1 or V2; a little-endian V2 entry can also be copied
+as stored bytes), a ``.safetensors`` file (string tensors, the object graph
+and original names restored from its ``__metadata__``), an ``.npz`` or
+``.npy`` file (dtypes and shapes from the ``.npy`` headers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ckptool.errors import CkptError, CorruptError, UnsupportedError
+from ckptool.format.objgraph import OBJECT_GRAPH_KEY
+
+
+@dataclass
+class Spec:
+    name: str
+    dtype: str  # TensorFlow's dtype name of the stored value
+    shape: tuple
+    load: Callable  # () -> numpy array (object array of bytes for strings)
+    raw: object = None  # a sources.RawTensor: copy stored bytes without decoding
+    stored: bytes | None = None  # for strings already in memory
+
+
+@dataclass
+class Opened:
+    specs: list[Spec]
+    close: Callable
+    checkpoint: object = None  # the open Checkpoint, for checkpoint sources
+
+
+def open_specs(src: str, keep_slices: bool = False, verify: bool = True) -> Opened:
+    from ckptool.ops.sources import NPY, NPZ, SAFETENSORS, kind_of
+
+    kind = kind_of(src)
+    if kind == SAFETENSORS:
+        return _safetensors(src)
+    if kind in (NPZ, NPY):
+        return _numpy_file(src, kind == NPZ)
+    return _checkpoint(src, keep_slices, verify)
+
+
+def _checkpoint(src: str, keep_slices: bool, verify: bool) -> Opened:
+    from ckptool.ops.read import BundleCheckpoint
+    from ckptool.ops.read import open as open_checkpoint
+    from ckptool.ops.sources import RawTensor
+
+    ck = open_checkpoint(src)
+    try:
+        raw = isinstance(ck, BundleCheckpoint) and not ck.header.big_endian
+        specs = []
+        for v in ck.variables():
+            rt = None
+            if raw:
+                e = ck.entry(v.name.encode("utf-8", "surrogateescape"))
+                if not e.slices or keep_slices:
+                    rt = RawTensor(ck, e, verify)
+            specs.append(Spec(v.name, v.dtype, tuple(v.shape), _reader(ck, v.name, verify), rt))
+        if raw:  # the source's data order (shard, offset): sequential reads
+            def order(s):
+                e = s.raw.entry if s.raw is not None else None
+                return (1, 0, 0) if e is None or e.slices else (0, e.shard_id, e.offset)
+            specs.sort(key=order)
+    except BaseException:
+        ck.close()
+        raise
+    return Opened(specs, ck.close, ck)
+
+
+def _reader(ck, name: str, verify: bool):
+    return lambda: ck.read(name, verify=verify)
+
+
+def _strings(shape, values):
+    import numpy as np
+
+    arr = np.empty(len(values), dtype=object)
+    arr[:] = values
+    return arr.reshape(shape)
+
+
+def _safetensors(src: str) -> Opened:
+    from ckptool.ops.stfile import StFile
+
+    f = StFile(src)
+    try:
+        ex = f.extras
+        specs = []
+        for t in f.tensors:
+            name = ex.names.get(t.name, t.name)
+            specs.append(Spec(name, t.tf_dtype, t.shape, (lambda n=t.name: f.read(n))))
+        for name, (shape, values) in ex.strings.items():
+            specs.append(Spec(name, "string", shape, (lambda s=shape, v=values: _strings(s, v))))
+        if ex.object_graph is not None:
+            g = ex.object_graph
+            specs.append(Spec(OBJECT_GRAPH_KEY, "string", (), lambda: _strings((), [g]), stored=g))
+        seen: set[str] = set()
+        for s in specs:
+            if s.name in seen:
+                raise CorruptError(f"{src}: tensor {s.name!r} is given twice (header and __metadata__)")
+            seen.add(s.name)
+    except BaseException:
+        f.close()
+        raise
+    return Opened(specs, f.close)
+
+
+def _tf_name(dtype, where: str) -> str:
+    from ckptool.format import dtypes
+
+    if dtype.kind in "SU":
+        return "string"
+    if dtype.hasobject:
+        raise UnsupportedError(f"{where} holds an object array, which only pickle can load; "
+                               "ckptool does not unpickle files (store strings as a bytes 'S' array)")
+    try:
+        return dtypes.from_numpy(dtype).name
+    except UnsupportedError as exc:
+        raise UnsupportedError(f"{where}: {exc}") from None
+
+
+def _npy_header(fh, where: str):
+    import numpy as np
+
+    fmt = np.lib.format
+    try:
+        version = fmt.read_magic(fh)
+        if version == (1, 0):
+            return fmt.read_array_header_1_0(fh)
+        if version == (2, 0):
+            return fmt.read_array_header_2_0(fh)
+    except ValueError as exc:
+        raise CorruptError(f"{where}: not a readable .npy header: {exc}") from None
+    return None
+
+
+def _numpy_file(src: str, npz: bool) -> Opened:
+    import os
+
+    import numpy as np
+
+    from ckptool.errors import MissingError
+
+    if not os.path.isfile(src):
+        raise MissingError(f"{src}: no such file")
+    if not npz:
+        name = os.path.basename(src)[:-len(".npy")] if src.lower().endswith(".npy") else os.path.basename(src)
+        with open(src, "rb") as fh:
+            head = _npy_header(fh, src)
+        if head is None:
+            raise UnsupportedError(f"{src}: .npy format version other than 1.0 or 2.0")
+        shape, _, dt = head
+        return Opened([Spec(name, _tf_name(dt, src), tuple(shape),
+                            lambda: np.load(src, allow_pickle=False))], lambda: None)
+    try:
+        z = np.load(src, allow_pickle=False)
+    except Exception as exc:
+        raise CorruptError(f"{src}: not a readable .npz file: {exc}") from None
+    if not hasattr(z, "files"):
+        raise CorruptError(f"{src}: is a .npy array, not an .npz archive")
+    try:
+        specs = []
+        for member in z.zip.namelist():
+            name = member.removesuffix(".npy")
+            where = f"{src}: member {name!r}"
+            with z.zip.open(member) as fh:
+                head = _npy_header(fh, where)
+            if head is None:
+                arr = z[name]
+                shape, dt = arr.shape, arr.dtype
+            else:
+                shape, _, dt = head
+            specs.append(Spec(name, _tf_name(dt, where), tuple(shape), _member(z, src, member)))
+    except BaseException:
+        z.close()
+        raise
+    return Opened(specs, z.close)
+
+
+def _member(z, src: str, member: str):
+    def load():
+        import numpy as np
+
+        try:
+            with z.zip.open(member) as fh:
+                return np.lib.format.read_array(fh, allow_pickle=False)
+        except Exception as exc:
+            raise CkptError(f"{src}: cannot read member {member!r}: {exc}") from None
+    return load

@@ -1,0 +1,115 @@
+"""``convert`` to ``.safetensors``: numeric tensors as tensors, the rest in ``__metadata__``.
+
+The header is built from the specs alone (dtypes and shapes from the source's
+index), string tensors and the object graph are read first (they go in the
+header), then each numeric tensor is read and written in turn: memory stays
+bounded by the largest tensor. A V2 entry is copied as its stored bytes
+(CRC-checked), never decoded, unless it is cast.
+"""
+
+from __future__ import annotations
+
+from ckptool.errors import CkptError, UnsupportedError
+from ckptool.format import safetensors_meta as stm
+from ckptool.format.objgraph import (
+    ATTRIBUTES,
+    OBJECT_GRAPH_KEY,
+    VARIABLE_VALUE,
+    ObjectGraph,
+)
+from ckptool.ops.cast import target_dtype
+
+_SUFFIX = f"/{ATTRIBUTES}/{VARIABLE_VALUE}"
+
+
+def short_name(key: str) -> str:
+    """``model/dense/kernel/.ATTRIBUTES/VARIABLE_VALUE`` -> ``model/dense/kernel``."""
+    return key.removesuffix(_SUFFIX)
+
+
+def _string_values(arr) -> list[bytes]:
+    out = []
+    for x in arr.reshape(-1).tolist():
+        if isinstance(x, str):
+            x = x.encode("utf-8")
+        out.append(bytes(x))
+    return out
+
+
+def _short_plan(specs, graph_bytes, dst):
+    """``(specs kept, stored name per spec, names mapping, graph bytes)`` for ``--names short``:
+    optimizer state dropped (from the object graph when there is one, else by name), object
+    keys shortened, the object graph edited to the tensors kept."""
+    from ckptool.ops.slots import is_optimizer_name
+
+    names = [s.name for s in specs]
+    keys = None
+    if graph_bytes is not None:
+        graph, keys = ObjectGraph.parse(graph_bytes, f"{dst}: {OBJECT_GRAPH_KEY}").edited(
+            {}, frozenset(), strip_optimizer=True)
+        graph_bytes = graph.serialize()
+    kept, stored, mapping, seen = [], {}, {}, {}
+    for s, n in zip(specs, names):
+        final = keys.get(n, n) if keys is not None else (None if is_optimizer_name(n) else n)
+        if final is None:
+            continue
+        short = short_name(final) if s.dtype != "string" else final
+        if short in seen:
+            raise UnsupportedError(f"{dst}: --names short gives {seen[short]!r} and {n!r} one name "
+                                   f"{short!r}; use --names full")
+        seen[short] = n
+        if short != n or final != n:
+            mapping[short] = final
+        kept.append(s)
+        stored[id(s)] = short if s.dtype != "string" else final
+    return kept, stored, mapping, graph_bytes
+
+
+def to_safetensors(dst, specs, result, force, progress, casts, over, names, opened, sync=True) -> None:
+    from ckptool.ops.convert import value_of
+    from ckptool.ops.stfile import write_file
+
+    graph = next((s for s in specs if s.name == OBJECT_GRAPH_KEY), None)
+    graph_bytes = None
+    if graph is not None:
+        graph_bytes = graph.stored if graph.stored is not None else _string_values(graph.load())[0]
+    rest = [s for s in specs if s.name != OBJECT_GRAPH_KEY]
+    stored = {id(s): s.name for s in rest}
+    mapping = {}
+    if names == "short":
+        rest, stored, mapping, graph_bytes = _short_plan(rest, graph_bytes, dst)
+    extras = stm.Extras(format="pt" if names == "short" else "tf", object_graph=graph_bytes, names=mapping)
+    numeric = []
+    for s in rest:
+        stm.check_name(stored[id(s)], dst)
+        if s.dtype == "string":
+            if s.name.startswith("\0"):
+                raise UnsupportedError(f"{dst}: tensor {s.name!r}: not a name .safetensors metadata holds")
+            arr = s.load()
+            extras.strings[stored[id(s)]] = (tuple(arr.shape), _string_values(arr))
+        else:
+            numeric.append(s)
+    header = [(stored[id(s)], stm.TF_TO_ST[target_dtype(casts, s.dtype)], s.shape) for s in numeric]
+
+    def chunks():
+        import numpy as np
+
+        for s in numeric:
+            if s.raw is not None and s.dtype not in casts and not s.raw.entry.slices:
+                e = s.raw.entry
+                yield s.raw.checkpoint.read_raw(e, verify=s.raw.verify)
+                continue
+            arr = np.asarray(value_of(s, casts, over, result))
+            if arr.dtype.byteorder == ">":
+                arr = arr.astype(arr.dtype.newbyteorder("<"))
+            if not arr.flags.c_contiguous:
+                arr = arr.copy(order="C")
+            if tuple(arr.shape) != tuple(s.shape):
+                raise CkptError(f"{dst}: tensor {s.name!r} changed shape while converting")
+            yield arr.reshape(-1).view(np.uint8)
+
+    path, total = write_file(dst, header, extras, chunks(), force=force, progress=progress,
+                             check=lambda: over.check(dst), sync=sync)
+    result.tensors = len(numeric) + len(extras.strings) + (1 if graph_bytes is not None else 0)
+    result.nbytes = total
+    result.files = [path]

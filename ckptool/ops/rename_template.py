@@ -1,0 +1,110 @@
+"""``rewrite-names --template``: DST takes a template checkpoint's keys, dtypes, shapes and
+object graph, with values from SRC through the rules.
+
+Every template variable SRC does not fill is an error (``init_from_checkpoint``
+raises in the same case), listed with the closest SRC names, unless
+``allow_missing`` keeps the template's values (named in the plan). Training
+bookkeeping (``save_counter``) and optimizer state are not required.
+"""
+
+from __future__ import annotations
+
+import difflib
+
+from ckptool.errors import CkptError
+from ckptool.format.objgraph import OBJECT_GRAPH_KEY, OPTIMIZER_SLOT, object_key
+
+
+def with_template(ck, plan, template: str, dprefix, storage, strict, dry_run, force, allow_missing=False):
+    """DST gets TEMPLATE's keys and graph, values from SRC (through the renames)."""
+    from ckptool.ops.read import BundleCheckpoint, open as open_checkpoint
+    from ckptool.ops.rename import _copy_raw
+    from ckptool.ops.write import BundleWriter
+
+    with open_checkpoint(template) as tp:
+        tvars = {v.name: v for v in tp.variables() if v.name != OBJECT_GRAPH_KEY}
+        graph = tp.object_graph() if tp.is_object_based else None
+        by_full = {}
+        if graph is not None:
+            for node in graph.nodes:
+                for a in node.attributes:
+                    by_full.setdefault(a.full_name, a.checkpoint_key)
+        svars = {v.name: v for v in ck.variables()}
+        supply: dict[str, str] = {}  # template key -> SRC name
+        unused = []
+        for old, new in plan.renames:
+            t = new if new in tvars else object_key(new) if object_key(new) in tvars else by_full.get(new)
+            if t is None or t not in tvars:
+                unused.append(old)
+                continue
+            if t in supply:
+                raise CkptError(f"two sources land on template key {t!r}: {supply[t]!r} and {old!r} "
+                                "(nothing written)")
+            supply[t] = old
+        mismatched = []
+        for t, old in list(supply.items()):
+            a, b = tvars[t], svars[old]
+            if a.dtype != b.dtype or tuple(a.shape) != tuple(b.shape):
+                mismatched.append({"name": t, "source": old,
+                                   "template": {"dtype": a.dtype, "shape": list(a.shape)},
+                                   "src": {"dtype": b.dtype, "shape": list(b.shape)}})
+                del supply[t]
+        bad = {m["name"] for m in mismatched}
+        missing = sorted(t for t in tvars if t not in supply and t not in bad and not (
+            t.startswith("save_counter/") or t.startswith("optimizer/") or f"/{OPTIMIZER_SLOT}/" in t))
+        plan.template = {"path": template, "from_src": [{"key": t, "source": s} for t, s in sorted(supply.items())],
+                         "missing": missing, "unused": sorted(unused), "mismatched": mismatched}
+        plan.object_graph = "template" if graph is not None else "none"
+        if strict and (missing or unused or mismatched):
+            parts = []
+            if missing:
+                parts.append("missing: " + ", ".join(missing))
+            if unused:
+                parts.append("not in the template: " + ", ".join(sorted(unused)))
+            if mismatched:
+                parts.append("shape/dtype mismatch: " + ", ".join(
+                    f"{m['name']} ({m['template']['dtype']}{m['template']['shape']} vs "
+                    f"{m['src']['dtype']}{m['src']['shape']})" for m in mismatched))
+            raise CkptError("--strict template check failed: " + "; ".join(parts) + " (nothing written)")
+        if mismatched:
+            raise CkptError("shape/dtype mismatch with the template: " + ", ".join(
+                f"{m['name']} ({m['template']['dtype']}{m['template']['shape']} vs "
+                f"{m['src']['dtype']}{m['src']['shape']})" for m in mismatched) + " (nothing written)")
+        if missing and not allow_missing:
+            raise CkptError("template variables that SRC does not fill: " + "; ".join(
+                _closest(t, list(svars)) for t in missing) + " (nothing written; --allow-missing keeps "
+                "the template's values)")
+        plan.renames = [(supply.get(t, f"<template>:{t}"), t) for t in sorted(tvars)]
+        if dry_run:  # the same plan, counts and names, as the real run reports
+            return plan
+        src_bundle = isinstance(ck, BundleCheckpoint)
+        tp_bundle = isinstance(tp, BundleCheckpoint)
+        with BundleWriter(dprefix, storage=storage, force=force) as w:
+            for t in sorted(tvars):
+                s = supply.get(t)
+                if s is not None:
+                    e = ck.entry(s.encode("utf-8", "surrogateescape")) if src_bundle else None
+                    if e is not None and not e.slices and not ck.header.big_endian:
+                        w.add_raw(t, e, ck.read_raw(e))
+                    else:
+                        w.add(t, ck.read(s))
+                else:
+                    e = tp.entry(t.encode("utf-8", "surrogateescape")) if tp_bundle else None
+                    if e is not None and not tp.header.big_endian:
+                        _copy_raw(tp, e, t, w)
+                    else:
+                        w.add(t, tp.read(t))
+            if graph is not None:
+                w.add(OBJECT_GRAPH_KEY, graph.serialize())
+            plan.files = w.finish().files
+        return plan
+
+
+def _closest(name: str, sources: list[str]) -> str:
+    """``name`` with the SRC names closest to it (by difflib), to show what a rule missed."""
+    from ckptool.format.objgraph import parse_object_key
+
+    parsed = parse_object_key(name)
+    plain = "/".join(parsed[0]) if parsed else name
+    close = difflib.get_close_matches(plain, sources, n=3, cutoff=0.4)
+    return f"{name} (closest in SRC: {', '.join(close)})" if close else f"{name} (nothing close in SRC)"

@@ -1,0 +1,56 @@
+"""Which tensors are optimizer state: the one table of slot-name patterns.
+
+Name-based (TF1) checkpoints name slots after their variable; object-based
+(TF2) checkpoints record optimizers in the object graph, which
+``ObjectGraph.optimizer_nodes`` reads; their keys still match the patterns
+below, which is what :func:`is_optimizer_name` answers for names alone.
+
+====================================  ==============================================
+pattern (one path component, or the    written by
+key's shape)
+====================================  ==============================================
+``Adam``, ``Adam_1`` (``_N``)          tf.compat.v1.train.AdamOptimizer (m, v slots)
+``beta1_power``, ``beta2_power``       AdamOptimizer's accumulators (``_N`` suffixed)
+``Momentum``                           MomentumOptimizer
+``RMSProp``, ``RMSProp_1``             RMSPropOptimizer (rms, momentum)
+``Adagrad``, ``AdagradDA``             AdagradOptimizer, AdagradDAOptimizer
+``Ftrl``, ``Ftrl_1``                   FtrlOptimizer (accum, linear)
+``Adadelta``, ``Adadelta_1``           AdadeltaOptimizer
+``ProximalAdagrad``                    ProximalAdagradOptimizer
+``AdamW``, ``Nadam``, ``Adamax``       contrib / addons TF1 optimizers
+``adam_m``, ``adam_v``                 Google BERT's AdamWeightDecayOptimizer, LAMB
+``optimizer/...`` (first component)    Keras 2 and Keras 3 optimizers in TF2 checkpoints
+``.../.OPTIMIZER_SLOT/...``            TF2 slot variables (any optimizer)
+====================================  ==============================================
+
+``global_step`` (and TF2's ``save_counter``) is training bookkeeping, not
+optimizer state: it is kept.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ckptool.format.objgraph import OPTIMIZER_SLOT
+
+_SLOT = re.compile(r"(^|.*/)(Adam(_\d+)?|Momentum(_\d+)?|RMSProp(_\d+)?|Adagrad(DA)?(_\d+)?|Ftrl(_\d+)?|"
+                   r"Adadelta(_\d+)?|ProximalAdagrad(_\d+)?|AdamW(_\d+)?|Nadam(_\d+)?|Adamax(_\d+)?|"
+                   r"adam_[mv](_\d+)?)$")
+_POWER = re.compile(r"(^|.*/)beta[12]_power(_\d+)?$")
+
+
+def is_optimizer_name(name: str) -> bool:
+    """Whether ``name`` is optimizer state by the table above."""
+    if name.startswith("optimizer/") or f"/{OPTIMIZER_SLOT}/" in name:
+        return True
+    return bool(_SLOT.match(name) or _POWER.match(name))
+
+
+def optimizer_keys(names, graph=None) -> set[str]:
+    """The optimizer state among ``names``: from the object graph when there is one (it
+    knows a Keras model's weights that the optimizer also tracks are not its state), else
+    by name."""
+    if graph is None:
+        return {n for n in names if is_optimizer_name(n)}
+    _, keys = graph.edited({}, frozenset(), strip_optimizer=True)
+    return {n for n in names if n in keys and keys[n] is None}

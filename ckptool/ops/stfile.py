@@ -1,0 +1,97 @@
+"""Reading and writing ``.safetensors`` files with ranged reads and streamed writes.
+
+The header codec is :mod:`ckptool.format.safetensors_meta`. :class:`StFile`
+lists tensors from the header alone and reads one tensor at a time with
+positioned reads into the array it becomes (no mmap, no whole-file load).
+:func:`write_file` writes the header, then each tensor's bytes as the caller
+yields them, through a temporary name renamed into place.
+"""
+
+from __future__ import annotations
+
+from ckptool.errors import CkptError, RefusedError
+from ckptool.format import safetensors_meta as stm
+from ckptool.io.storage import storage_for
+from ckptool.ops.write import WRITEBACK, drop_part, open_part, publish_part
+
+
+class StFile:
+    """An open ``.safetensors`` file: ``tensors`` (header order by offset), ``extras``
+    (what ``__metadata__`` carries), and :meth:`read` one tensor at a time."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.storage, local = storage_for(path)
+        if not self.storage.exists(local) or self.storage.isdir(local):
+            from ckptool.errors import MissingError
+
+            raise MissingError(f"{path}: no such file")
+        self._reader = self.storage.open_reader(local)
+        try:
+            size = self._reader.size
+            n = stm.header_length(self._reader.read(0, min(8, size)), size, path)
+            self.data_start = 8 + n
+            self.tensors, meta = stm.decode_header(self._reader.read(8, n), size - self.data_start, path)
+            self.extras = stm.decode_metadata(meta, f"{path}: __metadata__")
+        except BaseException:
+            self._reader.close()
+            raise
+        self.by_name = {t.name: t for t in self.tensors}
+
+    def __enter__(self) -> StFile:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._reader.close()
+
+    def read(self, name: str):
+        import numpy as np
+
+        from ckptool.format import dtypes
+
+        t = self.by_name[name]
+        arr = np.empty(t.shape, dtype=dtypes.from_name(t.tf_dtype).numpy)
+        if t.end > t.begin:
+            self._reader.readinto(self.data_start + t.begin, arr.reshape(-1).view(np.uint8))
+        return arr
+
+
+def write_file(dst: str, tensors, extras: stm.Extras, chunks, *, force: bool = False, progress=None,
+               check=None, sync: bool = True) -> tuple[str, int]:
+    """Write ``dst``: ``tensors`` are ``(name, safetensors dtype, shape)`` in data order;
+    ``chunks`` yields each tensor's little-endian bytes (buffers), in the same order.
+    ``check`` (if given) runs after the data and before the file is put in place: an
+    error there leaves nothing behind. Returns ``(path, data bytes)``."""
+    storage, path = storage_for(dst)
+    if storage.exists(path) and not force:
+        raise RefusedError(f"{path} already exists; not overwriting it without --force")
+    head, total = stm.encode_header(list(tensors), extras)
+    storage.makedirs(storage.dirname(path))
+    tmp, f = open_part(storage, path)
+    try:
+        f.write(head)
+        done = 0
+        for buf in chunks:
+            view = memoryview(buf).cast("B")
+            for i in range(0, len(view), WRITEBACK):
+                f.write(view[i:i + WRITEBACK])
+            done += len(view)
+            if progress:
+                progress(done, total)
+        if done != total:
+            raise CkptError(f"{dst}: wrote {done} bytes of tensor data, the header says {total}")
+        if check is not None:
+            check()
+        if sync:
+            storage.fsync_file(f)
+        f.close()
+        publish_part(storage, tmp, path)
+        if sync:
+            storage.fsync_dir(storage.dirname(path))
+    except BaseException:
+        drop_part(storage, tmp, f)
+        raise
+    return path, total
