@@ -1,0 +1,178 @@
+"""TensorBoard event files: TFRecord framing and the scalars their summaries hold.
+
+A TFRecord file (tensorflow/core/lib/io/record_writer.cc) is a sequence of
+
+    uint64 length | uint32 masked_crc32c(length) | data[length] | uint32 masked_crc32c(data)
+
+little-endian. In an event file (``events.out.tfevents.*``) each record's data
+is an ``Event`` proto (ckptool/format/protos/event.proto). A scalar is either a
+TF1 ``Summary.Value.simple_value`` or a TF2 ``tf.summary.scalar`` tensor summary
+(a one-element numeric ``TensorProto``).
+
+Pure: bytes in, values out. Nothing here raises on hostile input: the records
+before the first damaged one are returned, with a message that says what is
+wrong and where.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from dataclasses import dataclass
+
+from ckptool.format.coding import FIXED32, FIXED64, crc32c, mask_crc
+
+HEADER_BYTES = 12  # length (8) + its masked CRC (4)
+FOOTER_BYTES = 4
+#: A record longer than this is damage, not data (TensorBoard's largest are graphs, MBs).
+MAX_RECORD = 1 << 31
+
+# tensorflow/core/framework/types.proto values of the numeric dtypes a scalar may have.
+_FLOAT, _DOUBLE, _INT32, _UINT8, _INT16, _INT8, _INT64, _BOOL = 1, 2, 3, 4, 5, 6, 9, 10
+_BFLOAT16, _UINT16, _HALF, _UINT32, _UINT64 = 14, 17, 19, 22, 23
+#: dtype -> (struct format of one element in tensor_content, the typed field TF fills)
+_SCALAR_DTYPES = {
+    _FLOAT: ("<f", "float_val"), _DOUBLE: ("<d", "double_val"), _INT32: ("<i", "int_val"),
+    _UINT8: ("<B", "int_val"), _INT16: ("<h", "int_val"), _INT8: ("<b", "int_val"),
+    _INT64: ("<q", "int64_val"), _BOOL: ("<?", "bool_val"), _UINT16: ("<H", "int_val"),
+    _HALF: ("<e", "half_val"), _BFLOAT16: ("<H", "half_val"), _UINT32: ("<I", "uint32_val"),
+    _UINT64: ("<Q", "uint64_val"),
+}
+
+
+@dataclass(frozen=True)
+class Scalar:
+    """One scalar of an event file: its tag, the event's step and wall time, the value."""
+
+    tag: str
+    step: int
+    value: float
+    wall_time: float
+
+
+def encode_record(data: bytes) -> bytes:
+    """One TFRecord: ``data`` framed with its length and both masked CRCs."""
+    length = FIXED64.pack(len(data))
+    return (length + FIXED32.pack(mask_crc(crc32c(length))) + bytes(data)
+            + FIXED32.pack(mask_crc(crc32c(data))))
+
+
+def read_records(data, where: str = "<bytes>") -> tuple[list[memoryview], str | None]:
+    """The records of a TFRecord file, CRCs checked, and what stopped the reading.
+
+    Returns ``(records, problem)``: every record up to the first damaged one, and
+    None when the whole file was read, else a one-line message naming ``where``
+    and the offset (a truncated record, a bad CRC, an impossible length).
+    """
+    view = memoryview(data).cast("B")
+    out: list[memoryview] = []
+    pos, end = 0, len(view)
+    while pos < end:
+        if end - pos < HEADER_BYTES:
+            return out, f"{where}: truncated record header at offset {pos} ({end - pos} of {HEADER_BYTES} bytes)"
+        (length,) = FIXED64.unpack_from(view, pos)
+        (length_crc,) = FIXED32.unpack_from(view, pos + 8)
+        if mask_crc(crc32c(view[pos:pos + 8])) != length_crc:
+            return out, f"{where}: bad CRC of the record length at offset {pos}"
+        if length > MAX_RECORD:
+            return out, f"{where}: impossible record length {length} at offset {pos}"
+        body = pos + HEADER_BYTES
+        if end - body < length + FOOTER_BYTES:
+            return out, (f"{where}: truncated record at offset {pos} (needs {length + HEADER_BYTES + FOOTER_BYTES}"
+                         f" bytes, {end - pos} left)")
+        payload = view[body:body + length]
+        (data_crc,) = FIXED32.unpack_from(view, body + length)
+        if mask_crc(crc32c(payload)) != data_crc:
+            return out, f"{where}: bad CRC of the record data at offset {pos}"
+        out.append(payload)
+        pos = body + length + FOOTER_BYTES
+    return out, None
+
+
+def parse_event(payload):
+    """An ``Event`` proto from a record's bytes, or None when they are no valid Event."""
+    from google.protobuf.message import DecodeError
+
+    from ckptool.format.protos.event_pb2 import Event
+
+    event = Event()
+    try:
+        event.ParseFromString(bytes(payload))
+    except (DecodeError, ValueError, RecursionError, RuntimeWarning):
+        return None
+    return event
+
+
+def tensor_scalar(tensor) -> float | None:
+    """The value of a one-element numeric ``TensorProto`` (``tf.summary.scalar``), else None."""
+    spec = _SCALAR_DTYPES.get(tensor.dtype)
+    if spec is None or tensor.tensor_shape.unknown_rank:
+        return None
+    count = 1
+    for d in tensor.tensor_shape.dim:
+        count *= d.size
+    if count != 1:
+        return None
+    fmt, field = spec
+    if tensor.tensor_content:
+        if len(tensor.tensor_content) != struct.calcsize(fmt):
+            return None
+        (value,) = struct.unpack(fmt, tensor.tensor_content)
+    else:
+        values = getattr(tensor, field)
+        if len(values) != 1:
+            return None
+        value = values[0]
+        if tensor.dtype == _HALF:
+            (value,) = struct.unpack("<e", struct.pack("<H", value & 0xFFFF))
+    if tensor.dtype == _BFLOAT16:
+        (value,) = struct.unpack("<f", struct.pack("<I", (int(value) & 0xFFFF) << 16))
+    return float(value)
+
+
+def event_scalars(event) -> list[Scalar]:
+    """The scalars of one Event (none when it holds no summary)."""
+    if event.WhichOneof("what") != "summary":
+        return []
+    out = []
+    for v in event.summary.value:
+        kind = v.WhichOneof("value")
+        if kind == "simple_value":
+            value = float(v.simple_value)
+        elif kind == "tensor":
+            value = tensor_scalar(v.tensor)
+            if value is None:
+                continue
+        else:
+            continue
+        if math.isnan(value):
+            continue  # no order: never the best, never a value
+        out.append(Scalar(v.tag, int(event.step), value, float(event.wall_time)))
+    return out
+
+
+def scalars(data, where: str = "<bytes>") -> tuple[list[Scalar], list[str]]:
+    """Every scalar of an event file's bytes, in file order, and the problems met.
+
+    A record that is no valid Event is skipped (and counted in one message); the
+    framing's first damage ends the reading (the records before it are kept).
+    """
+    records, problem = read_records(data, where)
+    out: list[Scalar] = []
+    bad = []
+    for i, payload in enumerate(records):
+        event = parse_event(payload)
+        if event is None:
+            bad.append(i)
+            continue
+        out.extend(event_scalars(event))
+    problems = []
+    if bad:
+        problems.append(f"{where}: {len(bad)} record(s) that are not valid Event protos skipped "
+                        f"(first: record {bad[0]})")
+    if problem:
+        problems.append(f"{problem}; the rest of the file skipped ({len(records)} records read)")
+    return out, problems
+
+
+__all__ = ["Scalar", "encode_record", "read_records", "parse_event", "tensor_scalar", "event_scalars", "scalars"]
