@@ -1,0 +1,192 @@
+"""Metric values by step, for ``prune --keep-best``: from TensorBoard event files or JSON Lines.
+
+Event files are every ``events.out.tfevents.*`` below the run directory (any
+subdirectory, such as ``eval/``; symlinked directories are not followed). A
+scalar's *series name* is its tag, prefixed by the event file's directory
+relative to the run directory: tag ``loss`` in ``DIR/eval/`` is ``eval/loss``,
+tag ``eval/loss`` in ``DIR`` is ``eval/loss`` too. ``--metric TAG`` picks the
+series named exactly TAG; else the one series whose name ends with ``/TAG``
+(several is an error that lists them). Of two values at one step, the later
+written (by the event's wall time, then file order) wins.
+
+With ``metrics=PATH``, a JSON Lines file of ``{"step": N, "<metric>": value}``
+objects is read instead (a later line wins).
+
+A damaged event file (truncated, bad CRC, records that are no Event) is
+reported with a warning and its damaged part skipped; a damaged line of a
+metrics file too. A metric that no file has is a :class:`MissingError` that
+lists the names found.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import math
+import warnings
+from dataclasses import dataclass, field
+
+from ckptool.errors import CkptError, CkptWarning, MissingError
+from ckptool.format.events import scalars
+from ckptool.io.storage import LOCAL, storage_for
+from ckptool.ops.keep_best import BestSpec, choose_best
+
+EVENT_GLOB = "events.out.tfevents.*"
+
+
+def _warn(msg: str) -> None:
+    warnings.warn(msg, CkptWarning, stacklevel=3)
+
+
+def find_event_files(directory: str, storage=LOCAL) -> list[str]:
+    """Every event file below ``directory``, sorted by path."""
+    import os
+
+    if storage is LOCAL:
+        out = []
+        for d, dirs, files in os.walk(directory, followlinks=False):
+            dirs.sort()
+            out.extend(os.path.join(d, f) for f in sorted(files)
+                       if fnmatch.fnmatchcase(f, EVENT_GLOB) and os.path.isfile(os.path.join(d, f)))
+        return sorted(out)
+    find = getattr(storage, "find", None)
+    if find is None:
+        return sorted(storage.join(directory, n) for n in storage.glob(directory, EVENT_GLOB))
+    return sorted(p for p in find(directory) if fnmatch.fnmatchcase(p.rsplit("/", 1)[-1], EVENT_GLOB))
+
+
+def _rel_dir(directory: str, path: str, storage) -> str:
+    import os
+
+    if storage is LOCAL:
+        rel = os.path.relpath(os.path.dirname(path), directory).replace(os.sep, "/")
+    else:
+        d = path.rsplit("/", 1)[0]
+        root = directory.rstrip("/")
+        rel = d[len(root) + 1:] if d.startswith(root + "/") else "."
+    return "" if rel in (".", "") else rel
+
+
+def event_series(directory: str, storage=LOCAL) -> dict[str, dict[int, float]]:
+    """Series name -> {step: value} of every scalar in the event files below ``directory``."""
+    best: dict[str, dict[int, tuple]] = {}
+    for order, path in enumerate(find_event_files(directory, storage)):
+        try:
+            data = storage.read_bytes(path)
+        except (CkptError, OSError) as exc:
+            _warn(f"{path}: cannot read ({exc}); skipped")
+            continue
+        found, problems = scalars(data, path)
+        for p in problems:
+            _warn(p)
+        rel = _rel_dir(directory, path, storage)
+        for i, s in enumerate(found):
+            name = f"{rel}/{s.tag}" if rel else s.tag
+            series = best.setdefault(name, {})
+            key = (s.wall_time, order, i)
+            if s.step not in series or series[s.step][0] <= key:
+                series[s.step] = (key, s.value)
+    return {name: {step: v for step, (_, v) in s.items()} for name, s in best.items()}
+
+
+def jsonl_series(path: str, storage=None) -> dict[str, dict[int, float]]:
+    """Metric name -> {step: value} of a JSON Lines file of ``{"step": N, name: value, ...}``."""
+    if storage is None:
+        storage, path = storage_for(path)
+    raw = storage.read_bytes(path)
+    out: dict[str, dict[int, float]] = {}
+    bad = []
+    for lineno, line in enumerate(raw.split(b"\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            doc = json.loads(line.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            bad.append(lineno)
+            continue
+        step = doc.get("step") if isinstance(doc, dict) else None
+        if isinstance(step, float) and step.is_integer():
+            step = int(step)
+        if isinstance(step, bool) or not isinstance(step, int):
+            bad.append(lineno)
+            continue
+        for key, value in doc.items():
+            if key == "step" or isinstance(value, bool) or not isinstance(value, (int, float)):
+                continue
+            try:
+                value = float(value)
+            except OverflowError:
+                continue
+            if not math.isnan(value):
+                out.setdefault(key, {})[step] = value
+    if bad:
+        _warn(f"{path}: {len(bad)} line(s) that are not a JSON object with an integer \"step\" skipped "
+              f"(first: line {bad[0]})")
+    return out
+
+
+def select_series(series: dict[str, dict[int, float]], metric: str, where: str) -> tuple[str, dict[int, float]]:
+    """The series ``metric`` names (see the module docstring); MissingError listing the names found."""
+    if metric in series:
+        return metric, series[metric]
+    near = sorted(n for n in series if n.endswith("/" + metric))
+    if len(near) == 1:
+        return near[0], series[near[0]]
+    if near:
+        raise CkptError(f"{where}: metric {metric!r} is ambiguous: {', '.join(near)}; name one of them")
+    names = sorted(series)
+    shown = ", ".join(names[:20]) + (f" ... ({len(names)} in all)" if len(names) > 20 else "")
+    raise MissingError(f"{where}: no metric {metric!r} found " +
+                       (f"(found: {shown})" if names else "(no scalars found)"))
+
+
+def metric_values(directory: str, metric: str, *, metrics: str | None = None,
+                  storage=LOCAL) -> tuple[str, dict[int, float]]:
+    """``(series name, {step: value})`` of ``metric`` for the run in ``directory``."""
+    if metrics is not None:
+        return select_series(jsonl_series(metrics), metric, metrics)
+    files = find_event_files(directory, storage)
+    if not files:
+        raise MissingError(f"{directory}: no metric {metric!r} found (no {EVENT_GLOB} files below it; "
+                           f"give --metrics PATH for a JSON Lines file)")
+    return select_series(event_series(directory, storage), metric, directory)
+
+
+@dataclass
+class BestPins:
+    """The checkpoints kept as best (base name -> value, best first) and how many had no value."""
+
+    spec: BestSpec
+    series: str
+    pins: dict[str, float] = field(default_factory=dict)
+    none_count: int = 0
+    candidates: int = 0
+
+    def to_json(self) -> dict:
+        return {**self.spec.to_json(), "series": self.series, "candidates": self.candidates,
+                "without_value": self.none_count,
+                "best": [{"checkpoint": b, "value": _json_float(v)} for b, v in self.pins.items()]}
+
+
+def _json_float(v: float):
+    return v if math.isfinite(v) else str(v)
+
+
+def best_pins(directory: str, candidates, spec: BestSpec, storage=LOCAL) -> BestPins:
+    """The ``spec.n`` best of ``candidates`` ((base name, step or None) pairs, oldest first)
+    by the metric at their step. ``spec.metrics`` relative paths are taken as they are
+    (the caller resolves them)."""
+    name, values = metric_values(directory, spec.metric, metrics=spec.metrics, storage=storage)
+    scored = []
+    none = 0
+    for base, step in candidates:
+        v = values.get(step) if step is not None else None
+        if v is None:
+            none += 1
+        scored.append((base, v))
+    chosen = choose_best(scored, spec.n, spec.mode)
+    return BestPins(spec, name, dict(chosen), none, len(scored))
+
+
+__all__ = ["EVENT_GLOB", "find_event_files", "event_series", "jsonl_series", "select_series", "metric_values",
+           "BestPins", "best_pins"]
