@@ -123,7 +123,7 @@ def test_random_bytes_never_raise(data):
 @settings(max_examples=300)
 @given(st.binary(max_size=200))
 def test_random_payloads_in_valid_framing_never_raise(payload):
-    found, problems = E.scalars(E.encode_record(payload), "f")
+    found, _problems = E.scalars(E.encode_record(payload), "f")
     for s in found:
         assert isinstance(s.value, float)
 

@@ -19,8 +19,8 @@ def test_min_max_and_ties_to_the_newer():
     assert choose_best([("x", -math.inf), ("y", 0.0)], 1, "min") == [("x", -math.inf)]
 
 
-@pytest.mark.parametrize("kw", [dict(n=0, metric="m"), dict(n=True, metric="m"), dict(n=1, metric=""),
-                                dict(n=1, metric="m", mode="best"), dict(n=1, metric="m", metrics="")])
+@pytest.mark.parametrize("kw", [{"n": 0, "metric": "m"}, {"n": True, "metric": "m"}, {"n": 1, "metric": ""},
+                                {"n": 1, "metric": "m", "mode": "best"}, {"n": 1, "metric": "m", "metrics": ""}])
 def test_spec_refuses_bad_values(kw):
     with pytest.raises(CkptError):
         BestSpec(**kw)

@@ -28,6 +28,7 @@ COMMANDS = {
     "prune": "prune",
     "du": "du",
     "state": "state",
+    "rm": "rm",
 }
 
 

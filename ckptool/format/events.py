@@ -175,4 +175,4 @@ def scalars(data, where: str = "<bytes>") -> tuple[list[Scalar], list[str]]:
     return out, problems
 
 
-__all__ = ["Scalar", "encode_record", "read_records", "parse_event", "tensor_scalar", "event_scalars", "scalars"]
+__all__ = ["Scalar", "encode_record", "event_scalars", "parse_event", "read_records", "scalars", "tensor_scalar"]

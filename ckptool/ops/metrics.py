@@ -188,5 +188,13 @@ def best_pins(directory: str, candidates, spec: BestSpec, storage=LOCAL) -> Best
     return BestPins(spec, name, dict(chosen), none, len(scored))
 
 
-__all__ = ["EVENT_GLOB", "find_event_files", "event_series", "jsonl_series", "select_series", "metric_values",
-           "BestPins", "best_pins"]
+__all__ = [
+    "EVENT_GLOB",
+    "BestPins",
+    "best_pins",
+    "event_series",
+    "find_event_files",
+    "jsonl_series",
+    "metric_values",
+    "select_series",
+]
