@@ -1,0 +1,118 @@
+"""Event files TensorFlow writes (TF1 FileWriter simple_value, TF2 tensor summaries) read without
+TensorFlow as TF's summary_iterator reads them; ``rm`` leaves a state file TF reads; a
+CheckpointManager run pruned with --keep-best restores in TF."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+tf = pytest.importorskip("tensorflow")
+pytestmark = pytest.mark.interop
+
+from ckptool.format.events import scalars
+from ckptool.ops import metrics as M
+from ckptool.ops.rm import rm
+
+
+def _tf_rows(path):
+    rows = []
+    for e in tf.compat.v1.train.summary_iterator(path):
+        for v in e.summary.value:
+            kind = v.WhichOneof("value")
+            if kind == "simple_value":
+                rows.append([v.tag, e.step, float(v.simple_value), e.wall_time])
+            elif kind == "tensor":
+                a = tf.make_ndarray(v.tensor)
+                if a.size == 1 and (a.dtype.kind in "fiub" or a.dtype.name == "bfloat16"):
+                    rows.append([v.tag, e.step, float(a.reshape(())), e.wall_time])
+    return rows
+
+
+def _event_files(d):
+    return sorted(os.path.join(r, f) for r, _, fs in os.walk(d) for f in fs if f.startswith("events.out.tfevents."))
+
+
+def _scalar_metadata():
+    return tf.compat.v1.SummaryMetadata(plugin_data=tf.compat.v1.SummaryMetadata.PluginData(plugin_name="scalars"))
+
+
+def test_tf2_summaries_of_every_numeric_dtype(tmp_path):
+    w = tf.summary.create_file_writer(str(tmp_path / "eval"))
+    dtypes = [tf.float16, tf.bfloat16, tf.float32, tf.float64, tf.int8, tf.int16, tf.int32, tf.int64,
+              tf.uint8, tf.uint16, tf.uint32, tf.uint64, tf.bool]
+    with w.as_default():
+        for step in range(1, 6):
+            for dt in dtypes:
+                v = tf.cast(tf.constant(step * 1.25), dt) if dt != tf.bool else tf.constant(step % 2 == 0)
+                tf.summary.write(f"m_{dt.name}", v, step=step, metadata=_scalar_metadata())
+            tf.summary.write("vector", tf.constant([1.0, 2.0]), step=step)
+            tf.summary.write("text", tf.constant("x"), step=step)
+    w.close()
+    for path in _event_files(tmp_path):
+        found, problems = scalars(open(path, "rb").read(), path)
+        assert problems == []
+        assert [[s.tag, s.step, s.value, s.wall_time] for s in found] == _tf_rows(path)
+    series = M.event_series(str(tmp_path))
+    assert series["eval/m_float64"][3] == 3.75 and series["eval/m_int32"][4] == 5.0
+    assert series["eval/m_bool"][2] == 1.0 and "eval/vector" not in series
+
+
+def test_tf1_file_writer_and_summary_ops(tmp_path):
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, [])
+        op = tf.compat.v1.summary.merge([tf.compat.v1.summary.scalar("loss", x),
+                                         tf.compat.v1.summary.histogram("h", tf.stack([x, x]))])
+        with tf.compat.v1.Session(graph=g) as sess:
+            w = tf.compat.v1.summary.FileWriter(str(tmp_path), graph=g)
+            for step in range(0, 50, 10):
+                w.add_summary(sess.run(op, {x: 1.0 / (step + 1)}), step)
+            w.close()
+    (path,) = _event_files(tmp_path)
+    found, problems = scalars(open(path, "rb").read(), path)
+    assert problems == [] and len(found) == 5
+    assert [[s.tag, s.step, s.value, s.wall_time] for s in found] == _tf_rows(path)
+
+
+def _manager_run(d, steps, keep=10):
+    v = tf.Variable(0.0)
+    ckpt = tf.train.Checkpoint(v=v)
+    mgr = tf.train.CheckpointManager(ckpt, str(d), max_to_keep=keep)
+    for s in steps:
+        v.assign(float(s))
+        mgr.save(checkpoint_number=s)
+    return ckpt, v
+
+
+def test_rm_keeps_the_state_tf_readable(tmp_path):
+    d = tmp_path / "run"
+    _manager_run(d, [1, 2, 3, 4])
+    rm([str(d / "ckpt-2")])
+    st = tf.train.get_checkpoint_state(str(d))
+    assert [os.path.basename(p) for p in st.all_model_checkpoint_paths] == ["ckpt-1", "ckpt-3", "ckpt-4"]
+    assert len(st.all_model_checkpoint_timestamps) == 3
+    rm([str(d)], force=True)
+    assert tf.train.latest_checkpoint(str(d)) == str(d / "ckpt-3")
+    v = tf.Variable(-1.0)
+    tf.train.Checkpoint(v=v).restore(tf.train.latest_checkpoint(str(d))).assert_consumed()
+    assert float(v.numpy()) == 3.0
+    # TF's manager takes over where rm left off
+    mgr = tf.train.CheckpointManager(tf.train.Checkpoint(v=v), str(d), max_to_keep=2)
+    assert [os.path.basename(p) for p in mgr.checkpoints] == ["ckpt-1", "ckpt-3"]
+    mgr.save(checkpoint_number=9)
+    assert sorted(n[:-6] for n in os.listdir(d) if n.endswith(".index")) == ["ckpt-3", "ckpt-9"]
+    rm([str(d / "ckpt-3"), str(d / "ckpt-9")], force=True)
+    assert tf.train.get_checkpoint_state(str(d)) is None and tf.train.latest_checkpoint(str(d)) is None
+
+
+def test_jsonl_beside_a_manager_run(tmp_path):
+    d = tmp_path / "run"
+    _manager_run(d, [10, 20, 30])
+    p = d / "metrics.jsonl"
+    p.write_text("".join(json.dumps({"step": s, "val_acc": a}) + "\n" for s, a in [(10, .5), (20, .9), (30, .7)]))
+    got = M.best_pins(str(d), [(f"ckpt-{s}", s) for s in (10, 20, 30)],
+                      __import__("ckptool.ops.keep_best", fromlist=["BestSpec"]).BestSpec(1, "val_acc", "max", str(p)))
+    assert got.pins == {"ckpt-20": 0.9}
+    assert np.isfinite(list(got.pins.values())).all()
