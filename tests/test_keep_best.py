@@ -44,3 +44,29 @@ def test_best_is_the_n_best_newest_first_among_equals(vals, n, mode):
             if other not in chosen:
                 assert rank[name] < key  # better value, or equal and newer
     assert [rank[name] for name, _ in got] == sorted(rank[name] for name, _ in got)
+
+
+def test_policy_values_and_spec_from_policy():
+    from ckptool.ops.keep_best import check_policy_value, spec_from_policy
+
+    assert check_policy_value("keep_best", 2) and check_policy_value("keep_best", 0)
+    assert not check_policy_value("keep_best", -1) and not check_policy_value("keep_best", True)
+    assert check_policy_value("mode", "max") and not check_policy_value("mode", "median")
+    assert check_policy_value("metric", "eval/loss") and not check_policy_value("metric", 3)
+    assert spec_from_policy({"keep_best": 0, "metric": "m"}) is None
+    assert spec_from_policy({"max_to_keep": 3}) is None
+    with pytest.raises(CkptError, match="needs a metric"):
+        spec_from_policy({"keep_best": 2})
+    s = spec_from_policy({"keep_best": 2, "metric": "m", "metrics": "m.jsonl"}, "/runs/a")
+    assert s == BestSpec(2, "m", "min", "/runs/a/m.jsonl")
+    assert spec_from_policy({"keep_best": 1, "metric": "m", "metrics": "/x.jsonl", "mode": "max"}, "/r").metrics == "/x.jsonl"
+    assert spec_from_policy({"keep_best": 1, "metric": "m", "metrics": "m.jsonl"}, "s3://b/r/").metrics == "s3://b/r/m.jsonl"
+
+
+def test_mark_best():
+    from ckptool.ops.keep_best import mark_best
+
+    reasons = {"a": ["pinned"], "b": ["max_to_keep"], "c": ["pinned"], "d": ["latest", "max_to_keep"]}
+    mark_best(reasons, {"a": 1.0, "b": 2.0, "c": 3.0, "gone": 0.0}, user_pinned={"c"})
+    assert reasons == {"a": ["best"], "b": ["max_to_keep", "best"], "c": ["pinned", "best"],
+                       "d": ["latest", "max_to_keep"]}

@@ -41,6 +41,55 @@ class BestSpec:
         return {"keep_best": self.n, "metric": self.metric, "mode": self.mode, "metrics": self.metrics}
 
 
+#: The keys of ``.ckptool.toml`` (and of prune's policy) that ask for keep-best.
+BEST_KEYS = ("keep_best", "metric", "mode", "metrics")
+
+
+def check_policy_value(key: str, value) -> bool:
+    """Whether ``value`` is valid for the keep-best policy key ``key`` (``.ckptool.toml``)."""
+    if key == "keep_best":
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    if key == "mode":
+        return value in MODES
+    if key in ("metric", "metrics"):
+        return isinstance(value, str) and bool(value) and "\0" not in value
+    return False
+
+
+def spec_from_policy(policy: dict, run_dir: str | None = None) -> BestSpec | None:
+    """The BestSpec an effective policy asks for (None when ``keep_best`` is absent or 0).
+    A relative ``metrics`` path is taken relative to ``run_dir`` (a ``.ckptool.toml``
+    names each run's own file); give absolute paths for one file for all."""
+    import os
+
+    n = policy.get("keep_best")
+    if not n:
+        return None
+    metric = policy.get("metric")
+    if not metric:
+        raise CkptError(f"keep_best = {n} needs a metric (--metric TAG, or metric = \"TAG\" in .ckptool.toml)")
+    metrics = policy.get("metrics")
+    if metrics and run_dir and not (os.path.isabs(metrics) or "://" in metrics):
+        metrics = run_dir.rstrip("/") + "/" + metrics if "://" in run_dir else os.path.join(run_dir, metrics)
+    return BestSpec(n, metric, policy.get("mode") or "min", metrics or None)
+
+
+def mark_best(reasons: dict[str, list[str]], pins, user_pinned=()) -> None:
+    """Say "best" for each kept checkpoint of ``pins`` in a retention Decision's ``reasons``
+    (prune pins them as names; the reason the engine gives, "pinned", becomes "best" unless
+    the user pinned it too)."""
+    from ckptool.ops.retention import PINNED
+
+    for name in pins:
+        why = reasons.get(name)
+        if why is None:
+            continue
+        why = [r for r in why if r != PINNED or name in user_pinned]
+        if BEST not in why:
+            why.append(BEST)
+        reasons[name] = why
+
+
 def choose_best(candidates, n: int, mode: str) -> list[tuple[str, float]]:
     """The ``n`` best of ``candidates`` ((name, value) pairs, oldest first; value None for
     none), best first. Lower is better with ``mode`` "min", higher with "max"; of equal
@@ -63,4 +112,4 @@ def choose_best(candidates, n: int, mode: str) -> list[tuple[str, float]]:
     return out
 
 
-__all__ = ["BEST", "MODES", "BestSpec", "choose_best"]
+__all__ = ["BEST", "BEST_KEYS", "MODES", "BestSpec", "check_policy_value", "choose_best", "mark_best", "spec_from_policy"]
