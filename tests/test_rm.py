@@ -163,3 +163,11 @@ def test_v1_sharded(tmp_path, data_dir):
     res = rm([str(d / "v1sharded-00001-of-00003"), str(d)], force=True)
     assert len(res.removed) == 1
     assert names(d) == [".ckptool.lock", "state.json"]
+
+
+def test_corrupt_state_file_deletes_nothing(tmp_path, capsys):
+    d = make(tmp_path / "run", [1, 2])
+    (d / "checkpoint").write_bytes(b"model_checkpoint_path: \xff\xfe")
+    code, _, err = run(capsys, "rm", d / "ckpt-1")
+    assert code == 1 and "checkpoint" in err and "Traceback" not in err
+    assert "ckpt-1.index" in names(d)

@@ -137,13 +137,12 @@ def event_scalars(event) -> list[Scalar]:
     out = []
     for v in event.summary.value:
         kind = v.WhichOneof("value")
+        value: float | None = None
         if kind == "simple_value":
             value = float(v.simple_value)
         elif kind == "tensor":
             value = tensor_scalar(v.tensor)
-            if value is None:
-                continue
-        else:
+        if value is None:
             continue
         if math.isnan(value):
             continue  # no order: never the best, never a value

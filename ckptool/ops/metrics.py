@@ -43,7 +43,7 @@ def find_event_files(directory: str, storage=LOCAL) -> list[str]:
     import os
 
     if storage is LOCAL:
-        out = []
+        out: list[str] = []
         for d, dirs, files in os.walk(directory, followlinks=False):
             dirs.sort()
             out.extend(os.path.join(d, f) for f in sorted(files)

@@ -219,14 +219,14 @@ def rm(checkpoints, *, force: bool = False, dry_run: bool = False) -> RmResult:
             else:
                 plan, status = _write_state(storage, d, names, force)
             out.directories.append(DirChange(d, plan.before, plan.after, status))
-            for key, (_, _, prefix, files) in targets.items():
+            for tkey, (_, _, prefix, files) in targets.items():
                 size = 0
                 for f in files:
                     try:
                         size += storage.size(f)
                     except OSError:
                         pass
-                out.removed.append(Removed(prefix, files, size, key in plan.hit, key == plan.latest_key))
+                out.removed.append(Removed(prefix, files, size, tkey in plan.hit, tkey == plan.latest_key))
                 if not dry_run:
                     _delete(storage, prefix, files)
     return out
@@ -245,7 +245,7 @@ def _write_state(storage, d: str, names: dict[str, str], force: bool):
                 storage.remove(spath)
                 return plan, "removed"
             continue
-        if write_state(d, plan.new, storage, expect=raw):
+        if isinstance(plan.new, CheckpointState) and write_state(d, plan.new, storage, expect=raw):
             return plan, "updated"
     raise RefusedError(f"{spath}: the state file changed {STATE_ATTEMPTS} times while rm was updating it; "
                        f"nothing in {d or '.'} deleted")
