@@ -169,3 +169,18 @@ def test_nan_is_no_value():
     e.summary.value.add(tag="loss", simple_value=float("nan"))
     e.summary.value.add(tag="acc", simple_value=float("inf"))
     assert rows(E.event_scalars(e)) == [["acc", 1, float("inf"), 0.0]]
+
+
+@pytest.mark.parametrize("payload", [
+    b"\x0b" * 100000,  # 100000 nested groups
+    b"\x2a" + b"\xff\xff\xff\xff\x0f",  # a summary longer than the record
+    b"\x2a\x05\x0a\x03\x0a\x01\xff",  # a tag that is not UTF-8
+    b"\x2a\x80\x80\x80\x80\x80\x80\x80\x80\x80\x01",  # an 11-byte varint length
+    b"\x10" + b"\xff" * 10,  # a bad step varint
+], ids=["deep-groups", "overlong", "bad-utf8", "long-varint", "bad-step"])
+def test_hostile_event_protos_are_skipped(payload):
+    good = Event(step=1)
+    good.summary.value.add(tag="t", simple_value=1.0)
+    found, problems = E.scalars(E.encode_record(payload) + E.encode_record(good.SerializeToString()), "f")
+    assert rows(found) == [["t", 1, 1.0, 0.0]]
+    assert problems == ["f: 1 record(s) that are not valid Event protos skipped (first: record 0)"]

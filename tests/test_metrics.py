@@ -129,3 +129,11 @@ def test_best_pins_json_lines(tmp_path):
     p.write_text("".join(json.dumps({"step": s, "bleu": v}) + "\n" for s, v in [(1, 3.0), (2, 5.0), (3, 5.0)]))
     got = M.best_pins(str(tmp_path), [("c-1", 1), ("c-2", 2), ("c-3", 3)], BestSpec(1, "bleu", "max", str(p)))
     assert got.pins == {"c-3": 5.0}
+
+
+@pytest.mark.filterwarnings("ignore::ckptool.errors.CkptWarning")
+def test_jsonl_hostile_lines(tmp_path):
+    p = tmp_path / "m.jsonl"
+    p.write_bytes(b'{"step": 1, "a": ' + b"[" * 100000 + b"\n\xff\xfe\n" + b'{"step": 10**400}\n'
+                  + b'{"step": 2, "a": 1' + b"0" * 400 + b'}\n{"step": 3, "a": 1.5}\n')
+    assert M.jsonl_series(str(p)) == {"a": {3: 1.5}}

@@ -91,14 +91,12 @@ def read_records(data, where: str = "<bytes>") -> tuple[list[memoryview], str | 
 
 def parse_event(payload):
     """An ``Event`` proto from a record's bytes, or None when they are no valid Event."""
-    from google.protobuf.message import DecodeError
-
     from ckptool.format.protos.event_pb2 import Event
 
     event = Event()
     try:
         event.ParseFromString(bytes(payload))
-    except (DecodeError, ValueError, RecursionError, RuntimeWarning):
+    except Exception:  # DecodeError from upb; the pure-Python runtime may raise others on hostile bytes
         return None
     return event
 
