@@ -137,3 +137,11 @@ def test_jsonl_hostile_lines(tmp_path):
     p.write_bytes(b'{"step": 1, "a": ' + b"[" * 100000 + b"\n\xff\xfe\n" + b'{"step": 10**400}\n'
                   + b'{"step": 2, "a": 1' + b"0" * 400 + b'}\n{"step": 3, "a": 1.5}\n')
     assert M.jsonl_series(str(p)) == {"a": {3: 1.5}}
+
+
+def test_metrics_path_may_be_an_event_directory_or_file(tmp_path):
+    logs = EVENTS / "tf1"
+    assert M.metric_values(str(tmp_path), "eval/loss", metrics=str(logs))[1][600] == f32(0.3)
+    one = next((logs / "eval").glob("*.a"))
+    name, values = M.metric_values(str(tmp_path), "loss", metrics=str(one))
+    assert name == "loss" and sorted(values) == [100, 200, 300, 400, 500, 600]

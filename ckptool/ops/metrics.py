@@ -9,8 +9,10 @@ series named exactly TAG; else the one series whose name ends with ``/TAG``
 (several is an error that lists them). Of two values at one step, the later
 written (by the event's wall time, then file order) wins.
 
-With ``metrics=PATH``, a JSON Lines file of ``{"step": N, "<metric>": value}``
-objects is read instead (a later line wins).
+With ``metrics=PATH``, PATH is read instead: a JSON Lines file of
+``{"step": N, "<metric>": value}`` objects (a later line wins); or a directory
+of event files kept apart from the checkpoints (a TensorBoard log directory:
+series named relative to it); or one event file (series named by tag).
 
 A damaged event file (truncated, bad CRC, records that are no Event) is
 reported with a warning and its damaged part skipped; a damaged line of a
@@ -67,10 +69,11 @@ def _rel_dir(directory: str, path: str, storage) -> str:
     return "" if rel in (".", "") else rel
 
 
-def event_series(directory: str, storage=LOCAL) -> dict[str, dict[int, float]]:
-    """Series name -> {step: value} of every scalar in the event files below ``directory``."""
+def event_series(directory: str, storage=LOCAL, files=None) -> dict[str, dict[int, float]]:
+    """Series name -> {step: value} of every scalar in the event files below ``directory``
+    (or in ``files``; a file directly given names its series by tag alone)."""
     best: dict[str, dict[int, tuple]] = {}
-    for order, path in enumerate(find_event_files(directory, storage)):
+    for order, path in enumerate(find_event_files(directory, storage) if files is None else files):
         try:
             data = storage.read_bytes(path)
         except (CkptError, OSError) as exc:
@@ -79,7 +82,7 @@ def event_series(directory: str, storage=LOCAL) -> dict[str, dict[int, float]]:
         found, problems = scalars(data, path)
         for p in problems:
             _warn(p)
-        rel = _rel_dir(directory, path, storage)
+        rel = _rel_dir(directory, path, storage) if files is None else ""
         for i, s in enumerate(found):
             name = f"{rel}/{s.tag}" if rel else s.tag
             series = best.setdefault(name, {})
@@ -144,7 +147,13 @@ def metric_values(directory: str, metric: str, *, metrics: str | None = None,
                   storage=LOCAL) -> tuple[str, dict[int, float]]:
     """``(series name, {step: value})`` of ``metric`` for the run in ``directory``."""
     if metrics is not None:
-        return select_series(jsonl_series(metrics), metric, metrics)
+        mstorage, mpath = storage_for(metrics)
+        if mstorage.isdir(mpath):  # a TensorBoard log directory kept apart from the checkpoints
+            directory, storage = mpath, mstorage
+        elif fnmatch.fnmatchcase(mstorage.basename(mpath), EVENT_GLOB):
+            return select_series(event_series(mpath, mstorage, files=[mpath]), metric, metrics)
+        else:
+            return select_series(jsonl_series(mpath, mstorage), metric, metrics)
     files = find_event_files(directory, storage)
     if not files:
         raise MissingError(f"{directory}: no metric {metric!r} found (no {EVENT_GLOB} files below it; "
