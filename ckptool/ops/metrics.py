@@ -197,6 +197,17 @@ def best_pins(directory: str, candidates, spec: BestSpec, storage=LOCAL) -> Best
     return BestPins(spec, name, dict(chosen), none, len(scored))
 
 
+def pin_best(directory: str, managed, policy, spec: BestSpec | None, storage=LOCAL):
+    """For prune: ``(policy with the spec.n best of managed pinned, BestPins)``, given the
+    retention engine's entries (oldest first) and Policy; ``(policy, None)`` without a spec."""
+    import dataclasses
+
+    if spec is None:
+        return policy, None
+    bp = best_pins(directory, [(e.name, e.step) for e in managed], spec, storage)
+    return dataclasses.replace(policy, pinned=policy.pinned | frozenset(bp.pins)), bp
+
+
 __all__ = [
     "EVENT_GLOB",
     "BestPins",
@@ -205,5 +216,6 @@ __all__ = [
     "find_event_files",
     "jsonl_series",
     "metric_values",
+    "pin_best",
     "select_series",
 ]
