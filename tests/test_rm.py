@@ -135,12 +135,24 @@ def test_cli_json_and_exit_codes(tmp_path, capsys):
 
 
 def test_lock_held_refuses(tmp_path):
-    d = make(tmp_path / "run", [1, 2])
-    from ckptool.io.storage import LOCAL
+    import subprocess
+    import sys
 
-    with LOCAL.lock(str(d)), pytest.raises(RefusedError, match="lock"):
-        rm([str(d / "ckpt-1")])
+    d = make(tmp_path / "run", [1, 2])
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT); fcntl.flock(fd, fcntl.LOCK_EX); "
+        "print('locked', flush=True); sys.stdin.read()"), str(d / ".ckptool.lock")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(RefusedError, match="lock"):
+            rm([str(d / "ckpt-1")])
+    finally:
+        holder.stdin.close()
+        holder.wait()
     assert "ckpt-1.index" in names(d)
+    rm([str(d / "ckpt-1")])
+    assert "ckpt-1.index" not in names(d)
 
 
 def test_tf1_saver_moved_directory(tmp_path, data_dir):
