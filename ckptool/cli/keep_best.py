@@ -72,4 +72,4 @@ def note_without_value(result) -> None:
              f"their step; not candidates for --keep-best")
 
 
-__all__ = ["FLAGS", "best_options", "best_spec", "reason", "note_without_value"]
+__all__ = ["FLAGS", "best_options", "best_spec", "note_without_value", "reason"]
