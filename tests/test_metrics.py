@@ -120,7 +120,7 @@ def test_best_pins_from_events():
     got = M.best_pins(str(EVENTS / "tf2"), cands, BestSpec(1, "accuracy", "max"))
     assert got.pins == {"ckpt-900": 0.8}
     doc = got.to_json()
-    assert doc["best"] == [{"checkpoint": "ckpt-900", "value": 0.8}] and doc["without_value"] == 2
+    assert doc["best"] == [{"checkpoint": "ckpt-900", "step": 900, "value": 0.8}] and doc["without_value"] == 2
     json.dumps(doc, allow_nan=False)
 
 
@@ -145,3 +145,24 @@ def test_metrics_path_may_be_an_event_directory_or_file(tmp_path):
     one = next((logs / "eval").glob("*.a"))
     name, values = M.metric_values(str(tmp_path), "loss", metrics=str(one))
     assert name == "loss" and sorted(values) == [100, 200, 300, 400, 500, 600]
+
+
+def test_the_step_a_checkpoint_holds_comes_first(tmp_path):
+    """A CheckpointManager that numbers by save counter (ckpt-1, ckpt-2, ...) while the
+    evaluator logs global steps: the checkpoint's own step variable gives its step."""
+    import numpy as np
+
+    import ckptool
+
+    d = tmp_path / "run"
+    for n, step in ((1, 100), (2, 200), (3, 300)):
+        ckptool.write(str(d / f"ckpt-{n}"), {"step/.ATTRIBUTES/VARIABLE_VALUE": np.array(step, np.int64),
+                                             "w/.ATTRIBUTES/VARIABLE_VALUE": np.zeros(2, np.float32)}, sync=False)
+    ckptool.write(str(d / "ckpt-4"), {"global_step": np.array(2.5, np.float32)}, sync=False)  # not an integer
+    write_events(d / "eval" / "events.out.tfevents.1.h", [("loss", 100, 0.5, 1.0), ("loss", 200, 0.1, 2.0),
+                                                          ("loss", 300, 0.3, 3.0), ("loss", 4, 0.05, 4.0)])
+    assert M.stored_step(str(d / "ckpt-2")) == 200 and M.stored_step(str(d / "ckpt-4")) is None
+    assert M.stored_step(str(d / "absent")) is None
+    got = M.best_pins(str(d), [(f"ckpt-{n}", n) for n in range(1, 5)], BestSpec(2, "eval/loss"))
+    assert got.pins == {"ckpt-4": f32(0.05), "ckpt-2": f32(0.1)}  # ckpt-4 by the number in its name
+    assert got.steps == {"ckpt-4": 4, "ckpt-2": 200} and got.none_count == 0

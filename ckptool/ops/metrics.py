@@ -170,31 +170,64 @@ class BestPins:
     pins: dict[str, float] = field(default_factory=dict)
     none_count: int = 0
     candidates: int = 0
+    steps: dict[str, int] = field(default_factory=dict)  # base -> the step its value is of
 
     def to_json(self) -> dict:
         return {**self.spec.to_json(), "series": self.series, "candidates": self.candidates,
                 "without_value": self.none_count,
-                "best": [{"checkpoint": b, "value": _json_float(v)} for b, v in self.pins.items()]}
+                "best": [{"checkpoint": b, "step": self.steps.get(b), "value": _json_float(v)}
+                         for b, v in self.pins.items()]}
 
 
 def _json_float(v: float):
     return v if math.isfinite(v) else str(v)
 
 
+#: Where a checkpoint keeps its global step: TF1's ``global_step`` variable, or the
+#: ``step`` / ``global_step`` attribute of a ``tf.train.Checkpoint`` (the TF2 idiom).
+GLOBAL_STEP_NAMES = ("global_step", "global_step/.ATTRIBUTES/VARIABLE_VALUE", "step/.ATTRIBUTES/VARIABLE_VALUE")
+_INT_DTYPES = ("int64", "int32", "uint64", "uint32", "int16", "uint16", "int8", "uint8")
+
+
+def stored_step(prefix: str, storage=LOCAL) -> int | None:
+    """The global step checkpoint ``prefix`` holds (an integer scalar of
+    :data:`GLOBAL_STEP_NAMES`), or None (none, or the checkpoint cannot be read)."""
+    from ckptool.ops.read import open as open_checkpoint
+
+    try:
+        with open_checkpoint(prefix, storage) as ckpt:
+            for name in GLOBAL_STEP_NAMES:
+                if name in ckpt:
+                    v = ckpt.variable(name)
+                    if v.dtype in _INT_DTYPES and v.numel == 1:
+                        return int(ckpt.read(name).reshape(()))
+    except (CkptError, OSError, ValueError, OverflowError):
+        return None
+    return None
+
+
 def best_pins(directory: str, candidates, spec: BestSpec, storage=LOCAL) -> BestPins:
     """The ``spec.n`` best of ``candidates`` ((base name, step or None) pairs, oldest first)
-    by the metric at their step. ``spec.metrics`` relative paths are taken as they are
-    (the caller resolves them)."""
+    by the metric at their step. A checkpoint's step is the global step it holds
+    (:func:`stored_step`), else (or when the metric has no value there) the number in
+    its name. ``spec.metrics`` relative paths are taken as they are (the caller
+    resolves them)."""
     name, values = metric_values(directory, spec.metric, metrics=spec.metrics, storage=storage)
     scored = []
+    steps = {}
     none = 0
     for base, step in candidates:
-        v = values.get(step) if step is not None else None
+        held = stored_step(storage.join(directory, base) if directory else base, storage)
+        v = None
+        for s in (held, step):
+            if s is not None and values.get(s) is not None:
+                v, steps[base] = values[s], s
+                break
         if v is None:
             none += 1
         scored.append((base, v))
     chosen = choose_best(scored, spec.n, spec.mode)
-    return BestPins(spec, name, dict(chosen), none, len(scored))
+    return BestPins(spec, name, dict(chosen), none, len(scored), {b: steps[b] for b, _ in chosen})
 
 
 def pin_best(directory: str, managed, policy, spec: BestSpec | None, storage=LOCAL):
@@ -210,6 +243,7 @@ def pin_best(directory: str, managed, policy, spec: BestSpec | None, storage=LOC
 
 __all__ = [
     "EVENT_GLOB",
+    "GLOBAL_STEP_NAMES",
     "BestPins",
     "best_pins",
     "event_series",
@@ -218,4 +252,5 @@ __all__ = [
     "metric_values",
     "pin_best",
     "select_series",
+    "stored_step",
 ]

@@ -118,38 +118,21 @@ def test_jsonl_beside_a_manager_run(tmp_path):
     assert np.isfinite(list(got.pins.values())).all()
 
 
-def test_checkpoint_manager_run_pruned_by_best_restores_in_tf(tmp_path):
-    """A TF2 training loop: CheckpointManager saves, an evaluator writes tf.summary scalars to eval/;
-    prune keeps the 2 newest and the 2 best by eval/loss; TF agrees on the state and restores each."""
-    from ckptool.cli.main import main
+def test_save_counter_names_and_a_step_variable(tmp_path):
+    """manager.save() numbers by save counter; tf.train.Checkpoint(step=...) holds the global
+    step the evaluator logs at: best_pins matches by the step the checkpoint holds."""
+    from ckptool.ops.keep_best import BestSpec
 
     d = tmp_path / "run"
-    v = tf.Variable(0.0)
-    ckpt = tf.train.Checkpoint(v=v, step=tf.Variable(0, dtype=tf.int64))
-    mgr = tf.train.CheckpointManager(ckpt, str(d), max_to_keep=None)
+    step = tf.Variable(0, dtype=tf.int64)
+    mgr = tf.train.CheckpointManager(tf.train.Checkpoint(step=step, w=tf.Variable(1.0)), str(d), max_to_keep=None)
     w = tf.summary.create_file_writer(str(d / "eval"))
-    losses = {100: 0.9, 200: 0.3, 300: 0.5, 400: 0.25, 500: 0.6, 600: 0.7, 700: 0.8}
-    for step, loss in losses.items():
-        v.assign(float(step))
-        ckpt.step.assign(step)
-        mgr.save(checkpoint_number=step)
-        if step != 600:  # one checkpoint without an eval
-            with w.as_default():
-                tf.summary.write("loss", tf.constant(loss, tf.float32), step=step, metadata=_scalar_metadata())
+    for s, loss in ((1000, 0.5), (2000, 0.2), (3000, 0.4)):
+        step.assign(s)
+        mgr.save()
+        with w.as_default():
+            tf.summary.write("loss", tf.constant(loss), step=s, metadata=_scalar_metadata())
     w.close()
-    try:
-        main(["prune", str(d), "--max-to-keep", "2", "--keep-best", "2", "--metric", "eval/loss"])
-    except SystemExit as exc:
-        assert exc.code in (0, None)
-    st = tf.train.get_checkpoint_state(str(d))
-    assert [os.path.basename(p) for p in st.all_model_checkpoint_paths] == ["ckpt-200", "ckpt-400", "ckpt-600",
-                                                                          "ckpt-700"]
-    assert os.path.basename(st.model_checkpoint_path) == "ckpt-700"
-    assert sorted(n[:-6] for n in os.listdir(d) if n.endswith(".index")) == ["ckpt-200", "ckpt-400", "ckpt-600",
-                                                                             "ckpt-700"]
-    for p in st.all_model_checkpoint_paths:
-        v2 = tf.Variable(-1.0)
-        tf.train.Checkpoint(v=v2, step=tf.Variable(0, dtype=tf.int64)).restore(p).assert_consumed()
-        assert float(v2.numpy()) == float(os.path.basename(p).split("-")[1])
-    mgr2 = tf.train.CheckpointManager(tf.train.Checkpoint(v=v), str(d), max_to_keep=10)
-    assert [os.path.basename(p) for p in mgr2.checkpoints] == ["ckpt-200", "ckpt-400", "ckpt-600", "ckpt-700"]
+    assert [os.path.basename(p) for p in mgr.checkpoints] == ["ckpt-1", "ckpt-2", "ckpt-3"]
+    got = M.best_pins(str(d), [(f"ckpt-{n}", n) for n in (1, 2, 3)], BestSpec(1, "eval/loss"))
+    assert list(got.pins) == ["ckpt-2"] and got.steps == {"ckpt-2": 2000} and got.none_count == 0
