@@ -184,3 +184,22 @@ def test_hostile_event_protos_are_skipped(payload):
     found, problems = E.scalars(E.encode_record(payload) + E.encode_record(good.SerializeToString()), "f")
     assert rows(found) == [["t", 1, 1.0, 0.0]]
     assert problems == ["f: 1 record(s) that are not valid Event protos skipped (first: record 0)"]
+
+
+@settings(max_examples=60)
+@given(st.sampled_from(FILES), st.integers(1, 400), st.integers(0, 64))
+def test_chunked_reading_is_the_same(path, chunk, cut):
+    data = path.read_bytes()
+    data = data[:len(data) - cut]
+    reads = []
+
+    def read(a, n):
+        reads.append(n)
+        assert 0 <= a and a + n <= len(data)
+        return data[a:a + n]
+
+    reader = E.RecordReader(read, len(data), "f", chunk=chunk)
+    assert [bytes(r) for r in reader] == [bytes(r) for r in E.read_records(data, "f")[0]]
+    assert reader.problem == E.read_records(data, "f")[1]
+    biggest = max((len(r) + 4 for r in E.read_records(data)[0]), default=0)
+    assert max(reads, default=0) <= max(chunk, biggest)  # never the whole file at once

@@ -26,6 +26,7 @@ HEADER_BYTES = 12  # length (8) + its masked CRC (4)
 FOOTER_BYTES = 4
 #: A record longer than this is damage, not data (TensorBoard's largest are graphs, MBs).
 MAX_RECORD = 1 << 31
+CHUNK = 1 << 20  # bytes read at a time
 
 # tensorflow/core/framework/types.proto values of the numeric dtypes a scalar may have.
 _FLOAT, _DOUBLE, _INT32, _UINT8, _INT16, _INT8, _INT64, _BOOL = 1, 2, 3, 4, 5, 6, 9, 10
@@ -57,36 +58,73 @@ def encode_record(data: bytes) -> bytes:
             + FIXED32.pack(mask_crc(crc32c(data))))
 
 
-def read_records(data, where: str = "<bytes>") -> tuple[list[memoryview], str | None]:
-    """The records of a TFRecord file, CRCs checked, and what stopped the reading.
+class RecordReader:
+    """Iterate over the records of a TFRecord file, CRCs checked, reading it in chunks.
 
-    Returns ``(records, problem)``: every record up to the first damaged one, and
-    None when the whole file was read, else a one-line message naming ``where``
-    and the offset (a truncated record, a bad CRC, an impossible length).
+    ``read(offset, n)`` returns ``n`` bytes from ``offset`` (the file is ``size`` bytes
+    long), so a large event file is never held in memory at once. Iteration yields each
+    record's data up to the first damaged record; then :attr:`problem` is None when the
+    whole file was read, else a one-line message naming ``where`` and the offset (a
+    truncated record, a bad CRC, an impossible length). :attr:`count` is the records read.
     """
+
+    def __init__(self, read, size: int, where: str = "<bytes>", chunk: int = CHUNK):
+        self._read, self.size, self.where, self._chunk = read, size, where, chunk
+        self._buf, self._start = memoryview(b""), 0
+        self.problem: str | None = None
+        self.count = 0
+
+    def _get(self, a: int, b: int) -> memoryview:
+        """Bytes [a, b) of the file (b <= size)."""
+        if self._start <= a and b <= self._start + len(self._buf):
+            return self._buf[a - self._start:b - self._start]
+        if b - a > self._chunk:
+            return memoryview(self._read(a, b - a)).cast("B")
+        self._buf, self._start = memoryview(self._read(a, min(self._chunk, self.size - a))).cast("B"), a
+        return self._buf[:b - a]
+
+    def __iter__(self):
+        pos, end, where = 0, self.size, self.where
+        while pos < end:
+            if end - pos < HEADER_BYTES:
+                self.problem = f"{where}: truncated record header at offset {pos} ({end - pos} of {HEADER_BYTES} bytes)"
+                return
+            head = self._get(pos, pos + HEADER_BYTES)
+            (length,) = FIXED64.unpack_from(head, 0)
+            (length_crc,) = FIXED32.unpack_from(head, 8)
+            if mask_crc(crc32c(head[:8])) != length_crc:
+                self.problem = f"{where}: bad CRC of the record length at offset {pos}"
+                return
+            if length > MAX_RECORD:
+                self.problem = f"{where}: impossible record length {length} at offset {pos}"
+                return
+            body = pos + HEADER_BYTES
+            if end - body < length + FOOTER_BYTES:
+                self.problem = (f"{where}: truncated record at offset {pos} (needs "
+                                f"{length + HEADER_BYTES + FOOTER_BYTES} bytes, {end - pos} left)")
+                return
+            framed = self._get(body, body + length + FOOTER_BYTES)
+            payload = framed[:length]
+            (data_crc,) = FIXED32.unpack_from(framed, length)
+            if mask_crc(crc32c(payload)) != data_crc:
+                self.problem = f"{where}: bad CRC of the record data at offset {pos}"
+                return
+            self.count += 1
+            yield payload
+            pos = body + length + FOOTER_BYTES
+
+
+def _memory_reader(data, where: str) -> RecordReader:
     view = memoryview(data).cast("B")
-    out: list[memoryview] = []
-    pos, end = 0, len(view)
-    while pos < end:
-        if end - pos < HEADER_BYTES:
-            return out, f"{where}: truncated record header at offset {pos} ({end - pos} of {HEADER_BYTES} bytes)"
-        (length,) = FIXED64.unpack_from(view, pos)
-        (length_crc,) = FIXED32.unpack_from(view, pos + 8)
-        if mask_crc(crc32c(view[pos:pos + 8])) != length_crc:
-            return out, f"{where}: bad CRC of the record length at offset {pos}"
-        if length > MAX_RECORD:
-            return out, f"{where}: impossible record length {length} at offset {pos}"
-        body = pos + HEADER_BYTES
-        if end - body < length + FOOTER_BYTES:
-            return out, (f"{where}: truncated record at offset {pos} (needs {length + HEADER_BYTES + FOOTER_BYTES}"
-                         f" bytes, {end - pos} left)")
-        payload = view[body:body + length]
-        (data_crc,) = FIXED32.unpack_from(view, body + length)
-        if mask_crc(crc32c(payload)) != data_crc:
-            return out, f"{where}: bad CRC of the record data at offset {pos}"
-        out.append(payload)
-        pos = body + length + FOOTER_BYTES
-    return out, None
+    reader = RecordReader(lambda a, n: view[a:a + n], len(view), where, chunk=len(view) + 1)
+    return reader
+
+
+def read_records(data, where: str = "<bytes>") -> tuple[list[memoryview], str | None]:
+    """The records of a TFRecord file's bytes (see :class:`RecordReader`) and what stopped the reading."""
+    reader = _memory_reader(data, where)
+    records = list(reader)
+    return records, reader.problem
 
 
 def parse_event(payload):
@@ -149,15 +187,19 @@ def event_scalars(event) -> list[Scalar]:
 
 
 def scalars(data, where: str = "<bytes>") -> tuple[list[Scalar], list[str]]:
-    """Every scalar of an event file's bytes, in file order, and the problems met.
+    """Every scalar of an event file's bytes, in file order, and the problems met."""
+    return reader_scalars(_memory_reader(data, where))
+
+
+def reader_scalars(reader: RecordReader) -> tuple[list[Scalar], list[str]]:
+    """Every scalar of the records ``reader`` yields, in file order, and the problems met.
 
     A record that is no valid Event is skipped (and counted in one message); the
     framing's first damage ends the reading (the records before it are kept).
     """
-    records, problem = read_records(data, where)
     out: list[Scalar] = []
     bad = []
-    for i, payload in enumerate(records):
+    for i, payload in enumerate(reader):
         event = parse_event(payload)
         if event is None:
             bad.append(i)
@@ -165,11 +207,12 @@ def scalars(data, where: str = "<bytes>") -> tuple[list[Scalar], list[str]]:
         out.extend(event_scalars(event))
     problems = []
     if bad:
-        problems.append(f"{where}: {len(bad)} record(s) that are not valid Event protos skipped "
+        problems.append(f"{reader.where}: {len(bad)} record(s) that are not valid Event protos skipped "
                         f"(first: record {bad[0]})")
-    if problem:
-        problems.append(f"{problem}; the rest of the file skipped ({len(records)} records read)")
+    if reader.problem:
+        problems.append(f"{reader.problem}; the rest of the file skipped ({reader.count} records read)")
     return out, problems
 
 
-__all__ = ["Scalar", "encode_record", "event_scalars", "parse_event", "read_records", "scalars", "tensor_scalar"]
+__all__ = ["RecordReader", "Scalar", "encode_record", "event_scalars", "parse_event", "read_records", "reader_scalars",
+           "scalars", "tensor_scalar"]

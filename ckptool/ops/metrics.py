@@ -29,7 +29,7 @@ import warnings
 from dataclasses import dataclass, field
 
 from ckptool.errors import CkptError, CkptWarning, MissingError
-from ckptool.format.events import scalars
+from ckptool.format.events import RecordReader, reader_scalars
 from ckptool.io.storage import LOCAL, storage_for
 from ckptool.ops.keep_best import BestSpec, choose_best
 
@@ -69,17 +69,25 @@ def _rel_dir(directory: str, path: str, storage) -> str:
     return "" if rel in (".", "") else rel
 
 
+def _read_events(storage, path: str):
+    """The scalars of one event file, read in chunks (event files with images grow large)."""
+    reader = storage.open_reader(path)
+    try:
+        return reader_scalars(RecordReader(reader.read, reader.size, path))
+    finally:
+        reader.close()
+
+
 def event_series(directory: str, storage=LOCAL, files=None) -> dict[str, dict[int, float]]:
     """Series name -> {step: value} of every scalar in the event files below ``directory``
     (or in ``files``; a file directly given names its series by tag alone)."""
     best: dict[str, dict[int, tuple]] = {}
     for order, path in enumerate(find_event_files(directory, storage) if files is None else files):
         try:
-            data = storage.read_bytes(path)
+            found, problems = _read_events(storage, path)
         except (CkptError, OSError) as exc:
             _warn(f"{path}: cannot read ({exc}); skipped")
             continue
-        found, problems = scalars(data, path)
         for p in problems:
             _warn(p)
         rel = _rel_dir(directory, path, storage) if files is None else ""
