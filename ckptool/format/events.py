@@ -134,7 +134,7 @@ def parse_event(payload):
     event = Event()
     try:
         event.ParseFromString(bytes(payload))
-    except Exception:  # DecodeError from upb; the pure-Python runtime may raise others on hostile bytes
+    except Exception:  # noqa: BLE001 - DecodeError from upb; the pure-Python runtime raises others
         return None
     return event
 

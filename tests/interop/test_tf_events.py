@@ -4,6 +4,7 @@ CheckpointManager run pruned with --keep-best restores in TF."""
 
 import json
 import os
+import pathlib
 
 import numpy as np
 import pytest
@@ -51,7 +52,7 @@ def test_tf2_summaries_of_every_numeric_dtype(tmp_path):
             tf.summary.write("text", tf.constant("x"), step=step)
     w.close()
     for path in _event_files(tmp_path):
-        found, problems = scalars(open(path, "rb").read(), path)
+        found, problems = scalars(pathlib.Path(path).read_bytes(), path)
         assert problems == []
         assert [[s.tag, s.step, s.value, s.wall_time] for s in found] == _tf_rows(path)
     series = M.event_series(str(tmp_path))
@@ -71,7 +72,7 @@ def test_tf1_file_writer_and_summary_ops(tmp_path):
                 w.add_summary(sess.run(op, {x: 1.0 / (step + 1)}), step)
             w.close()
     (path,) = _event_files(tmp_path)
-    found, problems = scalars(open(path, "rb").read(), path)
+    found, problems = scalars(pathlib.Path(path).read_bytes(), path)
     assert problems == [] and len(found) == 5
     assert [[s.tag, s.step, s.value, s.wall_time] for s in found] == _tf_rows(path)
 
@@ -136,3 +137,40 @@ def test_save_counter_names_and_a_step_variable(tmp_path):
     assert [os.path.basename(p) for p in mgr.checkpoints] == ["ckpt-1", "ckpt-2", "ckpt-3"]
     got = M.best_pins(str(d), [(f"ckpt-{n}", n) for n in (1, 2, 3)], BestSpec(1, "eval/loss"))
     assert list(got.pins) == ["ckpt-2"] and got.steps == {"ckpt-2": 2000} and got.none_count == 0
+
+
+def test_checkpoint_manager_run_pruned_by_best_restores_in_tf(tmp_path):
+    """A TF2 training loop: CheckpointManager saves, an evaluator writes tf.summary scalars to eval/;
+    prune keeps the 2 newest and the 2 best by eval/loss; TF agrees on the state and restores each."""
+    from ckptool.cli.main import main
+
+    d = tmp_path / "run"
+    v = tf.Variable(0.0)
+    ckpt = tf.train.Checkpoint(v=v, step=tf.Variable(0, dtype=tf.int64))
+    mgr = tf.train.CheckpointManager(ckpt, str(d), max_to_keep=None)
+    w = tf.summary.create_file_writer(str(d / "eval"))
+    losses = {100: 0.9, 200: 0.3, 300: 0.5, 400: 0.25, 500: 0.6, 600: 0.7, 700: 0.8}
+    for step, loss in losses.items():
+        v.assign(float(step))
+        ckpt.step.assign(step)
+        mgr.save(checkpoint_number=step)
+        if step != 600:  # one checkpoint without an eval
+            with w.as_default():
+                tf.summary.write("loss", tf.constant(loss, tf.float32), step=step, metadata=_scalar_metadata())
+    w.close()
+    try:
+        main(["prune", str(d), "--max-to-keep", "2", "--keep-best", "2", "--metric", "eval/loss"])
+    except SystemExit as exc:
+        assert exc.code in (0, None)
+    st = tf.train.get_checkpoint_state(str(d))
+    assert [os.path.basename(p) for p in st.all_model_checkpoint_paths] == ["ckpt-200", "ckpt-400", "ckpt-600",
+                                                                          "ckpt-700"]
+    assert os.path.basename(st.model_checkpoint_path) == "ckpt-700"
+    assert sorted(n[:-6] for n in os.listdir(d) if n.endswith(".index")) == ["ckpt-200", "ckpt-400", "ckpt-600",
+                                                                             "ckpt-700"]
+    for p in st.all_model_checkpoint_paths:
+        v2 = tf.Variable(-1.0)
+        tf.train.Checkpoint(v=v2, step=tf.Variable(0, dtype=tf.int64)).restore(p).assert_consumed()
+        assert float(v2.numpy()) == float(os.path.basename(p).split("-")[1])
+    mgr2 = tf.train.CheckpointManager(tf.train.Checkpoint(v=v), str(d), max_to_keep=10)
+    assert [os.path.basename(p) for p in mgr2.checkpoints] == ["ckpt-200", "ckpt-400", "ckpt-600", "ckpt-700"]
