@@ -30,6 +30,7 @@ COMMANDS = {
     "state": "state",
     "verify": "verify",
     "average": "average",
+    "rm": "rm",
 }
 
 

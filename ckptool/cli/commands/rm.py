@@ -1,0 +1,58 @@
+"""``ckptool rm``."""
+
+from __future__ import annotations
+
+import click
+
+from ckptool.cli.common import (
+    checkpoint_argument,
+    display_name,
+    emit_json,
+    human_bytes,
+    json_option,
+    note,
+)
+
+
+@click.command("rm")
+@checkpoint_argument("checkpoints", metavar="CHECKPOINT...", nargs=-1, required=True)
+@click.option("-f", "--force", is_flag=True,
+              help="Also remove the latest checkpoint; the newest remaining one in the state file then "
+                   "becomes the latest (when none remains, the state file is removed).")
+@click.option("-n", "--dry-run", is_flag=True, help="Show what would be removed; change nothing.")
+@json_option('Print {"removed": [{"checkpoint", "files", "bytes", "state_entry", "latest"}], '
+             '"directories": [{"directory", "latest_before", "latest_after", "state_file"}], '
+             '"bytes_freed", "dry_run"} as JSON.')
+def command(checkpoints: tuple[str, ...], force: bool, dry_run: bool, as_json: bool) -> None:
+    """Delete checkpoints: every file of each (.index, every .data-*, .meta)
+    and its entry (path and timestamp) in the directory's 'checkpoint' state file.
+
+    The state file is rewritten first, atomically, under the directory's
+    advisory lock (the one prune takes), and only if no one changed it
+    meanwhile, so it never names a deleted checkpoint and TensorFlow's
+    get_checkpoint_state keeps reading it. The latest checkpoint (or, without
+    a state file, the newest on disk) is removed only with --force. Every
+    argument is resolved before anything is deleted: one that names no
+    checkpoint deletes nothing.
+
+    Exit status: 0 removed (or would be, with --dry-run); 1 not found,
+    refused (the latest without --force, lock held) or failed; 2 usage error.
+    """
+    from ckptool.ops.rm import rm
+
+    result = rm(list(checkpoints), force=force, dry_run=dry_run)
+    if as_json:
+        emit_json(result.to_json())
+        return
+    verb = "would remove" if dry_run else "removed"
+    for r in result.removed:
+        extra = " (latest)" if r.latest else ""
+        click.echo(f"{verb} {display_name(r.checkpoint)}{extra}  {len(r.files)} files, {human_bytes(r.bytes)}")
+    for d in result.directories:
+        if d.state_file in ("updated", "removed"):
+            what = "would be" if dry_run else "was"
+            if d.state_file == "removed":
+                note(f"{display_name(d.directory or '.')}/checkpoint {what} removed: no checkpoint left in it")
+            elif d.latest_after != d.latest_before:
+                note(f"{display_name(d.directory or '.')}: latest is now {display_name(d.latest_after or '-')}")
+    note(f"{'would free' if dry_run else 'freed'} {human_bytes(result.bytes_freed)}")

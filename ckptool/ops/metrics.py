@@ -1,0 +1,264 @@
+"""Metric values by step, for ``prune --keep-best``: from TensorBoard event files or JSON Lines.
+
+Event files are every ``events.out.tfevents.*`` below the run directory (any
+subdirectory, such as ``eval/``; symlinked directories are not followed). A
+scalar's *series name* is its tag, prefixed by the event file's directory
+relative to the run directory: tag ``loss`` in ``DIR/eval/`` is ``eval/loss``,
+tag ``eval/loss`` in ``DIR`` is ``eval/loss`` too. ``--metric TAG`` picks the
+series named exactly TAG; else the one series whose name ends with ``/TAG``
+(several is an error that lists them). Of two values at one step, the later
+written (by the event's wall time, then file order) wins.
+
+With ``metrics=PATH``, PATH is read instead: a JSON Lines file of
+``{"step": N, "<metric>": value}`` objects (a later line wins); or a directory
+of event files kept apart from the checkpoints (a TensorBoard log directory:
+series named relative to it); or one event file (series named by tag).
+
+A damaged event file (truncated, bad CRC, records that are no Event) is
+reported with a warning and its damaged part skipped; a damaged line of a
+metrics file too. A metric that no file has is a :class:`MissingError` that
+lists the names found.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import math
+import warnings
+from dataclasses import dataclass, field
+
+from ckptool.errors import CkptError, CkptWarning, MissingError
+from ckptool.format.events import RecordReader, reader_scalars
+from ckptool.io.storage import LOCAL, storage_for
+from ckptool.ops.keep_best import BestSpec, choose_best
+
+EVENT_GLOB = "events.out.tfevents.*"
+
+
+def _warn(msg: str) -> None:
+    warnings.warn(msg, CkptWarning, stacklevel=3)
+
+
+def find_event_files(directory: str, storage=LOCAL) -> list[str]:
+    """Every event file below ``directory``, sorted by path."""
+    import os
+
+    if storage is LOCAL:
+        out: list[str] = []
+        for d, dirs, files in os.walk(directory, followlinks=False):
+            dirs.sort()
+            out.extend(os.path.join(d, f) for f in sorted(files)
+                       if fnmatch.fnmatchcase(f, EVENT_GLOB) and os.path.isfile(os.path.join(d, f)))
+        return sorted(out)
+    find = getattr(storage, "find", None)
+    if find is None:
+        return sorted(storage.join(directory, n) for n in storage.glob(directory, EVENT_GLOB))
+    return sorted(p for p in find(directory) if fnmatch.fnmatchcase(p.rsplit("/", 1)[-1], EVENT_GLOB))
+
+
+def _rel_dir(directory: str, path: str, storage) -> str:
+    import os
+
+    if storage is LOCAL:
+        rel = os.path.relpath(os.path.dirname(path), directory).replace(os.sep, "/")
+    else:
+        d = path.rsplit("/", 1)[0]
+        root = directory.rstrip("/")
+        rel = d[len(root) + 1:] if d.startswith(root + "/") else "."
+    return "" if rel in (".", "") else rel
+
+
+def _read_events(storage, path: str):
+    """The scalars of one event file, read in chunks (event files with images grow large)."""
+    reader = storage.open_reader(path)
+    try:
+        return reader_scalars(RecordReader(reader.read, reader.size, path))
+    finally:
+        reader.close()
+
+
+def event_series(directory: str, storage=LOCAL, files=None) -> dict[str, dict[int, float]]:
+    """Series name -> {step: value} of every scalar in the event files below ``directory``
+    (or in ``files``; a file directly given names its series by tag alone)."""
+    best: dict[str, dict[int, tuple]] = {}
+    for order, path in enumerate(find_event_files(directory, storage) if files is None else files):
+        try:
+            found, problems = _read_events(storage, path)
+        except (CkptError, OSError) as exc:
+            _warn(f"{path}: cannot read ({exc}); skipped")
+            continue
+        for p in problems:
+            _warn(p)
+        rel = _rel_dir(directory, path, storage) if files is None else ""
+        for i, s in enumerate(found):
+            name = f"{rel}/{s.tag}" if rel else s.tag
+            series = best.setdefault(name, {})
+            key = (s.wall_time, order, i)
+            if s.step not in series or series[s.step][0] <= key:
+                series[s.step] = (key, s.value)
+    return {name: {step: v for step, (_, v) in s.items()} for name, s in best.items()}
+
+
+def jsonl_series(path: str, storage=None) -> dict[str, dict[int, float]]:
+    """Metric name -> {step: value} of a JSON Lines file of ``{"step": N, name: value, ...}``."""
+    if storage is None:
+        storage, path = storage_for(path)
+    raw = storage.read_bytes(path)
+    out: dict[str, dict[int, float]] = {}
+    bad = []
+    for lineno, line in enumerate(raw.split(b"\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            doc = json.loads(line.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            bad.append(lineno)
+            continue
+        step = doc.get("step") if isinstance(doc, dict) else None
+        if isinstance(step, float) and step.is_integer():
+            step = int(step)
+        if isinstance(step, bool) or not isinstance(step, int):
+            bad.append(lineno)
+            continue
+        for key, value in doc.items():
+            if key == "step" or isinstance(value, bool) or not isinstance(value, (int, float)):
+                continue
+            try:
+                value = float(value)
+            except OverflowError:
+                continue
+            if not math.isnan(value):
+                out.setdefault(key, {})[step] = value
+    if bad:
+        _warn(f"{path}: {len(bad)} line(s) that are not a JSON object with an integer \"step\" skipped "
+              f"(first: line {bad[0]})")
+    return out
+
+
+def select_series(series: dict[str, dict[int, float]], metric: str, where: str) -> tuple[str, dict[int, float]]:
+    """The series ``metric`` names (see the module docstring); MissingError listing the names found."""
+    if metric in series:
+        return metric, series[metric]
+    near = sorted(n for n in series if n.endswith("/" + metric))
+    if len(near) == 1:
+        return near[0], series[near[0]]
+    if near:
+        raise CkptError(f"{where}: metric {metric!r} is ambiguous: {', '.join(near)}; name one of them")
+    names = sorted(series)
+    shown = ", ".join(names[:20]) + (f" ... ({len(names)} in all)" if len(names) > 20 else "")
+    raise MissingError(f"{where}: no metric {metric!r} found " +
+                       (f"(found: {shown})" if names else "(no scalars found)"))
+
+
+def metric_values(directory: str, metric: str, *, metrics: str | None = None,
+                  storage=LOCAL) -> tuple[str, dict[int, float]]:
+    """``(series name, {step: value})`` of ``metric`` for the run in ``directory``."""
+    if metrics is not None:
+        mstorage, mpath = storage_for(metrics)
+        if mstorage.isdir(mpath):  # a TensorBoard log directory kept apart from the checkpoints
+            directory, storage = mpath, mstorage
+        elif fnmatch.fnmatchcase(mstorage.basename(mpath), EVENT_GLOB):
+            return select_series(event_series(mpath, mstorage, files=[mpath]), metric, metrics)
+        else:
+            return select_series(jsonl_series(mpath, mstorage), metric, metrics)
+    files = find_event_files(directory, storage)
+    if not files:
+        raise MissingError(f"{directory}: no metric {metric!r} found (no {EVENT_GLOB} files below it; "
+                           f"give --metrics PATH for a JSON Lines file)")
+    return select_series(event_series(directory, storage), metric, directory)
+
+
+@dataclass
+class BestPins:
+    """The checkpoints kept as best (base name -> value, best first) and how many had no value."""
+
+    spec: BestSpec
+    series: str
+    pins: dict[str, float] = field(default_factory=dict)
+    none_count: int = 0
+    candidates: int = 0
+    steps: dict[str, int] = field(default_factory=dict)  # base -> the step its value is of
+
+    def to_json(self) -> dict:
+        return {**self.spec.to_json(), "series": self.series, "candidates": self.candidates,
+                "without_value": self.none_count,
+                "best": [{"checkpoint": b, "step": self.steps.get(b), "value": _json_float(v)}
+                         for b, v in self.pins.items()]}
+
+
+def _json_float(v: float):
+    return v if math.isfinite(v) else str(v)
+
+
+#: Where a checkpoint keeps its global step: TF1's ``global_step`` variable, or the
+#: ``step`` / ``global_step`` attribute of a ``tf.train.Checkpoint`` (the TF2 idiom).
+GLOBAL_STEP_NAMES = ("global_step", "global_step/.ATTRIBUTES/VARIABLE_VALUE", "step/.ATTRIBUTES/VARIABLE_VALUE")
+_INT_DTYPES = ("int64", "int32", "uint64", "uint32", "int16", "uint16", "int8", "uint8")
+
+
+def stored_step(prefix: str, storage=LOCAL) -> int | None:
+    """The global step checkpoint ``prefix`` holds (an integer scalar of
+    :data:`GLOBAL_STEP_NAMES`), or None (none, or the checkpoint cannot be read)."""
+    from ckptool.ops.read import open as open_checkpoint
+
+    try:
+        with open_checkpoint(prefix, storage) as ckpt:
+            for name in GLOBAL_STEP_NAMES:
+                if name in ckpt:
+                    v = ckpt.variable(name)
+                    if v.dtype in _INT_DTYPES and v.numel == 1:
+                        return int(ckpt.read(name).reshape(()))
+    except (CkptError, OSError, ValueError, OverflowError):
+        return None
+    return None
+
+
+def best_pins(directory: str, candidates, spec: BestSpec, storage=LOCAL) -> BestPins:
+    """The ``spec.n`` best of ``candidates`` ((base name, step or None) pairs, oldest first)
+    by the metric at their step. A checkpoint's step is the global step it holds
+    (:func:`stored_step`), else (or when the metric has no value there) the number in
+    its name. ``spec.metrics`` relative paths are taken as they are (the caller
+    resolves them)."""
+    name, values = metric_values(directory, spec.metric, metrics=spec.metrics, storage=storage)
+    scored = []
+    steps = {}
+    none = 0
+    for base, step in candidates:
+        held = stored_step(storage.join(directory, base) if directory else base, storage)
+        v = None
+        for s in (held, step):
+            if s is not None and values.get(s) is not None:
+                v, steps[base] = values[s], s
+                break
+        if v is None:
+            none += 1
+        scored.append((base, v))
+    chosen = choose_best(scored, spec.n, spec.mode)
+    return BestPins(spec, name, dict(chosen), none, len(scored), {b: steps[b] for b, _ in chosen})
+
+
+def pin_best(directory: str, managed, policy, spec: BestSpec | None, storage=LOCAL):
+    """For prune: ``(policy with the spec.n best of managed pinned, BestPins)``, given the
+    retention engine's entries (oldest first) and Policy; ``(policy, None)`` without a spec."""
+    import dataclasses
+
+    if spec is None:
+        return policy, None
+    bp = best_pins(directory, [(e.name, e.step) for e in managed], spec, storage)
+    return dataclasses.replace(policy, pinned=policy.pinned | frozenset(bp.pins)), bp
+
+
+__all__ = [
+    "EVENT_GLOB",
+    "GLOBAL_STEP_NAMES",
+    "BestPins",
+    "best_pins",
+    "event_series",
+    "find_event_files",
+    "jsonl_series",
+    "metric_values",
+    "pin_best",
+    "select_series",
+    "stored_step",
+]
