@@ -231,15 +231,18 @@ def checkpoint_files(storage, prefix: str) -> list[str]:
     return sorted(set(out))
 
 
-def list_checkpoints(storage, directory: str) -> list[str]:
-    """Prefixes of the complete V2 checkpoints in ``directory``: an ``.index`` that parses as one."""
+def list_checkpoints(storage, directory: str, damaged: bool = False) -> list[str]:
+    """Prefixes of the complete V2 checkpoints in ``directory``: an ``.index`` that parses as one.
+
+    ``damaged`` (for verification) also lists an ``.index`` that does not parse when a data
+    shard of the same prefix lies beside it: a checkpoint, broken, not a stray file."""
     out = []
     for name in storage.glob(directory, "*" + INDEX_SUFFIX):
         role = file_role(name)
         if role is None or role[1] != INDEX:
             continue
         path = _join(storage, directory, name)
-        if is_index(storage, path):
+        if is_index(storage, path) or (damaged and storage.glob(directory, role[0] + ".data-*")):
             out.append(_join(storage, directory, role[0]))
     return out
 

@@ -59,7 +59,7 @@ def targets(path: str, recursive: bool = False) -> list[str]:
     out: list[str] = []
     for d in _directories(storage, p, recursive):
         try:
-            found = list_checkpoints(storage, d)
+            found = list_checkpoints(storage, d, damaged=True)
         except CkptError:
             continue
         out.extend(found)
