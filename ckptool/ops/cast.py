@@ -70,3 +70,17 @@ class Overflows:
             what = ", ".join(f"{n!r} ({c} values, {a} -> {b})" for n, c, a, b in self.found)
             raise RefusedError(f"{dst}: finite values overflow to inf in the cast: {what}; nothing written "
                                "(--allow-overflow writes them as inf)")
+
+
+def value_of(s, casts, over, result):
+    """The array to write for a spec: loaded, cast when its dtype is cast."""
+    arr = s.load()
+    to = casts.get(s.dtype)
+    if to is None:
+        return arr
+    out, n = cast_array(arr, to)
+    result.cast[s.name] = f"{s.dtype}->{to}"
+    if n:
+        over.add(s.name, n, s.dtype, to)
+        result.overflow[s.name] = n
+    return out

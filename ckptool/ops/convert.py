@@ -23,7 +23,7 @@ import os
 from dataclasses import dataclass, field
 
 from ckptool.errors import CkptError, RefusedError, UnsupportedError, UsageError
-from ckptool.ops.cast import Overflows, cast_array, target_dtype
+from ckptool.ops.cast import Overflows, target_dtype, value_of
 
 TF, NPZ, SAFETENSORS = "tf", "npz", "safetensors"
 FORMATS = (TF, NPZ, SAFETENSORS)
@@ -154,20 +154,6 @@ def _supported(specs, fmt, casts, skip, result, dst):
         hint = " (use .safetensors or a TF checkpoint)" if fmt == NPZ and dt in TF_TO_ST else ""
         raise UnsupportedError(f"{dst}: tensor {s.name!r} has dtype {dt}, which {target} cannot hold{hint}; "
                                "--exclude it, --cast it, or --skip-unsupported leaves out all such")
-    return out
-
-
-def value_of(s, casts, over, result):
-    """The array to write for a spec: loaded, cast when its dtype is cast."""
-    arr = s.load()
-    to = casts.get(s.dtype)
-    if to is None:
-        return arr
-    out, n = cast_array(arr, to)
-    result.cast[s.name] = f"{s.dtype}->{to}"
-    if n:
-        over.add(s.name, n, s.dtype, to)
-        result.overflow[s.name] = n
     return out
 
 

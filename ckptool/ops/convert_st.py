@@ -66,7 +66,7 @@ def _short_plan(specs, graph_bytes, dst):
 
 
 def to_safetensors(dst, specs, result, force, progress, casts, over, names, opened, sync=True) -> None:
-    from ckptool.ops.convert import value_of
+    from ckptool.ops.cast import value_of
     from ckptool.ops.stfile import write_file
 
     graph = next((s for s in specs if s.name == OBJECT_GRAPH_KEY), None)

@@ -29,6 +29,7 @@ from ckptool.errors import CkptError, RefusedError, UsageError
 from ckptool.format import bundle
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, ObjectGraph, is_object_key
 from ckptool.io.storage import LocalStorage
+from ckptool.ops.rename_template import copy_raw
 from ckptool.ops.slots import is_optimizer_name
 
 EXACT, PREFIX, ROOT, REGEX = "exact", "prefix", "root", "regex"
@@ -283,7 +284,7 @@ def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop=(), strip_optim
             for old, new in plan.renames:
                 if bundle_src:
                     e = ck.entry(old.encode("utf-8", "surrogateescape"))
-                    _copy_raw(ck, e, new, w)
+                    copy_raw(ck, e, new, w)
                 else:
                     w.add(new, ck.read(old))
             if graph_bytes is not None:
@@ -294,17 +295,6 @@ def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop=(), strip_optim
             res = w.finish()
         plan.files = res.files
         return plan
-
-
-def _copy_raw(ck, e, new: str, w) -> None:
-    if not e.slices:
-        w.add_raw(new, e, ck.read_raw(e))
-        return
-    w.add_raw(new, e, None)
-    nk = new.encode("utf-8", "surrogateescape")
-    for sl in e.slices:
-        part = ck.entry(bundle.encode_tensor_name_slice(e.key, sl))
-        w.add_raw(bundle.encode_tensor_name_slice(nk, sl), part, ck.read_raw(part))
 
 
 def _fast(ck, plan: Plan, dprefix: str, storage, graph_bytes, force, write_index) -> list[str]:

@@ -12,13 +12,13 @@ from __future__ import annotations
 import difflib
 
 from ckptool.errors import CkptError
+from ckptool.format import bundle
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, OPTIMIZER_SLOT, object_key
 
 
 def with_template(ck, plan, template: str, dprefix, storage, strict, dry_run, force, allow_missing=False):
     """DST gets TEMPLATE's keys and graph, values from SRC (through the renames)."""
     from ckptool.ops.read import BundleCheckpoint, open as open_checkpoint
-    from ckptool.ops.rename import _copy_raw
     from ckptool.ops.write import BundleWriter
 
     with open_checkpoint(template) as tp:
@@ -91,7 +91,7 @@ def with_template(ck, plan, template: str, dprefix, storage, strict, dry_run, fo
                 else:
                     e = tp.entry(t.encode("utf-8", "surrogateescape")) if tp_bundle else None
                     if e is not None and not tp.header.big_endian:
-                        _copy_raw(tp, e, t, w)
+                        copy_raw(tp, e, t, w)
                     else:
                         w.add(t, tp.read(t))
             if graph is not None:
@@ -108,3 +108,14 @@ def _closest(name: str, sources: list[str]) -> str:
     plain = "/".join(parsed[0]) if parsed else name
     close = difflib.get_close_matches(plain, sources, n=3, cutoff=0.4)
     return f"{name} (closest in SRC: {', '.join(close)})" if close else f"{name} (nothing close in SRC)"
+
+
+def copy_raw(ck, e, new: str, w) -> None:
+    if not e.slices:
+        w.add_raw(new, e, ck.read_raw(e))
+        return
+    w.add_raw(new, e, None)
+    nk = new.encode("utf-8", "surrogateescape")
+    for sl in e.slices:
+        part = ck.entry(bundle.encode_tensor_name_slice(e.key, sl))
+        w.add_raw(bundle.encode_tensor_name_slice(nk, sl), part, ck.read_raw(part))
