@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ckptool.errors import CkptError, RefusedError, UnsupportedError
+from ckptool.errors import CkptError, UnsupportedError
 from ckptool.io.storage import storage_for
-from ckptool.ops.write import BundleWriter, drop_part, open_part, publish_part
+from ckptool.io.atomic import AtomicFile, check_destination, checkpoint_identity, publish
+from ckptool.ops.write import BundleWriter
 
 TF, NPZ, SAFETENSORS = "tf", "npz", "safetensors"
 
@@ -63,22 +64,6 @@ def _selected(name: str, match, exclude) -> bool:
     if match and not any(fnmatch.fnmatchcase(name, g) for g in match):
         return False
     return not any(fnmatch.fnmatchcase(name, g) for g in exclude or ())
-
-
-def _same(src: str, dst: str, fmt: str) -> bool:
-    import os
-
-    from ckptool.io.storage import is_url
-
-    if is_url(src) or is_url(dst):
-        return src.rstrip("/") == dst.rstrip("/")
-    import re
-
-    def norm(p):
-        p = os.path.realpath(p)
-        return re.sub(r"(\.index|\.data-\d{5}-of-\d{5})$", "", p)
-
-    return norm(src) == norm(dst)
 
 
 def _values(src: str, keep_slices: bool, verify: bool = True):
@@ -137,12 +122,11 @@ def convert(src: str, dst: str, *, to: str | None = None, match=(), exclude=(), 
     fmt = target_format(dst, to)
     if fmt not in (TF, NPZ, SAFETENSORS):
         raise CkptError(f"unknown target format {fmt!r} (tf, npz or safetensors)")
-    if _same(src, dst, fmt):
-        raise RefusedError(f"{dst}: is the source itself; convert to another path")
     from ckptool.ops.sources import CheckpointSource
 
     source, items = _values(src, keep_slices)
     try:
+        ids = checkpoint_identity(source.ck) if isinstance(source, CheckpointSource) else [source.path]
         if keep_slices and (fmt != TF or not (isinstance(source, CheckpointSource) and source.raw)):
             raise CkptError("--keep-slices is for V2 -> V2 conversion only")
         names = [n for n in source.names() if _selected(n, match, exclude)]
@@ -152,11 +136,11 @@ def convert(src: str, dst: str, *, to: str | None = None, match=(), exclude=(), 
         if fmt != TF and isinstance(source, CheckpointSource):
             items = _check_tf_dtypes(source.ck, items, fmt, skip_unsupported, result, dst)
         if fmt == TF:
-            _to_tf(dst, items, result, num_shards, force, progress)
+            _to_tf(dst, items, result, num_shards, force, progress, ids)
         elif fmt == NPZ:
-            _to_npz(dst, items, result, force, skip_unsupported, progress)
+            _to_npz(dst, items, result, (force, ids), skip_unsupported, progress)
         else:
-            _to_safetensors(dst, items, result, force, skip_unsupported, progress, src)
+            _to_safetensors(dst, items, result, (force, ids), skip_unsupported, progress, src)
         return result
     finally:
         source.close()
@@ -179,11 +163,11 @@ def _check_tf_dtypes(ck, items, fmt, skip, result, dst):
         yield name, v
 
 
-def _to_tf(dst, items, result, num_shards, force, progress):
+def _to_tf(dst, items, result, num_shards, force, progress, ids=()):
     from ckptool.ops.sources import RawTensor
 
     done = 0
-    with BundleWriter(dst, num_shards=num_shards, force=force) as w:
+    with BundleWriter(dst, num_shards=num_shards, force=force, sources=ids) as w:
         for name, v in items:
             if isinstance(v, RawTensor):
                 v.write_to(w, name)
@@ -200,17 +184,9 @@ def _to_tf(dst, items, result, num_shards, force, progress):
     result.files = list(res.files)
 
 
-def _publish(storage, tmp, f, path):
-    """fsync, close, rename into place, fsync the directory: the file is durable once it is there."""
-    storage.fsync_file(f)
-    f.close()
-    publish_part(storage, tmp, path)
-    storage.fsync_dir(storage.dirname(path))
-
-
 def _check_target(storage, path, force):
-    if storage.exists(path) and not force:
-        raise RefusedError(f"{path} already exists; not overwriting it without --force")
+    force, ids = force
+    check_destination(storage, [path], force=force, sources=ids)
     storage.makedirs(storage.dirname(path))
 
 
@@ -234,9 +210,9 @@ def _npz_value(name: str, arr: np.ndarray):
 def _to_npz(dst, items, result, force, skip, progress):
     storage, path = storage_for(dst)
     _check_target(storage, path, force)
-    tmp, f = open_part(storage, path)
+    f = AtomicFile(storage, path)
     try:
-        with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+        with zipfile.ZipFile(f.file, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
             for name, v in items:
                 arr, why = _npz_value(name, _as_array(v))
                 if arr is None:
@@ -250,9 +226,9 @@ def _to_npz(dst, items, result, force, skip, progress):
                 result.nbytes += arr.nbytes
                 if progress:
                     progress(result.nbytes, 0)
-        _publish(storage, tmp, f, path)
+        publish([f])
     except BaseException:
-        drop_part(storage, tmp, f)
+        f.discard()
         raise
     result.files = [path]
 
@@ -296,7 +272,7 @@ def _to_safetensors(dst, items, result, force, skip, progress, src):
         offset += n
     text = json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogateescape")
     text += b" " * (-len(text) % 8)
-    tmp, f = open_part(storage, path)
+    f = AtomicFile(storage, path)
     try:
         f.write(len(text).to_bytes(8, "little"))
         f.write(text)
@@ -325,9 +301,9 @@ def _to_safetensors(dst, items, result, force, skip, progress, src):
                 progress(done, offset)
         if again is not None:
             again.close()
-        _publish(storage, tmp, f, path)
+        publish([f])
     except BaseException:
-        drop_part(storage, tmp, f)
+        f.discard()
         raise
     result.tensors = len(order)
     result.nbytes = offset

@@ -6,15 +6,15 @@ the header under ``""`` and one BundleEntryProto per key, sorted bytewise.
 For the same tensors in the same order the files are byte-identical to
 ``tf.raw_ops.SaveV2``'s.
 
-Write protocol (as TF's BundleWriter): every file is written under a
-temporary name (``storage.temp_name``), fsynced and renamed into place, the
-data shards first and the index last, so that once ``PREFIX.index`` exists
-the checkpoint is complete. On any error the temporary files are removed and
-nothing is left behind. A storage without atomic renames (an object store,
-``storage.atomic_rename`` False) is written under the final names directly,
-in the same order: its objects appear only when closed (a PUT is atomic), and
-an aborted one is discarded, never published (:func:`open_part`). Memory is bounded by the largest tensor: data is
-streamed to the shard file as each tensor is added.
+Write protocol (as TF's BundleWriter), through :mod:`ckptool.io.atomic`: every
+file, data shards and index alike, is written in full under a temporary name
+beside its target and fsynced (unless ``sync=False``); only then are they
+renamed into place, the data shards first and the index last, so that once
+``PREFIX.index`` exists the checkpoint is complete, and a failure at any point
+(a source that cannot be read, a full disk, a signal) leaves no temporary and
+no data file without its index. An object store writes under the final names,
+in the same order (:class:`~ckptool.io.atomic.AtomicFile`). Memory is bounded
+by the largest tensor: data is streamed to the shard file as each tensor is added.
 """
 
 from __future__ import annotations
@@ -25,58 +25,32 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ckptool.errors import CkptError, RefusedError, UnsupportedError
+from ckptool.errors import CkptError, UnsupportedError
 from ckptool.format import bundle, dtypes
 from ckptool.format.bundle import Entry
 from ckptool.format.coding import crc32c, mask_crc
 from ckptool.format.table import TableBuilder
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, ObjectGraph, is_object_key
+from ckptool.io.atomic import AtomicFile, check_destination, publish
 from ckptool.io.storage import storage_for
 
 #: Bytes per write() call, and between starts of the disk writeback when syncing.
 WRITEBACK = 8 << 20
 
 
-def open_part(storage, final: str):
-    """``(name, file)`` to write ``final`` through: a temporary name beside it where the
-    storage renames atomically, else ``final`` itself (published when the file closes)."""
-    name = storage.temp_name(final) if getattr(storage, "atomic_rename", True) else final
-    return name, storage.open_write(name)
-
-
-def publish_part(storage, name: str, final: str) -> None:
-    """Put a closed part in place (the rename; nothing to do when written under ``final``)."""
-    if name != final:
-        storage.rename(name, final)
-
-
-def retire_index(storage, prefix: str, finals, sync: bool = True) -> None:
+def retire_index(storage, prefix: str, finals, sync: bool = True) -> bool:
     """Before data files are put in place over a checkpoint being replaced (``--force``),
     its ``.index`` goes if any of them would land on one of its data files (the same
     names): a crash in between must not leave the old index over new data, which fails
     verification. The checkpoint is then absent until the new index is in place. When
-    no name collides the old checkpoint stays whole until the new index replaces it."""
+    no name collides the old checkpoint stays whole until the new index replaces it.
+    Called once every new file is written (``publish``'s check), so always True."""
     index = bundle.index_filename(prefix)
     if storage.exists(index) and any(storage.exists(f) for f in finals):
         storage.remove(index)
         if sync:
             storage.fsync_dir(storage.dirname(prefix))
-
-
-def drop_part(storage, name: str, f) -> None:
-    """Abandon a part that was not published: discard the upload, or close and delete it."""
-    discard = getattr(f, "discard", None)
-    if not getattr(storage, "atomic_rename", True) and discard is not None:
-        discard()  # nothing was published under the name
-        return
-    try:
-        f.close()
-    except Exception:
-        pass
-    try:
-        storage.remove(name)
-    except OSError:
-        pass
+    return True
 
 
 @dataclass
@@ -192,7 +166,7 @@ class BundleWriter:
 
     def __init__(self, prefix: str, num_shards: int = 1, storage=None, force: bool = False,
                  object_graph: bool = False, endianness: int = bundle.HOST_ENDIANNESS,
-                 sync: bool = True):
+                 sync: bool = True, sources: Iterable[str] = ()):
         if storage is None:
             storage, prefix = storage_for(prefix)
         if not isinstance(num_shards, int) or num_shards < 1:
@@ -207,22 +181,20 @@ class BundleWriter:
         self.sync = sync
         self._auto_graph = object_graph
         self.index_path = bundle.index_filename(prefix)
-        if storage.exists(self.index_path) and not force:
-            raise RefusedError(f"{self.index_path} already exists; not overwriting it without --force")
+        check_destination(storage, [self.index_path], force=force, sources=sources, label=prefix)
         self._entries: dict[bytes, bytes] = {}
         self._order: list[bytes] = []  # keys as added (listing order for results)
         self._slice_keys: set[bytes] = set()
         self._shard_bytes = [0] * num_shards
         self._written_back = [0] * num_shards  # bytes whose writeback was started
-        self._files = []  # (temp path, final path, file object)
+        self._files: list[AtomicFile] = []  # the data shards being written
         self._closed = False
         self._finished = False
         storage.makedirs(storage.dirname(prefix))
         try:
             for i in range(num_shards):
                 final = bundle.data_filename(prefix, i, num_shards)
-                name, f = open_part(storage, final)
-                self._files.append([name, final, f])
+                self._files.append(AtomicFile(storage, final, sync=sync))
         except BaseException:
             self.abort()
             raise
@@ -268,14 +240,14 @@ class BundleWriter:
     def _write(self, shard: int, view: memoryview) -> None:
         """Write to a shard; when syncing, start the disk writes every WRITEBACK bytes (the
         final fsync then has only the tail left)."""
-        f = self._files[shard][2]
+        f = self._files[shard]
         for i in range(0, len(view), WRITEBACK):
             part = view[i:i + WRITEBACK]
             f.write(part)
             self._shard_bytes[shard] += len(part)
             if self.sync and self._shard_bytes[shard] - self._written_back[shard] >= WRITEBACK:
                 start = self._written_back[shard]
-                self.storage.start_writeback(f, start, self._shard_bytes[shard] - start)
+                f.start_writeback(start, self._shard_bytes[shard] - start)
                 self._written_back[shard] = self._shard_bytes[shard]
 
     def add(self, name, value, shard: int | None = None) -> None:
@@ -365,22 +337,14 @@ class BundleWriter:
                     graph = ObjectGraph.from_keys(names)
                     self.add(OBJECT_GRAPH_KEY, graph.serialize())
                     synthesized = True
-            if self.force:
-                retire_index(self.storage, self.prefix, [rec[1] for rec in self._files], self.sync)
-            for rec in self._files:
-                f = rec[2]
-                if self.sync:
-                    self.storage.fsync_file(f)
-                f.close()  # on an object store this publishes the object
-                if rec[0] == rec[1]:
-                    rec[0] = None  # published under its final name: not ours to delete
-            for rec in self._files:
-                if rec[0] is not None:
-                    publish_part(self.storage, rec[0], rec[1])
-                rec[0] = None  # renamed: no longer ours to delete on failure
+            index = index_file(self.storage, self.prefix, self.num_shards, self._entries.items(),
+                               self.endianness, self.sync)
+            finals = [f.target for f in self._files]
+            check = (lambda: retire_index(self.storage, self.prefix, finals, self.sync)) if self.force else None
+            self._files.append(index)
+            publish(self._files, check=check)
+            self._files.pop()
             old = self._stale_shards() if self.force else []
-            write_index(self.prefix, self.num_shards, sorted(self._entries.items()),
-                        storage=self.storage, force=True, endianness=self.endianness, sync=self.sync)
         except BaseException:
             self.abort()
             raise
@@ -393,7 +357,7 @@ class BundleWriter:
                 pass
         hidden = self._slice_keys
         listed = [k for k in self._order if k not in hidden]
-        return WriteResult(self.prefix, [r[1] for r in self._files] + [self.index_path], len(listed),
+        return WriteResult(self.prefix, [f.target for f in self._files] + [self.index_path], len(listed),
                            sum(self._shard_bytes), synthesized,
                            [k.decode("utf-8", "surrogateescape") for k in listed])
 
@@ -401,7 +365,7 @@ class BundleWriter:
         """Data files of a checkpoint being replaced that the new one does not use."""
         st = self.storage
         d, base = st.dirname(self.prefix), st.basename(self.prefix)
-        ours = {st.basename(r[1]) for r in self._files}
+        ours = {st.basename(f.target) for f in self._files}
         pat = re.compile(re.escape(base) + r"\.data-\d{5,}-of-\d{5,}$")
         return [st.join(d, n) if d else n for n in st.glob(d, base + ".data-*")
                 if pat.match(n) and n not in ours]
@@ -409,31 +373,15 @@ class BundleWriter:
     def abort(self) -> None:
         """Close and delete the temporary files; idempotent."""
         self._closed = True
-        for rec in self._files:
-            tmp, _, f = rec
-            if tmp is not None:
-                drop_part(self.storage, tmp, f)
-                rec[0] = None
-            else:
-                try:
-                    f.close()
-                except Exception:
-                    pass
+        for f in self._files:
+            f.discard()
 
 
-def write_index(prefix: str, num_shards: int, entries: Iterable[tuple[bytes, bytes]], storage=None,
-                force: bool = False, endianness: int = bundle.HOST_ENDIANNESS, sync: bool = True) -> str:
-    """Write only ``PREFIX.index`` (temp file, then rename): the header and ``entries``.
-
-    ``entries`` are ``(key, serialized BundleEntryProto)`` pairs; they are sorted
-    here. Used directly to re-point an index at data files that were copied or
-    hard-linked whole. Returns the index path.
-    """
-    if storage is None:
-        storage, prefix = storage_for(prefix)
+def index_file(storage, prefix: str, num_shards: int, entries: Iterable[tuple[bytes, bytes]],
+               endianness: int = bundle.HOST_ENDIANNESS, sync: bool = True) -> AtomicFile:
+    """``PREFIX.index`` (the header and ``entries``, sorted here) written in full under a
+    temporary name, not yet published: pass it last to :func:`ckptool.io.atomic.publish`."""
     path = bundle.index_filename(prefix)
-    if storage.exists(path) and not force:
-        raise RefusedError(f"{path} already exists; not overwriting it without --force")
     items = sorted((bytes(k), bytes(v)) for k, v in entries)
     for i, (k, _) in enumerate(items):
         if not k:
@@ -441,25 +389,32 @@ def write_index(prefix: str, num_shards: int, entries: Iterable[tuple[bytes, byt
         if i and items[i - 1][0] == k:
             raise CkptError(f"{path}: duplicate key {_shown(k)!r}")
     storage.makedirs(storage.dirname(prefix))
-    tmp, f = open_part(storage, path)
-    published = False
+    f = AtomicFile(storage, path, sync=sync)
     try:
         table = TableBuilder(f)
         table.add(bundle.HEADER_KEY, bundle.encode_header(num_shards, endianness))
         for k, v in items:
             table.add(k, v)
         table.finish()
-        if sync:
-            storage.fsync_file(f)
-        f.close()
-        published = tmp == path
-        publish_part(storage, tmp, path)
     except BaseException:
-        if not published:
-            drop_part(storage, tmp, f)
+        f.discard()
         raise
-    if sync:
-        storage.fsync_dir(storage.dirname(prefix))
+    return f
+
+
+def write_index(prefix: str, num_shards: int, entries: Iterable[tuple[bytes, bytes]], storage=None,
+                force: bool = False, endianness: int = bundle.HOST_ENDIANNESS, sync: bool = True) -> str:
+    """Write only ``PREFIX.index`` (temp file, then rename): the header and ``entries``.
+
+    ``entries`` are ``(key, serialized BundleEntryProto)`` pairs. Used directly to
+    re-point an index at data files that were copied or hard-linked whole. Returns the
+    index path.
+    """
+    if storage is None:
+        storage, prefix = storage_for(prefix)
+    path = bundle.index_filename(prefix)
+    check_destination(storage, [path], force=force)
+    publish([index_file(storage, prefix, num_shards, entries, endianness, sync)])
     return path
 
 
@@ -483,4 +438,4 @@ def write(prefix: str, mapping: Mapping | Iterable, *, num_shards: int = 1, forc
         return w.finish()
 
 
-__all__ = ["write", "write_index", "BundleWriter", "WriteResult", "encode_tensor"]
+__all__ = ["write", "write_index", "index_file", "BundleWriter", "WriteResult", "encode_tensor"]
