@@ -12,7 +12,8 @@ import pytest
 
 import ckptool
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY
-from ckptool.ops.sources import SafetensorsSource, step_prefix
+from ckptool.ops.save import step_prefix
+from ckptool.ops.sources import SafetensorsSource
 
 HAVE_MANAGE = importlib.util.find_spec("ckptool.ops.manage") is not None
 needs_manage = pytest.mark.skipif(not HAVE_MANAGE, reason="ckptool.ops.manage (retention engine, another issue) "
