@@ -278,8 +278,6 @@ def _read_state_safe(storage, directory: str):
 
 def _delete_files(storage, directory: str, listing: DirListing, base: str) -> int:
     """Delete every file of checkpoint ``base`` (index first: the commit marker). Bytes freed."""
-    from ckptool import _faults
-
     files = listing.files.get(base, [])
     order = sorted(files, key=lambda f: (f.name != base + INDEX_SUFFIX, f.name))
     freed = 0
@@ -289,7 +287,6 @@ def _delete_files(storage, directory: str, listing: DirListing, base: str) -> in
             freed += f.size
         except FileNotFoundError:
             pass
-        _faults.crash_point("prune:file-deleted")
     return freed
 
 
@@ -438,12 +435,9 @@ def _run(directory: str, policy: R.Policy, *, storage, now: float, dry_run: bool
         return res
     drop = {e.name for e in decision.deleted} | {e.name for e in decision.preserved}
     drop |= missing_bases  # mtime mode: as recover_last_checkpoints, missing ones go
-    from ckptool import _faults
-
     if decision.deleted:
         storage.write_bytes_atomic(storage.join(directory, JOURNAL),
                                    json.dumps([e.name for e in decision.deleted]).encode("utf-8"))
-        _faults.crash_point("prune:journaled")
     for _ in range(STATE_ATTEMPTS):
         # Merge into the state as it is now (a writer may have saved since we planned), and
         # replace it only if it still is: a concurrent update is merged again, never lost.
@@ -454,7 +448,6 @@ def _run(directory: str, policy: R.Policy, *, storage, now: float, dry_run: bool
                                      _changed(state, new_state)):
             break
         if write_state(directory, new_state, storage, expect=expect):
-            _faults.crash_point("prune:state-written")
             break
     else:
         if decision.deleted:
