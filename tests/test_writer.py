@@ -587,7 +587,7 @@ def test_sigterm_during_save_removes_temporaries_and_exits_143(tmp_path):
         f"main(['save', {str(out / 'ckpt')!r}, '--from', {str(src)!r}, '--shards', '2', '--no-state'])\n"
     )
     r = _subprocess.run([_sys.executable, "-c", code], capture_output=True, text=True,
-                        env=dict(os.environ, PYTHONPATH=os.getcwd()))
+                        env=dict(os.environ, PYTHONPATH=str(pathlib.Path(ckptool.__file__).resolve().parents[1])))
     assert r.returncode == 128 + _signal.SIGTERM, r.stderr
     assert "Traceback" not in r.stderr
     assert _leftovers(out) == []
