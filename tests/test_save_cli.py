@@ -12,7 +12,8 @@ import pytest
 
 import ckptool
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY
-from ckptool.ops.sources import SafetensorsSource, step_prefix
+from ckptool.ops.save import step_prefix
+from ckptool.ops.sources import SafetensorsSource
 
 HAVE_MANAGE = importlib.util.find_spec("ckptool.ops.prune") is not None
 needs_manage = pytest.mark.skipif(not HAVE_MANAGE, reason="ckptool.ops.manage (retention engine, another issue) "
@@ -238,3 +239,34 @@ def test_state_file_written_and_retention_applied(capsys, tmp_path, srcs):
     assert len(state.all_model_checkpoint_timestamps) == 2
     assert not (d / "ckpt-1.index").exists() and not (d / "ckpt-2.index").exists()
     assert json.loads(out)["retention"]["kept"]
+
+
+def test_no_sync_skips_every_fsync_and_still_saves(tmp_path, monkeypatch):
+    """--no-sync: no fsync at all (TF's behaviour); the default fsyncs before publishing."""
+    import os as _os
+
+
+    src = tmp_path / "v.npz"
+    np.savez(src, w=np.arange(4.0))
+    calls = []
+    real = _os.fsync
+    monkeypatch.setattr(_os, "fsync", lambda fd: (calls.append(fd), real(fd))[1])
+    for flag, want in (("--no-sync", 0), (None, 1)):
+        calls.clear()
+        out = tmp_path / (flag or "sync") / "ckpt"
+        args = ["save", out, "--from", src, "--no-state"] + ([flag] if flag else [])
+        code = _run_cli_code(args)
+        assert code == 0
+        assert (len(calls) > 0) == bool(want), (flag, calls)
+        with ckptool.open(str(out)) as ck:
+            assert ck.read("w").tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+def _run_cli_code(args):
+    from ckptool.cli.main import main
+
+    try:
+        main([str(a) for a in args])
+    except SystemExit as exc:
+        return exc.code or 0
+    return 0

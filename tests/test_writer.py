@@ -500,3 +500,127 @@ def test_writeback_is_started_as_the_data_is_written(tmp_path, sync):
         return
     assert len({name for name, _, _ in st.calls}) == 1
     assert [(o, n) for _, o, n in st.calls] == [(i * WRITEBACK, WRITEBACK) for i in range(5)]
+
+
+# -- issue 22 items 2, 3, 8, 9: the atomic-publish primitive and the destination rule ------------
+
+import errno as _errno  # noqa: E402
+import signal as _signal  # noqa: E402
+import subprocess as _subprocess  # noqa: E402
+import sys as _sys  # noqa: E402
+
+from ckptool.io import atomic as _atomic  # noqa: E402
+from ckptool.io.storage import LocalStorage as _Local  # noqa: E402
+
+
+class _FullDisk(_Local):
+    """A local storage whose files named like ``victim`` hit ENOSPC on write."""
+
+    def __init__(self, victim):
+        self.victim = victim
+
+    def open_write(self, path):
+        f = super().open_write(path)
+        if self.victim not in path:
+            return f
+        victim = self
+
+        class Full:
+            def write(self, data):
+                raise OSError(_errno.ENOSPC, "No space left on device", path)
+
+            def __getattr__(self, name):
+                return getattr(f, name)
+
+        victim.file = f
+        return Full()
+
+
+def _leftovers(d):
+    return sorted(p.name for p in d.iterdir())
+
+
+@pytest.mark.parametrize("victim", [".index", ".data-00001"])
+def test_disk_full_leaves_nothing_and_names_the_target(tmp_path, victim):
+    prefix = str(tmp_path / "ckpt-1")
+    with pytest.raises(CkptError) as info:
+        ckptool.write(prefix, {"a": np.zeros(4), "b": np.ones(4)}, num_shards=2, storage=_FullDisk(victim))
+    msg = str(info.value)
+    assert "No space left" in msg and ".tempstate" not in msg and victim in msg, msg
+    assert _leftovers(tmp_path) == []  # no data file under its final name, no temporary
+    assert _atomic.live_temporaries() == []
+
+
+def test_disk_full_over_an_existing_checkpoint_keeps_it(tmp_path):
+    prefix = str(tmp_path / "ckpt-1")
+    ckptool.write(prefix, {"a": np.arange(3.0)})
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    with pytest.raises(CkptError):
+        ckptool.write(prefix, {"a": np.zeros(3)}, force=True, storage=_FullDisk(".index"))
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+def test_keyboard_interrupt_mid_write_removes_the_temporaries(tmp_path):
+    def items():
+        yield "a", np.zeros(10)
+        assert _atomic.live_temporaries(), "the shard's temporary is registered while written"
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        ckptool.write(str(tmp_path / "c"), items())
+    assert _leftovers(tmp_path) == [] and _atomic.live_temporaries() == []
+
+
+def test_sigterm_during_save_removes_temporaries_and_exits_143(tmp_path):
+    src = tmp_path / "v.npz"
+    np.savez(src, a=np.zeros(4), b=np.ones(4))
+    out = tmp_path / "out"
+    code = (
+        "import os, signal, sys\n"
+        "from ckptool.ops import write\n"
+        "real = write.BundleWriter.add\n"
+        "def add(self, *a, **k):\n"
+        "    real(self, *a, **k)\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "write.BundleWriter.add = add\n"
+        "from ckptool.cli.main import main\n"
+        f"main(['save', {str(out / 'ckpt')!r}, '--from', {str(src)!r}, '--shards', '2', '--no-state'])\n"
+    )
+    r = _subprocess.run([_sys.executable, "-c", code], capture_output=True, text=True,
+                        env=dict(os.environ, PYTHONPATH=str(pathlib.Path(ckptool.__file__).resolve().parents[1])))
+    assert r.returncode == 128 + _signal.SIGTERM, r.stderr
+    assert "Traceback" not in r.stderr
+    assert _leftovers(out) == []
+
+
+def test_same_checkpoint_refused_in_every_form_even_with_force(tmp_path):
+    from ckptool.io.state import CheckpointState, write_state
+    from ckptool.ops.convert import convert
+    from ckptool.ops.rename import parse_rule, rewrite_names
+
+    d = tmp_path / "run"
+    ckptool.write(str(d / "ckpt-2"), {"w": np.arange(3.0)})
+    write_state(str(d), CheckpointState("ckpt-2", ["ckpt-2"]))
+    (tmp_path / "link").symlink_to(d)
+    before = {p.name: p.read_bytes() for p in d.iterdir()}
+    with pytest.raises(RefusedError, match="source itself"):
+        convert(str(d), str(d / "ckpt-2"), force=True)  # DIR form whose latest is DST
+    with pytest.raises(RefusedError, match="source itself"):
+        rewrite_names(str(d / "ckpt-2"), str(tmp_path / "link" / "ckpt-2"), [parse_rule("w=v")], force=True)
+    with pytest.raises(RefusedError, match="source itself"):
+        rewrite_names(str(d), str(tmp_path / "link" / "ckpt-2"), [parse_rule("w=v")], force=True, compact=True)
+    assert {p.name: p.read_bytes() for p in d.iterdir()} == before
+
+
+def test_rewrite_names_force_with_unreadable_src_keeps_a_good_dst(tmp_path):
+    from ckptool.ops.rename import parse_rule, rewrite_names
+
+    src, dst = tmp_path / "s" / "ckpt-1", tmp_path / "d" / "ckpt-1"
+    ckptool.write(str(src), {"w": np.arange(4.0), "x": np.ones(2)}, num_shards=2)
+    ckptool.write(str(dst), {"good": np.arange(2.0)})
+    before = {p.name: p.read_bytes() for p in dst.parent.iterdir()}
+    os.remove(str(src) + ".data-00001-of-00002")
+    for compact in (False, True):
+        with pytest.raises(CkptError):
+            rewrite_names(str(src), str(dst), [parse_rule("w=v")], force=True, compact=compact)
+        assert {p.name: p.read_bytes() for p in dst.parent.iterdir()} == before

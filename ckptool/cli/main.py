@@ -98,6 +98,7 @@ def _install_warning_printer(quiet: bool) -> None:
 def main(argv=None) -> None:
     args = sys.argv[1:] if argv is None else argv
     debug = "--debug" in args
+    _on_sigterm()
     try:
         cli.main(args=args, prog_name="ckptool", standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -130,6 +131,22 @@ def main(argv=None) -> None:
         sys.exit(1)
     else:
         _flush_or_quiet()
+    finally:
+        from ckptool.io.atomic import remove_live_temporaries
+
+        remove_live_temporaries()  # what an interrupted write left (its own cleanup ran first)
+
+
+def _on_sigterm() -> None:
+    """SIGTERM unwinds like SIGINT (every write removes its temporaries), then exit 143."""
+    import signal
+    import threading
+
+    def stop(signum, frame):
+        raise SystemExit(128 + signum)
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, stop)
 
 
 class Failed(Exception):

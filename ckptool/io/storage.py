@@ -13,9 +13,8 @@ import stat
 import uuid
 
 from ckptool.errors import CkptError, MissingError
-
-
-ANY = object()  # write_bytes_atomic's "whatever the file holds now"
+from ckptool.io import atomic
+from ckptool.io.atomic import ANY  # write_bytes_atomic's "whatever the file holds now"
 
 
 class RangeReader:
@@ -152,6 +151,7 @@ class LocalStorage:
         return f"{path}.tempstate{uuid.uuid4().int & ((1 << 64) - 1)}"
 
     def open_write(self, path: str):
+        """A new file (never an existing one) for :class:`ckptool.io.atomic.AtomicFile`."""
         return open(path, "xb")
 
     def fsync_file(self, f) -> None:
@@ -205,32 +205,10 @@ class LocalStorage:
 
         return DirLock(directory)
 
-    def write_bytes_atomic(self, path: str, data: bytes, expect=ANY) -> bool:
-        """Replace ``path`` with ``data`` atomically (temp file, fsync, rename). With
-        ``expect`` (bytes, or None for "absent"), only if ``path`` still holds exactly that
-        when the new file is ready to be renamed in; False, nothing changed, otherwise.
-
-        The check narrows, not closes, the window in which another process's update
-        can be lost: a writer that takes no lock (TF) may still land between the check
-        and the rename, microseconds instead of the fsync's milliseconds."""
-        tmp = f"{path}.tmp{uuid.uuid4().hex}"
-        try:
-            with open(tmp, "xb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            if expect is not ANY and self.read_if_exists(path) != expect:
-                os.remove(tmp)
-                return False
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.remove(tmp)
-            except OSError:
-                pass
-            raise
-        self.fsync_dir(os.path.dirname(path))
-        return True
+    def write_bytes_atomic(self, path: str, data: bytes, expect=ANY, sync: bool = True) -> bool:
+        """Replace ``path`` with ``data`` atomically: :func:`ckptool.io.atomic.write_bytes`
+        (temp file, fsync, rename, directory fsync; ``expect`` as documented there)."""
+        return atomic.write_bytes(self, path, data, sync=sync, expect=expect)
 
     def read_if_exists(self, path: str) -> bytes | None:
         try:

@@ -22,7 +22,8 @@ import fnmatch
 import os
 from dataclasses import dataclass, field
 
-from ckptool.errors import CkptError, RefusedError, UnsupportedError, UsageError
+from ckptool.errors import CkptError, UnsupportedError, UsageError
+from ckptool.io.atomic import AtomicFile, check_destination, checkpoint_identity, publish
 from ckptool.ops.cast import Overflows, target_dtype, value_of
 
 TF, NPZ, SAFETENSORS = "tf", "npz", "safetensors"
@@ -75,20 +76,6 @@ def _selected(name: str, match, exclude) -> bool:
     return not any(fnmatch.fnmatchcase(name, g) for g in exclude or ())
 
 
-def _same(src: str, dst: str) -> bool:
-    from ckptool.io.storage import is_url
-
-    if is_url(src) or is_url(dst):
-        return src.rstrip("/") == dst.rstrip("/")
-    from ckptool.io.layout import strip_file_suffix
-
-    def norm(p):
-        p = os.path.realpath(p)
-        return strip_file_suffix(p) or p
-
-    return norm(src) == norm(dst)
-
-
 def convert(src: str, dst: str, *, to: str | None = None, match=(), exclude=(), num_shards: int = 1,
             keep_slices: bool = False, force: bool = False, skip_unsupported: bool = False,
             casts: dict | None = None, allow_overflow: bool = False, names: str = "full",
@@ -101,8 +88,6 @@ def convert(src: str, dst: str, *, to: str | None = None, match=(), exclude=(), 
     """
     from ckptool.ops.convert_src import open_specs
 
-    if _same(src, dst):
-        raise RefusedError(f"{dst}: is the source itself; convert to another path")
     fmt = target_format(dst, to)
     if fmt not in FORMATS:
         raise UsageError(f"unknown target format {fmt!r} (tf, npz or safetensors)")
@@ -113,21 +98,22 @@ def convert(src: str, dst: str, *, to: str | None = None, match=(), exclude=(), 
     casts = dict(casts or {})
     opened = open_specs(src, keep_slices)
     try:
+        ids = checkpoint_identity(opened.checkpoint) if opened.checkpoint is not None else [src]
         if keep_slices and (fmt != TF or opened.checkpoint is None or not any(s.raw for s in opened.specs)):
             raise CkptError("--keep-slices is for V2 -> V2 conversion only")
         specs = [s for s in opened.specs if _selected(s.name, match, exclude)]
         result = ConvertResult(dst, fmt)
         over = Overflows(allow_overflow)
         if fmt == TF:
-            _to_tf(dst, specs, result, num_shards, force, progress, casts, over, sync)
+            _to_tf(dst, specs, result, num_shards, (force, ids), progress, casts, over, sync)
         elif fmt == NPZ:
-            _to_npz(dst, _supported(specs, NPZ, casts, skip_unsupported, result, dst), result, force,
+            _to_npz(dst, _supported(specs, NPZ, casts, skip_unsupported, result, dst), result, (force, ids),
                     skip_unsupported, progress, casts, over, sync)
         else:
             from ckptool.ops.convert_st import to_safetensors
 
             kept = _supported(specs, SAFETENSORS, casts, skip_unsupported, result, dst)
-            to_safetensors(dst, kept, result, force, progress, casts, over, names, opened, sync)
+            to_safetensors(dst, kept, result, (force, ids), progress, casts, over, names, opened, sync)
         return result
     finally:
         opened.close()
@@ -161,7 +147,8 @@ def _to_tf(dst, specs, result, num_shards, force, progress, casts, over, sync):
     from ckptool.ops.write import BundleWriter
 
     done = 0
-    with BundleWriter(dst, num_shards=num_shards, force=force, sync=sync) as w:
+    force, ids = force
+    with BundleWriter(dst, num_shards=num_shards, force=force, sync=sync, sources=ids) as w:
         for s in specs:
             if s.raw is not None and s.dtype not in casts:
                 s.raw.write_to(w, s.name)
@@ -182,19 +169,10 @@ def _to_tf(dst, specs, result, num_shards, force, progress, casts, over, sync):
     result.files = list(res.files)
 
 
-def _publish(storage, tmp, f, path):
-    """fsync, close, rename into place, fsync the directory: the file is durable once it is there."""
-    from ckptool.ops.write import publish_part
-
-    storage.fsync_file(f)
-    f.close()
-    publish_part(storage, tmp, path)
-    storage.fsync_dir(storage.dirname(path))
-
-
-def _check_target(storage, path, force):
-    if storage.exists(path) and not force:
-        raise RefusedError(f"{path} already exists; not overwriting it without --force")
+def check_target(storage, path, force):
+    """One output file: ``force`` is ``(force, source identities)`` (io.atomic.check_destination)."""
+    force, ids = force
+    check_destination(storage, [path], force=force, sources=ids)
     storage.makedirs(storage.dirname(path))
 
 
@@ -237,14 +215,12 @@ def _to_npz(dst, specs, result, force, skip, progress, casts, over, sync):
     import numpy as np
 
     from ckptool.io.storage import storage_for
-    from ckptool.ops.write import drop_part, open_part
-
     npz_names([s.name for s in specs], dst)
     storage, path = storage_for(dst)
-    _check_target(storage, path, force)
-    tmp, f = open_part(storage, path)
+    check_target(storage, path, force)
+    f = AtomicFile(storage, path, sync=sync)
     try:
-        with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+        with zipfile.ZipFile(f.file, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
             for s in specs:
                 arr, why = _npz_value(s.name, np.asarray(value_of(s, casts, over, result)))
                 if arr is None:
@@ -260,9 +236,9 @@ def _to_npz(dst, specs, result, force, skip, progress, casts, over, sync):
                 if progress:
                     progress(result.nbytes, 0)
         over.check(dst)
-        _publish(storage, tmp, f, path)
+        publish([f])
     except BaseException:
-        drop_part(storage, tmp, f)
+        f.discard()
         raise
     result.files = [path]
 

@@ -20,15 +20,12 @@ included), written to one extra small data shard.
 from __future__ import annotations
 
 import fnmatch
-import os
 import re
-import shutil
 from dataclasses import dataclass, field
 
-from ckptool.errors import CkptError, RefusedError, UsageError
+from ckptool.errors import CkptError, UsageError
 from ckptool.format import bundle
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, ObjectGraph, is_object_key
-from ckptool.io.storage import LocalStorage
 from ckptool.ops.rename_template import copy_raw
 from ckptool.ops.slots import is_optimizer_name
 
@@ -212,38 +209,10 @@ def _graph_for(src_graph: ObjectGraph | None, plan: Plan, strip_optimizer: bool)
 
 
 def _check_dst(src_ck, dst: str, storage, force: bool) -> None:
-    idx = bundle.index_filename(dst)
-    same = os.path.abspath(src_ck.prefix) == os.path.abspath(dst)
-    if same:
-        raise RefusedError(f"{dst}: DST is SRC; SRC is never modified")
-    if storage.exists(idx) and not force:
-        raise RefusedError(f"{idx} already exists; not overwriting it without --force")
+    from ckptool.io.atomic import check_destination, checkpoint_identity
 
-
-def _link_or_copy(storage, src: str, dst: str) -> str:
-    """Hard-link src to a temporary name next to dst (copy when linking fails); on an object
-    store, copy it in ranged reads to dst itself (a PUT is atomic). Returns the name written."""
-    from ckptool.ops.write import open_part
-
-    if isinstance(storage, LocalStorage):
-        tmp = storage.temp_name(dst)
-        try:
-            os.link(src, tmp)
-        except OSError:
-            shutil.copyfile(src, tmp)
-        return tmp
-    name, f = open_part(storage, dst)
-    reader = storage.open_reader(src)
-    try:
-        with f:
-            off = 0
-            while off < reader.size:
-                n = min(8 << 20, reader.size - off)
-                f.write(reader.read(off, n))
-                off += n
-    finally:
-        reader.close()
-    return name
+    check_destination(storage, [bundle.index_filename(dst)], force=force,
+                      sources=checkpoint_identity(src_ck), label=dst)
 
 
 def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop=(), strip_optimizer=False, strict=False,
@@ -312,41 +281,32 @@ def _fast(ck, plan: Plan, dprefix: str, storage, graph_bytes, force, write_index
     if plan.object_graph == "kept":
         k = OBJECT_GRAPH_KEY.encode()
         entries.append((k, ck.raw_entry(k)))
-    from ckptool.ops.write import publish_part, retire_index
+    from ckptool.io.atomic import AtomicFile, link_or_copy, publish
+    from ckptool.ops.write import index_file, retire_index
 
     storage.makedirs(storage.dirname(dprefix))
-    if force:
-        retire_index(storage, dprefix, [bundle.data_filename(dprefix, i, n_dst) for i in range(n_dst)])
-    made = []  # (name written, final name)
+    made = []  # every file written in full under a temporary name; published at the end
     try:
         for i in range(n_src):
-            final = bundle.data_filename(dprefix, i, n_dst)
-            made.append((_link_or_copy(storage, ck.shard_path(i), final), final))
+            made.append(link_or_copy(storage, ck.shard_path(i), bundle.data_filename(dprefix, i, n_dst)))
         if graph_bytes is not None:
             from ckptool.format.coding import mask_crc
-            from ckptool.ops.write import encode_tensor, open_part
+            from ckptool.ops.write import encode_tensor
 
             dt, shape, data, crc = encode_tensor(OBJECT_GRAPH_KEY.encode(), graph_bytes)
-            final = bundle.data_filename(dprefix, n_src, n_dst)
-            blob = bytes(data) if isinstance(data, (bytes, bytearray, memoryview)) else b"".join(
-                bytes(c) for c in data)
-            name, f = open_part(storage, final)
-            made.append((name, final))
-            with f:
-                f.write(blob)
+            blob = bytes(data)
+            f = AtomicFile(storage, bundle.data_filename(dprefix, n_src, n_dst))
+            made.append(f)
+            f.write(blob)
             entries.append((OBJECT_GRAPH_KEY.encode(),
                             bundle.encode_entry(dt, shape, n_src, 0, len(blob), mask_crc(crc))))
-        for name, final in made:
-            publish_part(storage, name, final)
-        made = [(None, final) for _, final in made]
-        idx = write_index(dprefix, n_dst, entries, storage=storage, force=force,
-                          endianness=ck.header.endianness)
+        made.append(index_file(storage, dprefix, n_dst, entries, ck.header.endianness))
+        finals = [f.target for f in made[:-1]]
+        publish(made, check=(lambda: retire_index(storage, dprefix, finals)) if force else None)
     except BaseException:
-        for tmp, _ in made:
-            if tmp is not None:
-                try:
-                    storage.remove(tmp)
-                except OSError:
-                    pass
+        for f in made:
+            f.discard()
         raise
-    return [f for _, f in made] + [idx]
+    return [f.target for f in made]
+
+

@@ -12,15 +12,13 @@ from __future__ import annotations
 import json
 import struct
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from ckptool.errors import CkptError, CorruptError, MissingError, UnsupportedError
 from ckptool.format import bundle
 from ckptool.format.bundle import Entry
-from ckptool.format.objgraph import OBJECT_GRAPH_KEY, is_object_key, object_key
-from ckptool.io.storage import storage_for
 
 NPZ, NPY, SAFETENSORS, CHECKPOINT = "npz", "npy", "safetensors", "checkpoint"
 
@@ -323,116 +321,6 @@ def open_source(path: str) -> Source:
     return CheckpointSource(path)
 
 
-# --------------------------------------------------------------------------- save
-
-
-def step_prefix(prefix: str, global_step: int | None, pad_step_number: bool = False) -> str:
-    """``PREFIX-N`` as ``Saver.save(global_step=N)`` names it (``%08d`` when padded)."""
-    if global_step is None:
-        return prefix
-    if global_step < 0:
-        raise CkptError(f"global step must not be negative: {global_step}")
-    return f"{prefix}-{global_step:08d}" if pad_step_number else f"{prefix}-{global_step}"
-
-
-@dataclass
-class SaveResult:
-    prefix: str
-    files: list[str]
-    variables: int
-    nbytes: int
-    sources: list[str]
-    object_graph: bool = False
-    retention: object = None  # prune.RetentionResult, or None with state=False
-    names: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict:
-        return {
-            "prefix": self.prefix,
-            "files": list(self.files),
-            "variables": self.variables,
-            "bytes": self.nbytes,
-            "sources": list(self.sources),
-            "object_graph_synthesized": self.object_graph,
-            "retention": None if self.retention is None else self.retention.to_json(),
-        }
-
-
-def save(prefix: str, sources: list[str], *, global_step: int | None = None, pad_step_number: bool = False,
-         object_based: bool = False, num_shards: int = 1, force: bool = False, state: bool = True,
-         max_to_keep: int | None = None, keep_every_n_hours: float | None = None,
-         now: float | None = None) -> SaveResult:
-    """Write the tensors of ``sources`` as a V2 checkpoint; then update the state file.
-
-    With ``object_based``, plain names become ``name/.ATTRIBUTES/VARIABLE_VALUE``
-    keys (each '/' part escaped) and an object graph is synthesized; keys already
-    object-based are kept. Two sources giving one name is an error. Unless
-    ``state`` is False, the directory's ``checkpoint`` file records the new
-    checkpoint and retention is applied when a policy is given (``ckptool.ops.prune.record_save``).
-    """
-    from ckptool.ops.write import BundleWriter
-
-    if not sources:
-        raise CkptError("nothing to save: give at least one source")
-    target = step_prefix(prefix, global_step, pad_step_number)
-    storage, target_path = storage_for(target)
-    opened = []
-    held = _wait_lock(storage, target_path) if state else None  # before writing: prune may be running
-    try:
-        for path in sources:
-            opened.append(open_source(path))
-        plan = _plan_names(opened, object_based)
-        with BundleWriter(target_path, num_shards=num_shards, storage=storage, force=force,
-                          object_graph=True) as w:
-            for src in opened:
-                for name, value in src.items():
-                    key = plan[id(src)].get(name)
-                    if key is None:
-                        continue  # dropped (a stale object graph)
-                    if isinstance(value, RawTensor):
-                        value.write_to(w, key)
-                    else:
-                        w.add(key, value)
-            written = w.finish()
-        retention = _record(storage, target_path, max_to_keep, keep_every_n_hours, now) if state else None
-    finally:
-        for src in opened:
-            src.close()
-        if held is not None:
-            held.__exit__(None, None, None)
-    return SaveResult(target_path, written.files, written.variables, written.nbytes, list(sources),
-                      written.object_graph, retention, written.keys)
-
-
-def _plan_names(opened: list[Source], object_based: bool) -> dict[int, dict[str, str | None]]:
-    """For each source, name -> key to write (None: skip); duplicates are an error."""
-    renamed_any = False
-    plan: dict[int, dict[str, str | None]] = {}
-    for src in opened:
-        m = {}
-        for name in src.names():
-            if object_based and name != OBJECT_GRAPH_KEY and not is_object_key(name):
-                m[name] = object_key(name)
-                renamed_any = True
-            else:
-                m[name] = name
-        plan[id(src)] = m
-    if renamed_any:  # a source's graph does not describe the renamed keys: synthesize a new one
-        for m in plan.values():
-            if OBJECT_GRAPH_KEY in m:
-                m[OBJECT_GRAPH_KEY] = None
-    seen: dict[str, str] = {}
-    for src in opened:
-        for name, key in plan[id(src)].items():
-            if key is None:
-                continue
-            if key in seen:
-                what = f"{name!r}" if name == key else f"{name!r} (as {key!r})"
-                raise CkptError(f"{src.path}: tensor {what} is also given by {seen[key]}")
-            seen[key] = src.path
-    return plan
-
-
 def _wait_lock(storage, prefix: str):
     """DIR's lock, waited for (bounded) and held from before the first write to the record."""
     from ckptool.io.lock import lock_directory
@@ -453,4 +341,4 @@ def _record(storage, prefix: str, max_to_keep, keep_every_n_hours, now):
                        keep_every_n_hours=keep_every_n_hours, now=now, storage=storage)
 
 
-__all__ = ["open_source", "Source", "RawTensor", "save", "SaveResult", "step_prefix", "kind_of"]
+__all__ = ["open_source", "Source", "RawTensor", "kind_of"]

@@ -9,10 +9,11 @@ yields them, through a temporary name renamed into place.
 
 from __future__ import annotations
 
-from ckptool.errors import CkptError, RefusedError
+from ckptool.errors import CkptError
 from ckptool.format import safetensors_meta as stm
 from ckptool.io.storage import storage_for
-from ckptool.ops.write import WRITEBACK, drop_part, open_part, publish_part
+from ckptool.io.atomic import AtomicFile, check_destination, publish
+from ckptool.ops.write import WRITEBACK
 
 
 class StFile:
@@ -65,12 +66,12 @@ def write_file(dst: str, tensors, extras: stm.Extras, chunks, *, force: bool = F
     ``chunks`` yields each tensor's little-endian bytes (buffers), in the same order.
     ``check`` (if given) runs after the data and before the file is put in place: an
     error there leaves nothing behind. Returns ``(path, data bytes)``."""
+    force, ids = force if isinstance(force, tuple) else (force, ())
     storage, path = storage_for(dst)
-    if storage.exists(path) and not force:
-        raise RefusedError(f"{path} already exists; not overwriting it without --force")
+    check_destination(storage, [path], force=force, sources=ids)
     head, total = stm.encode_header(list(tensors), extras)
     storage.makedirs(storage.dirname(path))
-    tmp, f = open_part(storage, path)
+    f = AtomicFile(storage, path, sync=sync)
     try:
         f.write(head)
         done = 0
@@ -85,13 +86,8 @@ def write_file(dst: str, tensors, extras: stm.Extras, chunks, *, force: bool = F
             raise CkptError(f"{dst}: wrote {done} bytes of tensor data, the header says {total}")
         if check is not None:
             check()
-        if sync:
-            storage.fsync_file(f)
-        f.close()
-        publish_part(storage, tmp, path)
-        if sync:
-            storage.fsync_dir(storage.dirname(path))
+        publish([f])
     except BaseException:
-        drop_part(storage, tmp, f)
+        f.discard()
         raise
     return path, total

@@ -6,15 +6,15 @@ the header under ``""`` and one BundleEntryProto per key, sorted bytewise.
 For the same tensors in the same order the files are byte-identical to
 ``tf.raw_ops.SaveV2``'s.
 
-Write protocol (as TF's BundleWriter): every file is written under a
-temporary name (``storage.temp_name``), fsynced and renamed into place, the
-data shards first and the index last, so that once ``PREFIX.index`` exists
-the checkpoint is complete. On any error the temporary files are removed and
-nothing is left behind. A storage without atomic renames (an object store,
-``storage.atomic_rename`` False) is written under the final names directly,
-in the same order: its objects appear only when closed (a PUT is atomic), and
-an aborted one is discarded, never published (:func:`open_part`). Memory is bounded by the largest tensor: data is
-streamed to the shard file as each tensor is added.
+Write protocol (as TF's BundleWriter), through :mod:`ckptool.io.atomic`: every
+file, data shards and index alike, is written in full under a temporary name
+beside its target and fsynced (unless ``sync=False``); only then are they
+renamed into place, the data shards first and the index last, so that once
+``PREFIX.index`` exists the checkpoint is complete, and a failure at any point
+(a source that cannot be read, a full disk, a signal) leaves no temporary and
+no data file without its index. An object store writes under the final names,
+in the same order (:class:`~ckptool.io.atomic.AtomicFile`). Memory is bounded
+by the largest tensor: data is streamed to the shard file as each tensor is added.
 """
 
 from __future__ import annotations
@@ -22,13 +22,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from ckptool.errors import CkptError, RefusedError, UnsupportedError
+from ckptool.errors import CkptError
 from ckptool.format import bundle, dtypes
 from ckptool.format.bundle import Entry
-from ckptool.format.coding import crc32c, mask_crc
+from ckptool.format.coding import mask_crc
 from ckptool.format.table import TableBuilder
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, ObjectGraph, is_object_key
+from ckptool.io.atomic import AtomicFile, check_destination, publish
 from ckptool.io.storage import storage_for
+from ckptool.ops.encode import _as_dtype, _key_bytes, _shown, encode_tensor
 
 class _Numpy:
     """numpy, imported on first use: a rename that copies stored bytes never needs it (issue 21)."""
@@ -45,46 +47,19 @@ np = _Numpy()
 WRITEBACK = 8 << 20
 
 
-def open_part(storage, final: str):
-    """``(name, file)`` to write ``final`` through: a temporary name beside it where the
-    storage renames atomically, else ``final`` itself (published when the file closes)."""
-    name = storage.temp_name(final) if getattr(storage, "atomic_rename", True) else final
-    return name, storage.open_write(name)
-
-
-def publish_part(storage, name: str, final: str) -> None:
-    """Put a closed part in place (the rename; nothing to do when written under ``final``)."""
-    if name != final:
-        storage.rename(name, final)
-
-
-def retire_index(storage, prefix: str, finals, sync: bool = True) -> None:
+def retire_index(storage, prefix: str, finals, sync: bool = True) -> bool:
     """Before data files are put in place over a checkpoint being replaced (``--force``),
     its ``.index`` goes if any of them would land on one of its data files (the same
     names): a crash in between must not leave the old index over new data, which fails
     verification. The checkpoint is then absent until the new index is in place. When
-    no name collides the old checkpoint stays whole until the new index replaces it."""
+    no name collides the old checkpoint stays whole until the new index replaces it.
+    Called once every new file is written (``publish``'s check), so always True."""
     index = bundle.index_filename(prefix)
     if storage.exists(index) and any(storage.exists(f) for f in finals):
         storage.remove(index)
         if sync:
             storage.fsync_dir(storage.dirname(prefix))
-
-
-def drop_part(storage, name: str, f) -> None:
-    """Abandon a part that was not published: discard the upload, or close and delete it."""
-    discard = getattr(f, "discard", None)
-    if not getattr(storage, "atomic_rename", True) and discard is not None:
-        discard()  # nothing was published under the name
-        return
-    try:
-        f.close()
-    except Exception:
-        pass
-    try:
-        storage.remove(name)
-    except OSError:
-        pass
+    return True
 
 
 @dataclass
@@ -101,83 +76,6 @@ class WriteResult:
     def to_json(self) -> dict:
         return {"prefix": self.prefix, "files": list(self.files), "variables": self.variables,
                 "bytes": self.nbytes}
-
-
-def _key_bytes(name) -> bytes:
-    if isinstance(name, bytes):
-        key = name
-    elif isinstance(name, str):
-        key = name.encode("utf-8", "surrogateescape")
-    else:
-        raise CkptError(f"tensor names must be str or bytes, not {type(name).__name__} ({name!r})")
-    if not key:
-        raise CkptError("the empty string cannot name a tensor (it is the bundle header's key)")
-    return key
-
-
-def _shown(key: bytes) -> str:
-    return key.decode("utf-8", "backslashreplace")
-
-
-def _as_dtype(dtype) -> dtypes.DType:
-    if isinstance(dtype, dtypes.DType):
-        return dtype
-    if isinstance(dtype, str):
-        return dtypes.from_name(dtype)
-    if isinstance(dtype, int):
-        return dtypes.from_value(dtype)
-    return dtypes.from_numpy(dtype)
-
-
-def _is_string_value(value) -> bool:
-    return isinstance(value, (bytes, bytearray, memoryview, str))
-
-
-def _to_bytes(elem, key: bytes) -> bytes:
-    if isinstance(elem, bytes):
-        return elem
-    if isinstance(elem, str):
-        return elem.encode("utf-8")
-    if isinstance(elem, (bytearray, memoryview, np.bytes_)):
-        return bytes(elem)
-    if isinstance(elem, np.str_):
-        return str(elem).encode("utf-8")
-    raise UnsupportedError(
-        f"string tensor {_shown(key)!r} holds a {type(elem).__name__}; only bytes and str can be stored"
-    )
-
-
-def encode_tensor(key: bytes, value) -> tuple[dtypes.DType, tuple[int, ...], object, int]:
-    """(dtype, shape, buffer, unmasked crc) of a value as a V2 data file stores it.
-
-    The buffer of a fixed-size array is a view of the array's own memory (no copy
-    when it is C-contiguous and little-endian).
-    """
-    if _is_string_value(value):
-        data, crc = bundle.encode_string([_to_bytes(value, key)])
-        return dtypes.STRING_DTYPE, (), data, crc
-    try:
-        arr = np.asarray(value)
-    except Exception as exc:  # arbitrary objects: say which tensor
-        raise UnsupportedError(f"tensor {_shown(key)!r}: cannot convert {type(value).__name__} "
-                               f"to an array ({exc})") from None
-    shape = tuple(int(d) for d in arr.shape)
-    bundle.check_shape(shape, f"tensor {_shown(key)!r}")
-    try:
-        dt = dtypes.from_numpy(arr.dtype)
-    except UnsupportedError as exc:
-        raise UnsupportedError(f"tensor {_shown(key)!r}: {exc}") from None
-    if dt.kind == dtypes.STRING:
-        data, crc = bundle.encode_string([_to_bytes(e, key) for e in arr.ravel(order="C")])
-        return dt, shape, data, crc
-    native = dt.numpy
-    if arr.dtype.names is not None:  # a quantized type given as TF's structured dtype
-        arr = arr.view(arr.dtype[0])
-    if arr.dtype != native:  # big-endian input, or an equivalent spelling
-        arr = arr.astype(native)
-    arr = np.ascontiguousarray(arr)
-    buf = arr.reshape(-1).view(np.uint8)
-    return dt, shape, buf, crc32c(buf)
 
 
 class BundleWriter:
@@ -200,7 +98,7 @@ class BundleWriter:
 
     def __init__(self, prefix: str, num_shards: int = 1, storage=None, force: bool = False,
                  object_graph: bool = False, endianness: int = bundle.HOST_ENDIANNESS,
-                 sync: bool = True):
+                 sync: bool = True, sources: Iterable[str] = ()):
         if storage is None:
             storage, prefix = storage_for(prefix)
         if not isinstance(num_shards, int) or num_shards < 1:
@@ -215,22 +113,20 @@ class BundleWriter:
         self.sync = sync
         self._auto_graph = object_graph
         self.index_path = bundle.index_filename(prefix)
-        if storage.exists(self.index_path) and not force:
-            raise RefusedError(f"{self.index_path} already exists; not overwriting it without --force")
+        check_destination(storage, [self.index_path], force=force, sources=sources, label=prefix)
         self._entries: dict[bytes, bytes] = {}
         self._order: list[bytes] = []  # keys as added (listing order for results)
         self._slice_keys: set[bytes] = set()
         self._shard_bytes = [0] * num_shards
         self._written_back = [0] * num_shards  # bytes whose writeback was started
-        self._files = []  # (temp path, final path, file object)
+        self._files: list[AtomicFile] = []  # the data shards being written
         self._closed = False
         self._finished = False
         storage.makedirs(storage.dirname(prefix))
         try:
             for i in range(num_shards):
                 final = bundle.data_filename(prefix, i, num_shards)
-                name, f = open_part(storage, final)
-                self._files.append([name, final, f])
+                self._files.append(AtomicFile(storage, final, sync=sync))
         except BaseException:
             self.abort()
             raise
@@ -276,14 +172,14 @@ class BundleWriter:
     def _write(self, shard: int, view: memoryview) -> None:
         """Write to a shard; when syncing, start the disk writes every WRITEBACK bytes (the
         final fsync then has only the tail left)."""
-        f = self._files[shard][2]
+        f = self._files[shard]
         for i in range(0, len(view), WRITEBACK):
             part = view[i:i + WRITEBACK]
             f.write(part)
             self._shard_bytes[shard] += len(part)
             if self.sync and self._shard_bytes[shard] - self._written_back[shard] >= WRITEBACK:
                 start = self._written_back[shard]
-                self.storage.start_writeback(f, start, self._shard_bytes[shard] - start)
+                f.start_writeback(start, self._shard_bytes[shard] - start)
                 self._written_back[shard] = self._shard_bytes[shard]
 
     def add(self, name, value, shard: int | None = None) -> None:
@@ -373,22 +269,14 @@ class BundleWriter:
                     graph = ObjectGraph.from_keys(names)
                     self.add(OBJECT_GRAPH_KEY, graph.serialize())
                     synthesized = True
-            if self.force:
-                retire_index(self.storage, self.prefix, [rec[1] for rec in self._files], self.sync)
-            for rec in self._files:
-                f = rec[2]
-                if self.sync:
-                    self.storage.fsync_file(f)
-                f.close()  # on an object store this publishes the object
-                if rec[0] == rec[1]:
-                    rec[0] = None  # published under its final name: not ours to delete
-            for rec in self._files:
-                if rec[0] is not None:
-                    publish_part(self.storage, rec[0], rec[1])
-                rec[0] = None  # renamed: no longer ours to delete on failure
+            index = index_file(self.storage, self.prefix, self.num_shards, self._entries.items(),
+                               self.endianness, self.sync)
+            finals = [f.target for f in self._files]
+            check = (lambda: retire_index(self.storage, self.prefix, finals, self.sync)) if self.force else None
+            self._files.append(index)
+            publish(self._files, check=check)
+            self._files.pop()
             old = self._stale_shards() if self.force else []
-            write_index(self.prefix, self.num_shards, sorted(self._entries.items()),
-                        storage=self.storage, force=True, endianness=self.endianness, sync=self.sync)
         except BaseException:
             self.abort()
             raise
@@ -401,7 +289,7 @@ class BundleWriter:
                 pass
         hidden = self._slice_keys
         listed = [k for k in self._order if k not in hidden]
-        return WriteResult(self.prefix, [r[1] for r in self._files] + [self.index_path], len(listed),
+        return WriteResult(self.prefix, [f.target for f in self._files] + [self.index_path], len(listed),
                            sum(self._shard_bytes), synthesized,
                            [k.decode("utf-8", "surrogateescape") for k in listed])
 
@@ -409,7 +297,7 @@ class BundleWriter:
         """Data files of a checkpoint being replaced that the new one does not use."""
         st = self.storage
         d, base = st.dirname(self.prefix), st.basename(self.prefix)
-        ours = {st.basename(r[1]) for r in self._files}
+        ours = {st.basename(f.target) for f in self._files}
         from ckptool.io.layout import DATA, file_role
 
         return [st.join(d, n) if d else n for n in st.glob(d, base + ".data-*")
@@ -418,31 +306,15 @@ class BundleWriter:
     def abort(self) -> None:
         """Close and delete the temporary files; idempotent."""
         self._closed = True
-        for rec in self._files:
-            tmp, _, f = rec
-            if tmp is not None:
-                drop_part(self.storage, tmp, f)
-                rec[0] = None
-            else:
-                try:
-                    f.close()
-                except Exception:
-                    pass
+        for f in self._files:
+            f.discard()
 
 
-def write_index(prefix: str, num_shards: int, entries: Iterable[tuple[bytes, bytes]], storage=None,
-                force: bool = False, endianness: int = bundle.HOST_ENDIANNESS, sync: bool = True) -> str:
-    """Write only ``PREFIX.index`` (temp file, then rename): the header and ``entries``.
-
-    ``entries`` are ``(key, serialized BundleEntryProto)`` pairs; they are sorted
-    here. Used directly to re-point an index at data files that were copied or
-    hard-linked whole. Returns the index path.
-    """
-    if storage is None:
-        storage, prefix = storage_for(prefix)
+def index_file(storage, prefix: str, num_shards: int, entries: Iterable[tuple[bytes, bytes]],
+               endianness: int = bundle.HOST_ENDIANNESS, sync: bool = True) -> AtomicFile:
+    """``PREFIX.index`` (the header and ``entries``, sorted here) written in full under a
+    temporary name, not yet published: pass it last to :func:`ckptool.io.atomic.publish`."""
     path = bundle.index_filename(prefix)
-    if storage.exists(path) and not force:
-        raise RefusedError(f"{path} already exists; not overwriting it without --force")
     items = sorted((bytes(k), bytes(v)) for k, v in entries)
     for i, (k, _) in enumerate(items):
         if not k:
@@ -450,25 +322,32 @@ def write_index(prefix: str, num_shards: int, entries: Iterable[tuple[bytes, byt
         if i and items[i - 1][0] == k:
             raise CkptError(f"{path}: duplicate key {_shown(k)!r}")
     storage.makedirs(storage.dirname(prefix))
-    tmp, f = open_part(storage, path)
-    published = False
+    f = AtomicFile(storage, path, sync=sync)
     try:
         table = TableBuilder(f)
         table.add(bundle.HEADER_KEY, bundle.encode_header(num_shards, endianness))
         for k, v in items:
             table.add(k, v)
         table.finish()
-        if sync:
-            storage.fsync_file(f)
-        f.close()
-        published = tmp == path
-        publish_part(storage, tmp, path)
     except BaseException:
-        if not published:
-            drop_part(storage, tmp, f)
+        f.discard()
         raise
-    if sync:
-        storage.fsync_dir(storage.dirname(prefix))
+    return f
+
+
+def write_index(prefix: str, num_shards: int, entries: Iterable[tuple[bytes, bytes]], storage=None,
+                force: bool = False, endianness: int = bundle.HOST_ENDIANNESS, sync: bool = True) -> str:
+    """Write only ``PREFIX.index`` (temp file, then rename): the header and ``entries``.
+
+    ``entries`` are ``(key, serialized BundleEntryProto)`` pairs. Used directly to
+    re-point an index at data files that were copied or hard-linked whole. Returns the
+    index path.
+    """
+    if storage is None:
+        storage, prefix = storage_for(prefix)
+    path = bundle.index_filename(prefix)
+    check_destination(storage, [path], force=force)
+    publish([index_file(storage, prefix, num_shards, entries, endianness, sync)])
     return path
 
 
@@ -492,4 +371,4 @@ def write(prefix: str, mapping: Mapping | Iterable, *, num_shards: int = 1, forc
         return w.finish()
 
 
-__all__ = ["write", "write_index", "BundleWriter", "WriteResult", "encode_tensor"]
+__all__ = ["write", "write_index", "index_file", "BundleWriter", "WriteResult", "encode_tensor"]

@@ -1,7 +1,8 @@
 """Crash safety: `ckptool save`, `prune`, `rewrite-names` and `convert` killed with SIGKILL at
 every point where they change the disk, and (save, convert) at random moments.
 
-ckptool/_faults.py wraps every call that changes the disk (open for writing,
+tests/faultinject/faults.py (installed in the child by tests/faultinject/sitecustomize.py,
+on its PYTHONPATH; nothing in ckptool/ knows) wraps every call that changes the disk (open for writing,
 fsync, rename/replace, remove/unlink, link) in the child; ``CKPTOOL_CRASH_AT=fs:N``
 kills it just before the N-th such event and ``fs+:N`` just after. A first,
 clean run counts the events; then every event is killed before and after.
@@ -14,7 +15,7 @@ After each kill:
   the new checkpoint holds exactly the saved values.
 
 convert (V2 -> V2 resharded, V1 -> V2, -> .npz, -> .safetensors; fresh and ``--force`` over
-an old DST) runs in children forked from a fork server (``_faults.run_armed``), the same
+an old DST) runs in children forked from a fork server (``faults.run_armed``), the same
 injection at a fraction of the cost; its checks are in :class:`_Convert`.
 """
 
@@ -34,10 +35,15 @@ import numpy as np
 import pytest
 
 import ckptool
-from ckptool import _faults
 from ckptool.io.state import read_state, resolve
 from clirun import run as run_cli
 
+FAULTS = pathlib.Path(__file__).resolve().parents[1] / "faultinject"
+ROOT = FAULTS.parents[1]
+sys.path.insert(0, str(FAULTS))
+import faults as _faults  # noqa: E402
+
+pytestmark = pytest.mark.slow
 HAS_MANAGE = importlib.util.find_spec("ckptool.ops.prune") is not None
 VALUES = {"w": np.arange(12, dtype=np.float32).reshape(3, 4), "b": np.array([b"x", b""], dtype=object),
           "step": np.int64(3)}
@@ -54,7 +60,8 @@ def _run(args, env_extra=None, wait=True):
     env.pop("CKPTOOL_CRASH_AT", None)
     env.pop("CKPTOOL_FAULT_LOG", None)
     env.update(env_extra or {})
-    cmd = [sys.executable, "-m", "ckptool._faults", *args]
+    env["PYTHONPATH"] = os.pathsep.join([str(FAULTS), str(ROOT), env.get("PYTHONPATH", "")])
+    cmd = [sys.executable, "-m", "ckptool", *args]
     if not wait:
         return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
@@ -153,17 +160,6 @@ def test_save_killed_at_random_moments(tmp_path):
         _rerun(d, args)
 
 
-def test_crash_point_named(tmp_path, monkeypatch):
-    """crash_point(NAME) kills only at the COUNT-th hit of NAME, and is a no-op without the variable."""
-    code = ("import ckptool._faults as f\nfor i in range(5):\n    f.crash_point('x')\n    print(i, flush=True)\n")
-    env = dict(os.environ, CKPTOOL_CRASH_AT="x:3")
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-    assert r.returncode == -signal.SIGKILL and r.stdout.split() == ["0", "1"]
-    env.pop("CKPTOOL_CRASH_AT")
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-    assert r.returncode == 0 and r.stdout.split() == ["0", "1", "2", "3", "4"]
-
-
 @pytest.mark.skipif(not importlib.util.find_spec("ckptool.cli.commands.prune"), reason="prune not in the tree yet")
 def test_prune_killed_at_every_disk_event(tmp_path):
     def setup(d):
@@ -254,7 +250,7 @@ def test_rewrite_names_killed_at_every_disk_event(tmp_path, compact):
 # (ckptool._faults.run_armed): ~30 ms a kill instead of an interpreter start (~0.4 s), so every
 # event of every target is killed, before and after, in a few seconds.
 
-_FORK_PRELOAD = ["ckptool._faults", "ckptool.cli.main", "ckptool.cli.commands.convert", "ckptool.ops.convert",
+_FORK_PRELOAD = ["faults", "ckptool.cli.main", "ckptool.cli.commands.convert", "ckptool.ops.convert",
                  "ckptool.ops.sources", "ckptool.ops.read", "ckptool.ops.write", "zipfile"]
 _CTX = []
 

@@ -1,6 +1,6 @@
 """Races: a writer saving continuously while readers poll and prune runs again and again.
 
-Bounded in time (about 3 s of writing per test), not marked slow.
+Bounded in time (about 3 s of writing per test); marked slow.
 """
 
 import importlib.util
@@ -9,11 +9,14 @@ import sys
 import textwrap
 import os
 
+import pytest
+
 import ckptool
 from ckptool.errors import CkptError
 from ckptool.io.state import read_state, resolve
 
 HAS_PRUNE = importlib.util.find_spec("ckptool.cli.commands.prune") is not None
+pytestmark = pytest.mark.slow
 RACES = {"polls": 0, "prunes": 0, "saves": 0}
 
 WRITER = textwrap.dedent("""

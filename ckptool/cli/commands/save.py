@@ -22,6 +22,9 @@ from ckptool.cli.common import emit_json, human_bytes, json_option
 @click.option("--shards", type=click.IntRange(min=1), default=1, show_default=True, metavar="N",
               help="Spread the data over N data files.")
 @click.option("--force", is_flag=True, help="Replace an existing checkpoint at the target.")
+@click.option("--no-sync", is_flag=True,
+              help="Skip the fsyncs before the renames (TF's behaviour): faster, but a power cut may "
+                   "lose the checkpoint. For scratch outputs.")
 @click.option("--no-state", is_flag=True,
               help="Leave the directory's 'checkpoint' state file alone and apply no retention.")
 @click.option("--max-to-keep", type=click.IntRange(min=0), default=None, metavar="K",
@@ -31,7 +34,7 @@ from ckptool.cli.common import emit_json, human_bytes, json_option
               help="Retention: also preserve one checkpoint every H hours, as Saver does.")
 @json_option("Print what was written (prefix, files, variables, bytes) and the retention result as JSON.")
 def command(prefix: str, sources: tuple[str, ...], global_step: int | None, pad_step_number: bool,
-            object_based: bool, shards: int, force: bool, no_state: bool, max_to_keep: int,
+            object_based: bool, shards: int, force: bool, no_sync: bool, no_state: bool, max_to_keep: int,
             keep_every_n_hours: float, as_json: bool) -> None:
     """Write a V2 checkpoint at PREFIX from --from sources.
 
@@ -39,13 +42,13 @@ def command(prefix: str, sources: tuple[str, ...], global_step: int | None, pad_
     (data first, index last). Unless --no-state, the directory's 'checkpoint'
     file then records PREFIX (relative paths) and retention is applied.
     """
-    from ckptool.ops.sources import save
+    from ckptool.ops.save import save
 
     if pad_step_number and global_step is None:
         raise click.UsageError("--pad-step-number needs --global-step")
     result = save(prefix, list(sources), global_step=global_step, pad_step_number=pad_step_number,
                   object_based=object_based, num_shards=shards, force=force, state=not no_state,
-                  max_to_keep=max_to_keep or None, keep_every_n_hours=keep_every_n_hours)
+                  max_to_keep=max_to_keep or None, keep_every_n_hours=keep_every_n_hours, sync=not no_sync)
     if as_json:
         emit_json(result.to_json())
         return

@@ -1,4 +1,4 @@
-"""Fault injection for the crash-safety tests (tests/robustness/test_crash.py).
+"""Fault injection for the crash-safety tests (tests/robustness/test_crash.py); test side only.
 
 Does nothing unless the environment says so; the environment is read once,
 here, when this module is first imported.
@@ -22,8 +22,8 @@ can kill it at every point where the disk changes, in order.
 ``CKPTOOL_FAULT_LOG=PATH``
     Append one line per event and per crash point reached (``N name detail``).
 
-``python -m ckptool._faults ARGS...`` runs the ``ckptool`` CLI with the hooks
-installed; :func:`run_armed` does the same in a process forked from one that has
+A child started with ``tests/faultinject`` on its PYTHONPATH gets the hooks from
+``sitecustomize``; :func:`run_armed` does the same in a process forked from one that has
 ckptool imported (the crash tests' fork server), with the spec and log as arguments.
 """
 
@@ -159,7 +159,7 @@ def run_armed(args, spec: str = "", log: str = "", out: str = "") -> None:  # pr
         _TARGET, _LOG = _parse(spec), log
         _seen.clear()
         install()
-        from ckptool.cli.main import main as cli_main
+        from ckptool.cli.main import main as cli_main  # the product, unchanged
 
         try:
             cli_main([str(a) for a in args])
@@ -175,14 +175,3 @@ def run_armed(args, spec: str = "", log: str = "", out: str = "") -> None:  # pr
             except Exception:
                 pass
         os._exit(code)
-
-
-def main() -> None:  # pragma: no cover - run in subprocesses by the crash tests
-    install()
-    from ckptool.cli import main as cli_main
-
-    cli_main()
-
-
-if __name__ == "__main__":  # pragma: no cover
-    main()

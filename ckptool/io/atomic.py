@@ -1,0 +1,312 @@
+"""The one way ckptool puts a file on disk: written beside its target, then renamed into place.
+
+:class:`AtomicFile` writes under a temporary name beside the target
+(``storage.temp_name``: TF's ``TARGET.tempstate<N>``), fsyncs it (unless
+``sync=False``), renames it over the target and fsyncs the directory.
+:func:`publish` does that for a group of files, in order, the last one last:
+a checkpoint's data shards, then its index, so that once the index exists the
+checkpoint is whole. On any failure (an exception, KeyboardInterrupt, a
+SIGTERM turned into SystemExit by the CLI) every temporary is removed; and
+every live temporary is in a registry (:func:`live_temporaries`) that the
+CLI's signal handler sweeps (:func:`remove_live_temporaries`).
+
+A storage without atomic renames (an object store: ``storage.atomic_rename``
+is False) writes under the target name directly: the object appears only when
+its writer is closed (one PUT, or a completed multipart upload), and a
+discarded one never appears.
+
+Errors of the disk (ENOSPC, EIO, EACCES) become :class:`CkptError` naming the
+target, never the temporary.
+
+:func:`check_destination` is the one overwrite rule: an existing destination
+is not replaced without ``force``, and a destination that is the source
+itself (the same file by device and inode, whatever path reached it) is
+refused even with ``force``.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from ckptool.errors import CkptError, RefusedError
+
+#: Temporaries written now, by this process (name -> target): what a signal handler removes.
+_LIVE: dict[str, str] = {}
+_LIVE_LOCK = threading.Lock()
+
+ANY = object()  # write_bytes' "whatever the target holds now"
+
+
+def live_temporaries() -> list[str]:
+    """The temporary files this process is writing now (not yet published or removed)."""
+    with _LIVE_LOCK:
+        return list(_LIVE)
+
+
+def remove_live_temporaries() -> int:
+    """Remove every live temporary (for a signal handler or an exit path); how many went."""
+    with _LIVE_LOCK:
+        names = list(_LIVE)
+        _LIVE.clear()
+    gone = 0
+    for name in names:
+        try:
+            os.remove(name)
+            gone += 1
+        except OSError:
+            pass
+    return gone
+
+
+def _register(name: str, target: str) -> None:
+    with _LIVE_LOCK:
+        _LIVE[name] = target
+
+
+def _unregister(name: str) -> None:
+    with _LIVE_LOCK:
+        _LIVE.pop(name, None)
+
+
+def disk_error(target: str, what: str, exc: OSError) -> CkptError:
+    """A CkptError naming the target file (not a temporary) for an OS error."""
+    return CkptError(f"{target}: cannot {what}: {exc.strerror or exc}")
+
+
+class AtomicFile:
+    """One file being written for ``target``; see the module docstring.
+
+    ``write``, then either :meth:`seal` and :meth:`publish` (or :func:`publish`
+    for a group), or :meth:`discard`. As a context manager it publishes on a
+    clean exit and discards on an error.
+    """
+
+    def __init__(self, storage: Any, target: str, *, sync: bool = True, _link_from: str | None = None):
+        self.storage = storage
+        self.target = target
+        self.sync = sync
+        self.atomic = bool(getattr(storage, "atomic_rename", True))
+        self.name = storage.temp_name(target) if self.atomic else target
+        self.written = 0
+        self.published = False
+        self._sealed = False
+        self.file: Any = None
+        if self.atomic:
+            _register(self.name, target)
+        try:
+            if _link_from is not None:
+                os.link(_link_from, self.name)
+                self._sealed = True  # a second name of a durable file: nothing to write or sync
+            else:
+                self.file = storage.open_write(self.name)
+        except OSError as exc:
+            self.discard()
+            raise disk_error(target, "create", exc) from None
+        except BaseException:
+            self.discard()
+            raise
+
+    def __enter__(self) -> AtomicFile:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is None:
+            publish([self])
+        else:
+            self.discard()
+
+    def write(self, data: Any) -> None:
+        try:
+            self.file.write(data)
+        except OSError as exc:
+            raise disk_error(self.target, "write", exc) from None
+        self.written += memoryview(data).nbytes
+
+    def start_writeback(self, offset: int, length: int) -> None:
+        self.storage.start_writeback(self.file, offset, length)
+
+    def seal(self) -> None:
+        """fsync (when syncing) and close: the bytes are final. On an object store the close
+        publishes the object."""
+        if self._sealed:
+            return
+        try:
+            if self.sync:
+                self.storage.fsync_file(self.file)
+            self.file.close()
+        except OSError as exc:
+            raise disk_error(self.target, "write", exc) from None
+        self._sealed = True
+        if not self.atomic:
+            self.published = True
+
+    def publish(self) -> None:
+        """Rename into place (after :meth:`seal`); the directory is not fsynced here."""
+        self.seal()
+        if self.published:
+            return
+        try:
+            self.storage.rename(self.name, self.target)
+        except OSError as exc:
+            raise disk_error(self.target, "rename into place", exc) from None
+        self.published = True
+        _unregister(self.name)
+
+    def discard(self) -> None:
+        """Drop what was written (idempotent): close and remove the temporary, or abandon the
+        upload. A published file is not touched."""
+        if self.published:
+            return
+        f = self.file
+        if not self.atomic:
+            discard = getattr(f, "discard", None)
+            if discard is not None:
+                discard()
+            return
+        if f is not None:
+            try:
+                f.close()
+            except Exception:
+                pass
+        try:
+            self.storage.remove(self.name)
+        except (OSError, CkptError):
+            pass
+        _unregister(self.name)
+
+
+def publish(files: Sequence[AtomicFile], *, sync: bool | None = None,
+            check: Callable[[], bool] | None = None) -> bool:
+    """Seal every file, then rename them into place in order, the last one last; fsync the
+    directories after. ``check`` (optional) is called once all are sealed, before any rename:
+    False publishes nothing (the temporaries are removed) and returns False.
+
+    On any failure nothing stays under a temporary name, and the files this call renamed
+    into place are removed again when the last one did not make it (no data file under its
+    final name without its index)."""
+    before = [f.published for f in files]
+    try:
+        for f in files:
+            f.seal()
+        if check is not None and not check():
+            for f in files:
+                f.discard()
+            return False
+        for f in files:
+            f.publish()
+    except BaseException:
+        for f in files:
+            f.discard()
+        if files and not files[-1].published:  # what this call put in place goes again
+            for f, was in zip(files, before):
+                if f.published and not was:
+                    try:
+                        f.storage.remove(f.target)
+                    except (OSError, CkptError):
+                        pass
+        raise
+    syncing = any(f.sync for f in files) if sync is None else sync
+    if syncing:
+        for d in dict.fromkeys(f.storage.dirname(f.target) for f in files if f.atomic):
+            files[0].storage.fsync_dir(d)
+    return True
+
+
+def write_bytes(storage: Any, target: str, data: Any, *, sync: bool = True, expect: Any = ANY) -> bool:
+    """Replace ``target`` with ``data`` atomically. With ``expect`` (bytes, or None for
+    "absent"), only if ``target`` still holds exactly that once the new file is ready; False,
+    nothing changed, otherwise. (The check narrows, not closes, the window in which a writer
+    that takes no lock, TF, may land between it and the rename.)"""
+    f = AtomicFile(storage, target, sync=sync)
+    try:
+        f.write(data)
+    except BaseException:
+        f.discard()
+        raise
+    check = None if expect is ANY else (lambda: storage.read_if_exists(target) == expect)
+    return publish([f], check=check)
+
+
+def link_or_copy(storage: Any, src: str, target: str, *, sync: bool = True) -> AtomicFile:
+    """An :class:`AtomicFile` for ``target`` holding ``src``'s bytes: a hard link where the
+    storage is local and linking works, else a copy (ranged reads on an object store). To be
+    published with :func:`publish`; removed on any failure."""
+    if getattr(storage, "atomic_rename", True) and hasattr(storage, "lstat"):
+        try:
+            return AtomicFile(storage, target, _link_from=src)
+        except CkptError:
+            pass  # another file system, or no hard links: copy
+    reader = storage.open_reader(src)  # errors name the source
+    try:
+        f = AtomicFile(storage, target, sync=sync)
+        try:
+            off = 0
+            while off < reader.size:
+                n = min(8 << 20, reader.size - off)
+                f.write(reader.read(off, n))
+                off += n
+        except BaseException:
+            f.discard()
+            raise
+    finally:
+        reader.close()
+    return f
+
+
+# --------------------------------------------------------------------------- the destination rule
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return st.st_dev, st.st_ino
+
+
+def check_destination(storage: Any, targets: Iterable[str], *, force: bool,
+                      sources: Iterable[str] = (), label: str | None = None) -> None:
+    """The overwrite rule shared by save, convert and rewrite-names.
+
+    ``targets`` are the files whose existence means "the destination exists" (a
+    checkpoint's ``.index``; an ``.npz`` or ``.safetensors`` file); ``sources`` the files
+    that identify the source (its ``.index``, its V1 files, the file itself). Refused:
+    a target that is one of the sources (same device and inode, through any path,
+    symlink or directory form), even with ``force``; an existing target without
+    ``force``."""
+    targets = list(targets)
+    local = hasattr(storage, "lstat")
+    if local:
+        ids = {i for i in (_identity(s) for s in sources) if i is not None}
+        for t in targets:  # a prefix that names a source file (DST = SRC.index) is the source too
+            bare = t[: -len(".index")] if t.endswith(".index") else t
+            if ids and (_identity(t) in ids or _identity(bare) in ids):
+                raise RefusedError(f"{label or t}: is the source itself (DST is SRC; SRC is never "
+                                   f"modified, not even with --force)")
+    else:
+        norm = {s.rstrip("/") for s in sources}
+        for t in targets:
+            if t.rstrip("/") in norm:
+                raise RefusedError(f"{label or t}: is the source itself (DST is SRC; SRC is never "
+                                   f"modified, not even with --force)")
+    if not force:
+        for t in targets:
+            if storage.exists(t):
+                raise RefusedError(f"{t} already exists; not overwriting it without --force")
+
+
+def checkpoint_identity(ck: Any) -> list[str]:
+    """The files that identify an open checkpoint, for :func:`check_destination`'s sources:
+    a V2 checkpoint's ``.index``, a V1 checkpoint's files."""
+    files = getattr(ck, "files", None)
+    if getattr(ck, "format", "") == "V1" and files:
+        return list(files)
+    prefix = getattr(ck, "prefix", None)
+    return [prefix + ".index"] if prefix else []
+
+
+__all__ = ["AtomicFile", "publish", "write_bytes", "link_or_copy", "check_destination",
+           "checkpoint_identity", "live_temporaries", "remove_live_temporaries", "disk_error", "ANY"]
