@@ -88,17 +88,18 @@ def convert(src: str, dst: str, *, to: str | None = None, match=(), exclude=(), 
     """
     from ckptool.ops.convert_src import open_specs
 
-    fmt = target_format(dst, to)
-    if fmt not in FORMATS:
-        raise UsageError(f"unknown target format {fmt!r} (tf, npz or safetensors)")
-    if names not in ("full", "short"):
-        raise UsageError(f"--names is full or short, not {names!r}")
-    if names == "short" and fmt != SAFETENSORS:
-        raise UsageError("--names short is for .safetensors output")
-    casts = dict(casts or {})
     opened = open_specs(src, keep_slices)
     try:
         ids = checkpoint_identity(opened.checkpoint) if opened.checkpoint is not None else [src]
+        _check_not_source(dst, ids)
+        fmt = target_format(dst, to)
+        if fmt not in FORMATS:
+            raise UsageError(f"unknown target format {fmt!r} (tf, npz or safetensors)")
+        if names not in ("full", "short"):
+            raise UsageError(f"--names is full or short, not {names!r}")
+        if names == "short" and fmt != SAFETENSORS:
+            raise UsageError("--names short is for .safetensors output")
+        casts = dict(casts or {})
         if keep_slices and (fmt != TF or opened.checkpoint is None or not any(s.raw for s in opened.specs)):
             raise CkptError("--keep-slices is for V2 -> V2 conversion only")
         specs = [s for s in opened.specs if _selected(s.name, match, exclude)]
@@ -167,6 +168,14 @@ def _to_tf(dst, specs, result, num_shards, force, progress, casts, over, sync):
     result.tensors = res.variables
     result.nbytes = res.nbytes
     result.files = list(res.files)
+
+
+def _check_not_source(dst: str, ids) -> None:
+    """DST names the source itself (in any form): refused before anything else, even with --force."""
+    from ckptool.io.storage import storage_for
+
+    storage, path = storage_for(dst)
+    check_destination(storage, [path, path + ".index"], force=True, sources=ids, label=dst)
 
 
 def check_target(storage, path, force):
