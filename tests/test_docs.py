@@ -28,7 +28,7 @@ def test_committed_man_pages_and_completions_are_current():
         path = ROOT / rel
         assert path.is_file(), f"{rel} is missing; run `{REGEN}`"
         assert path.read_text(encoding="utf-8") == text, f"{rel} is stale; run `{REGEN}`"
-    for sub in ("man", "completions"):
+    for sub in (docs.MAN_DIR, "completions"):
         extra = {f"{sub}/{p.name}" for p in (ROOT / sub).iterdir()} - set(want)
         assert not extra, f"{sorted(extra)} no longer generated; run `{REGEN}`"
 

@@ -2,14 +2,13 @@
 
 import json
 import os
-import shutil
 
 import numpy as np
 import pytest
 
 import ckptool
+from ckptool.io.state import CheckpointState, write_state
 from ckptool.ops import manage
-from ckptool.io.state import CheckpointState, read_state, write_state
 
 T0 = 1_700_000_000.0
 NOW = T0 + 30 * 86400
@@ -111,7 +110,8 @@ def test_cli_report_json_exit_code_and_dry_run(tree, capsys):
     code, out, err = run(capsys, "prune", str(root), "--recursive", "--dry-run", "--json", "--exclude", "exp1*")
     assert code == 1 and "exp04" in err and "directories failed" in err
     doc = json.loads(out)
-    assert doc["dry_run"] and str(root / "exp04") in doc["directories"] and "error" in doc["directories"][str(root / "exp04")]
+    assert doc["dry_run"] and str(root / "exp04") in doc["directories"]
+    assert "error" in doc["directories"][str(root / "exp04")]
     assert not any("exp1" in os.path.relpath(d, root) for d in doc["directories"])
     assert doc["total"]["deleted"] > 0 and doc["total"]["bytes_freed"] > 0
     assert files(root) == before

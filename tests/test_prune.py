@@ -2,15 +2,14 @@
 
 import json
 import os
-import time
 
 import numpy as np
 import pytest
 
 import ckptool
-from ckptool.ops import manage
 from ckptool.errors import CkptWarning, MissingError, RefusedError
 from ckptool.io.state import CheckpointState, read_state, write_state
+from ckptool.ops import manage
 
 T0 = 1_700_000_000.0
 
@@ -187,7 +186,8 @@ def test_entries_a_writer_adds_meanwhile_are_kept(tmp_path, monkeypatch):
         ckptool.write(str(d / "ckpt-5"), {"w": np.zeros(3, np.float32)}, sync=False)
         st = read_state(str(d))
         write_state(str(d), CheckpointState("ckpt-5", st.all_model_checkpoint_paths + ["ckpt-5"],
-                                            st.all_model_checkpoint_timestamps + [T0 + 500], st.last_preserved_timestamp))
+                                            st.all_model_checkpoint_timestamps + [T0 + 500],
+                                            st.last_preserved_timestamp))
         return out
 
     monkeypatch.setattr(manage, "list_directory", listing_then_writer_saves)
@@ -296,7 +296,8 @@ def test_record_save_follows_checkpoint_manager(tmp_path):
         r = manage.record_save(str(d), str(d / f"ckpt-{i}"), max_to_keep=2, keep_every_n_hours=None,
                                now=T0 + i)
     st = read_state(str(d))
-    assert st.all_model_checkpoint_paths == ["ckpt-3", "ckpt-4"] and st.all_model_checkpoint_timestamps == [T0 + 3, T0 + 4]
+    assert st.all_model_checkpoint_paths == ["ckpt-3", "ckpt-4"]
+    assert st.all_model_checkpoint_timestamps == [T0 + 3, T0 + 4]
     assert st.last_preserved_timestamp == T0 and r.to_json()["deleted"] == [str(d / "ckpt-2")]
 
 
