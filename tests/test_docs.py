@@ -28,7 +28,7 @@ def test_committed_man_pages_and_completions_are_current():
         path = ROOT / rel
         assert path.is_file(), f"{rel} is missing; run `{REGEN}`"
         assert path.read_text(encoding="utf-8") == text, f"{rel} is stale; run `{REGEN}`"
-    for sub in ("man", "completions"):
+    for sub in (docs.MAN_DIR, "completions"):
         extra = {f"{sub}/{p.name}" for p in (ROOT / sub).iterdir()} - set(want)
         assert not extra, f"{sorted(extra)} no longer generated; run `{REGEN}`"
 
@@ -80,3 +80,33 @@ def test_completion_scripts_call_back_into_ckptool():
     scripts = docs.completions()
     for name, text in scripts.items():
         assert "_CKPTOOL_COMPLETE" in text and re.search(r"\bckptool\b", text), name
+
+
+def _readme_sh_blocks():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    return re.findall(r"^```sh\n(.*?)^```", text, flags=re.M | re.S)
+
+
+def test_ci_runs_the_readme_install_and_test_lines_as_written():
+    import subprocess
+
+    want = [ln for block in _readme_sh_blocks()[:2] for ln in block.splitlines()
+            if ln.strip() and not ln.lstrip().startswith("#")]
+    assert want[0].startswith("python3 -m venv .venv && .venv/bin/pip install -e '.[test]'")
+    got = subprocess.run(["bash", str(ROOT / ".ci" / "run"), "--print-readme-commands"], capture_output=True,
+                         text=True, check=True).stdout.splitlines()
+    assert got == want
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert "--upgrade pip" not in ci
+
+
+def test_man_pages_are_found_under_manpath_man():
+    import shutil
+    import subprocess
+
+    assert (ROOT / docs.MAN_DIR / "ckptool-inspect.1").is_file()
+    if shutil.which("man") is None:
+        pytest.skip("no man(1) here")
+    out = subprocess.run(["man", "-w", "ckptool-inspect"], cwd=ROOT, env={"MANPATH": "man", "PATH": "/usr/bin:/bin"},
+                         capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip().endswith("man/man1/ckptool-inspect.1"), out

@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 import ckptool
-from clirun import run as run_cli
 from ckptool.errors import CkptError, MissingError, UnsupportedError
+from clirun import run as run_cli
 
 fsspec = pytest.importorskip("fsspec")
 
@@ -356,10 +356,10 @@ def s3_server():
     pytest.importorskip("moto")
     pytest.importorskip("s3fs")
     pytest.importorskip("boto3")
+    import logging
+
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
     from werkzeug.serving import make_server
-
-    import logging
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     counter = Counter(DomainDispatcherApplication(create_backend_app))
@@ -494,7 +494,7 @@ def test_s3_listing_is_o1_requests_in_the_number_of_tensors(run, s3):
     counts = {}
     for n in (10, 2000):
         ckptool.write(f"{root}/n{n}/ckpt-1", {f"layer_{i:04d}/w": np.full(4, i, np.float32) for i in range(n)})
-        log = _requests_for(counter, lambda: run("list-variables", f"{root}/n{n}/ckpt-1"))
+        log = _requests_for(counter, lambda n=n: run("list-variables", f"{root}/n{n}/ckpt-1"))
         counts[n] = log
         # the index alone is read: nothing touches the data object
         assert not [r for r in log if ".data-" in r["path"]], log

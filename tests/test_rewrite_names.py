@@ -10,6 +10,7 @@ import types
 
 import numpy as np
 import pytest
+
 import ckptool
 from ckptool.cli.main import main
 from ckptool.errors import CkptError

@@ -34,7 +34,7 @@ def test_click_and_rich_only_in_cli():
 def test_format_layer_is_pure():
     """ckptool/format imports nothing of the layers above it, nor the OS."""
     for path in _modules("format"):
-        for name, node in _imports(path):
+        for name, _node in _imports(path):
             if name.startswith(".."):
                 assert name in ("..errors",), f"{path} imports {name}"
             assert name.split(".")[0] not in ("os", "click", "rich", "fsspec"), f"{path} imports {name}"

@@ -7,8 +7,6 @@ import numpy as np
 
 import ckptool
 from ckptool.io.state import CheckpointState, read_state, write_state
-
-
 from clirun import run  # noqa: E402
 
 

@@ -1,6 +1,6 @@
 """Generate man pages and shell completions from the click commands.
 
-    python -m ckptool.cli.docs [ROOT]      # writes ROOT/man/*.1 and ROOT/completions/*
+    python -m ckptool.cli.docs [ROOT]      # writes ROOT/man/man1/*.1 and ROOT/completions/*
 
 The output depends only on the commands (no dates, no paths), so a test can
 regenerate it and fail when the committed files are stale. Completion scripts
@@ -24,6 +24,7 @@ from ckptool.cli.main import cli
 
 PROG = "ckptool"
 COMPLETE_VAR = "_CKPTOOL_COMPLETE"
+MAN_DIR = "man/man1"  # MANPATH=man man ckptool-inspect
 SHELLS = {"ckptool.bash": BashComplete, "_ckptool": ZshComplete, "ckptool.fish": FishComplete}
 
 EXIT_STATUS = (
@@ -117,19 +118,22 @@ def completions() -> dict[str, str]:
 
 def generate() -> dict[str, str]:
     """Relative path -> content of every generated file."""
-    out = {f"man/{k}": v for k, v in man_pages().items()}
+    out = {f"{MAN_DIR}/{k}": v for k, v in man_pages().items()}
     out.update({f"completions/{k}": v for k, v in completions().items()})
     return out
 
 
 def write(root: str) -> list[str]:
     files = generate()
-    for sub in ("man", "completions"):
+    for sub in (MAN_DIR, "completions"):
         d = os.path.join(root, sub)
         os.makedirs(d, exist_ok=True)
         for old in os.listdir(d):  # a removed command's page goes too
             if f"{sub}/{old}" not in files:
                 os.remove(os.path.join(d, old))
+    for old in os.listdir(os.path.join(root, "man")):  # pages of the old layout (man/*.1)
+        if old.endswith(".1"):
+            os.remove(os.path.join(root, "man", old))
     for rel, text in sorted(files.items()):
         with open(os.path.join(root, rel), "w", encoding="utf-8", newline="\n") as f:
             f.write(text)

@@ -13,11 +13,10 @@ def progress_bar(description: str):
     if quiet() or not stderr_is_terminal():
         yield _nothing
         return
-    from rich.console import Console
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, \
-        TransferSpeedColumn
-
     import os
+
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
     console = Console(stderr=True, no_color="NO_COLOR" in os.environ)
     bar = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(binary_units=True),

@@ -12,7 +12,7 @@ def _table(header, rows, right=()) -> list[str]:
     widths = [max([len(header[i])] + [len(r[i]) for r in rows]) for i in range(len(header))]
 
     last = len(header) - 1
-    fmt = "  ".join("{:%s%d}" % (">" if i in right else "<", widths[i]) if i != last or i in right else "{}"
+    fmt = "  ".join("{:" + (">" if i in right else "<") + f"{widths[i]}}}" if i != last or i in right else "{}"
                     for i in range(len(header)))
 
     def line(cols):

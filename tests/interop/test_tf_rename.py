@@ -88,7 +88,8 @@ def test_object_based_rename_restores_under_the_new_structure(tmp_path):
 def test_object_based_swap_of_two_objects(tmp_path):
     m, src = _module_checkpoint(tmp_path)
     dst = str(tmp_path / "dst" / "ckpt-1")
-    _run("rewrite-names", src, dst, "--rule", "model/enc/w/.ATTRIBUTES/VARIABLE_VALUE=model/enc/b/.ATTRIBUTES/VARIABLE_VALUE",
+    _run("rewrite-names", src, dst, "--rule",
+         "model/enc/w/.ATTRIBUTES/VARIABLE_VALUE=model/enc/b/.ATTRIBUTES/VARIABLE_VALUE",
          "--rule", "model/enc/b/.ATTRIBUTES/VARIABLE_VALUE=model/enc/w/.ATTRIBUTES/VARIABLE_VALUE")
     n = tf.Module()
     n.enc = tf.Module()

@@ -25,7 +25,8 @@ def pytest_terminal_summary(terminalreporter):
         lines.append(line)
     if "test_races" in mods:
         r = mods["test_races"].RACES
-        lines.append(f"races: {r['saves']} saves by a concurrent writer, {r['prunes']} prunes, {r['polls']} state polls")
+        lines.append(f"races: {r['saves']} saves by a concurrent writer, {r['prunes']} prunes, "
+                     f"{r['polls']} state polls")
     if "test_bitflips" in mods:
         f = mods["test_bitflips"].FLIPS
         lines.append(f"bit flips: {f['flips']} tried, {f['caught']} caught, {f['harmless']} harmless footer bits")

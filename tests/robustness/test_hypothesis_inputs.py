@@ -3,10 +3,12 @@
 import io
 
 import numpy as np
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ckptool.errors import CkptError
-from ckptool.format import bundle, dtypes, table as tbl
+from ckptool.format import bundle, dtypes
+from ckptool.format import table as tbl
 from ckptool.format.coding import decode_varint, encode_varint
 from ckptool.io.state import CheckpointState
 

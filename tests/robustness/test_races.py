@@ -4,10 +4,10 @@ Bounded in time (about 3 s of writing per test); marked slow.
 """
 
 import importlib.util
+import os
 import subprocess
 import sys
 import textwrap
-import os
 
 import pytest
 
@@ -46,7 +46,7 @@ def test_reader_always_finds_a_state_file_that_parses(tmp_path):
         try:
             st = read_state(str(tmp_path))
         except CkptError as exc:  # a torn state file would land here
-            raise AssertionError(f"state file did not parse mid-write: {exc}")
+            raise AssertionError(f"state file did not parse mid-write: {exc}") from exc
         RACES["polls"] += 1
         if st is None:
             continue

@@ -447,12 +447,12 @@ def make_bigendian(gen):
     reads it back, byte-swapping, for expected.json: TF is the judge of the layout.
     """
     import numpy as np
+    from crc32c import crc32c
 
     from ckptool.format import bundle, dtypes
     from ckptool.format.bundle import Entry
     from ckptool.format.coding import mask_crc
     from ckptool.ops.write import BundleWriter
-    from crc32c import crc32c
 
     rng = np.random.default_rng(99)
     names = ["float32", "float64", "float16", "bfloat16", "int16", "int32", "int64", "uint16", "uint32",

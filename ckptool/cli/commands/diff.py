@@ -29,11 +29,10 @@ def command(a: str, b: str, atol: float, as_json: bool) -> None:
     usage error.
     """
     import ckptool
-
-    from ckptool.ops.diff import diff
     from ckptool.cli import render
     from ckptool.cli.main import Failed
     from ckptool.cli.progress import progress_bar
+    from ckptool.ops.diff import diff
 
     with ckptool.open(a) as ca, ckptool.open(b) as cb:
         with progress_bar("comparing") as bar:

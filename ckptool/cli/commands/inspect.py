@@ -52,10 +52,9 @@ def command(checkpoint: str, as_json: bool, tensors: tuple[str, ...], all_tensor
     "parameters", "bytes", "tensor", "attributes", "slots", "children"}.
     """
     import ckptool
-
-    from ckptool.ops import inspection
     from ckptool.cli import render
     from ckptool.cli.main import Failed
+    from ckptool.ops import inspection
 
     modes = [m for m, on in (("--verify", verify), ("--tree", tree)) if on]
     if stats:

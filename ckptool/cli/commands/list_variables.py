@@ -25,7 +25,6 @@ def command(checkpoint: str, as_json: bool, patterns: tuple[str, ...], regex: st
     "nbytes"} objects ("slices" is added for partitioned variables).
     """
     import ckptool
-
     from ckptool.cli.render import print_variables
     from ckptool.ops.select import compile_filter
 
