@@ -76,6 +76,9 @@ class Case:
     files: dict[str, object]  # relative path -> bytes | {"symlink": t} | {"fifo": 1} | {"dir": 1} | {"sparse": n}
     desc: str = ""
     planted: list[str] = field(default_factory=list)  # files no command may delete or change
+    # "protect": prefixes in run/ a reading command must leave alone (its source), "dst": the
+    # prefix in run/ it may write (its destination)
+    meta: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
         def enc(v):
@@ -83,13 +86,13 @@ class Case:
                 return {"b64": base64.b64encode(v).decode("ascii")}
             return v
         return {"number": self.number, "op": self.op, "argv": self.argv, "desc": self.desc,
-                "planted": self.planted, "files": {k: enc(v) for k, v in sorted(self.files.items())}}
+                "planted": self.planted, "meta": self.meta, "files": {k: enc(v) for k, v in sorted(self.files.items())}}
 
     @classmethod
     def from_json(cls, doc: dict) -> "Case":
         files = {k: base64.b64decode(v["b64"]) if "b64" in v else v for k, v in doc["files"].items()}
         return cls(doc["number"], doc["op"], list(doc["argv"]), files, doc.get("desc", ""),
-                   list(doc.get("planted", [])))
+                   list(doc.get("planted", [])), dict(doc.get("meta", {})))
 
 
 # --------------------------------------------------------------------------- seeds
@@ -274,8 +277,10 @@ def make_case(number: int, seed: int = 0) -> Case:
         for k, v in _renamed(mfiles, s.prefix, name).items():
             files["run/" + k] = v
     has_state = rng.random() < 0.75
+    valid_state = False
     if has_state:
         files["run/checkpoint"], d = state_text(rng, names)
+        valid_state = d.startswith("state valid")
         desc.append(d)
     if rng.random() < 0.35:
         where = rng.choice(("run/.ckptool.toml", "run/.ckptool.toml", ".ckptool.toml"))
@@ -316,9 +321,30 @@ def make_case(number: int, seed: int = 0) -> Case:
         desc.append("a killed writer's temporaries")
     argv, d = _argv(rng, op, names, s.v1, has_state, files)
     desc.append(d)
+    meta = _roles(argv, op, names, (not has_state and n_ck == 1) or valid_state)
     if rng.random() < 0.7 and op != "api":
         argv = ["--debug"] + argv
-    return Case(number, op, argv, files, "; ".join(desc)[:2000], planted)
+    return Case(number, op, argv, files, "; ".join(desc)[:2000], planted, meta)
+
+
+def _prefix_of(rel: str) -> str:
+    return os.path.basename(rel).split(".", 1)[0]
+
+
+def _roles(argv: list[str], op: str, names: list[str], latest_known: bool) -> dict:
+    """Which prefix of run/ the command reads (protect) and which it may write (dst)."""
+    protect, dst = [], None
+    srcs = [a for a in argv[1:3] if a.startswith("{D}/run")] if op in READ_ONLY else []
+    for a in srcs[:1]:
+        if a.startswith(("{D}/run/ckpt-", "{D}/runlink/ckpt-")):
+            protect.append(_prefix_of(a))
+        elif a in ("{D}/run", "{D}/runlink") and latest_known:
+            protect.append(names[-1])
+    if op.startswith("convert") or op == "rewrite":
+        target = argv[2]
+        if target.startswith(("{D}/run/", "{D}/runlink/")):
+            dst = _prefix_of(target)
+    return {"protect": protect, "dst": dst}
 
 
 def _argv(rng, op, names, v1, has_state, files) -> tuple[list[str], str]:
@@ -566,7 +592,11 @@ def _check(case: Case, d, before, after, code, out, err) -> None:
     read_only = op in READ_ONLY or (op.startswith("prune") and "--dry-run" in case.argv) or (
         op == "state" and ("--dry-run" in case.argv or not ({"--rebuild", "--relative"} & set(case.argv))))
     if read_only:
-        src = [k for k in changed if k in before and (k.startswith("run/") or k in ("run", "map.json", "in.npz"))]
+        dst, protect = case.meta.get("dst"), set(case.meta.get("protect", ()))
+        dst_exists = dst is not None and (f"run/{dst}.index" in before or isinstance(before.get(f"run/{dst}"), bytes))
+        may_write = dst is not None and dst not in protect and ("--force" in case.argv or not dst_exists)
+        src = [k for k in changed if k in before and (k.startswith("run/") or k in ("run", "map.json", "in.npz"))
+               and not (may_write and k.startswith("run/") and _prefix_of(k) == dst and k not in case.planted)]
         if src:
             raise Failure(f"changed-source@{op}", f"a reading command changed {src[:5]}")
     temps = [k for k in after if k not in before and any(m in os.path.basename(k) for m in TEMP_MARKERS)]

@@ -20,7 +20,7 @@ import tempfile
 import time
 import traceback
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from multiprocessing.connection import wait
 
 from fuzz import engine, ops
@@ -198,8 +198,8 @@ def minimize(case: ops.Case, key: str, timeout: float = 3.0, budget: int = 120) 
     for rel in sorted(case.files):
         if tries >= budget:
             break
-        trial = ops.Case(case.number, case.op, case.argv, {k: v for k, v in case.files.items() if k != rel},
-                         case.desc, [p for p in case.planted if p != rel])
+        trial = replace(case, files={k: v for k, v in case.files.items() if k != rel},
+                        planted=[p for p in case.planted if p != rel])
         tries += 1
         if _fails_same(trial, key, timeout):
             case = trial
@@ -210,7 +210,7 @@ def minimize(case: ops.Case, key: str, timeout: float = 3.0, budget: int = 120) 
             for width in (2, 1):
                 trial_argv = case.argv[:i] + case.argv[i + width:]
                 tries += 1
-                trial = ops.Case(case.number, case.op, trial_argv, case.files, case.desc, case.planted)
+                trial = replace(case, argv=trial_argv)
                 if len(trial_argv) > 1 and _fails_same(trial, key, timeout):
                     case = trial
                     break
@@ -228,7 +228,7 @@ def minimize(case: ops.Case, key: str, timeout: float = 3.0, budget: int = 120) 
             for trial_data in (data[:cut],):
                 files = dict(case.files)
                 files[rel] = trial_data
-                trial = ops.Case(case.number, case.op, case.argv, files, case.desc, case.planted)
+                trial = replace(case, files=files)
                 tries += 1
                 if _fails_same(trial, key, timeout):
                     case = trial
