@@ -16,6 +16,9 @@ def pytest_terminal_summary(terminalreporter):
     if "test_mutation" in mods:
         cases = getattr(mods["test_mutation"], "CASES", {})
         lines.append(f"fuzz cases: {sum(cases.values())} ({', '.join(f'{k} {v}' for k, v in cases.items())})")
+    if "test_fuzz" in mods and mods["test_fuzz"].RESULT.get("summary"):
+        for line in mods["test_fuzz"].RESULT["summary"].report().splitlines():
+            lines.append(line.strip())
     if "test_crash" in mods:
         k = mods["test_crash"].KILLS
         line = f"SIGKILLs survived: {k['event']} at disk events, {k['random']} at random moments"
