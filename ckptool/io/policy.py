@@ -13,7 +13,8 @@ from ckptool.errors import CorruptError, UnsupportedError
 from ckptool.io.storage import LOCAL
 
 POLICY_FILE = ".ckptool.toml"
-POLICY_KEYS = frozenset({"max_to_keep", "keep_every_n_hours", "keep_steps_every", "min_age", "keep"})
+POLICY_KEYS = frozenset({"max_to_keep", "keep_every_n_hours", "keep_steps_every", "min_age", "keep",
+                         "keep_best", "metric", "mode", "metrics"})  # the last four: keep-best
 
 
 def _toml():
@@ -75,6 +76,12 @@ def parse_policy(raw: bytes, path: str) -> dict:
                 ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < float("inf")
         elif key == "keep":
             ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
+        elif key == "keep_best":
+            ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+        elif key == "mode":
+            ok = value in ("min", "max")
+        elif key in ("metric", "metrics"):
+            ok = isinstance(value, str) and bool(value) and "\0" not in value
         if not ok:
             raise CorruptError(f"{path}: bad value for {key}: {value!r}")
         out[key] = value

@@ -150,7 +150,7 @@ def prune_tree(root: str, *, max_to_keep: int | None = 5, keep_every_n_hours: fl
                keep_steps_every: int | None = None, min_age: float | None = None, keep=(), exclude=(),
                scan: bool = False, dry_run: bool = False, now: float | None = None, storage=None,
                progress=None, discover_all: bool = False, clean_temp: bool = False,
-               one_file_system: bool = False, follow_symlinks: bool = False) -> TreeResult:
+               one_file_system: bool = False, follow_symlinks: bool = False, best=None) -> TreeResult:
     """``prune --recursive``: each run directory below ROOT pruned as :func:`prune` would, with
     its effective policy; a directory's failure is recorded and the others still run."""
     if storage is None:
@@ -162,6 +162,8 @@ def prune_tree(root: str, *, max_to_keep: int | None = 5, keep_every_n_hours: fl
     now = time.time() if now is None else now
     defaults = {"max_to_keep": max_to_keep, "keep_every_n_hours": keep_every_n_hours,
                 "keep_steps_every": keep_steps_every, "min_age": min_age, "keep": list(keep)}
+    if best is not None:  # keep-best (a BestSpec): the flags, overridden by .ckptool.toml as the others
+        defaults.update(keep_best=best.n, metric=best.metric, mode=best.mode, metrics=best.metrics)
     out = TreeResult(root, dry_run=dry_run)
     want_scan = scan or discover_all
 

@@ -34,13 +34,8 @@ from ckptool.io.policy import effective_policy
 from ckptool.io.state import STATE_FILENAME, CheckpointState, parse_state
 from ckptool.io.storage import LOCAL, storage_for
 from ckptool.ops import retention as R
-from ckptool.ops.prune_plan import (
-    PruneResult,
-    freed_bytes,
-    make_plan,
-    merge_state,
-    warn,
-)
+from ckptool.ops.keep_best import spec_from_policy  # keep-best
+from ckptool.ops.prune_plan import PruneResult, freed_bytes, make_plan, merge_state, warn
 
 JOURNAL = ".ckptool-prune-pending"
 STATE_ATTEMPTS = 10  # merges of a state file that keeps changing before prune gives up
@@ -179,7 +174,7 @@ def _clean_temp(d, listing: DirListing, res: PruneResult, now: float) -> int:
 
 
 def run(storage, d, policy: R.Policy, *, now: float, dry_run: bool, scan_all: bool, new_entry: str | None = None,
-        pins=(), strict_pins: bool = False, clean_temp: bool = False, soft_pins=()) -> PruneResult:
+        pins=(), strict_pins: bool = False, clean_temp: bool = False, soft_pins=(), best=None) -> PruneResult:
     """One prune of the open directory ``d`` (the caller holds its lock unless ``dry_run``).
     ``pins`` name checkpoints never deleted (an error, with ``strict_pins``, when one names
     none of DIR); ``soft_pins`` (a policy file's) may name checkpoints of other runs."""
@@ -199,7 +194,8 @@ def run(storage, d, policy: R.Policy, *, now: float, dry_run: bool, scan_all: bo
         policy = R.Policy(policy.max_to_keep, policy.keep_every_n_hours, policy.keep_steps_every, policy.min_age,
                           policy.pinned | pinned)
     res.policy = policy.to_json()
-    plan = make_plan(storage, directory, state, listing, policy, now, scan_all, new_entry)
+    plan = make_plan(storage, directory, state, listing, policy, now, scan_all, new_entry, best)  # keep-best
+    res.best = plan.best.to_json() if plan.best is not None else None  # keep-best
     decision = plan.decision
     res.latest = plan.latest_base
     res.skipped = [c.name for c in plan.unsafe]
@@ -288,7 +284,7 @@ def _directory(storage, directory: str):
 def prune(directory: str, *, max_to_keep: int | None = 5, keep_every_n_hours: float | None = None,
           keep_steps_every: int | None = None, min_age: float | None = None, keep=(), scan: bool = False,
           dry_run: bool = False, now: float | None = None, storage=None, policy_file: bool = True,
-          clean_temp: bool = False, lock_timeout: float | None = 0.0) -> PruneResult:
+          clean_temp: bool = False, lock_timeout: float | None = 0.0, best=None) -> PruneResult:
     """Apply retention to ``directory`` (see the module docstring for the safety rules).
 
     ``max_to_keep`` None or 0 keeps every checkpoint in the state; ``min_age`` is in
@@ -305,6 +301,8 @@ def prune(directory: str, *, max_to_keep: int | None = 5, keep_every_n_hours: fl
     now = time.time() if now is None else now
     pol = {"max_to_keep": max_to_keep, "keep_every_n_hours": keep_every_n_hours,
            "keep_steps_every": keep_steps_every, "min_age": min_age, "keep": []}
+    if best is not None:  # keep-best (a ckptool.ops.keep_best.BestSpec): the flags, as the others
+        pol.update(keep_best=best.n, metric=best.metric, mode=best.mode, metrics=best.metrics)
     if policy_file:
         if not storage.isdir(directory):
             raise MissingError(f"{directory}: no such directory")
@@ -324,7 +322,8 @@ def prune_open(storage, d, pol: dict, *, now: float, dry_run: bool, scan_all: bo
                                                    dir_fd=getattr(d, "fd", None))
     with lock:
         return run(storage, d, policy, now=now, dry_run=dry_run, scan_all=scan_all, pins=tuple(pins),
-                   strict_pins=strict_pins, clean_temp=clean_temp, soft_pins=tuple(pol.get("keep") or ()))
+                   strict_pins=strict_pins, clean_temp=clean_temp, soft_pins=tuple(pol.get("keep") or ()),
+                   best=spec_from_policy(pol, d.path))  # keep-best
 
 
 def _null():

@@ -14,6 +14,8 @@ from ckptool.io.layout import resolve_recorded, step_of
 from ckptool.io.listing import DirListing
 from ckptool.io.state import STATE_FILENAME, CheckpointState
 from ckptool.ops import retention as R
+from ckptool.ops.keep_best import mark_best  # keep-best
+from ckptool.ops.metrics import pin_best  # keep-best
 
 
 def warn(msg: str) -> None:
@@ -41,6 +43,7 @@ class Plan:
     managed: list[R.Entry]
     with_ts: bool
     latest_base: str | None
+    best: object = None  # keep-best: the ckptool.ops.metrics.BestPins, when asked
 
 
 def state_entries(storage, directory: str, state: CheckpointState) -> list[Candidate]:
@@ -57,8 +60,9 @@ def state_entries(storage, directory: str, state: CheckpointState) -> list[Candi
 
 
 def make_plan(storage, directory: str, state: CheckpointState | None, listing: DirListing, policy: R.Policy,
-              now: float, scan: bool, new_entry: str | None) -> Plan:
+              now: float, scan: bool, new_entry: str | None, best=None) -> Plan:
     entries = state_entries(storage, directory, state) if state is not None else []
+    user_pinned = policy.pinned  # keep-best pins the best beside them
     if new_entry is not None:
         entries = [c for c in entries if c.name != new_entry and c.base != new_entry]
     have_ts = state is not None and bool(state.all_model_checkpoint_timestamps) and \
@@ -110,6 +114,7 @@ def make_plan(storage, directory: str, state: CheckpointState | None, listing: D
             managed = R.record(managed, R.Entry(new_entry, now, step_of(new_entry)))
             names[new_entry] = new_entry
         lp0 = state.last_preserved_timestamp if state is not None else 0.0
+        policy, best_found = pin_best(directory, managed, policy, best, storage)  # keep-best
         decision = R.rethin(managed, policy, now, latest=new_entry or latest_base)
         decision.last_preserved_timestamp = max(decision.last_preserved_timestamp, min(lp0, now))
         unmanaged: list[R.Entry] = []
@@ -142,7 +147,10 @@ def make_plan(storage, directory: str, state: CheckpointState | None, listing: D
         if new_entry is not None:
             managed = R.record(managed, R.Entry(new_entry, now, step_of(new_entry)))
             names[new_entry] = new_entry
+        policy, best_found = pin_best(directory, managed, policy, best, storage)  # keep-best
         decision = R.plan(managed, policy, rec.last_preserved_timestamp, now, latest=new_entry or latest_base)
+    if best_found is not None:  # keep-best: say "best" (the values are in Plan.best)
+        mark_best(decision.reasons, best_found.pins, user_pinned)
     for e in unmanaged:
         decision.preserved.append(e)
         decision.reasons[e.name] = [R.UNMANAGED]
@@ -162,7 +170,7 @@ def make_plan(storage, directory: str, state: CheckpointState | None, listing: D
                                f"({len(decision.deleted)})")
     drop = {e.name for e in decision.deleted} | {e.name for e in decision.preserved} | missing_bases
     return Plan(decision, names, drop, unsafe, missing, managed, have_ts or scan or new_entry is not None,
-                latest_base)
+                latest_base, best_found)
 
 
 def merge_state(storage, directory: str, planned: CheckpointState | None, current: CheckpointState | None,
@@ -236,13 +244,17 @@ class PruneResult:
     policy: dict = field(default_factory=dict)
     listing: DirListing | None = field(default=None, repr=False, compare=False)
     latest: str | None = field(default=None, repr=False, compare=False)
+    best: dict | None = None  # keep-best: ckptool.ops.metrics.BestPins.to_json(), when asked
 
     def to_json(self) -> dict:
-        return {"kept": list(self.kept), "deleted": list(self.deleted), "preserved": list(self.preserved),
-                "directory": self.directory, "reasons": dict(self.reasons), "skipped": list(self.skipped),
-                "missing": list(self.missing), "failed": list(self.failed), "temp_deleted": list(self.temp_deleted),
-                "bytes_freed": self.bytes_freed, "dry_run": self.dry_run,
-                "last_preserved_timestamp": finite(self.last_preserved_timestamp), "policy": dict(self.policy)}
+        doc = {"kept": list(self.kept), "deleted": list(self.deleted), "preserved": list(self.preserved),
+               "directory": self.directory, "reasons": dict(self.reasons), "skipped": list(self.skipped),
+               "missing": list(self.missing), "failed": list(self.failed), "temp_deleted": list(self.temp_deleted),
+               "bytes_freed": self.bytes_freed, "dry_run": self.dry_run,
+               "last_preserved_timestamp": finite(self.last_preserved_timestamp), "policy": dict(self.policy)}
+        if self.best is not None:  # keep-best
+            doc["best"] = self.best
+        return doc
 
 
 def finite(x):

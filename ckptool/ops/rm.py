@@ -92,10 +92,11 @@ def _norm(storage, path: str) -> str:
 
 
 def _lock(storage, directory: str, dry_run: bool):
-    lock = getattr(storage, "lock", None)
-    if dry_run or lock is None:
+    from ckptool.io.lock import lock_directory
+
+    if dry_run:
         return contextlib.nullcontext()
-    return lock(directory)
+    return lock_directory(storage, directory, timeout=0.0)
 
 
 def _matches(storage, directory: str, entry: str, targets: dict[str, str]) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ckptool.cli.common import emit_json, human_bytes, json_option, note
+from ckptool.cli.keep_best import best_options, best_spec, note_without_value, reason  # keep-best
 
 
 def _duration(ctx, param, value):
@@ -54,12 +55,14 @@ def _duration(ctx, param, value):
 @click.option("--clean-temp", is_flag=True,
               help="Also delete temporary files of killed writers (*.tempstate*, *.tmp*, *_temp* "
                    "staging directories) older than an hour; never while a writer holds the lock.")
+@best_options  # keep-best
 @click.option("-n", "--dry-run", is_flag=True, help="Show the plan; change nothing.")
 @json_option('Print {"kept": [...], "deleted": [...], "preserved": [...], "reasons": {...}, '
-             '"bytes_freed": N, ...} as JSON.')
+             '"bytes_freed": N, "best": {...} (--keep-best), ...} as JSON.')
 def command(directory: str, max_to_keep: int, keep_every_n_hours: float | None, keep_steps_every: int | None,
             min_age: float | None, pinned: tuple[str, ...], scan: bool, recursive: bool, exclude: tuple[str, ...],
-            one_file_system: bool, follow_symlinks: bool, clean_temp: bool, dry_run: bool, as_json: bool) -> None:
+            one_file_system: bool, follow_symlinks: bool, clean_temp: bool, dry_run: bool, as_json: bool,
+            **best_flags) -> None:
     """Apply retention to the checkpoints in DIR, exactly as TensorFlow would.
 
     The decision is tf.train.CheckpointManager's: the state file's
@@ -86,8 +89,17 @@ def command(directory: str, max_to_keep: int, keep_every_n_hours: float | None, 
     plan). A file that cannot be deleted is reported, the rest still go.
 
     The table says why each checkpoint is kept: latest, max_to_keep,
-    every-n-hours, steps-every, min-age, pinned (--keep), or unmanaged (at
-    or before the state's last_preserved_timestamp: TF no longer manages it).
+    every-n-hours, steps-every, min-age, pinned (--keep), best (--keep-best,
+    with its value), or unmanaged (at or before the state's
+    last_preserved_timestamp: TF no longer manages it).
+
+    --keep-best N --metric TAG [--mode min|max] [--metrics PATH] also keeps
+    the N best checkpoints by a metric at their global step (the number in
+    the name); one with no value is no candidate (the count is shown); ties
+    go to the newer. A metric no file has is an error listing the tags
+    found, and nothing is deleted; a damaged event file is reported and its
+    damaged part skipped. .ckptool.toml keys: keep_best, metric, mode,
+    metrics (a relative path there is relative to each run directory).
 
     With --recursive, one line of cron keeps a whole tree of runs in policy:
     per directory the kept / deleted / preserved counts and bytes freed,
@@ -106,15 +118,16 @@ def command(directory: str, max_to_keep: int, keep_every_n_hours: float | None, 
                      ("--follow-symlinks", follow_symlinks)):
         if on and not recursive:
             raise click.UsageError(f"{flag} needs --recursive")
+    best = best_spec(**best_flags)  # keep-best
     if recursive:
         _recursive(directory, max_to_keep, keep_every_n_hours, keep_steps_every, min_age, pinned, scan, exclude,
                    dry_run, as_json, prune_tree, clean_temp=clean_temp, one_file_system=one_file_system,
-                   follow_symlinks=follow_symlinks)
+                   follow_symlinks=follow_symlinks, best=best)
         return
 
     result = prune(directory, max_to_keep=max_to_keep or None, keep_every_n_hours=keep_every_n_hours,
                    keep_steps_every=keep_steps_every, min_age=min_age, keep=pinned, scan=scan, dry_run=dry_run,
-                   clean_temp=clean_temp)
+                   clean_temp=clean_temp, best=best)
     if as_json:
         emit_json(result.to_json())
     elif result.deleted or result.temp_deleted or result.failed or dry_run or _verbose():
@@ -133,8 +146,8 @@ def _verbose() -> bool:
 
 
 def render_result(result, prefix: str = "") -> None:
-    rows = [(p, "keep", ", ".join(result.reasons.get(p, []))) for p in result.kept]
-    rows += [(p, "preserve", ", ".join(result.reasons.get(p, []))) for p in result.preserved]
+    rows = [(p, "keep", reason(result, p)) for p in result.kept]
+    rows += [(p, "preserve", reason(result, p)) for p in result.preserved]
     rows += [(p, "would delete" if result.dry_run else "deleted", "") for p in result.deleted]
     rows += [(p, "skipped", "outside the directory") for p in result.skipped]
     rows += [(p, "would delete" if result.dry_run else "deleted", "temporary") for p in result.temp_deleted]
@@ -142,6 +155,7 @@ def render_result(result, prefix: str = "") -> None:
     aw = max((len(r[1]) for r in rows), default=4)
     for path, action, why in rows:
         click.echo(f"{prefix}{path:<{width}}  {action:<{aw}}  {why}".rstrip())
+    note_without_value(result)  # keep-best
     verb = "would free" if result.dry_run else "freed"
     note(f"{len(result.kept)} kept, {len(result.preserved)} preserved, {len(result.deleted)} "
          f"{'to delete' if result.dry_run else 'deleted'}; {verb} {human_bytes(result.bytes_freed)}")
