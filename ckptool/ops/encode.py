@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
-import numpy as np
 
 from ckptool.errors import CkptError, UnsupportedError
 from ckptool.format import bundle, dtypes
 from ckptool.format.coding import crc32c
 
+
+
+class _Numpy:
+    """numpy, imported on first use: a rename that copies stored bytes never needs it (issue 21)."""
+
+    def __getattr__(self, name):
+        import numpy
+
+        return getattr(numpy, name)
+
+
+np = _Numpy()
 
 def _key_bytes(name) -> bytes:
     if isinstance(name, bytes):

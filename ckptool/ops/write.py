@@ -30,18 +30,8 @@ from ckptool.format.table import TableBuilder
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, ObjectGraph, is_object_key
 from ckptool.io.atomic import AtomicFile, check_destination, publish
 from ckptool.io.storage import storage_for
-from ckptool.ops.encode import _as_dtype, _key_bytes, _shown, encode_tensor
+from ckptool.ops.encode import _as_dtype, _key_bytes, _shown, encode_tensor, np
 
-class _Numpy:
-    """numpy, imported on first use: a rename that copies stored bytes never needs it (issue 21)."""
-
-    def __getattr__(self, name):
-        import numpy
-
-        return getattr(numpy, name)
-
-
-np = _Numpy()
 
 #: Bytes per write() call, and between starts of the disk writeback when syncing.
 WRITEBACK = 8 << 20
