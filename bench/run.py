@@ -235,7 +235,7 @@ def rows(t: Tools, w: dict, sizes: dict, out: str) -> list[Row]:
               "ratio<=1.0", ["lib:open"], note="first call after the imports, both sides")
           for k in sizes["list_sizes"]],
         *[Row(f"stats-{k}", f"`inspect --stats --json` {k:,} small variables (process) vs TF reading "
-                            f"all {k:,} tensors (in-process)",
+                            f"all {k:,} tensors (process, TF import included)",
               t.cli("inspect", w[f"many_{k}"], "--stats", "--json"), t.tf_child("tf_read_all", w[f"many_{k}"]),
               "wall", "ratio<=1.0", ["inspect --stats"], note="linear: time per variable flat across sizes")
           for k in sizes["stats_sizes"]],
