@@ -49,8 +49,9 @@ def ck_list(prefix: str) -> None:
 def ck_write(out: str, n: str, elems: str, sync: str = "sync") -> None:
     """``ckptool.write``: durable by default (fsync before each rename); ``nosync`` skips
     the fsyncs, as TF's write does."""
-    from ckptool import write
     from workloads import big_arrays
+
+    from ckptool import write
 
     arrays = dict(big_arrays(int(n), int(elems)))
     t0 = time.perf_counter()

@@ -41,7 +41,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "fuzz" / "corpus"
 
 from ckptool.errors import CkptError  # noqa: E402
-from ckptool.format import bundle, table as tbl  # noqa: E402
+from ckptool.format import bundle  # noqa: E402
+from ckptool.format import table as tbl
 from ckptool.format.coding import FIXED32, crc32c, encode_varint, mask_crc  # noqa: E402
 from ckptool.format.protos.tensor_bundle_pb2 import BundleEntryProto, BundleHeaderProto  # noqa: E402
 
@@ -687,7 +688,8 @@ def _maybe_symlinks(rng, directory: pathlib.Path, outside: pathlib.Path) -> None
 
 
 def run_state(scratch: Scratch, rng: random.Random, seed_files) -> str:
-    from ckptool.io import layout as paths, state
+    from ckptool.io import layout as paths
+    from ckptool.io import state
 
     d = scratch.reset()
     names = _small_dir(d, (1, 2))
@@ -752,7 +754,7 @@ def run_prune(scratch: Scratch, rng: random.Random, seed_files) -> str:
 def _prune_call(manage, directory: str, kwargs: dict):
     import inspect as _inspect
 
-    fn = getattr(manage, "prune")
+    fn = manage.prune
     params = _inspect.signature(fn).parameters
     use = {k: v for k, v in kwargs.items() if k in params}
     return fn(directory, **use)

@@ -47,7 +47,6 @@ import warnings
 from dataclasses import dataclass, field
 
 from ckptool.errors import CkptError
-
 from fuzz import engine
 
 ROOT = engine.ROOT
@@ -89,7 +88,7 @@ class Case:
                 "planted": self.planted, "meta": self.meta, "files": {k: enc(v) for k, v in sorted(self.files.items())}}
 
     @classmethod
-    def from_json(cls, doc: dict) -> "Case":
+    def from_json(cls, doc: dict) -> Case:
         files = {k: base64.b64decode(v["b64"]) if "b64" in v else v for k, v in doc["files"].items()}
         return cls(doc["number"], doc["op"], list(doc["argv"]), files, doc.get("desc", ""),
                    list(doc.get("planted", [])), dict(doc.get("meta", {})))

@@ -37,8 +37,9 @@ from fuzz import engine  # noqa: E402
 
 
 def _atheris(target: str) -> None:  # pragma: no cover - optional
-    import atheris
     import random
+
+    import atheris
 
     scratch = engine.Scratch()
     seeds = engine.load_seeds(scratch.root)

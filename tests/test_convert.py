@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import ckptool
-from ckptool.ops.convert import convert
 from ckptool.errors import RefusedError
+from ckptool.ops.convert import convert
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 FIXTURES = sorted(p[: -len(".index")] for p in glob.glob(os.path.join(DATA, "**", "*.index"), recursive=True)) + [

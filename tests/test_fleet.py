@@ -2,15 +2,15 @@
 
 import json
 import os
-import shutil
 
 import numpy as np
 import pytest
 
 import ckptool
-from ckptool.ops import fleet as F, prune as P
 from ckptool.io.policy import effective_policy
-from ckptool.io.state import CheckpointState, read_state, write_state
+from ckptool.io.state import CheckpointState, write_state
+from ckptool.ops import fleet as F
+from ckptool.ops import prune as P
 
 T0 = 1_700_000_000.0
 NOW = T0 + 30 * 86400

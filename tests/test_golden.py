@@ -15,8 +15,9 @@ import os
 import time
 
 import pytest
-from clirun import run
 from golden.cases import CASES, GOLDEN, normalize
+
+from clirun import run
 
 REGEN = os.environ.get("CKPTOOL_GOLDEN_REGEN") == "1"
 HOW = "PYTHONPATH=$PWD python -m tests.golden.regen"

@@ -2,15 +2,14 @@
 
 import json
 import os
-import time
 
 import numpy as np
 import pytest
 
 import ckptool
-from ckptool.ops import prune as P
 from ckptool.errors import CkptWarning, MissingError, RefusedError
 from ckptool.io.state import CheckpointState, read_state, write_state
+from ckptool.ops import prune as P
 
 T0 = 1_700_000_000.0
 

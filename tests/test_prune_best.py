@@ -19,7 +19,6 @@ from ckptool.format.protos.event_pb2 import Event
 from ckptool.io.state import CheckpointState, read_state, write_state
 from ckptool.ops import prune as manage
 from ckptool.ops.keep_best import BestSpec
-
 from clirun import run
 
 T0 = 1_700_000_000.0

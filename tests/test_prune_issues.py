@@ -267,7 +267,7 @@ def _hold(d, ready, release):
 
 
 def test_lock_is_waited_for_and_opened_read_only_with_the_umask(tmp_path, monkeypatch):
-    from ckptool.io.lock import DirLock, LOCK_FILENAME
+    from ckptool.io.lock import LOCK_FILENAME, DirLock
 
     d = make(tmp_path / "run", range(1, 4))
     old = os.umask(0o027)

@@ -5,12 +5,12 @@ import os
 
 import numpy as np
 import pytest
-from clirun import run
 
 import ckptool
 from ckptool.errors import MissingError, RefusedError
 from ckptool.io.state import CheckpointState, read_state, write_state
 from ckptool.ops.rm import rm
+from clirun import run
 
 T0 = 1_700_000_000.0
 

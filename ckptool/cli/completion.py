@@ -6,6 +6,7 @@ import os
 
 from click.shell_completion import CompletionItem
 
+
 def complete_checkpoint(ctx, param, incomplete: str):
     """Complete to directories and checkpoint prefixes (``x.index`` -> ``x``), not data shards."""
     d, base = os.path.split(incomplete)

@@ -1,6 +1,6 @@
 """The top-level ``ckptool`` group, global options, and error handling.
 
-Exit codes (CONTRACT.md): 0 success; 1 the data or file system is at fault
+Exit codes (README, ): 0 success; 1 the data or file system is at fault
 (a ckptool error, a failed verification, a refused operation); 2 usage.
 """
 

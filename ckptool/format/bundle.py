@@ -3,7 +3,7 @@
 Tensor byte layouts are in :mod:`ckptool.format.tensors`, slices in
 :mod:`ckptool.format.slices` (both re-exported here).
 
-FORMAT.md §1, §3, §4 (tensorflow/core/util/tensor_bundle/{naming,tensor_bundle}.cc).
+docs/FORMAT.md §1, §3, §4 (tensorflow/core/util/tensor_bundle/{naming,tensor_bundle}.cc).
 The ``.index`` table maps ``""`` to a BundleHeaderProto and every tensor key
 to a BundleEntryProto; tensor bytes live in ``.data-NNNNN-of-MMMMM`` files.
 """
@@ -177,7 +177,7 @@ def _varint(value: bytes, pos: int, max_bytes: int):
     """``(value, end)`` of the varint at ``pos``; ``(None, pos)`` if it runs past
     ``max_bytes`` or the buffer."""
     x = shift = 0
-    for pos in range(pos, min(pos + max_bytes, len(value))):
+    for pos in range(pos, min(pos + max_bytes, len(value))):  # noqa: B020 - pos continues past the loop
         b = value[pos]
         x |= (b & 0x7F) << shift
         if b < 0x80:

@@ -1,6 +1,6 @@
 """Primitive encodings shared by the table and bundle formats.
 
-LEB128 varints (FORMAT.md notation), little-endian fixed32/fixed64, and the
+LEB128 varints (docs/FORMAT.md notation), little-endian fixed32/fixed64, and the
 masked CRC32C that LevelDB-style tables and tensor bundles store
 (xla/tsl/lib/hash/crc32c.h).
 """

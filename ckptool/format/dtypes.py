@@ -50,7 +50,7 @@ class DType:
         return self.name
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _numpy_dtype(spec: str) -> np.dtype:
     import numpy as np
     if spec.startswith("ml:"):

@@ -1,4 +1,4 @@
-"""The object graph of object-based (TF2) checkpoints (FORMAT.md §7).
+"""The object graph of object-based (TF2) checkpoints (docs/FORMAT.md §7).
 
 ``_CHECKPOINTABLE_OBJECT_GRAPH`` holds a serialized TrackableObjectGraph:
 node 0 is the root, children are named edges, attributes name the bundle
@@ -74,7 +74,7 @@ class ObjectGraph:
         self.nodes = nodes
 
     @classmethod
-    def parse(cls, data: bytes, where: str = OBJECT_GRAPH_KEY) -> "ObjectGraph":
+    def parse(cls, data: bytes, where: str = OBJECT_GRAPH_KEY) -> ObjectGraph:
         try:
             proto = TrackableObjectGraph.FromString(bytes(data))
         except DecodeError:
@@ -293,12 +293,12 @@ class ObjectGraph:
     # -- synthesis -----------------------------------------------------------
 
     @classmethod
-    def from_keys(cls, keys) -> "ObjectGraph":
+    def from_keys(cls, keys) -> ObjectGraph:
         """The object graph TF would have written for these object-based keys.
 
         Each ``a/b/.ATTRIBUTES/NAME`` key becomes attribute NAME of the object
         reached from the root through children ``a`` then ``b`` (path components
-        unescaped, FORMAT.md §7.2); an optimizer slot key
+        unescaped, docs/FORMAT.md §7.2); an optimizer slot key
         ``v/.OPTIMIZER_SLOT/opt/m/.ATTRIBUTES/VARIABLE_VALUE`` becomes a slot
         variable node appended after the others and recorded on the ``opt`` node.
         Nodes are numbered breadth first, children in order of first appearance.
@@ -331,7 +331,7 @@ class ObjectGraph:
                 queue.append((path + (name,), child))
         for nid, tree in enumerate(trees):
             node = nodes[nid]
-            for name, child in tree.children.items():
+            for name in tree.children:
                 node.children.append((name, -1))
             node.attributes = [Attribute(attr, _full_name(path, attr), key) for attr, key, path in tree.attrs]
         # children ids: a child's path is its parent's plus its name
@@ -360,7 +360,7 @@ class _Tree:
         self.children: dict[str, _Tree] = {}
         self.attrs: list[tuple[str, str, tuple]] = []
 
-    def walk(self, path) -> "_Tree":
+    def walk(self, path) -> _Tree:
         t = self
         for name in path:
             nxt = t.children.get(name)
@@ -383,7 +383,7 @@ def parse_object_key(key: str):
     is then the original variable's. None when ``key`` is not of the form
     ``<escaped path>/.ATTRIBUTES/<escaped attribute>``.
     """
-    if key.startswith("\0"):  # an encoded slice key (FORMAT.md §4.4), not a name
+    if key.startswith("\0"):  # an encoded slice key (docs/FORMAT.md §4.4), not a name
         return None
     parts = key.split("/")
     if len(parts) < 2 or parts[-2] != ATTRIBUTES or not parts[-1] or ATTRIBUTES in parts[:-2]:

@@ -73,7 +73,7 @@ def tiling_problem(shape, slices) -> str | None:
     """Why ``slices`` do not tile a tensor of ``shape`` exactly once, or None if they do.
 
     Each slice must lie inside the shape, no two may repeat or overlap, and
-    together they must cover every element (FORMAT.md: a partitioned tensor is
+    together they must cover every element (docs/FORMAT.md: a partitioned tensor is
     read by placing each slice once). Cost is linear in the slices for the
     layouts partitioners write (one partitioned axis, or a grid), bounded in
     every case; nothing the size of the tensor is allocated.

@@ -1,6 +1,6 @@
 """The LevelDB-style sorted table TensorFlow uses for ``.index`` and V1 files.
 
-Layout (FORMAT.md §2, tsl/lib/io/{format,block,block_builder,table_builder}.cc)::
+Layout (docs/FORMAT.md §2, tsl/lib/io/{format,block,block_builder,table_builder}.cc)::
 
     [data block][trailer] ... [metaindex block][trailer] [index block][trailer] [footer]
 
@@ -53,7 +53,7 @@ class BlockHandle:
         return encode_varint(self.offset) + encode_varint(self.size)
 
     @classmethod
-    def decode(cls, buf, pos: int, limit: int, what: str) -> tuple["BlockHandle", int]:
+    def decode(cls, buf, pos: int, limit: int, what: str) -> tuple[BlockHandle, int]:
         offset, pos = decode_varint(buf, pos, limit, what=f"{what} block handle")
         size, pos = decode_varint(buf, pos, limit, what=f"{what} block handle")
         return cls(offset, size), pos

@@ -1,5 +1,5 @@
 """Tensor bytes inside a bundle's data files: CRC checks and the fixed-size,
-string and variant layouts (FORMAT.md §4; tensor_bundle.cc). Pure codecs."""
+string and variant layouts (docs/FORMAT.md §4; tensor_bundle.cc). Pure codecs."""
 
 from __future__ import annotations
 

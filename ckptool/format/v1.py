@@ -1,4 +1,4 @@
-"""Legacy V1 checkpoints (TensorSliceWriter): one table per shard (FORMAT.md §9).
+"""Legacy V1 checkpoints (TensorSliceWriter): one table per shard (docs/FORMAT.md §9).
 
 Key ``""`` holds a SavedTensorSlices with only ``meta`` set; every other key
 (EncodeTensorNameSlice of a name and a slice) holds a SavedTensorSlices whose

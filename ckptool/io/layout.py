@@ -1,6 +1,6 @@
 """Checkpoint names on disk: the one place that decides which files make up a
 checkpoint, what is a temporary file, and what a CHECKPOINT argument means
-(CONTRACT.md, "The CHECKPOINT argument"; docs/ARCHITECTURE.md lists the rules).
+(README, "The CHECKPOINT argument"; docs/ARCHITECTURE.md lists the rules).
 
 A checkpoint ``P`` owns exactly: ``P.index``, ``P.data-NNNNN-of-NNNNN``,
 ``P.meta``; for V1 the file ``P`` itself or its ``P-NNNNN-of-NNNNN`` shards
@@ -20,7 +20,7 @@ from ckptool.format.bundle import DATA_RE, HEADER_KEY, INDEX_SUFFIX, parse_heade
 
 V2, V1 = "V2", "V1"
 META_SUFFIX = ".meta"
-#: V1 sharded file names and the spec Saver records for them (FORMAT.md §1.1).
+#: V1 sharded file names and the spec Saver records for them (docs/FORMAT.md §1.1).
 V1_SHARD_RE = re.compile(r"^(?P<base>.*)-(?P<shard>\d{5,}|\?{5})-of-(?P<num>\d{5,})$")
 STEP_RE = re.compile(r"-(\d+)$")
 #: The one set of temporary-file markers: ckptool's and TF's ``.tempstate<N>`` data and

@@ -32,6 +32,7 @@ import uuid
 
 from ckptool.errors import CkptError, MissingError, UnsupportedError
 from ckptool.io.remote_files import (  # noqa: F401 - re-exported
+    _NO_PARENT,
     EXTRAS,
     PUT_LIMIT,
     READ_CHUNK,
@@ -41,7 +42,6 @@ from ckptool.io.remote_files import (  # noqa: F401 - re-exported
     RemoteReader,
     RemoteWriter,
     _missing_backend,
-    _NO_PARENT,
     _requests,
     _short,
     protocol_of,
@@ -57,7 +57,7 @@ LISTED_TTL = 2.0
 
 _LOCK = threading.Lock()
 _FILESYSTEMS: dict[tuple, object] = {}
-_STORAGES: dict[tuple, "RemoteStorage"] = {}
+_STORAGES: dict[tuple, RemoteStorage] = {}
 
 
 def _default_options(protocol: str) -> dict:
@@ -110,7 +110,7 @@ def filesystem(protocol: str, **options):
         return fs
 
 
-def storage_for_url(url: str, **options) -> "RemoteStorage":
+def storage_for_url(url: str, **options) -> RemoteStorage:
     """The storage serving ``url`` (cached per protocol and options)."""
     protocol = protocol_of(url)
     if not protocol:

@@ -1,6 +1,6 @@
 """The ``checkpoint`` state file: a CheckpointState in protobuf text format.
 
-FORMAT.md §5 (python/checkpoint/checkpoint_management.py). Parsing and
+docs/FORMAT.md §5 (python/checkpoint/checkpoint_management.py). Parsing and
 printing go through protobuf's ``text_format``; writes are atomic.
 """
 
@@ -36,7 +36,7 @@ class CheckpointState:
         return text_format.MessageToString(proto)
 
     @classmethod
-    def from_text(cls, text: str, where: str) -> "CheckpointState":
+    def from_text(cls, text: str, where: str) -> CheckpointState:
         proto = _StateProto()
         try:
             text_format.Parse(text, proto)

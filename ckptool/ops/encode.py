@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-
 from ckptool.errors import CkptError, UnsupportedError
 from ckptool.format import bundle, dtypes
 from ckptool.format.coding import crc32c
-
 
 
 class _Numpy:

@@ -112,4 +112,5 @@ def choose_best(candidates, n: int, mode: str) -> list[tuple[str, float]]:
     return out
 
 
-__all__ = ["BEST", "BEST_KEYS", "MODES", "BestSpec", "check_policy_value", "choose_best", "mark_best", "spec_from_policy"]
+__all__ = ["BEST", "BEST_KEYS", "MODES", "BestSpec", "check_policy_value", "choose_best", "mark_best",
+           "spec_from_policy"]

@@ -2,7 +2,7 @@
 
 Decisions come from the pure engine (:mod:`ckptool.ops.retention`) through
 :mod:`ckptool.ops.prune_plan`; this module applies them. Safety rules
-(CONTRACT.md ``prune``):
+(README, ``prune``):
 
 - only a checkpoint's own files (:mod:`ckptool.io.layout`) directly inside DIR are
   ever deleted, through DIR's descriptor (``dir_fd``), so a directory swapped for a

@@ -17,7 +17,7 @@ from ckptool.ops.read_v2 import BundleCheckpoint
 
 
 def open(path: str, storage=None) -> Checkpoint:
-    """Open a checkpoint given any CHECKPOINT argument form (see CONTRACT.md)."""
+    """Open a checkpoint given any CHECKPOINT argument form (see (README, )."""
     located = locate(path, storage)
     if located.format == V2:
         return BundleCheckpoint(located)

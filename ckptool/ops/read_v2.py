@@ -208,7 +208,7 @@ class BundleCheckpoint(Checkpoint):
     def referenced_shards(self) -> list[int]:
         """The shard ids that entries name, sorted (entries that do not parse are skipped)."""
         ids = set()
-        for key, value in zip(self._keys, self._values):
+        for key, _value in zip(self._keys, self._values):
             try:
                 e = self.entry(key)
             except CorruptError:
@@ -266,7 +266,7 @@ class BundleCheckpoint(Checkpoint):
         return r
 
     def _misnumbered_shard(self, shard_id: int):
-        """MergeV2Checkpoints can sum num_shards over header-only inputs (FORMAT.md §1.3);
+        """MergeV2Checkpoints can sum num_shards over header-only inputs (docs/FORMAT.md §1.3);
         the file then says "-of-" a smaller count. Use it when it is the only candidate."""
         d, base = self.storage.dirname(self.prefix), self.storage.basename(self.prefix)
         names = self.storage.glob(d, f"{base}.data-{shard_id:05d}-of-*")

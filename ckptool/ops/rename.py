@@ -6,7 +6,7 @@ Rules (first match wins, in this order):
 * scope prefix: ``{"old/": "new/"}`` renames every ``old/x`` to ``new/x`` (the
   longest matching prefix wins); ``{"old/": "/"}`` moves ``old/x`` to the root;
 * root: ``{"/": "scope/"}`` renames every ``x`` to ``scope/x``
-  (``init_from_checkpoint``'s rules, FORMAT.md §8.2, read as old -> new);
+  (``init_from_checkpoint``'s rules, docs/FORMAT.md §8.2, read as old -> new);
 * regex: ``re:PATTERN=REPL`` (command line) or a map key ``re:PATTERN``: a
   full match of PATTERN, REPL with ``\\1`` / ``\\g<name>`` groups; in order given.
 
@@ -224,8 +224,9 @@ def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop=(), strip_optim
     ``allow_unused``; with ``template``, a template variable that SRC does not
     fill is an error unless ``allow_missing`` (which keeps the template's value).
     Nothing is written when an error is raised."""
-    from ckptool.ops.read import BundleCheckpoint, open as open_checkpoint
     from ckptool.io.storage import storage_for
+    from ckptool.ops.read import BundleCheckpoint
+    from ckptool.ops.read import open as open_checkpoint
     from ckptool.ops.write import BundleWriter, write_index
 
     storage, dprefix = storage_for(dst)

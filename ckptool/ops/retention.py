@@ -1,7 +1,7 @@
 """The retention engine: which checkpoints are kept, preserved or deleted.
 
 Pure (no I/O, no clock): callers give the checkpoints, their timestamps and
-"now". The core is TensorFlow's own decision, step for step (FORMAT.md §6.3):
+"now". The core is TensorFlow's own decision, step for step (docs/FORMAT.md §6.3):
 
 - :func:`recover` is what ``tf.train.CheckpointManager.__init__`` does with a
   state file (which entries it manages, the ``last_preserved_timestamp``);

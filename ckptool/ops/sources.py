@@ -77,7 +77,7 @@ class Source:
         self.kind = kind_of(path)
         self._closers = []
 
-    def __enter__(self) -> "Source":
+    def __enter__(self) -> Source:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -285,7 +285,8 @@ class CheckpointSource(Source):
 
     def __init__(self, path: str, verify: bool = True):
         super().__init__(path)
-        from ckptool.ops.read import BundleCheckpoint, open as open_checkpoint
+        from ckptool.ops.read import BundleCheckpoint
+        from ckptool.ops.read import open as open_checkpoint
 
         self.ck = open_checkpoint(path)
         self._closers.append(self.ck.close)

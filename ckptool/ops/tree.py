@@ -21,7 +21,7 @@ class TreeNode:
     tensor: dict | None = None  # {"key", "dtype", "shape", "parameters", "bytes"}
     attributes: list[dict] = field(default_factory=list)  # other attributes: {"name", ...tensor}
     slots: list[dict] = field(default_factory=list)  # {"slot", "optimizer", ...tensor}
-    children: list["TreeNode"] = field(default_factory=list)
+    children: list[TreeNode] = field(default_factory=list)
     alias_of: str | None = None  # a second edge to an object shown elsewhere
     parameters: int = 0
     bytes: int = 0

@@ -1,5 +1,5 @@
 """Tensor values as JSON, the form ``ckptool inspect --tensor --json`` prints
-(CONTRACT.md: stable across releases):
+(README, : stable across releases):
 
   scalar for shape ``[]``; integers and booleans as JSON numbers and
   booleans (64-bit integers exactly, which some JSON readers round);
@@ -18,7 +18,6 @@ import base64
 import math
 
 import numpy as np
-
 
 _NONFINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
 

@@ -1,6 +1,6 @@
 """Writing V2 checkpoints TensorFlow restores: :func:`write` and :class:`BundleWriter`.
 
-FORMAT.md §1-4. Tensor bytes are appended to the data shard(s) in the order
+docs/FORMAT.md §1-4. Tensor bytes are appended to the data shard(s) in the order
 they are added (as ``SaveV2`` appends its inputs); the ``.index`` table holds
 the header under ``""`` and one BundleEntryProto per key, sorted bytewise.
 For the same tensors in the same order the files are byte-identical to
@@ -26,12 +26,11 @@ from ckptool.errors import CkptError
 from ckptool.format import bundle, dtypes
 from ckptool.format.bundle import Entry
 from ckptool.format.coding import mask_crc
-from ckptool.format.table import TableBuilder
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, ObjectGraph, is_object_key
+from ckptool.format.table import TableBuilder
 from ckptool.io.atomic import AtomicFile, check_destination, publish
 from ckptool.io.storage import storage_for
 from ckptool.ops.encode import _as_dtype, _key_bytes, _shown, encode_tensor, np
-
 
 #: Bytes per write() call, and between starts of the disk writeback when syncing.
 WRITEBACK = 8 << 20
@@ -123,7 +122,7 @@ class BundleWriter:
 
     # -- context manager ---------------------------------------------------
 
-    def __enter__(self) -> "BundleWriter":
+    def __enter__(self) -> BundleWriter:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:

@@ -12,10 +12,11 @@ pytestmark = pytest.mark.interop
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
+from tensorflow.python.checkpoint import checkpoint_management as cm  # noqa: E402
 
 import ckptool  # noqa: E402
-from ckptool.ops import fleet, prune as P  # noqa: E402
-from tensorflow.python.checkpoint import checkpoint_management as cm  # noqa: E402
+from ckptool.ops import fleet  # noqa: E402
+from ckptool.ops import prune as P
 
 T0 = 1_800_000_000.0
 
@@ -93,7 +94,7 @@ def test_prune_of_a_tf_manager_directory_then_tf_continues(tmp_path):
     d = str(tmp_path / "run")
     v = tf.Variable(tf.zeros(2))
     mgr = tf.train.CheckpointManager(tf.train.Checkpoint(v=v), d, max_to_keep=None)
-    for i in range(6):
+    for _i in range(6):
         mgr.save()
     r = P.prune(d, max_to_keep=2)
     assert [os.path.basename(p) for p in r.kept] == ["ckpt-5", "ckpt-6"]
@@ -108,7 +109,7 @@ def test_prune_of_a_tf1_saver_directory_uses_mtimes(tmp_path):
     d = str(tmp_path / "tf1")
     os.makedirs(d)
     with tf.Graph().as_default():
-        w = tf.compat.v1.get_variable("w", shape=[2])
+        tf.compat.v1.get_variable("w", shape=[2])
         saver = tf.compat.v1.train.Saver(max_to_keep=None)
         with tf.compat.v1.Session() as s:
             s.run(tf.compat.v1.global_variables_initializer())

@@ -188,7 +188,7 @@ def _recursive(root, max_to_keep, keep_every_n_hours, keep_steps_every, min_age,
         widths = [max(len(r[i]) for r in rows + [head]) for i in range(5)]
         for r in [head] + rows:
             click.echo("  ".join([r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:], widths[1:])]))
-    for d, msg in tree.errors.items():
+    for _d, msg in tree.errors.items():
         click.echo(f"ckptool: error: {msg}", err=True)
     if tree.errors:
         raise Failed(f"{len(tree.errors)} of {len(tree.runs) + len(tree.errors)} directories failed")
