@@ -45,6 +45,7 @@ from ckptool.format import bundle  # noqa: E402
 from ckptool.format import table as tbl
 from ckptool.format.coding import FIXED32, crc32c, encode_varint, mask_crc  # noqa: E402
 from ckptool.format.protos.tensor_bundle_pb2 import BundleEntryProto, BundleHeaderProto  # noqa: E402
+from ckptool.format.table_build import TableBuilder
 
 TARGETS = ("open", "read", "verify", "state", "prune")
 
@@ -162,7 +163,7 @@ def build_table(items, block_size: int = tbl.BLOCK_SIZE, snappy: bool = False,
     (a callable taking the list of (last key, contents) and returning it reordered)."""
     if not snappy and order is None:
         out = io.BytesIO()
-        b = tbl.TableBuilder(out, block_size=block_size)
+        b = TableBuilder(out, block_size=block_size)
         for k, v in sorted(items):
             b.add(k, v)
         b.finish()

@@ -17,7 +17,8 @@ from ckptool.format import bundle, dtypes
 from ckptool.format.coding import crc32c, mask_crc
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, Node, ObjectGraph
 from ckptool.format.slices import tiling_problem
-from ckptool.format.table import TableBuilder, first_entry, looks_like_table
+from ckptool.format.table import first_entry, looks_like_table
+from ckptool.format.table_build import TableBuilder
 from ckptool.io.storage import LOCAL, RangeReader
 from ckptool.ops import summary as summary_ops
 from ckptool.ops.stats import tensor_stats

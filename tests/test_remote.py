@@ -25,7 +25,7 @@ from clirun import run as run_cli
 fsspec = pytest.importorskip("fsspec")
 
 from ckptool.io import remote  # noqa: E402
-from ckptool.io.storage import storage_for  # noqa: E402
+from ckptool.io.urls import storage_for  # noqa: E402
 
 DATA = pathlib.Path(__file__).parent / "data"
 FIXTURES = ["keras_adam", "tf1_saver", "dtensor", "partitioned", "ckpt_save", "strings", "dtypes"]
@@ -501,7 +501,7 @@ def test_s3_listing_is_o1_requests_in_the_number_of_tensors(run, s3):
     assert len(counts[10]) == len(counts[2000]), (counts[10], counts[2000])
     assert len(counts[2000]) <= 6
     for n in (10, 2000):  # a directory argument: the state file, then the index
-        ckptool.io.storage.storage_for(root)[0].write_bytes_atomic(
+        ckptool.io.urls.storage_for(root)[0].write_bytes_atomic(
             f"{root}/n{n}/checkpoint", b'model_checkpoint_path: "ckpt-1"\n')
     d10 = _requests_for(counter, lambda: run("list-variables", f"{root}/n10"))
     d2000 = _requests_for(counter, lambda: run("list-variables", f"{root}/n2000"))

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from ckptool.errors import ChecksumError, CorruptError
 from ckptool.format import coding, table
+from ckptool.format.table_build import TableBuilder
 
 
 def hexb(s: str) -> bytes:
@@ -83,7 +84,7 @@ def test_hand_built_file_reads():
 
 def test_builder_matches_hand_layout():
     out = io.BytesIO()
-    b = table.TableBuilder(out)
+    b = TableBuilder(out)
     b.add(b"ab", b"1")
     b.add(b"ac", b"22")
     b.finish()
@@ -183,7 +184,7 @@ def test_unsorted_keys_are_corrupt():
 
 
 def test_builder_refuses_unsorted():
-    b = table.TableBuilder(io.BytesIO())
+    b = TableBuilder(io.BytesIO())
     b.add(b"b", b"")
     with pytest.raises(ValueError):
         b.add(b"a", b"")
@@ -193,7 +194,7 @@ def test_builder_refuses_unsorted():
        st.sampled_from([64, 256, 4096]))
 def test_builder_reader_round_trip(items, block_size):
     out = io.BytesIO()
-    b = table.TableBuilder(out, block_size=block_size)
+    b = TableBuilder(out, block_size=block_size)
     for k in sorted(items):
         b.add(k, items[k])
     size = b.finish()

@@ -13,7 +13,8 @@ import ckptool
 from ckptool.errors import CkptError, RefusedError, UnsupportedError
 from ckptool.format import bundle, dtypes
 from ckptool.format.coding import crc32c, mask_crc
-from ckptool.format.table import BLOCK_SIZE, TableBuilder, TableReader
+from ckptool.format.table import BLOCK_SIZE, TableReader
+from ckptool.format.table_build import TableBuilder
 from ckptool.ops.write import BundleWriter, write, write_index
 
 DATA = pathlib.Path(__file__).parent / "data"

@@ -305,7 +305,7 @@ def _safe_base(base: str) -> str | None:
 def locate(path: str, storage=None) -> Located:
     """Resolve a CHECKPOINT argument to a checkpoint (every form of the contract)."""
     if storage is None:
-        from ckptool.io.storage import storage_for
+        from ckptool.io.urls import storage_for
 
         storage, path = storage_for(path)
     if path != "/" and path.endswith("/") and not path.endswith("://"):

@@ -103,7 +103,8 @@ def _tree_size(d, name: str) -> tuple[int, float]:
 
 def scan(d) -> DirListing:
     """Group the files of the open directory ``d`` (:mod:`ckptool.io.dirfd`) by checkpoint."""
-    from ckptool.io.storage import LOCAL, storage_for
+    from ckptool.io.storage import LOCAL
+    from ckptool.io.urls import storage_for
 
     names = d.names()
     real = d.realpath()

@@ -119,12 +119,10 @@ def lock_directory(storage, directory: str, *, timeout: float | None = DEFAULT_T
     storage's own for others (a no-op where it has none)."""
     import contextlib
 
-    from ckptool.io.storage import LOCAL
-
-    if storage is LOCAL:
-        return DirLock(directory or ".", timeout, dir_fd)
     lock = getattr(storage, "lock", None)
-    return lock(directory) if lock is not None else contextlib.nullcontext()
+    if lock is None:
+        return contextlib.nullcontext()
+    return lock(directory, timeout=timeout, dir_fd=dir_fd)
 
 
 __all__ = ["DEFAULT_TIMEOUT", "LOCK_FILENAME", "DirLock", "is_locked", "lock_directory"]

@@ -2,7 +2,7 @@
 
 :class:`RemoteStorage` is the :class:`ckptool.io.storage.LocalStorage` interface
 over an fsspec filesystem; :func:`storage_for_url` hands one out per protocol
-(``ckptool.io.storage.storage_for`` calls it for every URL but ``file://``).
+(``ckptool.io.urls.storage_for`` calls it for every URL but ``file://``).
 
 - Paths stay full URLs (``s3://bucket/run/ckpt-5``); join/dirname/basename
   work on the part after ``scheme://`` as POSIX paths.

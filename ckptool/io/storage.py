@@ -199,11 +199,12 @@ class LocalStorage:
     def realpath(self, path: str) -> str:
         return os.path.realpath(path)
 
-    def lock(self, directory: str):
-        """DIR's lock (:class:`ckptool.io.lock.DirLock`) as a context manager."""
+    def lock(self, directory: str, **options):
+        """DIR's lock (:class:`ckptool.io.lock.DirLock`) as a context manager; ``options``
+        are DirLock's ``timeout`` and ``dir_fd``."""
         from ckptool.io.lock import DirLock
 
-        return DirLock(directory)
+        return DirLock(directory or ".", **options)
 
     def write_bytes_atomic(self, path: str, data: bytes, expect=ANY, sync: bool = True) -> bool:
         """Replace ``path`` with ``data`` atomically: :func:`ckptool.io.atomic.write_bytes`
@@ -223,14 +224,3 @@ LOCAL = LocalStorage()
 
 def is_url(path: str) -> bool:
     return "://" in path and not path.startswith("file://")
-
-
-def storage_for(path: str):
-    """The storage that serves ``path``, and the path as that storage names it."""
-    if path.startswith("file://"):
-        return LOCAL, path[len("file://"):]
-    if is_url(path):
-        from ckptool.io import remote  # fsspec-backed; an optional extra
-
-        return remote.storage_for_url(path), path
-    return LOCAL, path

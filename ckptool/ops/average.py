@@ -48,7 +48,7 @@ def resolve_inputs(paths, last: int | None = None) -> list[str]:
     """
     from ckptool.format import bundle
     from ckptool.io.layout import list_checkpoints, locate, step_of
-    from ckptool.io.storage import storage_for
+    from ckptool.io.urls import storage_for
 
     paths = list(paths)
     if not paths:

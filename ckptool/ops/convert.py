@@ -172,7 +172,7 @@ def _to_tf(dst, specs, result, num_shards, force, progress, casts, over, sync):
 
 def _check_not_source(dst: str, ids) -> None:
     """DST names the source itself (in any form): refused before anything else, even with --force."""
-    from ckptool.io.storage import storage_for
+    from ckptool.io.urls import storage_for
 
     storage, path = storage_for(dst)
     check_destination(storage, [path, path + ".index"], force=True, sources=ids, label=dst)
@@ -223,7 +223,7 @@ def _to_npz(dst, specs, result, force, skip, progress, casts, over, sync):
 
     import numpy as np
 
-    from ckptool.io.storage import storage_for
+    from ckptool.io.urls import storage_for
     npz_names([s.name for s in specs], dst)
     storage, path = storage_for(dst)
     check_target(storage, path, force)

@@ -20,7 +20,8 @@ from ckptool.io.dirfd import LocalDir, os_error
 from ckptool.io.layout import INDEX, file_role, is_temp
 from ckptool.io.policy import effective_policy
 from ckptool.io.state import STATE_FILENAME
-from ckptool.io.storage import LOCAL, storage_for
+from ckptool.io.storage import LOCAL
+from ckptool.io.urls import storage_for
 from ckptool.ops.prune import PruneResult, prune_open
 
 

@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 
 from ckptool.errors import CkptError, CkptWarning, MissingError
 from ckptool.format.events import RecordReader, reader_scalars
-from ckptool.io.storage import LOCAL, storage_for
+from ckptool.io.storage import LOCAL
+from ckptool.io.urls import storage_for
 from ckptool.ops.keep_best import BestSpec, choose_best
 
 EVENT_GLOB = "events.out.tfevents.*"

@@ -32,7 +32,8 @@ from ckptool.io.listing import DirListing, scan
 from ckptool.io.lock import DEFAULT_TIMEOUT, is_locked, lock_directory
 from ckptool.io.policy import effective_policy
 from ckptool.io.state import STATE_FILENAME, CheckpointState, parse_state
-from ckptool.io.storage import LOCAL, storage_for
+from ckptool.io.storage import LOCAL
+from ckptool.io.urls import storage_for
 from ckptool.ops import retention as R
 from ckptool.ops.keep_best import spec_from_policy  # keep-best
 from ckptool.ops.prune_plan import PruneResult, freed_bytes, make_plan, merge_state, warn

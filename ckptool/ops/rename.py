@@ -224,7 +224,7 @@ def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop=(), strip_optim
     ``allow_unused``; with ``template``, a template variable that SRC does not
     fill is an error unless ``allow_missing`` (which keeps the template's value).
     Nothing is written when an error is raised."""
-    from ckptool.io.storage import storage_for
+    from ckptool.io.urls import storage_for
     from ckptool.ops.read import BundleCheckpoint
     from ckptool.ops.read import open as open_checkpoint
     from ckptool.ops.write import BundleWriter, write_index

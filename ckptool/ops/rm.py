@@ -42,7 +42,8 @@ from ckptool.io.state import (
     state_path,
     write_state,
 )
-from ckptool.io.storage import LOCAL, storage_for
+from ckptool.io.storage import LOCAL
+from ckptool.io.urls import storage_for
 
 STATE_ATTEMPTS = 10
 

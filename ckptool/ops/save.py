@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from ckptool.errors import CkptError
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, is_object_key, object_key
 from ckptool.io.atomic import checkpoint_identity
-from ckptool.io.storage import storage_for
+from ckptool.io.urls import storage_for
 from ckptool.ops.sources import CheckpointSource, RawTensor, Source, _record, _wait_lock, open_source
 from ckptool.ops.write import BundleWriter
 

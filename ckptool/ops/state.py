@@ -13,7 +13,8 @@ from ckptool.io.layout import checkpoint_exists, resolve_recorded, step_of
 from ckptool.io.listing import scan
 from ckptool.io.lock import lock_directory
 from ckptool.io.state import STATE_FILENAME, CheckpointState, read_state, resolve
-from ckptool.io.storage import LOCAL, storage_for
+from ckptool.io.storage import LOCAL
+from ckptool.io.urls import storage_for
 from ckptool.ops.prune_plan import finite, warn
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from ckptool.errors import CkptError
 from ckptool.format import safetensors_meta as stm
 from ckptool.io.atomic import AtomicFile, check_destination, publish
-from ckptool.io.storage import storage_for
+from ckptool.io.urls import storage_for
 from ckptool.ops.write import WRITEBACK
 
 

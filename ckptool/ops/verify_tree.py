@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from ckptool.errors import CkptError
 from ckptool.io.layout import list_checkpoints
-from ckptool.io.storage import storage_for
+from ckptool.io.urls import storage_for
 from ckptool.ops.verify import Problem, VerifyReport, verify
 
 

@@ -27,9 +27,9 @@ from ckptool.format import bundle, dtypes
 from ckptool.format.bundle import Entry
 from ckptool.format.coding import mask_crc
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, ObjectGraph, is_object_key
-from ckptool.format.table import TableBuilder
+from ckptool.format.table_build import TableBuilder
 from ckptool.io.atomic import AtomicFile, check_destination, publish
-from ckptool.io.storage import storage_for
+from ckptool.io.urls import storage_for
 from ckptool.ops.encode import _as_dtype, _key_bytes, _shown, encode_tensor, np
 
 #: Bytes per write() call, and between starts of the disk writeback when syncing.

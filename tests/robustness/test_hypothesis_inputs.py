@@ -10,6 +10,7 @@ from ckptool.errors import CkptError
 from ckptool.format import bundle, dtypes
 from ckptool.format import table as tbl
 from ckptool.format.coding import decode_varint, encode_varint
+from ckptool.format.table_build import TableBuilder
 from ckptool.io.state import CheckpointState
 
 EXAMPLES = settings(max_examples=300, deadline=None)
@@ -50,7 +51,7 @@ def test_table_round_trip(items, block_size):
     """TableBuilder output reads back to exactly what went in, at any block size."""
     want = sorted(dict(items).items())
     out = io.BytesIO()
-    b = tbl.TableBuilder(out, block_size=block_size)
+    b = TableBuilder(out, block_size=block_size)
     for k, v in want:
         b.add(k, v)
     b.finish()

@@ -11,6 +11,7 @@ import ckptool
 from ckptool.errors import CkptError, CorruptError, MissingError
 from ckptool.format import table as tbl
 from ckptool.format.coding import crc32c, encode_varint, mask_crc
+from ckptool.format.table_build import TableBuilder
 from ckptool.io.state import CheckpointState, write_state
 
 cramjam = pytest.importorskip("cramjam")
@@ -144,7 +145,7 @@ def test_hostile_names_cannot_make_convert_or_rewrite_write_outside_dst(tmp_path
 def test_table_claims_are_bounded_by_the_file():
     """Block handles pointing past the end, huge sizes: an error naming the file, no allocation."""
     raw = io.BytesIO()
-    b = tbl.TableBuilder(raw)
+    b = TableBuilder(raw)
     b.add(b"", b"")
     b.finish()
     data = bytearray(raw.getvalue())

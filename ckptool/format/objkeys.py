@@ -1,0 +1,68 @@
+"""The keys of object-based checkpoints: ``<escaped object path>/.ATTRIBUTES/<attribute>``
+(optimizer slots under ``.OPTIMIZER_SLOT``), and TF's escaping of local names
+(docs/FORMAT.md §7)."""
+
+from __future__ import annotations
+
+OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
+ATTRIBUTES = ".ATTRIBUTES"
+OPTIMIZER_SLOT = ".OPTIMIZER_SLOT"
+VARIABLE_VALUE = "VARIABLE_VALUE"
+
+
+def escape(name: str) -> str:
+    """trackable_utils.escape_local_name: '.' -> '..', '/' -> '.S'."""
+    return name.replace(".", "..").replace("/", ".S")
+
+
+def unescape(name: str) -> str:
+    out = []
+    i = 0
+    while i < len(name):
+        c = name[i]
+        if c == "." and i + 1 < len(name):
+            nxt = name[i + 1]
+            out.append("." if nxt == "." else "/" if nxt == "S" else c + nxt)
+            i += 2
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def parse_object_key(key: str):
+    """Split an object-based key into (object path, attribute name, slot).
+
+    The object path is a tuple of unescaped local names; ``slot`` is None, or
+    ``(optimizer path, slot name)`` for an optimizer slot key, whose object path
+    is then the original variable's. None when ``key`` is not of the form
+    ``<escaped path>/.ATTRIBUTES/<escaped attribute>``.
+    """
+    if key.startswith("\0"):  # an encoded slice key (docs/FORMAT.md §4.4), not a name
+        return None
+    parts = key.split("/")
+    if len(parts) < 2 or parts[-2] != ATTRIBUTES or not parts[-1] or ATTRIBUTES in parts[:-2]:
+        return None
+    attr = unescape(parts[-1])
+    comps = parts[:-2]
+    if any(not c for c in comps):
+        return None
+    if OPTIMIZER_SLOT in comps:
+        i = comps.index(OPTIMIZER_SLOT)
+        var, rest = comps[:i], comps[i + 1:]
+        if not var or len(rest) < 2 or OPTIMIZER_SLOT in rest:
+            return None
+        return (tuple(unescape(c) for c in var), attr,
+                (tuple(unescape(c) for c in rest[:-1]), unescape(rest[-1])))
+    return tuple(unescape(c) for c in comps), attr, None
+
+
+def is_object_key(key: str) -> bool:
+    """Whether ``key`` names an attribute of an object (``.../.ATTRIBUTES/NAME``)."""
+    return parse_object_key(key) is not None
+
+
+def object_key(name: str, attribute: str = VARIABLE_VALUE) -> str:
+    """The object-based key of a plain name: each '/' part escaped, then /.ATTRIBUTES/<attr>."""
+    path = "/".join(escape(part) for part in name.split("/"))
+    return f"{path}/{ATTRIBUTES}/{escape(attribute)}" if path else f"{ATTRIBUTES}/{escape(attribute)}"
