@@ -45,6 +45,7 @@ from ckptool.format import bundle  # noqa: E402
 from ckptool.format import table as tbl
 from ckptool.format.coding import FIXED32, crc32c, encode_varint, mask_crc  # noqa: E402
 from ckptool.format.protos.tensor_bundle_pb2 import BundleEntryProto, BundleHeaderProto  # noqa: E402
+from ckptool.format import table_build as tbl_build
 from ckptool.format.table_build import TableBuilder
 
 TARGETS = ("open", "read", "verify", "state", "prune")
@@ -170,14 +171,14 @@ def build_table(items, block_size: int = tbl.BLOCK_SIZE, snappy: bool = False,
         return out.getvalue()
     # Hand-assembled: group into blocks, optionally compress and reorder them.
     blocks = []
-    cur = tbl._BlockBuilder(tbl.RESTART_INTERVAL)
+    cur = tbl_build._BlockBuilder(tbl.RESTART_INTERVAL)
     last = None
     for k, v in sorted(items):
         cur.add(k, v)
         last = k
         if cur.size_estimate() >= block_size:
             blocks.append((last, cur.finish()))
-            cur = tbl._BlockBuilder(tbl.RESTART_INTERVAL)
+            cur = tbl_build._BlockBuilder(tbl.RESTART_INTERVAL)
     if not cur.empty:
         blocks.append((last, cur.finish()))
     if order is not None:
@@ -196,9 +197,9 @@ def build_table(items, block_size: int = tbl.BLOCK_SIZE, snappy: bool = False,
         buf.extend(tbl.TRAILER.pack(ctype, mask_crc(crc32c(bytes((ctype,)), crc32c(contents)))))
         return h
 
-    index = tbl._BlockBuilder(tbl.INDEX_RESTART_INTERVAL)
+    index = tbl_build._BlockBuilder(tbl.INDEX_RESTART_INTERVAL)
     handles = [(lastkey, raw_block(contents, snappy)) for lastkey, contents in blocks]
-    meta = raw_block(tbl._BlockBuilder(tbl.RESTART_INTERVAL).finish(), snappy)
+    meta = raw_block(tbl_build._BlockBuilder(tbl.RESTART_INTERVAL).finish(), snappy)
     seen = set()
     for lastkey, h in handles:
         key = lastkey

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from ckptool.errors import ChecksumError, CorruptError
 from ckptool.format import coding, table
+from ckptool.format import table_build
 from ckptool.format.table_build import TableBuilder
 
 
@@ -99,14 +100,14 @@ def test_builder_matches_hand_layout():
     (b"a\xff", b"b", b"a\xff"),
 ])
 def test_shortest_separator(start, limit, expected):
-    assert table._shortest_separator(start, limit) == expected
+    assert table_build._shortest_separator(start, limit) == expected
     assert start <= expected < limit
 
 
 def test_short_successor():
-    assert table._short_successor(b"save_counter/x") == b"t"
-    assert table._short_successor(b"\xff\xffa") == b"\xff\xffb"
-    assert table._short_successor(b"\xff\xff") == b"\xff\xff"
+    assert table_build._short_successor(b"save_counter/x") == b"t"
+    assert table_build._short_successor(b"\xff\xffa") == b"\xff\xffb"
+    assert table_build._short_successor(b"\xff\xff") == b"\xff\xff"
 
 
 def test_bad_magic():

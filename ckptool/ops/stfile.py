@@ -80,6 +80,7 @@ def write_file(dst: str, tensors, extras: stm.Extras, chunks, *, force: bool = F
             for i in range(0, len(view), WRITEBACK):
                 f.write(view[i:i + WRITEBACK])
             done += len(view)
+            del buf, view  # one tensor in memory at a time, not two
             if progress:
                 progress(done, total)
         if done != total:

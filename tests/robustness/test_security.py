@@ -11,6 +11,7 @@ import ckptool
 from ckptool.errors import CkptError, CorruptError, MissingError
 from ckptool.format import table as tbl
 from ckptool.format.coding import crc32c, encode_varint, mask_crc
+from ckptool.format import table_build as tbl_build
 from ckptool.format.table_build import TableBuilder
 from ckptool.io.state import CheckpointState, write_state
 
@@ -22,10 +23,10 @@ def _table_with_block(contents: bytes, ctype: int) -> bytes:
     buf = bytearray(contents)
     buf += tbl.TRAILER.pack(ctype, mask_crc(crc32c(bytes((ctype,)), crc32c(contents))))
     data = tbl.BlockHandle(0, len(contents))
-    meta_contents = tbl._BlockBuilder(tbl.RESTART_INTERVAL).finish()
+    meta_contents = tbl_build._BlockBuilder(tbl.RESTART_INTERVAL).finish()
     meta = tbl.BlockHandle(len(buf), len(meta_contents))
     buf += meta_contents + tbl.TRAILER.pack(0, mask_crc(crc32c(b"\0", crc32c(meta_contents))))
-    ib = tbl._BlockBuilder(1)
+    ib = tbl_build._BlockBuilder(1)
     ib.add(b"\xff", data.encode())
     index_contents = ib.finish()
     index = tbl.BlockHandle(len(buf), len(index_contents))
@@ -44,7 +45,7 @@ def test_snappy_bomb_is_refused_before_decompressing():
 
 def test_snappy_at_the_maximal_real_ratio_still_reads():
     """Zeros compress at Snappy's best ratio; the bound must still admit them."""
-    b = tbl._BlockBuilder(tbl.RESTART_INTERVAL)
+    b = tbl_build._BlockBuilder(tbl.RESTART_INTERVAL)
     b.add(b"k", b"\0" * 200_000)
     contents = b.finish()
     comp = bytes(cramjam.snappy.compress_raw(contents))
