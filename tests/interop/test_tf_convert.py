@@ -70,7 +70,7 @@ def test_npz_and_safetensors_equal_tf_get_tensor(tmp_path, src, suffix):
     assert set(got) | set(res.skipped) >= set(want)
     for n, v in got.items():
         if n not in want:
-            continue  # TF cannot return it from the source; tests/test_convert.py checks it against ckptool
+            continue  # TF cannot return it from the source; tests/ops/test_convert.py checks it against ckptool
         w = want[n]
         if isinstance(w, bytes) or (isinstance(w, np.ndarray) and w.dtype == object):
             assert _bits(np.asarray(w, dtype=object))[0] == _bits(np.asarray(v, dtype=object))[0]

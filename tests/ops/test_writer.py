@@ -17,7 +17,7 @@ from ckptool.format.table import BLOCK_SIZE, TableReader
 from ckptool.format.table_build import TableBuilder
 from ckptool.ops.write import BundleWriter, write, write_index
 
-DATA = pathlib.Path(__file__).parent / "data"
+DATA = pathlib.Path(__file__).parents[1] / "data"
 FIXED = [d for d in dtypes.BY_VALUE.values() if d.is_fixed]
 
 

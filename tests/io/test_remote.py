@@ -27,7 +27,7 @@ fsspec = pytest.importorskip("fsspec")
 from ckptool.io import remote  # noqa: E402
 from ckptool.io.urls import storage_for  # noqa: E402
 
-DATA = pathlib.Path(__file__).parent / "data"
+DATA = pathlib.Path(__file__).parents[1] / "data"
 FIXTURES = ["keras_adam", "tf1_saver", "dtensor", "partitioned", "ckpt_save", "strings", "dtypes"]
 
 

@@ -17,7 +17,7 @@ from ckptool.errors import CkptError
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, ObjectGraph
 from ckptool.ops.rename import Renamer, is_optimizer_name, parse_map, parse_rule, plan_names
 
-DATA = pathlib.Path(__file__).parent / "data"
+DATA = pathlib.Path(__file__).parents[1] / "data"
 VV = "/.ATTRIBUTES/VARIABLE_VALUE"
 
 

@@ -17,7 +17,7 @@ from ckptool.ops import prune as P
 from ckptool.ops import retention as R
 from clirun import run
 
-DATA = os.path.join(os.path.dirname(__file__), "data")
+DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
 T0 = 1_700_000_000.0
 
 

@@ -13,7 +13,7 @@ from ckptool.format import events as E
 from ckptool.format.coding import crc32c, mask_crc
 from ckptool.format.protos.event_pb2 import Event, ScalarTensor
 
-EVENTS = pathlib.Path(__file__).parent / "data" / "events"
+EVENTS = pathlib.Path(__file__).parents[1] / "data" / "events"
 FILES = sorted(p for p in EVENTS.rglob("events.out.tfevents.*"))
 
 

@@ -14,7 +14,7 @@ import ckptool
 from ckptool.errors import RefusedError
 from ckptool.ops.convert import convert
 
-DATA = os.path.join(os.path.dirname(__file__), "data")
+DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
 FIXTURES = sorted(p[: -len(".index")] for p in glob.glob(os.path.join(DATA, "**", "*.index"), recursive=True)) + [
     os.path.join(DATA, "v1", "single", "v1ckpt"), os.path.join(DATA, "v1", "sharded", "v1sharded-?????-of-00003")]
 

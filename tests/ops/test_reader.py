@@ -16,7 +16,7 @@ import pytest
 import ckptool
 from ckptool.errors import CkptError, CkptWarning, MissingError, TensorNotFoundError
 
-DATA = pathlib.Path(__file__).parent / "data"
+DATA = pathlib.Path(__file__).parents[1] / "data"
 
 
 def _cases():

@@ -13,7 +13,7 @@ import ckptool
 from ckptool.ops import verify as verify_ops
 from ckptool.ops.verify_tree import targets, verify_paths
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RUN = os.path.join(ROOT, "tests", "data", "ckpt_save")
 
 

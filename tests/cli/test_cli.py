@@ -13,7 +13,7 @@ import pytest
 import ckptool
 from clirun import run as run_cli
 
-DATA = pathlib.Path(__file__).parent / "data"
+DATA = pathlib.Path(__file__).parents[1] / "data"
 TF1 = str(DATA / "tf1_saver" / "model.ckpt-30")
 
 

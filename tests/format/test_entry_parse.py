@@ -15,7 +15,7 @@ from ckptool.format import bundle
 from ckptool.format.coding import encode_varint
 from ckptool.format.table import TableReader
 
-DATA = os.path.join(os.path.dirname(__file__), "data")
+DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
 
 
 def _field(number: int, wire: int, payload: bytes) -> bytes:

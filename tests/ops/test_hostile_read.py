@@ -26,7 +26,7 @@ from ckptool.ops.tree import tree
 from ckptool.ops.values import tensor_json
 from ckptool.ops.verify import verify
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 F32 = dtypes.from_name("float32")
 
 

@@ -13,7 +13,7 @@ import ckptool
 from ckptool.cli import docs
 from ckptool.cli.main import cli
 
-ROOT = pathlib.Path(__file__).parent.parent
+ROOT = pathlib.Path(__file__).parents[2]
 REGEN = "python -m ckptool.cli.docs ."
 
 

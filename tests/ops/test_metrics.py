@@ -14,7 +14,7 @@ from ckptool.format.protos.event_pb2 import Event
 from ckptool.ops import metrics as M
 from ckptool.ops.keep_best import BestSpec
 
-EVENTS = pathlib.Path(__file__).parent / "data" / "events"
+EVENTS = pathlib.Path(__file__).parents[1] / "data" / "events"
 
 
 def f32(x):

@@ -18,7 +18,7 @@ from ckptool.ops.cast import CASTABLE, cast_array, parse_casts
 from ckptool.ops.convert import convert
 from ckptool.ops.slots import is_optimizer_name
 
-DATA = os.path.join(os.path.dirname(__file__), "data")
+DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
 KERAS = os.path.join(DATA, "keras_adam", "ckpt-1")
 
 
