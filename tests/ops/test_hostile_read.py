@@ -53,11 +53,10 @@ def partitioned(tmp_path, full_shape, slices, name=b"w"):
     once, under its own key, its values 0, 1, 2, ...)."""
     entries, data = {}, b""
     for sl in slices:
-        shape = bundle.slice_shape(sl, full_shape)
-        arr = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
-        raw = arr.tobytes()
         key = bundle.encode_tensor_name_slice(name, sl)
-        if key not in entries:
+        if key not in entries:  # a repeated slice is stored once: its values built once
+            shape = bundle.slice_shape(sl, full_shape)
+            raw = np.arange(int(np.prod(shape)), dtype=np.float32).tobytes()
             entries[key] = bundle.encode_entry(F32, shape, 0, len(data), len(raw), mask_crc(crc32c(raw)))
             data += raw
     entries[name] = bundle.encode_entry(F32, full_shape, 0, 0, 0, 0, slices)
