@@ -178,6 +178,22 @@ def tf_prune(directory: str, keep: str) -> None:
     _report(time.perf_counter() - t0, kept=len(manager.checkpoints))
 
 
+def ck_retention(n: str) -> None:
+    """Retention decisions alone (no disk): ``n`` checkpoints a minute apart through what
+    ``prune`` does with a state file, TF's manager recovery then the plan with
+    max_to_keep 5 and keep_every_n_hours 1 (each step linear in ``n``)."""
+    from ckptool.ops.retention import Policy, plan, recover
+
+    count = int(n)
+    names = [f"ckpt-{i}" for i in range(count)]
+    stamps = [1.0e9 + 60.0 * i for i in range(count)]
+    now = stamps[-1] + 60.0
+    t0 = time.perf_counter()
+    got = recover(names, stamps, 1.0e9 - 1.0, now, steps=list(range(count)))
+    decision = plan(got.managed, Policy(max_to_keep=5, keep_every_n_hours=1.0), got.last_preserved_timestamp, now)
+    _report(time.perf_counter() - t0, deleted=len(decision.deleted))
+
+
 def tf_import() -> None:
     t0 = time.perf_counter()
     _tf()
@@ -185,7 +201,7 @@ def tf_import() -> None:
 
 
 OPS = {f.__name__: f for f in (ck_read_all, ck_list, ck_list_warm, ck_write, ck_verify, tf_read_all, tf_list,
-                               tf_list_warm, tf_write, tf_rename, tf_prune, tf_import)}
+                               tf_list_warm, tf_write, tf_rename, tf_prune, tf_import, ck_retention)}
 
 if __name__ == "__main__":
     OPS[sys.argv[1]](*sys.argv[2:])

@@ -278,6 +278,10 @@ def rows(t: Tools, w: dict, sizes: dict, out: str) -> list[Row]:
         Row("prune", f"`prune --max-to-keep 5`, {ndir} checkpoints (process)",
             t.cli("prune", dir_copy, "--max-to-keep", "5"), t.tf_child("tf_prune", dir_copy, "5"), "wall",
             "wall<=5", ["prune --max-to-keep"], fresh_dir, note="TF: CheckpointManager(max_to_keep=5).save() sweep"),
+        *[Row(f"retention-{k}", f"retention decisions, {k:,} checkpoints, max_to_keep 5 + every 1 h (in-process)",
+              t.child("ck_retention", str(k)), None, "op", "wall<=1", ["lib:open"],
+              note="linear: time per checkpoint flat across sizes (no disk: recover + plan)")
+          for k in sizes["retention_sizes"]],
         Row("prune-dry", f"`prune --dry-run`, {ndir} checkpoints (process)",
             t.cli("prune", cdir, "--max-to-keep", "5", "--dry-run"), None, "wall", "wall<=5",
             ["prune --dry-run"]),

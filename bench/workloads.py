@@ -30,6 +30,7 @@ FULL = {
     "list_sizes": (20_000, 200_000),  # listing rows (issue 21)
     "stats_sizes": (5_000, 20_000, 80_000),  # statistics rows: linear in variables
     "big_shards": 8,  # the verify-on-every-core row: the 1 GiB in 8 shards
+    "retention_sizes": (1_000, 10_000, 100_000),  # retention decisions: linear in checkpoints
 }
 
 #: ``--quick``: the same shapes of work, about a tenth the size.
@@ -43,6 +44,7 @@ QUICK = {
     "list_sizes": (2_000, 20_000),
     "stats_sizes": (500, 2_000, 8_000),
     "big_shards": 8,
+    "retention_sizes": (1_000, 10_000, 100_000),
 }
 
 #: Toy sizes for the smoke test.
@@ -56,6 +58,7 @@ TOY = {
     "list_sizes": (40, 60),
     "stats_sizes": (20, 40, 80),
     "big_shards": 2,
+    "retention_sizes": (10, 100),
 }
 
 #: Epoch of the synthetic step times (2026-01-01T00:00:00Z) and the step spacing.
