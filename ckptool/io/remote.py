@@ -137,6 +137,7 @@ class RemoteStorage:
 
     sep = "/"
     atomic_rename = False
+    concurrent_reads = False  # one read-ahead window per object: threads would defeat it
 
     def __init__(self, fs, protocol: str):
         self.fs = fs

@@ -85,6 +85,7 @@ class LocalStorage:
 
     sep = os.sep
     atomic_rename = True
+    concurrent_reads = True  # positioned reads from several threads at once (verify: one per core)
 
     def join(self, *parts: str) -> str:
         return os.path.join(*parts)

@@ -130,7 +130,9 @@ def verify(ck, progress: Callable[[int, int], None] | None = None,
                 out.append(Problem(owners.get(e.key, _shown(e.key)), str(exc)))
         return out
 
-    n = default_workers() if workers is None else max(1, workers)
+    if workers is None:
+        workers = default_workers() if getattr(ck.storage, "concurrent_reads", False) else 1
+    n = max(1, workers)
     if n == 1 or len(batches) <= 1:
         results = map(check, batches)
     else:

@@ -24,7 +24,7 @@ from clirun import run as run_cli
 
 fsspec = pytest.importorskip("fsspec")
 
-from ckptool.io import remote  # noqa: E402
+from ckptool.io import remote, remote_files  # noqa: E402
 from ckptool.io.urls import storage_for  # noqa: E402
 
 DATA = pathlib.Path(__file__).parents[1] / "data"
@@ -455,7 +455,7 @@ def test_s3_save_cli_and_read_back(run, s3, tmp_path):
 
 def test_s3_large_object_streams_as_multipart(s3, monkeypatch):
     fs, root, counter = s3
-    monkeypatch.setattr(remote, "PUT_LIMIT", 6 << 20)
+    monkeypatch.setattr(remote_files, "PUT_LIMIT", 6 << 20)
     big = np.arange((12 << 20) // 4, dtype=np.float32)
     counter.reset()
     ckptool.write(f"{root}/big/ckpt-1", {"big": big, "small": np.ones(3)})
@@ -467,7 +467,7 @@ def test_s3_large_object_streams_as_multipart(s3, monkeypatch):
 
 def test_s3_aborted_write_publishes_nothing(s3, monkeypatch):
     fs, root, counter = s3
-    monkeypatch.setattr(remote, "PUT_LIMIT", 6 << 20)
+    monkeypatch.setattr(remote_files, "PUT_LIMIT", 6 << 20)
 
     def boom():
         yield "big", np.zeros((8 << 20) // 4, np.float32)  # past PUT_LIMIT: a multipart upload began
