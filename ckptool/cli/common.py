@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
@@ -24,17 +23,13 @@ def json_option(help: str = "Print one JSON document on stdout instead of text."
 def emit_json(doc) -> None:
     """One JSON document on stdout. Names that are not valid UTF-8 (kept by the reader as
     surrogate escapes) are written as \\udcXX escapes, which Python's json reads back."""
-    import sys
+    from ckptool.cli.jsonout import dumps
 
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 50_000))  # json's indenting encoder recurses per level (deep trees)
     try:
-        text = json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False, default=_default)
+        text = dumps(doc, ensure_ascii=False, default=_default)
         text.encode("utf-8")
     except UnicodeEncodeError:
-        text = json.dumps(doc, indent=2, ensure_ascii=True, allow_nan=False, default=_default)
-    finally:
-        sys.setrecursionlimit(limit)
+        text = dumps(doc, ensure_ascii=True, default=_default)
     click.echo(text)
 
 

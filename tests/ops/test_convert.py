@@ -3,8 +3,6 @@
 import glob
 import json
 import os
-import subprocess
-import sys
 
 import ml_dtypes
 import numpy as np
@@ -13,6 +11,7 @@ import pytest
 import ckptool
 from ckptool.errors import RefusedError
 from ckptool.ops.convert import convert
+from clirun import completed
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
 FIXTURES = sorted(p[: -len(".index")] for p in glob.glob(os.path.join(DATA, "**", "*.index"), recursive=True)) + [
@@ -26,8 +25,7 @@ class _Result:
 
 
 def _run(*argv):
-    proc = subprocess.run([sys.executable, "-m", "ckptool", *map(str, argv)], capture_output=True, text=True)
-    return _Result(proc)
+    return _Result(completed(*argv))
 
 
 def _same_bits(a, b):

@@ -17,13 +17,14 @@ from ckptool.ops.average import average, resolve_inputs
 from ckptool.ops.cast import CASTABLE, cast_array, parse_casts
 from ckptool.ops.convert import convert
 from ckptool.ops.slots import is_optimizer_name
+from clirun import completed
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
 KERAS = os.path.join(DATA, "keras_adam", "ckpt-1")
 
 
 def _run(*argv):
-    return subprocess.run([sys.executable, "-m", "ckptool", *map(str, argv)], capture_output=True, text=True)
+    return completed(*argv)
 
 
 def _bits(a):

@@ -37,6 +37,8 @@ from ckptool.errors import CkptError
 from ckptool.format import table as tbl
 from fuzz.engine import CORPUS
 
+pytestmark = pytest.mark.slow  # mutation suites: CI runs them; the inner loop does not
+
 FOOTER = tbl.FOOTER_SIZE
 
 

@@ -25,6 +25,8 @@ import pytest
 
 from fuzz import engine
 
+pytestmark = pytest.mark.slow  # mutation suites: CI runs them; the inner loop does not
+
 CASES = {"open": 1500, "read": 2000, "verify": 1500, "state": 1000, "prune": 300}
 
 
