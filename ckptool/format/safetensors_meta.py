@@ -32,6 +32,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ckptool.errors import CorruptError, UnsupportedError
@@ -109,7 +110,7 @@ def encode_metadata(extras: Extras) -> dict[str, str]:
     return meta
 
 
-def _b64(text, what: str) -> bytes:
+def _b64(text: object, what: str) -> bytes:
     if not isinstance(text, str):
         raise CorruptError(f"{what}: not a base64 string")
     try:
@@ -122,7 +123,7 @@ def _b64(text, what: str) -> bytes:
 MAX_DIMS, MAX_SIZE = 64, 2**62
 
 
-def _shape(value, what: str) -> tuple[int, ...]:
+def _shape(value: object, what: str) -> tuple[int, ...]:
     if not isinstance(value, list) or not all(type(d) is int and d >= 0 for d in value):
         raise CorruptError(f"{what}: shape {str(value)[:80]} is not a list of non-negative integers")
     if len(value) > MAX_DIMS:
@@ -135,14 +136,14 @@ def _shape(value, what: str) -> tuple[int, ...]:
     return tuple(value)
 
 
-def _json(text, what: str):
+def _json(text: str, what: str) -> object:
     try:
         return json.loads(text)
     except (TypeError, ValueError, RecursionError) as exc:
         raise CorruptError(f"{what}: not JSON: {str(exc)[:200]}") from None
 
 
-def _numel(shape) -> int:
+def _numel(shape: Iterable[int]) -> int:
     n = 1
     for d in shape:
         n *= d
@@ -156,7 +157,7 @@ def _check_restored(name: str, what: str) -> None:
         raise CorruptError(f"{what}: {name!r} cannot name a checkpoint tensor")
 
 
-def decode_metadata(meta: dict, where: str = METADATA) -> Extras:
+def decode_metadata(meta: dict[str, str], where: str = METADATA) -> Extras:
     out = Extras(format=meta.get(FORMAT_KEY, "tf"))
     for key, value in meta.items():
         what = f"{where}: {key!r}"
