@@ -206,7 +206,7 @@ def encode_header(tensors: list[tuple[str, str, tuple[int, ...]]], extras: Extra
     return len(text).to_bytes(8, "little") + text, offset
 
 
-def header_length(head: bytes, file_size: int, where: str) -> int:
+def header_length(head: bytes | bytearray, file_size: int, where: str) -> int:
     """The JSON header's length from the first 8 bytes, checked against the file."""
     if len(head) < 8:
         raise CorruptError(f"{where}: too short to be a .safetensors file ({file_size} bytes)")
@@ -218,7 +218,7 @@ def header_length(head: bytes, file_size: int, where: str) -> int:
     return n
 
 
-def decode_header(raw: bytes, data_size: int, where: str) -> tuple[list[TensorInfo], dict[str, str]]:
+def decode_header(raw: bytes | bytearray, data_size: int, where: str) -> tuple[list[TensorInfo], dict[str, str]]:
     """Tensors (in data order) and ``__metadata__`` of a header; ``data_size`` is the file's
     size after the header."""
     try:

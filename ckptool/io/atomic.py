@@ -122,7 +122,7 @@ class AtomicFile:
         else:
             self.discard()
 
-    def _writer(self) -> Writer:
+    def writer(self) -> Writer:
         """The file being written (a linked file has none: it is sealed from the start)."""
         if self.file is None:
             raise CkptError(f"{self.target}: a linked file is not written")
@@ -130,13 +130,13 @@ class AtomicFile:
 
     def write(self, data: AnyBuffer) -> None:
         try:
-            self._writer().write(data)  # type: ignore[arg-type]  # an ndarray is a Buffer (AnyBuffer)
+            self.writer().write(data)  # type: ignore[arg-type]  # an ndarray is a Buffer (AnyBuffer)
         except OSError as exc:
             raise disk_error(self.target, "write", exc) from None
         self.written += memoryview(data).nbytes  # type: ignore[arg-type]  # as above
 
     def start_writeback(self, offset: int, length: int) -> None:
-        self.storage.start_writeback(self._writer(), offset, length)
+        self.storage.start_writeback(self.writer(), offset, length)
 
     def seal(self) -> None:
         """fsync (when syncing) and close: the bytes are final. On an object store the close
@@ -145,8 +145,8 @@ class AtomicFile:
             return
         try:
             if self.sync:
-                self.storage.fsync_file(self._writer())
-            self._writer().close()
+                self.storage.fsync_file(self.writer())
+            self.writer().close()
         except OSError as exc:
             raise disk_error(self.target, "write", exc) from None
         self._sealed = True
