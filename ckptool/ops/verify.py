@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -131,6 +131,7 @@ def verify(ck, progress: Callable[[int, int], None] | None = None,
         return out
 
     n = default_workers() if workers is None else max(1, workers)
+    results: Iterator[list[Problem]]
     if n == 1 or len(batches) <= 1:
         results = map(check, batches)
     else:
