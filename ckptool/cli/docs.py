@@ -46,7 +46,7 @@ def _roff(text: str) -> str:
     return "\n".join(("\\&" + ln) if ln.startswith((".", "'")) else ln for ln in text.split("\n"))
 
 
-def _paragraphs(help_text: str) -> str:
+def _paragraphs(help_text: str | None) -> str:
     """click help text to roff: blank lines split paragraphs; '\\b' blocks stay as they are."""
     out = []
     for block in re.split(r"\n\s*\n", inspect.cleandoc(help_text or "")):

@@ -27,13 +27,11 @@ def depth_of(doc: Any) -> int:
     while stack:
         node, level = stack.pop()
         if isinstance(node, dict):
-            children = node.values()
-        elif isinstance(node, (list, tuple)):
-            children = node
-        else:
+            node = list(node.values())
+        elif not isinstance(node, (list, tuple)):
             continue
         deepest = max(deepest, level)
-        stack.extend((c, level + 1) for c in children)
+        stack.extend((c, level + 1) for c in node)
     return deepest
 
 
@@ -82,7 +80,7 @@ def dumps(doc: Any, *, ensure_ascii: bool, default: Callable[[Any], Any]) -> str
     while stack:
         frame = stack[-1]
         items, is_dict, level, close, first = frame
-        item = next(items, _END)
+        item: Any = next(items, _END)
         if item is _END:
             stack.pop()
             out.append(newline(level) + close)
@@ -93,9 +91,8 @@ def dumps(doc: Any, *, ensure_ascii: bool, default: Callable[[Any], Any]) -> str
         out.append(newline(level + 1))
         if is_dict:
             key, value = item
-            if not isinstance(key, str):
-                key = json.loads(json.dumps({key: None}))  # the standard library's key coercion
-                key = next(iter(key))
+            if not isinstance(key, str):  # the standard library's coercion of a key
+                key = next(iter(json.loads(json.dumps({key: None}))))
             out.append(scalar(key) + ": ")
         else:
             value = item

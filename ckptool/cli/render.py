@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from ckptool.cli.common import display_name, format_shape, human_bytes, human_count, note, style
@@ -100,7 +102,7 @@ def print_tensor(name: str, dtype: str, shape, value, full: bool) -> None:
 
     click.echo(style(f"{display_name(name)}  {dtype}  {format_shape(shape)}", bold=True))
     width = shutil.get_terminal_size().columns if sys.stdout.isatty() else 75
-    opts = {"threshold": sys.maxsize if full else 1000, "max_line_width": max(40, width)}
+    opts: dict[str, Any] = {"threshold": sys.maxsize if full else 1000, "max_line_width": max(40, width)}
     if value.dtype.names:  # quantized: show the integers
         value = value[value.dtype.names[0]]
     click.echo(np.array2string(np.asarray(value), **opts) if value.shape else _scalar(value))
@@ -144,7 +146,7 @@ def print_tree(root, depth: int | None, title: str) -> None:
         return f"{t['dtype']} {format_shape(t['shape'])}", str(t["parameters"]), human_bytes(t["bytes"])
 
     def items_of(node):
-        items = []  # (label, cols, node or None)
+        items: list[tuple[str | None, tuple[str, str, str] | None, Any]] = []  # (label, cols, node or None)
         for a in node.attributes:
             items.append((f"{display_name(a['name'])}", tensor_cols(a), None))
         for s in node.slots:

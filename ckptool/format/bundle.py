@@ -12,28 +12,27 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from google.protobuf.message import DecodeError
 
 from ckptool.errors import CkptError, CorruptError, UnsupportedError
 from ckptool.format import dtypes
+from ckptool.format.coding import BytesLike
 from ckptool.format.protos.tensor_bundle_pb2 import BundleEntryProto, BundleHeaderProto, TensorShapeProto
-from ckptool.format.slices import (  # noqa: F401 - re-exported: callers name them bundle.*
-    Slice,
-    encode_tensor_name_slice,
-    is_full_slice,
-    slice_region,
-    slice_shape,
-    tiling_problem,
-)
-from ckptool.format.tensors import (  # noqa: F401 - re-exported: callers name them bundle.*
-    check_crc,
-    decode_fixed,
-    decode_string,
-    decode_variant,
-    encode_string,
-)
+from ckptool.format.slices import Slice as Slice  # X as X: re-exported, callers name them bundle.*
+from ckptool.format.slices import encode_tensor_name_slice as encode_tensor_name_slice
+from ckptool.format.slices import is_full_slice as is_full_slice
+from ckptool.format.slices import slice_region as slice_region
+from ckptool.format.slices import slice_shape as slice_shape
+from ckptool.format.slices import tiling_problem as tiling_problem
+from ckptool.format.tensors import check_crc as check_crc
+from ckptool.format.tensors import decode_fixed as decode_fixed
+from ckptool.format.tensors import decode_string as decode_string
+from ckptool.format.tensors import decode_variant as decode_variant
+from ckptool.format.tensors import encode_string as encode_string
 
 HEADER_KEY = b""
 INDEX_SUFFIX = ".index"
@@ -71,7 +70,7 @@ class Header:
         return self.endianness == BIG
 
 
-def parse_header(value, name: str) -> Header:
+def parse_header(value: BytesLike, name: str) -> Header:
     try:
         proto = BundleHeaderProto.FromString(bytes(value))
     except DecodeError:
@@ -96,7 +95,7 @@ def parse_header(value, name: str) -> Header:
 def encode_header(num_shards: int, endianness: int = HOST_ENDIANNESS) -> bytes:
     proto = BundleHeaderProto(num_shards=num_shards, endianness=endianness)
     proto.version.producer = BUNDLE_VERSION
-    return proto.SerializeToString()
+    return proto.SerializeToString()  # type: ignore[no-any-return]  # protobuf messages are untyped
 
 
 # --------------------------------------------------------------------------- entries
@@ -132,7 +131,7 @@ def shape_from_proto(shape: TensorShapeProto, what: str) -> tuple[int, ...]:
     return dims
 
 
-def check_shape(dims, what: str) -> None:
+def check_shape(dims: Sequence[int], what: str) -> None:
     if len(dims) > MAX_DIMS:
         raise CorruptError(f"invalid tensor shape: {what} has {len(dims)} dimensions (max {MAX_DIMS})")
     n = 1
@@ -144,7 +143,7 @@ def check_shape(dims, what: str) -> None:
             raise CorruptError(f"invalid tensor shape: {what} {list(dims)} (element count overflows)")
 
 
-def slice_from_proto(proto, rank: int, what: str) -> Slice:
+def slice_from_proto(proto: Any, rank: int, what: str) -> Slice:
     if len(proto.extent) != rank:
         raise CorruptError(f"{what}: slice has {len(proto.extent)} dimensions, tensor has {rank}")
     out = []
@@ -160,11 +159,12 @@ def slice_from_proto(proto, rank: int, what: str) -> Slice:
     return tuple(out)
 
 
-_HEADS: dict[bytes, tuple] = {}  # serialized dtype + shape fields -> (dtype, shape, numel), validated
+_Head = tuple[dtypes.DType, tuple[int, ...], int]
+_HEADS: dict[bytes, _Head] = {}  # serialized dtype + shape fields -> (dtype, shape, numel), validated
 _HEADS_MAX = 4096
 
 
-def _entry_head(value: bytes):
+def _entry_head(value: bytes) -> bytes | None:
     """The leading ``dtype`` and ``shape`` fields of a serialized entry, as TF (and
     every protobuf serializer) writes them: tag 0x08, a one-byte dtype, tag 0x12, a
     one-byte length and the shape message. None for any other layout."""
@@ -173,7 +173,7 @@ def _entry_head(value: bytes):
     return None
 
 
-def _varint(value: bytes, pos: int, max_bytes: int):
+def _varint(value: bytes, pos: int, max_bytes: int) -> tuple[int | None, int]:
     """``(value, end)`` of the varint at ``pos``; ``(None, pos)`` if it runs past
     ``max_bytes`` or the buffer."""
     x = shift = 0
@@ -186,12 +186,15 @@ def _varint(value: bytes, pos: int, max_bytes: int):
     return None, pos
 
 
-def _entry_tail(value: bytes, pos: int):
+def _entry_tail(value: bytes, pos: int) -> tuple[int, int, int, int] | None:
     """``(shard_id, offset, size, crc32c)`` from the fields after the head, when they
     are laid out as TF writes them: each at most once, in field order, varints short
     enough to be non-negative (shard_id up to 4 bytes, offset and size up to 9),
     nothing else (no slices). None otherwise."""
     n = len(value)
+    shard_id: int | None
+    offset: int | None
+    size: int | None
     shard_id = offset = size = crc = 0
     if pos < n and value[pos] == 0x18:  # shard_id
         shard_id, pos = _varint(value, pos + 1, 4)
@@ -223,7 +226,7 @@ def _entry_tail(value: bytes, pos: int):
     return shard_id, offset, size, crc
 
 
-def listing_head(value: bytes):
+def listing_head(value: bytes) -> tuple[bytes, str, tuple[int, ...], int] | None:
     """For listing: ``(head, dtype name, shape, nbytes)`` of an entry laid out as TF
     writes it (see :func:`_entry_head`) whose dtype has a fixed size, read from its
     ``dtype`` and ``shape`` fields alone; None for any other entry, which
@@ -241,7 +244,7 @@ def listing_head(value: bytes):
     return head, dtype.name, shape, n * dtype.itemsize
 
 
-def parse_entry(key: bytes, value, name: str) -> Entry:
+def parse_entry(key: bytes, value: BytesLike, name: str) -> Entry:
     """Parse and validate one BundleEntryProto.
 
     This is the inner loop of listing a checkpoint, so the layout TF writes takes a
@@ -261,13 +264,13 @@ def parse_entry(key: bytes, value, name: str) -> Entry:
             except (DecodeError, CkptError):
                 known = None  # the full parse below says what is wrong
         tail = _entry_tail(value, len(head)) if known is not None else None
-        if tail is not None:
+        if tail is not None and known is not None:
             dtype, shape, n = known
             return _checked(Entry(key, dtype, shape, *tail, ()), n, name)
     return parse_entry_proto(key, value, name)
 
 
-def parse_entry_proto(key: bytes, value, name: str) -> Entry:
+def parse_entry_proto(key: bytes, value: BytesLike, name: str) -> Entry:
     """:func:`parse_entry` by protobuf alone, for every layout."""
     try:
         proto = BundleEntryProto.FromString(value)
@@ -300,11 +303,11 @@ def _checked(e: Entry, n: int, name: str) -> Entry:
     return e
 
 
-def _validate_head(proto, key: bytes, name: str):
+def _validate_head(proto: Any, key: bytes, name: str) -> _Head:
     """The entry's dtype, shape and element count, or the error that says what is wrong."""
     dtype = dtypes.BY_VALUE.get(proto.dtype)
     if dtype is None:
-        dtypes.from_value(proto.dtype, f"{name}: entry {_shown(key)!r}")  # raises, naming it
+        dtype = dtypes.from_value(proto.dtype, f"{name}: entry {_shown(key)!r}")  # raises, naming it
     shape = shape_from_proto(proto.shape, f"{name}: entry {_shown(key)!r}")
     n = 1
     for d in shape:
@@ -316,8 +319,8 @@ def _shown(key: bytes) -> str:
     return key.decode("utf-8", "backslashreplace")
 
 
-def encode_entry(dtype: dtypes.DType, shape, shard_id: int, offset: int, size: int, crc: int,
-                 slices=()) -> bytes:
+def encode_entry(dtype: dtypes.DType, shape: Iterable[int], shard_id: int, offset: int, size: int, crc: int,
+                 slices: Iterable[Slice] = ()) -> bytes:
     proto = BundleEntryProto(dtype=dtype.value, shard_id=shard_id, offset=offset, size=size, crc32c=crc)
     proto.shape.SetInParent()
     for d in shape:
@@ -329,4 +332,4 @@ def encode_entry(dtype: dtypes.DType, shape, shard_id: int, offset: int, size: i
             if length != -1:
                 ext.start = start
                 ext.length = length
-    return proto.SerializeToString()
+    return proto.SerializeToString()  # type: ignore[no-any-return]  # protobuf messages are untyped

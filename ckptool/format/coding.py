@@ -9,11 +9,24 @@ from __future__ import annotations
 
 import struct
 import sys
+from typing import TYPE_CHECKING, Protocol, TypeAlias, cast
 
 from ckptool.errors import CorruptError
 
+if TYPE_CHECKING:
+    import numpy as np
+    from typing_extensions import Buffer
 
-def _load_crc32c():
+    #: Any buffer, numpy arrays included: numpy's stubs give ndarray ``__buffer__`` (what makes
+    #: it a ``Buffer``) only from Python 3.12 on.
+    AnyBuffer: TypeAlias = Buffer | np.ndarray
+
+
+class _Crc32c(Protocol):
+    def crc32c(self, data: AnyBuffer, value: int = 0) -> int: ...
+
+
+def _load_crc32c() -> _Crc32c:
     """The ``crc32c`` package's C extension. Its ``__init__`` imports importlib.metadata
     just to set ``__version__`` (~50 ms, a tenth of ``ckptool list-variables``), so the
     extension is loaded directly where it can be found, and registered under its own
@@ -25,20 +38,23 @@ def _load_crc32c():
             import importlib.util
 
             package = importlib.util.find_spec("crc32c")  # finds the package, runs nothing
-            for d in package.submodule_search_locations or ():
+            for d in (package.submodule_search_locations if package else None) or ():
                 spec = m.FileFinder(d, (m.ExtensionFileLoader, m.EXTENSION_SUFFIXES)).find_spec(name)
-                if spec is not None:
+                if spec is not None and spec.loader is not None:
                     module = importlib.util.module_from_spec(spec)
                     spec.loader.exec_module(module)
                     sys.modules[name] = module
-                    return module
+                    return cast(_Crc32c, module)
         except Exception:  # an unusual installation: the plain import below
             pass
         import crc32c  # noqa: F401  (imports crc32c._crc32c)
-    return sys.modules[name]
+    return cast(_Crc32c, sys.modules[name])
 
 
 _crc32c = _load_crc32c()
+
+#: What the decoders take: bytes-like, with len() and indexing.
+BytesLike: TypeAlias = bytes | bytearray | memoryview
 
 FIXED32 = struct.Struct("<I")
 FIXED64 = struct.Struct("<Q")
@@ -48,7 +64,7 @@ MAX_VARINT32_BYTES = 5
 MAX_VARINT64_BYTES = 10
 
 
-def crc32c(data, value: int = 0) -> int:
+def crc32c(data: AnyBuffer, value: int = 0) -> int:
     """CRC-32C of ``data`` (any buffer), continuing from ``value``."""
     return _crc32c.crc32c(data, value=value)
 
@@ -63,7 +79,8 @@ def unmask_crc(masked: int) -> int:
     return ((rot >> 17) | (rot << 15)) & 0xFFFFFFFF
 
 
-def decode_varint(buf, pos: int, limit: int, max_bytes: int = MAX_VARINT64_BYTES, what: str = "varint"):
+def decode_varint(buf: BytesLike, pos: int, limit: int, max_bytes: int = MAX_VARINT64_BYTES,
+                  what: str = "varint") -> tuple[int, int]:
     """Decode an unsigned varint at ``buf[pos:]`` not reaching ``limit``.
 
     Returns ``(value, new_pos)``. Raises :class:`CorruptError` on a varint

@@ -56,7 +56,8 @@ def _numpy_dtype(spec: str) -> np.dtype:
     if spec.startswith("ml:"):
         import ml_dtypes
 
-        return np.dtype(getattr(ml_dtypes, spec[3:]))
+        scalar: type[np.generic] = getattr(ml_dtypes, spec[3:])
+        return np.dtype(scalar)
     if spec.startswith("q:"):
         # TF's quantized types read as their plain integer type, as get_tensor returns them
         # (ndarray_tensor.cc maps TF_QINT8 to NPY_INT8, ...).

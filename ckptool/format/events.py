@@ -18,9 +18,14 @@ from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from ckptool.format.coding import FIXED32, FIXED64, crc32c, mask_crc
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
 
 HEADER_BYTES = 12  # length (8) + its masked CRC (4)
 FOOTER_BYTES = 4
@@ -68,7 +73,7 @@ class RecordReader:
     truncated record, a bad CRC, an impossible length). :attr:`count` is the records read.
     """
 
-    def __init__(self, read, size: int, where: str = "<bytes>", chunk: int = CHUNK):
+    def __init__(self, read: Callable[[int, int], Buffer], size: int, where: str = "<bytes>", chunk: int = CHUNK):
         self._read, self.size, self.where, self._chunk = read, size, where, chunk
         self._buf, self._start = memoryview(b""), 0
         self.problem: str | None = None
@@ -83,7 +88,7 @@ class RecordReader:
         self._buf, self._start = memoryview(self._read(a, min(self._chunk, self.size - a))).cast("B"), a
         return self._buf[:b - a]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[memoryview]:
         pos, end, where = 0, self.size, self.where
         while pos < end:
             if end - pos < HEADER_BYTES:
@@ -114,20 +119,20 @@ class RecordReader:
             pos = body + length + FOOTER_BYTES
 
 
-def _memory_reader(data, where: str) -> RecordReader:
+def _memory_reader(data: Buffer, where: str) -> RecordReader:
     view = memoryview(data).cast("B")
     reader = RecordReader(lambda a, n: view[a:a + n], len(view), where, chunk=len(view) + 1)
     return reader
 
 
-def read_records(data, where: str = "<bytes>") -> tuple[list[memoryview], str | None]:
+def read_records(data: Buffer, where: str = "<bytes>") -> tuple[list[memoryview], str | None]:
     """The records of a TFRecord file's bytes (see :class:`RecordReader`) and what stopped the reading."""
     reader = _memory_reader(data, where)
     records = list(reader)
     return records, reader.problem
 
 
-def parse_event(payload):
+def parse_event(payload: Buffer) -> Any:
     """An ``Event`` proto from a record's bytes, or None when they are no valid Event."""
     from ckptool.format.protos.event_pb2 import Event
 
@@ -139,7 +144,7 @@ def parse_event(payload):
     return event
 
 
-def tensor_scalar(tensor) -> float | None:
+def tensor_scalar(tensor: Any) -> float | None:
     """The value of a one-element numeric ``TensorProto`` (``tf.summary.scalar``), else None."""
     spec = _SCALAR_DTYPES.get(tensor.dtype)
     if spec is None or tensor.tensor_shape.unknown_rank:
@@ -166,7 +171,7 @@ def tensor_scalar(tensor) -> float | None:
     return float(value)
 
 
-def event_scalars(event) -> list[Scalar]:
+def event_scalars(event: Any) -> list[Scalar]:
     """The scalars of one Event (none when it holds no summary)."""
     if event.WhichOneof("what") != "summary":
         return []
@@ -186,7 +191,7 @@ def event_scalars(event) -> list[Scalar]:
     return out
 
 
-def scalars(data, where: str = "<bytes>") -> tuple[list[Scalar], list[str]]:
+def scalars(data: Buffer, where: str = "<bytes>") -> tuple[list[Scalar], list[str]]:
     """Every scalar of an event file's bytes, in file order, and the problems met."""
     return reader_scalars(_memory_reader(data, where))
 

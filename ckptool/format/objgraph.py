@@ -10,22 +10,22 @@ from __future__ import annotations
 
 import copy
 from collections import deque
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 from google.protobuf.message import DecodeError
 
 from ckptool.errors import CkptError, CorruptError
-from ckptool.format.objkeys import (  # noqa: F401 - the key grammar, re-exported
-    ATTRIBUTES,
-    OBJECT_GRAPH_KEY,
-    OPTIMIZER_SLOT,
-    VARIABLE_VALUE,
-    escape,
-    is_object_key,
-    object_key,
-    parse_object_key,
-    unescape,
-)
+from ckptool.format.objkeys import ATTRIBUTES as ATTRIBUTES  # X as X: the key grammar, re-exported
+from ckptool.format.objkeys import OBJECT_GRAPH_KEY as OBJECT_GRAPH_KEY
+from ckptool.format.objkeys import OPTIMIZER_SLOT as OPTIMIZER_SLOT
+from ckptool.format.objkeys import VARIABLE_VALUE as VARIABLE_VALUE
+from ckptool.format.objkeys import escape as escape
+from ckptool.format.objkeys import is_object_key as is_object_key
+from ckptool.format.objkeys import object_key as object_key
+from ckptool.format.objkeys import parse_object_key as parse_object_key
+from ckptool.format.objkeys import unescape as unescape
 from ckptool.format.protos.tensor_bundle_pb2 import TrackableObjectGraph
 
 
@@ -100,7 +100,7 @@ class ObjectGraph:
                 p.registered_saver.name = node.registered_saver
             if node.has_checkpoint_values is not None:
                 p.has_checkpoint_values.value = node.has_checkpoint_values
-        return proto.SerializeToString()
+        return proto.SerializeToString()  # type: ignore[no-any-return]  # protobuf messages are untyped
 
     def paths(self) -> dict[int, str]:
         """The object path ('model/layer') of every node reachable from the root, breadth first."""
@@ -137,7 +137,8 @@ class ObjectGraph:
             out |= {nid for name, nid in self.nodes[0].children if name == "optimizer"}
         return out
 
-    def _walk(self, path) -> int | None:
+    def _walk(self, path: Sequence[str]) -> int | None:
+        nid: int | None
         nid = 0
         for name in path:
             nid = next((c for n, c in self.nodes[nid].children if n == name), None)
@@ -145,7 +146,8 @@ class ObjectGraph:
                 return None
         return nid
 
-    def edited(self, renames: dict[str, str], dropped=frozenset(), strip_optimizer: bool = False):
+    def edited(self, renames: dict[str, str], dropped: Collection[str] = frozenset(),
+               strip_optimizer: bool = False) -> tuple[ObjectGraph, dict[str, str | None]]:
         """A copy with keys renamed and dropped, each renamed object moved to its new path.
 
         The graph is edited, not rebuilt: objects reached by several paths (a
@@ -170,7 +172,8 @@ class ObjectGraph:
                 n.slot_variables = []
                 n.children = [(c, i) for c, i in n.children if i not in opt]
         slot_nodes = set(self.slot_owners())
-        moves: dict[int, tuple[tuple, tuple, str]] = {}  # node -> (old path, new path, new key)
+        # node -> (old path, new path, new key)
+        moves: dict[int, tuple[tuple[str, ...] | None, tuple[str, ...], str]] = {}
         for n in nodes:
             kept = []
             for a in n.attributes:
@@ -194,7 +197,7 @@ class ObjectGraph:
             n.attributes = kept
         for nid, (old_path, _, _) in moves.items():  # detach every mover first: swaps work
             if old_path and g._walk(old_path) == nid:
-                parent = nodes[g._walk(old_path[:-1])]
+                parent = nodes[cast(int, g._walk(old_path[:-1]))]  # a walked path's prefix walks too
                 parent.children = [(c, i) for c, i in parent.children if not (c == old_path[-1] and i == nid)]
         for nid, (_, path, new) in moves.items():
             g._attach(nid, path, new)
@@ -219,7 +222,7 @@ class ObjectGraph:
                     queue.append(p)
         return out
 
-    def _attach(self, nid: int, path: tuple, key: str) -> None:
+    def _attach(self, nid: int, path: tuple[str, ...], key: str) -> None:
         cur = 0
         for depth, name in enumerate(path):
             last = depth == len(path) - 1
@@ -235,7 +238,7 @@ class ObjectGraph:
                 raise CkptError(f"cannot rename to {key!r}: another object already has that path")
             cur = child
 
-    def _compacted(self):
+    def _compacted(self) -> tuple[ObjectGraph, dict[str, str | None]]:
         reach: list[int] = []
         seen = {0}
         queue = deque([0])
@@ -250,7 +253,7 @@ class ObjectGraph:
                 if r not in seen:
                     seen.add(r)
                     queue.append(r)
-        keys = {a.checkpoint_key: None for n in self.nodes for a in n.attributes}
+        keys: dict[str, str | None] = {a.checkpoint_key: None for n in self.nodes for a in n.attributes}
         order = sorted(reach)
         new_id = {old: i for i, old in enumerate(order)}
         nodes = []
@@ -279,7 +282,7 @@ class ObjectGraph:
     # -- synthesis -----------------------------------------------------------
 
     @classmethod
-    def from_keys(cls, keys) -> ObjectGraph:
+    def from_keys(cls, keys: Iterable[str]) -> ObjectGraph:
         """The object graph TF would have written for these object-based keys.
 
         Each ``a/b/.ATTRIBUTES/NAME`` key becomes attribute NAME of the object
@@ -305,9 +308,9 @@ class ObjectGraph:
                 root.walk(opt_path)
                 slots.append((path, opt_path, slot_name, attr, key))
         nodes: list[Node] = []
-        ids: dict[tuple, int] = {}
+        ids: dict[tuple[str, ...], int] = {}
         trees: list[_Tree] = []
-        queue = deque([((), root)])
+        queue: deque[tuple[tuple[str, ...], _Tree]] = deque([((), root)])
         while queue:  # breadth first: ids in visiting order
             path, tree = queue.popleft()
             ids[path] = len(nodes)
@@ -342,11 +345,11 @@ class ObjectGraph:
 
 
 class _Tree:
-    def __init__(self):
+    def __init__(self) -> None:
         self.children: dict[str, _Tree] = {}
-        self.attrs: list[tuple[str, str, tuple]] = []
+        self.attrs: list[tuple[str, str, tuple[str, ...]]] = []
 
-    def walk(self, path) -> _Tree:
+    def walk(self, path: Iterable[str]) -> _Tree:
         t = self
         for name in path:
             nxt = t.children.get(name)
@@ -356,6 +359,6 @@ class _Tree:
         return t
 
 
-def _full_name(path: tuple, attr: str) -> str:
+def _full_name(path: tuple[str, ...], attr: str) -> str:
     """A TF1-style name for the tensor: the object path, unescaped ('model/dense/kernel')."""
     return "/".join(path) if path else attr

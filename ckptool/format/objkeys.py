@@ -30,7 +30,7 @@ def unescape(name: str) -> str:
     return "".join(out)
 
 
-def parse_object_key(key: str):
+def parse_object_key(key: str) -> tuple[tuple[str, ...], str, tuple[tuple[str, ...], str] | None] | None:
     """Split an object-based key into (object path, attribute name, slot).
 
     The object path is a tuple of unescaped local names; ``slot`` is None, or

@@ -32,6 +32,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ckptool.errors import CorruptError, UnsupportedError
@@ -109,7 +110,7 @@ def encode_metadata(extras: Extras) -> dict[str, str]:
     return meta
 
 
-def _b64(text, what: str) -> bytes:
+def _b64(text: object, what: str) -> bytes:
     if not isinstance(text, str):
         raise CorruptError(f"{what}: not a base64 string")
     try:
@@ -122,7 +123,7 @@ def _b64(text, what: str) -> bytes:
 MAX_DIMS, MAX_SIZE = 64, 2**62
 
 
-def _shape(value, what: str) -> tuple[int, ...]:
+def _shape(value: object, what: str) -> tuple[int, ...]:
     if not isinstance(value, list) or not all(type(d) is int and d >= 0 for d in value):
         raise CorruptError(f"{what}: shape {str(value)[:80]} is not a list of non-negative integers")
     if len(value) > MAX_DIMS:
@@ -135,14 +136,14 @@ def _shape(value, what: str) -> tuple[int, ...]:
     return tuple(value)
 
 
-def _json(text, what: str):
+def _json(text: str, what: str) -> object:
     try:
         return json.loads(text)
     except (TypeError, ValueError, RecursionError) as exc:
         raise CorruptError(f"{what}: not JSON: {str(exc)[:200]}") from None
 
 
-def _numel(shape) -> int:
+def _numel(shape: Iterable[int]) -> int:
     n = 1
     for d in shape:
         n *= d
@@ -156,7 +157,7 @@ def _check_restored(name: str, what: str) -> None:
         raise CorruptError(f"{what}: {name!r} cannot name a checkpoint tensor")
 
 
-def decode_metadata(meta: dict, where: str = METADATA) -> Extras:
+def decode_metadata(meta: dict[str, str], where: str = METADATA) -> Extras:
     out = Extras(format=meta.get(FORMAT_KEY, "tf"))
     for key, value in meta.items():
         what = f"{where}: {key!r}"
@@ -205,7 +206,7 @@ def encode_header(tensors: list[tuple[str, str, tuple[int, ...]]], extras: Extra
     return len(text).to_bytes(8, "little") + text, offset
 
 
-def header_length(head: bytes, file_size: int, where: str) -> int:
+def header_length(head: bytes | bytearray, file_size: int, where: str) -> int:
     """The JSON header's length from the first 8 bytes, checked against the file."""
     if len(head) < 8:
         raise CorruptError(f"{where}: too short to be a .safetensors file ({file_size} bytes)")
@@ -217,7 +218,7 @@ def header_length(head: bytes, file_size: int, where: str) -> int:
     return n
 
 
-def decode_header(raw: bytes, data_size: int, where: str) -> tuple[list[TensorInfo], dict[str, str]]:
+def decode_header(raw: bytes | bytearray, data_size: int, where: str) -> tuple[list[TensorInfo], dict[str, str]]:
     """Tensors (in data order) and ``__metadata__`` of a header; ``data_size`` is the file's
     size after the header."""
     try:

@@ -4,6 +4,8 @@ full tensor, and the rule that they tile it exactly once. Pure functions."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ckptool.errors import CorruptError
 
 Slice = tuple[tuple[int, int], ...]  # per dim (start, length); length -1 = whole dim
@@ -42,7 +44,7 @@ def encode_tensor_name_slice(name: bytes, sl: Slice) -> bytes:
     return b"".join(parts)
 
 
-def slice_region(sl: Slice, shape) -> tuple[slice, ...]:
+def slice_region(sl: Slice, shape: Sequence[int]) -> tuple[slice, ...]:
     """numpy index of a slice inside the full tensor; an error if out of bounds."""
     out = []
     for (start, length), dim in zip(sl, shape):
@@ -55,11 +57,11 @@ def slice_region(sl: Slice, shape) -> tuple[slice, ...]:
     return tuple(out)
 
 
-def slice_shape(sl: Slice, shape) -> tuple[int, ...]:
+def slice_shape(sl: Slice, shape: Sequence[int]) -> tuple[int, ...]:
     return tuple(dim if length == -1 else length for (start, length), dim in zip(sl, shape))
 
 
-def is_full_slice(sl: Slice, shape) -> bool:
+def is_full_slice(sl: Slice, shape: Sequence[int]) -> bool:
     return all(length == -1 or (start == 0 and length == dim) for (start, length), dim in zip(sl, shape))
 
 
@@ -69,7 +71,7 @@ TILING_GRID_MAX = 1 << 22
 TILING_SWEEP_MAX = 1 << 22
 
 
-def tiling_problem(shape, slices) -> str | None:
+def tiling_problem(shape: Sequence[int], slices: Sequence[Slice]) -> str | None:
     """Why ``slices`` do not tile a tensor of ``shape`` exactly once, or None if they do.
 
     Each slice must lie inside the shape, no two may repeat or overlap, and
@@ -82,22 +84,22 @@ def tiling_problem(shape, slices) -> str | None:
     rank = len(shape)
     if not slices:
         return "has no slices"
-    boxes = []
+    boxes: list[tuple[tuple[int, int], ...]] = []
     seen = set()
     volume = 0
     for sl in slices:
         if len(sl) != rank:
             return f"slice {list(sl)} has {len(sl)} dimensions, the tensor {rank}"
-        box = []
+        span: list[tuple[int, int]] = []  # (lo, hi) per dim
         n = 1
         for (start, length), dim in zip(sl, shape):
             if length == -1:
                 start, length = 0, dim
             if start < 0 or length < 0 or start + length > dim:
                 return f"slice {list(sl)} falls outside the shape {list(shape)}"
-            box.append((start, start + length))
+            span.append((start, start + length))
             n *= length
-        box = tuple(box)
+        box = tuple(span)
         if box in seen:
             return f"slice {list(sl)} is listed more than once"
         seen.add(box)
@@ -114,7 +116,7 @@ def tiling_problem(shape, slices) -> str | None:
     return _overlap(boxes, rank)
 
 
-def _overlap(boxes, rank: int) -> str | None:
+def _overlap(boxes: list[tuple[tuple[int, int], ...]], rank: int) -> str | None:
     """With the volumes adding up to the whole, an exact tiling is one with no overlap.
     Count each cell of the grid the slice boundaries make (coordinate compression)."""
     cuts = [sorted({b[d][0] for b in boxes} | {b[d][1] for b in boxes}) for d in range(rank)]
@@ -136,7 +138,7 @@ def _overlap(boxes, rank: int) -> str | None:
         return None if covered == cells and int(grid.max()) == 1 else "slices overlap"
     # A grid too fine to count: sweep along the first axis, comparing the boxes alive together.
     order = sorted(boxes)
-    active: list = []
+    active: list[tuple[tuple[int, int], ...]] = []
     budget = TILING_SWEEP_MAX
     for box in order:
         active = [a for a in active if a[0][1] > box[0][0]]

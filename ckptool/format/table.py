@@ -15,11 +15,13 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Protocol
 
 from ckptool.errors import ChecksumError, CkptError, CorruptError, UnsupportedError
 from ckptool.format.coding import (
     FIXED32,
     MAX_VARINT32_BYTES,
+    BytesLike,
     crc32c,
     decode_varint,
     encode_varint,
@@ -43,6 +45,14 @@ INDEX_RESTART_INTERVAL = 1
 SNAPPY_MAX_RATIO = 22
 
 
+class PositionedReader(Protocol):
+    """A file read by position (a storage's reader): ``size`` bytes, ``read(offset, n)``."""
+
+    size: int
+
+    def read(self, offset: int, size: int, /) -> bytes | bytearray: ...
+
+
 @dataclass(frozen=True)
 class BlockHandle:
     offset: int
@@ -52,13 +62,13 @@ class BlockHandle:
         return encode_varint(self.offset) + encode_varint(self.size)
 
     @classmethod
-    def decode(cls, buf, pos: int, limit: int, what: str) -> tuple[BlockHandle, int]:
+    def decode(cls, buf: BytesLike, pos: int, limit: int, what: str) -> tuple[BlockHandle, int]:
         offset, pos = decode_varint(buf, pos, limit, what=f"{what} block handle")
         size, pos = decode_varint(buf, pos, limit, what=f"{what} block handle")
         return cls(offset, size), pos
 
 
-def read_footer(buf, name: str) -> tuple[BlockHandle, BlockHandle]:
+def read_footer(buf: BytesLike, name: str) -> tuple[BlockHandle, BlockHandle]:
     """Parse the footer at the end of ``buf``: (metaindex, index) handles."""
     n = len(buf)
     if n < FOOTER_SIZE:
@@ -78,7 +88,7 @@ def write_footer(metaindex: BlockHandle, index: BlockHandle) -> bytes:
     return handles.ljust(FOOTER_HANDLES_SIZE, b"\0") + FOOTER_MAGIC.pack(MAGIC)
 
 
-def read_block(buf, handle: BlockHandle, name: str, file_size: int | None = None):
+def read_block(buf: BytesLike, handle: BlockHandle, name: str, file_size: int | None = None) -> memoryview | bytes:
     """The verified, decompressed contents of the block at ``handle``."""
     size = len(buf) if file_size is None else file_size
     end = handle.offset + handle.size
@@ -99,7 +109,7 @@ def read_block(buf, handle: BlockHandle, name: str, file_size: int | None = None
     raise CorruptError(f"{name}: bad block type {ctype} in block at offset {handle.offset}")
 
 
-def _snappy_decompress(contents, name: str, offset: int) -> bytes:
+def _snappy_decompress(contents: memoryview, name: str, offset: int) -> bytes:
     length, _ = decode_varint(contents, 0, len(contents), what=f"{name}: snappy length")
     if length > SNAPPY_MAX_RATIO * len(contents) + 32:
         raise CorruptError(
@@ -124,7 +134,7 @@ def _snappy_decompress(contents, name: str, offset: int) -> bytes:
     return out
 
 
-def iter_block(block, name: str, offset: int = 0) -> Iterator[tuple[bytes, bytes]]:
+def iter_block(block: BytesLike, name: str, offset: int = 0) -> Iterator[tuple[bytes, bytes]]:
     """Yield ``(key, value)`` for every entry of a decompressed block.
 
     Keys are rebuilt from their shared prefixes. Keys must be strictly
@@ -165,7 +175,7 @@ def iter_block(block, name: str, offset: int = 0) -> Iterator[tuple[bytes, bytes
         pos = end_value
 
 
-def _scan_block(block, name: str, offset: int, keys: list, values: list) -> None:
+def _scan_block(block: BytesLike, name: str, offset: int, keys: list[bytes], values: list[bytes]) -> None:
     """:func:`iter_block` appending to ``keys`` and ``values``, and checking that each key
     is above the last one already in ``keys``."""
     if not isinstance(block, bytes):
@@ -214,7 +224,7 @@ def _scan_block(block, name: str, offset: int, keys: list, values: list) -> None
 class TableReader:
     """Reads a whole table held in a buffer (bytes, bytearray or mmap)."""
 
-    def __init__(self, buf, name: str):
+    def __init__(self, buf: BytesLike, name: str):
         self.buf = buf
         self.name = name
         self.size = len(buf)
@@ -226,7 +236,7 @@ class TableReader:
             handle, end = BlockHandle.decode(value, 0, len(value), f"{self.name}: index entry")
             yield handle
 
-    def read_block(self, handle: BlockHandle):
+    def read_block(self, handle: BlockHandle) -> memoryview | bytes:
         return read_block(self.buf, handle, self.name)
 
     def scan(self) -> tuple[list[bytes], list[bytes]]:
@@ -254,7 +264,7 @@ class TableReader:
 # Writing: byte-identical to TF's TableBuilder with compression off.
 
 
-def footer_of(reader, name: str) -> tuple[BlockHandle, BlockHandle]:
+def footer_of(reader: PositionedReader, name: str) -> tuple[BlockHandle, BlockHandle]:
     """The (metaindex, index) handles of the table ``reader`` holds, reading its last
     48 bytes only; a CorruptError when it is no table (or names blocks past its end)."""
     size = reader.size
@@ -268,7 +278,7 @@ def footer_of(reader, name: str) -> tuple[BlockHandle, BlockHandle]:
     return meta, index
 
 
-def looks_like_table(reader, name: str = "") -> bool:
+def looks_like_table(reader: PositionedReader, name: str = "") -> bool:
     """Whether ``reader`` holds an sstable, by its footer alone (48 bytes read)."""
     try:
         footer_of(reader, name)
@@ -277,13 +287,13 @@ def looks_like_table(reader, name: str = "") -> bool:
     return True
 
 
-def _read_block_at(reader, handle: BlockHandle, name: str):
+def _read_block_at(reader: PositionedReader, handle: BlockHandle, name: str) -> memoryview | bytes:
     buf = reader.read(handle.offset, handle.size + TRAILER.size)
     contents = read_block(buf, BlockHandle(0, handle.size), name)
     return contents
 
 
-def first_entry(reader, name: str) -> tuple[bytes, bytes] | None:
+def first_entry(reader: PositionedReader, name: str) -> tuple[bytes, bytes] | None:
     """The first ``(key, value)`` of the table ``reader`` holds (None if it is empty),
     reading the footer, the index block and the first data block only. A CorruptError
     when it is no table. V1 checkpoints are recognised by this entry (their metadata)."""
@@ -298,7 +308,7 @@ def first_entry(reader, name: str) -> tuple[bytes, bytes] | None:
     return None
 
 
-def read_table(reader, name: str) -> TableReader:
+def read_table(reader: PositionedReader, name: str) -> TableReader:
     """A :class:`TableReader` of the file ``reader`` holds: its footer is checked first
     (48 bytes read), so that a large file that is no table is refused unread."""
     footer_of(reader, name)

@@ -3,6 +3,8 @@ with restart points, shortened index keys, the footer. Reading is :mod:`ckptool.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from ckptool.format.coding import FIXED32, crc32c, encode_varint, mask_crc
 from ckptool.format.table import (
     BLOCK_SIZE,
@@ -77,13 +79,17 @@ class _BlockBuilder:
         return b"".join(self.parts) + tail
 
 
+class _Sink(Protocol):
+    def write(self, data: bytes, /) -> object: ...
+
+
 class TableBuilder:
     """Builds a table into ``out`` (a binary file object) entry by entry.
 
     Keys must be added in strictly increasing bytewise order.
     """
 
-    def __init__(self, out, block_size: int = BLOCK_SIZE):
+    def __init__(self, out: _Sink, block_size: int = BLOCK_SIZE):
         self.out = out
         self.offset = 0
         self.block_size = block_size
@@ -97,7 +103,7 @@ class TableBuilder:
             raise ValueError(f"table keys must be strictly increasing: {key!r} after {self.last_key!r}")
         if self.last_key is not None and len(key) + len(value) >= 2 * self.block_size:
             self._flush()
-        if self.pending is not None:
+        if self.pending is not None and self.last_key is not None:  # a pending block ends at a key
             self.index.add(_shortest_separator(self.last_key, key), self.pending.encode())
             self.pending = None
         self.data.add(key, value)
@@ -123,7 +129,7 @@ class TableBuilder:
         """Write the remaining blocks and the footer; return the file size."""
         self._flush()
         metaindex = self._write_block(_BlockBuilder(RESTART_INTERVAL).finish())
-        if self.pending is not None:
+        if self.pending is not None and self.last_key is not None:
             self.index.add(_short_successor(self.last_key), self.pending.encode())
             self.pending = None
         index = self._write_block(self.index.finish())

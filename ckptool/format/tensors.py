@@ -4,19 +4,21 @@ string and variant layouts (docs/FORMAT.md §4; tensor_bundle.cc). Pure codecs."
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from ckptool.errors import ChecksumError, CorruptError
 from ckptool.format import dtypes
-from ckptool.format.coding import FIXED32, crc32c, decode_varint, encode_varint, mask_crc, unmask_crc
+from ckptool.format.coding import FIXED32, BytesLike, crc32c, decode_varint, encode_varint, mask_crc, unmask_crc
 
 if TYPE_CHECKING:  # numpy is imported where arrays are made
     import numpy as np
+    from typing_extensions import Buffer
 
     from ckptool.format.bundle import Entry
 
 
-def check_crc(data, entry: Entry, where: str) -> None:
+def check_crc(data: BytesLike | np.ndarray, entry: Entry, where: str) -> None:
     actual = crc32c(data)
     if actual != unmask_crc(entry.crc32c):
         raise ChecksumError(
@@ -26,7 +28,7 @@ def check_crc(data, entry: Entry, where: str) -> None:
         )
 
 
-def decode_fixed(buf, entry: Entry, big_endian: bool) -> np.ndarray:
+def decode_fixed(buf: BytesLike | np.ndarray, entry: Entry, big_endian: bool) -> np.ndarray:
     """A fixed-size tensor from its stored bytes (a writable buffer is used in place)."""
     import numpy as np
     dt = entry.dtype.numpy
@@ -48,7 +50,7 @@ _LEN32 = struct.Struct("<I")
 _LEN64 = struct.Struct("<Q")
 
 
-def _length_checksum(lengths, big_endian: bool) -> int:
+def _length_checksum(lengths: Sequence[int], big_endian: bool) -> int:
     import numpy as np
     order = ">" if big_endian else "<"
     lens = np.asarray(lengths, dtype=np.uint64)
@@ -60,7 +62,7 @@ def _length_checksum(lengths, big_endian: bool) -> int:
     return crc32c(lens.astype(order + "u4").tobytes())
 
 
-def decode_string(buf, entry: Entry, big_endian: bool, where: str, verify: bool = True) -> np.ndarray:
+def decode_string(buf: BytesLike, entry: Entry, big_endian: bool, where: str, verify: bool = True) -> np.ndarray:
     """A DT_STRING tensor: varint lengths, masked length checksum, bytes (§4.2)."""
     import numpy as np
     n = entry.numel
@@ -104,7 +106,7 @@ def decode_string(buf, entry: Entry, big_endian: bool, where: str, verify: bool 
     return out.reshape(entry.shape)
 
 
-def encode_string(values) -> tuple[bytes, int]:
+def encode_string(values: Iterable[Buffer]) -> tuple[bytes, int]:
     """Encode string elements (row-major); returns (bytes, unmasked crc)."""
     elems = [bytes(v) for v in values]
     lengths = [len(e) for e in elems]
@@ -116,7 +118,7 @@ def encode_string(values) -> tuple[bytes, int]:
     return head + stored + body, crc
 
 
-def decode_variant(buf, entry: Entry, where: str, verify: bool = True) -> np.ndarray:
+def decode_variant(buf: BytesLike, entry: Entry, where: str, verify: bool = True) -> np.ndarray:
     """A DT_VARIANT tensor as serialized VariantTensorDataProto bytes (§4.3)."""
     import numpy as np
     view = memoryview(buf)

@@ -9,14 +9,17 @@ typed repeated field of its dtype set.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from google.protobuf.message import DecodeError
 
 from ckptool.errors import CorruptError, UnsupportedError
 from ckptool.format import dtypes
-from ckptool.format.bundle import Slice, shape_from_proto, slice_from_proto
+from ckptool.format.bundle import shape_from_proto, slice_from_proto
+from ckptool.format.coding import BytesLike
 from ckptool.format.protos.tensor_bundle_pb2 import SavedTensorSlices, TensorProto
+from ckptool.format.slices import Slice
 
 V1_PRODUCER = 1  # TF_CHECKPOINT_VERSION
 V1_CONSUMER = 1
@@ -54,14 +57,14 @@ class SliceMeta:
     slices: tuple[Slice, ...]
 
 
-def _parse(value, where: str) -> SavedTensorSlices:
+def _parse(value: BytesLike, where: str) -> SavedTensorSlices:
     try:
         return SavedTensorSlices.FromString(bytes(value))
     except DecodeError:
         raise CorruptError(f"{where}: unparsable SavedTensorSlices") from None
 
 
-def parse_meta(value, where: str) -> list[SliceMeta]:
+def parse_meta(value: BytesLike, where: str) -> list[SliceMeta]:
     """The tensors a V1 file declares (its ``""`` entry)."""
     proto = _parse(value, where)
     if not proto.HasField("meta"):
@@ -78,7 +81,7 @@ def parse_meta(value, where: str) -> list[SliceMeta]:
     return out
 
 
-def parse_slice(value, where: str):
+def parse_slice(value: BytesLike, where: str) -> tuple[str, Any, Any]:
     """(name, slice proto, TensorProto) of a V1 data entry."""
     proto = _parse(value, where)
     if not proto.HasField("data"):
@@ -86,7 +89,7 @@ def parse_slice(value, where: str):
     return proto.data.name, proto.data.slice, proto.data.data
 
 
-def decode_tensor_proto(tp: TensorProto, dtype: dtypes.DType, shape, where: str) -> np.ndarray:
+def decode_tensor_proto(tp: TensorProto, dtype: dtypes.DType, shape: tuple[int, ...], where: str) -> np.ndarray:
     numel = int(np.prod(shape, dtype=np.int64)) if shape else 1
     if tp.tensor_content:
         if not dtype.is_fixed:

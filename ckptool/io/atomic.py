@@ -29,9 +29,13 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ckptool.errors import CkptError, RefusedError
+
+if TYPE_CHECKING:
+    from ckptool.format.coding import AnyBuffer
+    from ckptool.io.storage import Storage, Writer
 
 #: Temporaries written now, by this process (name -> target): what a signal handler removes.
 _LIVE: dict[str, str] = {}
@@ -84,7 +88,7 @@ class AtomicFile:
     clean exit and discards on an error.
     """
 
-    def __init__(self, storage: Any, target: str, *, sync: bool = True, _link_from: str | None = None):
+    def __init__(self, storage: Storage, target: str, *, sync: bool = True, _link_from: str | None = None):
         self.storage = storage
         self.target = target
         self.sync = sync
@@ -93,7 +97,7 @@ class AtomicFile:
         self.written = 0
         self.published = False
         self._sealed = False
-        self.file: Any = None
+        self.file: Writer | None = None
         if self.atomic:
             _register(self.name, target)
         try:
@@ -112,21 +116,27 @@ class AtomicFile:
     def __enter__(self) -> AtomicFile:
         return self
 
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         if exc_type is None:
             publish([self])
         else:
             self.discard()
 
-    def write(self, data: Any) -> None:
+    def writer(self) -> Writer:
+        """The file being written (a linked file has none: it is sealed from the start)."""
+        if self.file is None:
+            raise CkptError(f"{self.target}: a linked file is not written")
+        return self.file
+
+    def write(self, data: AnyBuffer) -> None:
         try:
-            self.file.write(data)
+            self.writer().write(data)  # type: ignore[arg-type]  # an ndarray is a Buffer (AnyBuffer)
         except OSError as exc:
             raise disk_error(self.target, "write", exc) from None
-        self.written += memoryview(data).nbytes
+        self.written += memoryview(data).nbytes  # type: ignore[arg-type]  # as above
 
     def start_writeback(self, offset: int, length: int) -> None:
-        self.storage.start_writeback(self.file, offset, length)
+        self.storage.start_writeback(self.writer(), offset, length)
 
     def seal(self) -> None:
         """fsync (when syncing) and close: the bytes are final. On an object store the close
@@ -135,8 +145,8 @@ class AtomicFile:
             return
         try:
             if self.sync:
-                self.storage.fsync_file(self.file)
-            self.file.close()
+                self.storage.fsync_file(self.writer())
+            self.writer().close()
         except OSError as exc:
             raise disk_error(self.target, "write", exc) from None
         self._sealed = True
@@ -215,7 +225,7 @@ def publish(files: Sequence[AtomicFile], *, sync: bool | None = None,
     return True
 
 
-def write_bytes(storage: Any, target: str, data: Any, *, sync: bool = True, expect: Any = ANY) -> bool:
+def write_bytes(storage: Storage, target: str, data: AnyBuffer, *, sync: bool = True, expect: object = ANY) -> bool:
     """Replace ``target`` with ``data`` atomically. With ``expect`` (bytes, or None for
     "absent"), only if ``target`` still holds exactly that once the new file is ready; False,
     nothing changed, otherwise. (The check narrows, not closes, the window in which a writer
@@ -230,7 +240,7 @@ def write_bytes(storage: Any, target: str, data: Any, *, sync: bool = True, expe
     return publish([f], check=check)
 
 
-def link_or_copy(storage: Any, src: str, target: str, *, sync: bool = True) -> AtomicFile:
+def link_or_copy(storage: Storage, src: str, target: str, *, sync: bool = True) -> AtomicFile:
     """An :class:`AtomicFile` for ``target`` holding ``src``'s bytes: a hard link where the
     storage is local and linking works, else a copy (ranged reads on an object store). To be
     published with :func:`publish`; removed on any failure."""
@@ -267,7 +277,7 @@ def _identity(path: str) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
-def check_destination(storage: Any, targets: Iterable[str], *, force: bool,
+def check_destination(storage: Storage, targets: Iterable[str], *, force: bool,
                       sources: Iterable[str] = (), label: str | None = None) -> None:
     """The overwrite rule shared by save, convert and rewrite-names.
 
@@ -298,7 +308,7 @@ def check_destination(storage: Any, targets: Iterable[str], *, force: bool,
                 raise RefusedError(f"{t} already exists; not overwriting it without --force")
 
 
-def checkpoint_identity(ck: Any) -> list[str]:
+def checkpoint_identity(ck: object) -> list[str]:
     """The files that identify an open checkpoint, for :func:`check_destination`'s sources:
     a V2 checkpoint's ``.index``, a V1 checkpoint's files."""
     files = getattr(ck, "files", None)

@@ -9,8 +9,12 @@ from __future__ import annotations
 import os
 import stat as _stat
 import uuid
+from typing import TYPE_CHECKING, Literal
 
 from ckptool.errors import CkptError, MissingError
+
+if TYPE_CHECKING:
+    from ckptool.io.storage import Storage
 
 ANY = object()  # replace's "whatever the file holds now"
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -48,7 +52,7 @@ class LocalDir:
     def __enter__(self) -> LocalDir:
         return self
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, *exc: object) -> Literal[False]:
         self.close()
         return False
 
@@ -61,7 +65,7 @@ class LocalDir:
         except OSError as exc:
             raise os_error(self.path, exc, "list") from None
 
-    def lstat(self, name: str):
+    def lstat(self, name: str) -> os.stat_result | None:
         try:
             return os.stat(name, dir_fd=self.fd, follow_symlinks=False)
         except FileNotFoundError:
@@ -69,7 +73,7 @@ class LocalDir:
         except OSError as exc:
             raise os_error(self.join(name), exc, "stat") from None
 
-    def stat(self, name: str):
+    def stat(self, name: str) -> os.stat_result | None:
         try:
             return os.stat(name, dir_fd=self.fd)
         except OSError:
@@ -92,7 +96,7 @@ class LocalDir:
         try:
             if not _stat.S_ISREG(os.fstat(fd).st_mode):
                 raise CkptError(f"{self.join(name)}: not a regular file")
-            chunks = []
+            chunks: list[bytes] = []
             while True:
                 b = os.read(fd, 1 << 20)
                 if not b:
@@ -122,7 +126,7 @@ class LocalDir:
                     sub.unlink(n)
         os.rmdir(name, dir_fd=self.fd)
 
-    def replace(self, name: str, data: bytes, expect=ANY) -> bool:
+    def replace(self, name: str, data: bytes, expect: object = ANY) -> bool:
         """Replace ``name`` with ``data`` atomically (temp file, fsync, rename, directory
         fsync), all relative to this directory. With ``expect`` (bytes, or None for
         "absent"): only if ``name`` still holds that; False, nothing changed, otherwise.
@@ -161,7 +165,7 @@ class PathDir:
 
     dev = None
 
-    def __init__(self, storage, path: str):
+    def __init__(self, storage: Storage, path: str):
         self.storage, self.path = storage, path
         if not storage.isdir(path):
             raise MissingError(f"{path}: no such directory")
@@ -172,7 +176,7 @@ class PathDir:
     def __enter__(self) -> PathDir:
         return self
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, *exc: object) -> Literal[False]:
         return False
 
     def join(self, name: str) -> str:
@@ -181,7 +185,7 @@ class PathDir:
     def names(self) -> list[str]:
         return self.storage.listdir(self.path)
 
-    def lstat(self, name: str):
+    def lstat(self, name: str) -> os.stat_result | None:
         p = self.join(name)
         if self.storage.isdir(p):
             return os.stat_result((_stat.S_IFDIR, 0, 0, 1, 0, 0, 0, 0, 0, 0))
@@ -213,13 +217,13 @@ class PathDir:
             else:
                 self.storage.remove(p)
 
-    def replace(self, name: str, data: bytes, expect=ANY) -> bool:
-        from ckptool.io.storage import ANY as STORAGE_ANY
+    def replace(self, name: str, data: bytes, expect: object = ANY) -> bool:
+        from ckptool.io.atomic import ANY as STORAGE_ANY
 
         return self.storage.write_bytes_atomic(self.join(name), data, STORAGE_ANY if expect is ANY else expect)
 
 
-def open_dir(storage, path: str, follow: bool = True):
+def open_dir(storage: Storage, path: str, follow: bool = True) -> LocalDir | PathDir:
     """DIR held open: by descriptor when local, by path otherwise."""
     from ckptool.io.storage import LOCAL
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from ckptool.errors import CkptError, CkptWarning, CorruptError, MissingError
 from ckptool.format.bundle import DATA_RE, HEADER_KEY, INDEX_SUFFIX, parse_header
+from ckptool.io.storage import Storage
 
 V2, V1 = "V2", "V1"
 META_SUFFIX = ".meta"
@@ -34,7 +35,7 @@ INDEX, DATA, META, V1_FILE = "index", "data", "meta", "v1"
 class Located:
     """A resolved checkpoint: its storage, prefix and format."""
 
-    storage: object
+    storage: Storage
     prefix: str
     format: str  # "V2" or "V1"
     v1_files: tuple[str, ...] = ()
@@ -124,7 +125,7 @@ def basename_any(path: str) -> str:
 # --------------------------------------------------------------------------- content probes
 
 
-def first_entry(storage, path: str) -> tuple[bytes, bytes] | None:
+def first_entry(storage: Storage, path: str) -> tuple[bytes, bytes] | None:
     """The first ``(key, value)`` of the sstable at ``path``, reading the footer first and
     then only the blocks it names; None when it is not a (readable) table."""
     from ckptool.format.table import (
@@ -168,7 +169,7 @@ def first_entry(storage, path: str) -> tuple[bytes, bytes] | None:
             close()
 
 
-def is_index(storage, path: str) -> bool:
+def is_index(storage: Storage, path: str) -> bool:
     """``path`` is a V2 index: a table whose first entry is a bundle header."""
     kv = first_entry(storage, path)
     if kv is None or kv[0] != HEADER_KEY:
@@ -182,7 +183,7 @@ def is_index(storage, path: str) -> bool:
     return True
 
 
-def is_v1_table(storage, path: str) -> bool:
+def is_v1_table(storage: Storage, path: str) -> bool:
     """A file that holds a V1 table: an sstable whose first entry is V1 metadata."""
     from ckptool.format.v1 import parse_meta
 
@@ -199,11 +200,11 @@ def is_v1_table(storage, path: str) -> bool:
 # --------------------------------------------------------------------------- files of a checkpoint
 
 
-def _join(storage, d: str, name: str) -> str:
+def _join(storage: Storage, d: str, name: str) -> str:
     return storage.join(d, name) if d else name
 
 
-def v1_files(storage, prefix: str) -> tuple[str, ...]:
+def v1_files(storage: Storage, prefix: str) -> tuple[str, ...]:
     """The files of a V1 checkpoint named ``prefix`` (or a ``-?????-of-N`` spec)."""
     m = V1_SHARD_RE.match(prefix)
     if m and m.group("shard") == "?????":
@@ -215,12 +216,12 @@ def v1_files(storage, prefix: str) -> tuple[str, ...]:
     return ()
 
 
-def checkpoint_exists(storage, prefix: str) -> bool:
+def checkpoint_exists(storage: Storage, prefix: str) -> bool:
     """TF's checkpoint_exists: the V2 index, or V1 files, are there."""
     return storage.isfile(prefix + INDEX_SUFFIX) or bool(v1_files(storage, prefix))
 
 
-def checkpoint_files(storage, prefix: str) -> list[str]:
+def checkpoint_files(storage: Storage, prefix: str) -> list[str]:
     """Every file that belongs to checkpoint ``prefix`` (index, data shards, meta, V1 files);
     temporary files are not included."""
     d, base = storage.dirname(prefix), storage.basename(prefix)
@@ -231,7 +232,7 @@ def checkpoint_files(storage, prefix: str) -> list[str]:
     return sorted(set(out))
 
 
-def list_checkpoints(storage, directory: str, damaged: bool = False) -> list[str]:
+def list_checkpoints(storage: Storage, directory: str, damaged: bool = False) -> list[str]:
     """Prefixes of the complete V2 checkpoints in ``directory``: an ``.index`` that parses as one.
 
     ``damaged`` (for verification) also lists an ``.index`` that does not parse when a data
@@ -261,7 +262,7 @@ class Recorded:
     moved: bool = False
 
 
-def resolve_recorded(storage, directory: str, path: str, warn: bool = True) -> Recorded:
+def resolve_recorded(storage: Storage, directory: str, path: str, warn: bool = True) -> Recorded:
     """The one moved-directory rule: a recorded path resolves as TF resolves it (relative
     paths join DIR); an absolute path that is not there, whose basename is a checkpoint in
     DIR, means the directory moved: that checkpoint, with a warning (unless ``warn`` is
@@ -302,7 +303,7 @@ def _safe_base(base: str) -> str | None:
 # --------------------------------------------------------------------------- CHECKPOINT arguments
 
 
-def locate(path: str, storage=None) -> Located:
+def locate(path: str, storage: Storage | None = None) -> Located:
     """Resolve a CHECKPOINT argument to a checkpoint (every form of the contract)."""
     if storage is None:
         from ckptool.io.urls import storage_for
@@ -323,7 +324,7 @@ def locate(path: str, storage=None) -> Located:
     raise MissingError(_not_found_message(storage, path))
 
 
-def _locate_prefix(storage, prefix: str) -> Located | None:
+def _locate_prefix(storage: Storage, prefix: str) -> Located | None:
     if storage.isfile(prefix + INDEX_SUFFIX):
         return Located(storage, prefix, V2)
     files = v1_files(storage, prefix)
@@ -332,9 +333,10 @@ def _locate_prefix(storage, prefix: str) -> Located | None:
     return None
 
 
-def _locate_dir(storage, directory: str) -> Located:
+def _locate_dir(storage: Storage, directory: str) -> Located:
     from ckptool.io.state import read_state
 
+    found: Located | list[str] | None
     state = read_state(directory, storage)
     if state is not None:
         rec = resolve_recorded(storage, directory, state.model_checkpoint_path)
@@ -364,13 +366,13 @@ def _locate_dir(storage, directory: str) -> Located:
     )
 
 
-def _resolve(storage, directory: str, path: str) -> str:
+def _resolve(storage: Storage, directory: str, path: str) -> str:
     from ckptool.io.state import resolve
 
     return resolve(directory, path, storage)
 
 
-def _not_found_message(storage, path: str) -> str:
+def _not_found_message(storage: Storage, path: str) -> str:
     import difflib
 
     d = storage.dirname(path)

@@ -5,9 +5,14 @@ from __future__ import annotations
 
 import stat as _stat
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ckptool.format.bundle import INDEX_SUFFIX
 from ckptool.io import layout as L
+
+if TYPE_CHECKING:
+    from ckptool.io.dirfd import LocalDir, PathDir
+    from ckptool.io.storage import Storage
 
 #: ckptool's own files and TF's state file: never a checkpoint's, never probed.
 RESERVED = frozenset({"checkpoint", ".ckptool.lock", ".ckptool-prune-pending", ".ckptool.toml"})
@@ -19,7 +24,7 @@ class FileInfo:
     size: int
     mtime: float
     link_out: bool = False  # a symlink that leads outside the directory
-    inode: tuple | None = None  # (st_dev, st_ino): a hard-linked file is counted once
+    inode: tuple[int, int] | None = None  # (st_dev, st_ino): a hard-linked file is counted once
     nlink: int = 1
     is_dir: bool = False
 
@@ -58,7 +63,7 @@ class DirListing:
         return sum(f.size for f in self.temps)
 
 
-def _info(d, name: str, real: str) -> FileInfo | None:
+def _info(d: LocalDir | PathDir, name: str, real: str) -> FileInfo | None:
     st = d.lstat(name)
     if st is None:
         return None
@@ -78,7 +83,7 @@ def _info(d, name: str, real: str) -> FileInfo | None:
     return FileInfo(name, st.st_size, st.st_mtime, inode=inode, nlink=max(1, st.st_nlink))
 
 
-def _tree_size(d, name: str) -> tuple[int, float]:
+def _tree_size(d: LocalDir | PathDir, name: str) -> tuple[int, float]:
     """Bytes and newest mtime below a staging directory (no symlink followed)."""
     total, newest = 0, 0.0
     try:
@@ -101,7 +106,7 @@ def _tree_size(d, name: str) -> tuple[int, float]:
     return total, newest
 
 
-def scan(d) -> DirListing:
+def scan(d: LocalDir | PathDir) -> DirListing:
     """Group the files of the open directory ``d`` (:mod:`ckptool.io.dirfd`) by checkpoint."""
     from ckptool.io.storage import LOCAL
     from ckptool.io.urls import storage_for
@@ -109,7 +114,7 @@ def scan(d) -> DirListing:
     names = d.names()
     real = d.realpath()
     out = DirListing(d.path, real=real)
-    storage = getattr(d, "storage", None) or LOCAL
+    storage: Storage = getattr(d, "storage", None) or LOCAL
     if storage is LOCAL and "://" in (d.path or ""):
         storage = storage_for(d.path)[0]
     roles: dict[str, tuple[str, str]] = {}

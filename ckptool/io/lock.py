@@ -14,14 +14,20 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Literal
 
 from ckptool.errors import CkptError, RefusedError
+
+if TYPE_CHECKING:
+    from ckptool.io.storage import Storage
 
 LOCK_FILENAME = ".ckptool.lock"
 DEFAULT_TIMEOUT = 30.0  # seconds a writer waits for the lock
 _POLL = 0.05
 
-_held: dict[tuple[int, int], list] = {}  # (st_dev, st_ino) of the lock file -> [fd, depth]
+_held: dict[tuple[int, int], list[int]] = {}  # (st_dev, st_ino) of the lock file -> [fd, depth]
 _mutex = threading.Lock()
 
 
@@ -76,7 +82,7 @@ class DirLock:
         self._key = key
         return self
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, *exc: object) -> Literal[False]:
         if self._key is None:
             return False
         with _mutex:
@@ -114,12 +120,13 @@ def is_locked(directory: str, dir_fd: int | None = None) -> bool:
         os.close(fd)
 
 
-def lock_directory(storage, directory: str, *, timeout: float | None = DEFAULT_TIMEOUT, dir_fd: int | None = None):
+def lock_directory(storage: Storage, directory: str, *, timeout: float | None = DEFAULT_TIMEOUT,
+                   dir_fd: int | None = None) -> AbstractContextManager[object]:
     """The lock of DIR as a context manager: the flock for local directories, the
     storage's own for others (a no-op where it has none)."""
     import contextlib
 
-    lock = getattr(storage, "lock", None)
+    lock: Callable[..., AbstractContextManager[object]] | None = getattr(storage, "lock", None)
     if lock is None:
         return contextlib.nullcontext()
     return lock(directory, timeout=timeout, dir_fd=dir_fd)

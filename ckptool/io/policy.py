@@ -8,16 +8,18 @@ the command stops before deleting anything.
 from __future__ import annotations
 
 import os
+from types import ModuleType
+from typing import Any
 
 from ckptool.errors import CorruptError, UnsupportedError
-from ckptool.io.storage import LOCAL
+from ckptool.io.storage import LOCAL, Storage
 
 POLICY_FILE = ".ckptool.toml"
 POLICY_KEYS = frozenset({"max_to_keep", "keep_every_n_hours", "keep_steps_every", "min_age", "keep",
                          "keep_best", "metric", "mode", "metrics"})  # the last four: keep-best
 
 
-def _toml():
+def _toml() -> ModuleType | None:
     try:
         import tomllib
     except ModuleNotFoundError:  # Python 3.10
@@ -45,7 +47,7 @@ def parse_duration(text: str) -> float:
     return value * mult
 
 
-def parse_policy(raw: bytes, path: str) -> dict:
+def parse_policy(raw: bytes, path: str) -> dict[str, Any]:
     """The keys of one policy file, checked."""
     tomllib = _toml()
     if tomllib is None:
@@ -88,7 +90,7 @@ def parse_policy(raw: bytes, path: str) -> dict:
     return out
 
 
-def read_policy(directory: str, storage=LOCAL) -> dict | None:
+def read_policy(directory: str, storage: Storage = LOCAL) -> dict[str, Any] | None:
     """DIR's own ``.ckptool.toml``, or None when it has none."""
     path = storage.join(directory, POLICY_FILE) if directory else POLICY_FILE
     if not storage.isfile(path):
@@ -98,7 +100,8 @@ def read_policy(directory: str, storage=LOCAL) -> dict | None:
     return parse_policy(storage.read_bytes(path), path)
 
 
-def effective_policy(root: str, directory: str, defaults: dict, storage=LOCAL) -> tuple[dict, list[str]]:
+def effective_policy(root: str, directory: str, defaults: dict[str, Any],
+                     storage: Storage = LOCAL) -> tuple[dict[str, Any], list[str]]:
     """The policy for a run directory: ``defaults`` (the command line), overridden key by
     key by each ``.ckptool.toml`` from ROOT down to the directory (the nearest wins); the
     ``keep`` pins of all of them and of the defaults add up. Also the files read."""

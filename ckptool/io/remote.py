@@ -29,8 +29,10 @@ import posixpath
 import threading
 import time
 import uuid
+from typing import Any
 
 from ckptool.errors import CkptError, MissingError, UnsupportedError
+from ckptool.io.atomic import ANY
 from ckptool.io.remote_files import (  # noqa: F401 - re-exported
     _NO_PARENT,
     EXTRAS,
@@ -47,7 +49,7 @@ from ckptool.io.remote_files import (  # noqa: F401 - re-exported
     protocol_of,
     split_url,
 )
-from ckptool.io.storage import ANY
+from ckptool.io.storage import Writer
 
 #: Seconds for which size/mtime may answer from the directory listing that just named
 #: the file (prune lists a directory, then asks each file's size and mtime: one LIST
@@ -56,13 +58,13 @@ LISTED_TTL = 2.0
 
 
 _LOCK = threading.Lock()
-_FILESYSTEMS: dict[tuple, object] = {}
-_STORAGES: dict[tuple, RemoteStorage] = {}
+_FILESYSTEMS: dict[tuple[str, str], Any] = {}  # (protocol, options) -> fsspec filesystem
+_STORAGES: dict[tuple[str, str], RemoteStorage] = {}
 
 
-def _default_options(protocol: str) -> dict:
+def _default_options(protocol: str) -> dict[str, Any]:
     """Options ckptool passes to the filesystem (fsspec's config adds its own on top)."""
-    opts: dict = {}
+    opts: dict[str, Any] = {}
     if protocol in ("s3", "s3a"):
         # Listings are not cached: another process may add or remove checkpoints at any time.
         opts["use_listings_cache"] = False
@@ -87,7 +89,7 @@ def _botocore_reads_endpoint_env() -> bool:
     return (major, minor) >= (1, 31)
 
 
-def filesystem(protocol: str, **options):
+def filesystem(protocol: str, **options: Any) -> Any:
     """The fsspec filesystem for ``protocol`` and ``options``, one instance per combination."""
     protocol = protocol.lower()
     opts = {**_default_options(protocol), **options}
@@ -110,7 +112,7 @@ def filesystem(protocol: str, **options):
         return fs
 
 
-def storage_for_url(url: str, **options) -> RemoteStorage:
+def storage_for_url(url: str, **options: Any) -> RemoteStorage:
     """The storage serving ``url`` (cached per protocol and options)."""
     protocol = protocol_of(url)
     if not protocol:
@@ -139,11 +141,11 @@ class RemoteStorage:
     atomic_rename = False
     concurrent_reads = False  # one read-ahead window per object: threads would defeat it
 
-    def __init__(self, fs, protocol: str):
+    def __init__(self, fs: Any, protocol: str):
         self.fs = fs
         self.protocol = protocol
         self.scheme = protocol + "://"
-        self._listed: dict[str, tuple[float, dict]] = {}  # url -> (monotonic time, ls entry)
+        self._listed: dict[str, tuple[float, dict[str, Any]]] = {}  # url -> (monotonic time, ls entry)
 
     def __repr__(self) -> str:
         return f"<ckptool RemoteStorage {self.scheme}>"
@@ -182,11 +184,12 @@ class RemoteStorage:
 
     # -- queries -------------------------------------------------------------
 
-    def _info(self, path: str):
+    def _info(self, path: str) -> dict[str, Any] | None:
         """The object's info dict, or None when nothing is there."""
         with _requests(path, "look up"):
             try:
-                return self.fs.info(path)
+                info: dict[str, Any] = self.fs.info(path)
+                return info
             except FileNotFoundError:
                 return None
 
@@ -201,7 +204,7 @@ class RemoteStorage:
         with _requests(path, "look up"):
             return bool(self.fs.isdir(path))
 
-    def _ls(self, path: str) -> list[dict]:
+    def _ls(self, path: str) -> list[dict[str, Any]]:
         with _requests(path, "list", "no such directory"):
             entries = self.fs.ls(path, detail=True)
         _, rest = self._split(path)
@@ -259,7 +262,7 @@ class RemoteStorage:
             return []
         return sorted(n for n in names if fnmatch.fnmatchcase(n, pattern))
 
-    def _file_info(self, path: str) -> dict:
+    def _file_info(self, path: str) -> dict[str, Any]:
         hit = self._listed.get(path)
         if hit is not None and time.monotonic() - hit[0] < LISTED_TTL:
             return hit[1]
@@ -319,10 +322,10 @@ class RemoteStorage:
         self._forget(path)
         return RemoteWriter(self.fs, path, self.protocol)
 
-    def fsync_file(self, f) -> None:
+    def fsync_file(self, f: Writer) -> None:
         pass  # durability comes with the PUT
 
-    def start_writeback(self, f, offset: int, length: int) -> None:
+    def start_writeback(self, f: Writer, offset: int, length: int) -> None:
         pass
 
     def rename(self, src: str, dst: str) -> None:
@@ -345,7 +348,7 @@ class RemoteStorage:
         with _requests(path, "delete"):
             self.fs.rm_file(path)
 
-    def write_bytes_atomic(self, path: str, data: bytes, expect=ANY) -> bool:
+    def write_bytes_atomic(self, path: str, data: bytes, expect: object = ANY) -> bool:
         """Replace ``path`` with ``data``: one PUT, which is atomic on an object store.
         ``expect``: as for local files, checked just before the PUT."""
         if expect is not ANY and self.read_if_exists(path) != expect:

@@ -5,10 +5,17 @@ translation of backend exceptions into ckptool's (:mod:`ckptool.io.remote` holds
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Literal
 
 from ckptool.errors import CkptError, MissingError, UnsupportedError
 from ckptool.io.storage import raise_truncated
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
+
+    from ckptool.format.coding import AnyBuffer
 
 #: pip extra per protocol (pyproject.toml's optional dependencies).
 EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs"}
@@ -59,7 +66,7 @@ def _missing_backend(protocol: str, exc: Exception) -> UnsupportedError:
 
 
 @contextmanager
-def _requests(path: str, what: str, missing: str | None = None):
+def _requests(path: str, what: str, missing: str | None = None) -> Iterator[None]:
     """Backend exceptions as ckptool's: MissingError for an absent object, RemoteError else."""
     try:
         yield
@@ -85,7 +92,7 @@ def _short(exc: Exception) -> str:
 class RemoteReader:
     """Ranged reads from one object: each read is one (or, when large, a few) ranged GETs."""
 
-    def __init__(self, fs, path: str):
+    def __init__(self, fs: Any, path: str):
         self.fs = fs
         self.path = path
         with _requests(path, "open"):
@@ -101,9 +108,9 @@ class RemoteReader:
         self._next = -1  # where the last read ended
         self._ahead = 0
 
-    def readinto(self, offset: int, buf) -> None:
+    def readinto(self, offset: int, buf: AnyBuffer) -> None:
         """Fill ``buf`` from ``offset``; a short object is a CorruptError."""
-        view = memoryview(buf).cast("B")
+        view = memoryview(buf).cast("B")  # type: ignore[arg-type]  # an ndarray is a Buffer (AnyBuffer)
         want = len(view)
         with self._lock:
             start = offset - self._win_start
@@ -130,7 +137,7 @@ class RemoteReader:
                     return
         self._fetch(offset, view)
 
-    def _fetch(self, offset: int, view) -> None:
+    def _fetch(self, offset: int, view: memoryview) -> None:
         want = len(view)
         done = 0
         while done < want:
@@ -168,16 +175,16 @@ class RemoteWriter:
     :meth:`discard` drops it without anything being published.
     """
 
-    def __init__(self, fs, path: str, protocol: str):
+    def __init__(self, fs: Any, path: str, protocol: str):
         self.fs = fs
         self.path = path
         self.name = path
         self._buf = bytearray()
-        self._stream = None
+        self._stream: Any = None  # the backend's file, once the upload streams
         self._limit = None if protocol == "memory" else PUT_LIMIT  # memory: it is RAM anyway
         self.closed = False
 
-    def write(self, data) -> int:
+    def write(self, data: Buffer) -> int:
         if self.closed:
             raise ValueError(f"{self.path}: write to a closed file")
         view = memoryview(data).cast("B")
@@ -199,7 +206,7 @@ class RemoteWriter:
     def flush(self) -> None:
         pass
 
-    def fileno(self):
+    def fileno(self) -> int:
         raise OSError(f"{self.path}: an object being uploaded has no file descriptor")
 
     def close(self) -> None:
@@ -231,10 +238,10 @@ class RemoteWriter:
             except Exception:
                 pass
 
-    def __enter__(self):
+    def __enter__(self) -> RemoteWriter:
         return self
 
-    def __exit__(self, exc_type, exc, tb):
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> Literal[False]:
         if exc_type is None:
             self.close()
         else:

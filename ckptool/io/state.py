@@ -12,7 +12,8 @@ from google.protobuf import text_format
 
 from ckptool.errors import CorruptError
 from ckptool.format.protos.tensor_bundle_pb2 import CheckpointState as _StateProto
-from ckptool.io.storage import ANY, LOCAL
+from ckptool.io.atomic import ANY
+from ckptool.io.storage import LOCAL, Storage
 
 STATE_FILENAME = "checkpoint"
 
@@ -33,7 +34,7 @@ class CheckpointState:
             all_model_checkpoint_timestamps=self.all_model_checkpoint_timestamps,
             last_preserved_timestamp=self.last_preserved_timestamp,
         )
-        return text_format.MessageToString(proto)
+        return text_format.MessageToString(proto)  # type: ignore[no-any-return]  # protobuf is untyped
 
     @classmethod
     def from_text(cls, text: str, where: str) -> CheckpointState:
@@ -50,11 +51,11 @@ class CheckpointState:
         )
 
 
-def state_path(directory: str, storage=LOCAL, filename: str = STATE_FILENAME) -> str:
+def state_path(directory: str, storage: Storage = LOCAL, filename: str = STATE_FILENAME) -> str:
     return storage.join(directory, filename) if directory else filename
 
 
-def read_state(directory: str, storage=LOCAL, filename: str = STATE_FILENAME) -> CheckpointState | None:
+def read_state(directory: str, storage: Storage = LOCAL, filename: str = STATE_FILENAME) -> CheckpointState | None:
     """The state in ``directory``, or None when there is no state file.
 
     A file that does not parse, or names no checkpoint, is a CorruptError
@@ -78,8 +79,8 @@ def parse_state(raw: bytes, path: str) -> CheckpointState:
     return state
 
 
-def write_state(directory: str, state: CheckpointState, storage=LOCAL,
-                filename: str = STATE_FILENAME, expect=ANY) -> bool:
+def write_state(directory: str, state: CheckpointState, storage: Storage = LOCAL,
+                filename: str = STATE_FILENAME, expect: object = ANY) -> bool:
     """Write the state file atomically (temp file, then rename over it). With ``expect``
     (the bytes read before, None for none), only if the file still holds them: False,
     nothing written, when another process changed it meanwhile."""
@@ -90,14 +91,14 @@ def write_state(directory: str, state: CheckpointState, storage=LOCAL,
                                       expect)
 
 
-def resolve(directory: str, path: str, storage=LOCAL) -> str:
+def resolve(directory: str, path: str, storage: Storage = LOCAL) -> str:
     """A state-file path as TF resolves it: relative paths join the directory."""
     if storage.isabs(path) or "://" in path:
         return path
     return storage.join(directory, path) if directory else path
 
 
-def relative_to(directory: str, path: str, storage=LOCAL) -> str:
+def relative_to(directory: str, path: str, storage: Storage = LOCAL) -> str:
     """``path`` relative to ``directory`` where it lies inside it (TF's relpath)."""
     import os
 

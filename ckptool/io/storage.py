@@ -11,10 +11,104 @@ import fnmatch
 import os
 import stat
 import uuid
+from typing import TYPE_CHECKING, NoReturn, Protocol
 
 from ckptool.errors import CkptError, MissingError
+from ckptool.format.table import PositionedReader
 from ckptool.io import atomic
 from ckptool.io.atomic import ANY  # write_bytes_atomic's "whatever the file holds now"
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer, TypedDict, Unpack
+
+    from ckptool.format.coding import AnyBuffer
+    from ckptool.io.lock import DirLock
+
+    class LockOptions(TypedDict, total=False):  # DirLock's keywords
+        timeout: float | None
+        dir_fd: int | None
+
+
+class Reader(PositionedReader, Protocol):
+    """One file open for positioned reads: :class:`RangeReader`, or an object's ranged GETs."""
+
+    path: str
+
+    def read(self, offset: int, size: int, /) -> bytearray: ...
+
+    def readinto(self, offset: int, buf: AnyBuffer, /) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class Writer(Protocol):
+    """A new file being written: ``open(path, "xb")``, or an upload published at close."""
+
+    def write(self, data: Buffer, /) -> int: ...
+
+    def flush(self) -> None: ...
+
+    def fileno(self) -> int: ...
+
+    def close(self) -> None: ...
+
+
+class Storage(Protocol):
+    """What the library asks of a place that holds files: :class:`LocalStorage`, and
+    :class:`ckptool.io.remote.RemoteStorage` over fsspec. A local storage also has
+    ``lstat`` and ``lock`` (callers test ``hasattr``); a remote one has ``find``."""
+
+    sep: str
+    atomic_rename: bool
+    concurrent_reads: bool  # readers may be used from several threads at once to advantage
+
+    def join(self, *parts: str) -> str: ...
+
+    def dirname(self, path: str) -> str: ...
+
+    def basename(self, path: str) -> str: ...
+
+    def isabs(self, path: str) -> bool: ...
+
+    def realpath(self, path: str) -> str: ...
+
+    def exists(self, path: str) -> bool: ...
+
+    def isfile(self, path: str) -> bool: ...
+
+    def isdir(self, path: str) -> bool: ...
+
+    def listdir(self, path: str) -> list[str]: ...
+
+    def glob(self, directory: str, pattern: str) -> list[str]: ...
+
+    def size(self, path: str) -> int: ...
+
+    def mtime(self, path: str) -> float: ...
+
+    def read_bytes(self, path: str) -> bytes: ...
+
+    def read_if_exists(self, path: str) -> bytes | None: ...
+
+    def open_reader(self, path: str) -> Reader: ...
+
+    def makedirs(self, path: str) -> None: ...
+
+    def temp_name(self, path: str) -> str: ...
+
+    def open_write(self, path: str) -> Writer: ...
+
+    def fsync_file(self, f: Writer) -> None: ...
+
+    def start_writeback(self, f: Writer, offset: int, length: int) -> None: ...
+
+    def rename(self, src: str, dst: str) -> None: ...
+
+    def fsync_dir(self, path: str) -> None: ...
+
+    def remove(self, path: str) -> None: ...
+
+    def write_bytes_atomic(self, path: str, data: bytes, expect: object = ANY) -> bool: ...
 
 
 class RangeReader:
@@ -25,9 +119,9 @@ class RangeReader:
         self._fd = -1
         self._fd, self.size = open_regular(path)
 
-    def readinto(self, offset: int, buf) -> None:
+    def readinto(self, offset: int, buf: AnyBuffer) -> None:
         """Fill ``buf`` (a writable buffer) from ``offset``; short files are an error."""
-        view = memoryview(buf).cast("B")
+        view = memoryview(buf).cast("B")  # type: ignore[arg-type]  # an ndarray is a Buffer (AnyBuffer)
         want = len(view)
         done = 0
         while done < want:
@@ -72,7 +166,7 @@ def open_regular(path: str) -> tuple[int, int]:
     return fd, st.st_size
 
 
-def raise_truncated(path: str, offset: int, want: int, got: int):
+def raise_truncated(path: str, offset: int, want: int, got: int) -> NoReturn:
     from ckptool.errors import CorruptError
 
     raise CorruptError(
@@ -151,15 +245,15 @@ class LocalStorage:
         """A fresh temporary name beside ``path``, as TF's ``.tempstate<N>``."""
         return f"{path}.tempstate{uuid.uuid4().int & ((1 << 64) - 1)}"
 
-    def open_write(self, path: str):
+    def open_write(self, path: str) -> Writer:
         """A new file (never an existing one) for :class:`ckptool.io.atomic.AtomicFile`."""
         return open(path, "xb")
 
-    def fsync_file(self, f) -> None:
+    def fsync_file(self, f: Writer) -> None:
         f.flush()
         os.fsync(f.fileno())
 
-    def start_writeback(self, f, offset: int, length: int) -> None:
+    def start_writeback(self, f: Writer, offset: int, length: int) -> None:
         """Have the kernel start writing ``length`` bytes at ``offset`` of ``f`` to disk now,
         so that writing and flushing overlap and the final fsync waits for the tail alone
         (half the time of writing 1 GiB then fsyncing it). On Linux, POSIX_FADV_DONTNEED
@@ -190,7 +284,7 @@ class LocalStorage:
         os.remove(path)
 
     # Used by prune/state/du (ckptool/manage.py); a remote Storage may lack them.
-    def lstat(self, path: str):
+    def lstat(self, path: str) -> os.stat_result | None:
         """``os.lstat`` (symlinks not followed); None when the path does not exist."""
         try:
             return os.lstat(path)
@@ -200,14 +294,14 @@ class LocalStorage:
     def realpath(self, path: str) -> str:
         return os.path.realpath(path)
 
-    def lock(self, directory: str, **options):
+    def lock(self, directory: str, **options: Unpack[LockOptions]) -> DirLock:
         """DIR's lock (:class:`ckptool.io.lock.DirLock`) as a context manager; ``options``
         are DirLock's ``timeout`` and ``dir_fd``."""
         from ckptool.io.lock import DirLock
 
         return DirLock(directory or ".", **options)
 
-    def write_bytes_atomic(self, path: str, data: bytes, expect=ANY, sync: bool = True) -> bool:
+    def write_bytes_atomic(self, path: str, data: bytes, expect: object = ANY, sync: bool = True) -> bool:
         """Replace ``path`` with ``data`` atomically: :func:`ckptool.io.atomic.write_bytes`
         (temp file, fsync, rename, directory fsync; ``expect`` as documented there)."""
         return atomic.write_bytes(self, path, data, sync=sync, expect=expect)

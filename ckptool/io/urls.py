@@ -3,10 +3,10 @@ fsspec through :mod:`ckptool.io.remote`. Kept apart from both so neither imports
 
 from __future__ import annotations
 
-from ckptool.io.storage import LOCAL, is_url
+from ckptool.io.storage import LOCAL, Storage, is_url
 
 
-def storage_for(path: str):
+def storage_for(path: str) -> tuple[Storage, str]:
     """The storage that serves ``path``, and the path as that storage names it."""
     if path.startswith("file://"):
         return LOCAL, path[len("file://"):]

@@ -150,7 +150,7 @@ def average(paths, out: str, *, last: int | None = None, strip_optimizer: bool =
                     continue
                 if name in averaged:
                     w.add(target, _mean(cks, name))
-                elif raw and not newest.variable(name).num_slices:
+                elif raw and isinstance(newest, BundleCheckpoint) and not newest.variable(name).num_slices:
                     e = newest.entry(name.encode("utf-8", "surrogateescape"))
                     w.add_raw(target, e, newest.read_raw(e))
                 else:
@@ -158,7 +158,7 @@ def average(paths, out: str, *, last: int | None = None, strip_optimizer: bool =
             if newest.is_object_based:
                 if graph_bytes is not None:
                     w.add(OBJECT_GRAPH_KEY, graph_bytes)
-                elif raw:
+                elif raw and isinstance(newest, BundleCheckpoint):
                     e = newest.entry(OBJECT_GRAPH_KEY.encode())
                     w.add_raw(OBJECT_GRAPH_KEY, e, newest.read_raw(e))
                 else:

@@ -229,7 +229,7 @@ def _to_npz(dst, specs, result, force, skip, progress, casts, over, sync):
     check_target(storage, path, force)
     f = AtomicFile(storage, path, sync=sync)
     try:
-        with zipfile.ZipFile(f.file, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+        with zipfile.ZipFile(f.writer(), "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
             for s in specs:
                 arr, why = _npz_value(s.name, np.asarray(value_of(s, casts, over, result)))
                 if arr is None:

@@ -55,7 +55,7 @@ def _checkpoint(src: str, keep_slices: bool, verify: bool) -> Opened:
         specs = []
         for v in ck.variables():
             rt = None
-            if raw:
+            if raw and isinstance(ck, BundleCheckpoint):
                 e = ck.entry(v.name.encode("utf-8", "surrogateescape"))
                 if not e.slices or keep_slices:
                     rt = RawTensor(ck, e, verify)

@@ -48,6 +48,7 @@ def _short_plan(specs, graph_bytes, dst):
         graph, keys = ObjectGraph.parse(graph_bytes, f"{dst}: {OBJECT_GRAPH_KEY}").edited(
             {}, frozenset(), strip_optimizer=True)
         graph_bytes = graph.serialize()
+    seen: dict[str, str]  # stored name -> checkpoint name
     kept, stored, mapping, seen = [], {}, {}, {}
     for s, n in zip(specs, names):
         final = keys.get(n, n) if keys is not None else (None if is_optimizer_name(n) else n)

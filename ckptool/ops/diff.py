@@ -128,7 +128,7 @@ def _as_float(x: np.ndarray) -> np.ndarray:
 
 
 def _numeric_diff(x: np.ndarray, y: np.ndarray, atol: float) -> tuple[int, float | None]:
-    if x.dtype.names:
+    if x.dtype.names and y.dtype.names:  # one dtype: both or neither
         x, y = x[x.dtype.names[0]], y[y.dtype.names[0]]
     if x.dtype.kind in "iu" and atol == 0:
         neq = x != y

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ckptool.errors import CkptError, UnsupportedError
 from ckptool.format import bundle, dtypes
 from ckptool.format.coding import crc32c
+
+if TYPE_CHECKING:
+    import numpy
 
 
 class _Numpy:
@@ -62,7 +67,7 @@ def _to_bytes(elem, key: bytes) -> bytes:
     )
 
 
-def encode_tensor(key: bytes, value) -> tuple[dtypes.DType, tuple[int, ...], object, int]:
+def encode_tensor(key: bytes, value) -> tuple[dtypes.DType, tuple[int, ...], bytes | numpy.ndarray, int]:
     """(dtype, shape, buffer, unmasked crc) of a value as a V2 data file stores it.
 
     The buffer of a fixed-size array is a view of the array's own memory (no copy

@@ -31,7 +31,7 @@ def _excluded(rel: str, exclude) -> bool:
 
 
 def _is_run(names: list[str], scan: bool) -> bool:
-    return STATE_FILENAME in names or (scan and any(file_role(n) is not None and file_role(n)[1] == INDEX
+    return STATE_FILENAME in names or (scan and any((r := file_role(n)) is not None and r[1] == INDEX
                                                     for n in names))
 
 
@@ -59,7 +59,8 @@ def walk_runs(root: str, *, exclude=(), scan: bool = False, one_file_system: boo
                 st = d.lstat(n)
                 if st is None:
                     continue
-                if _stat.S_ISLNK(st.st_mode):
+                link = _stat.S_ISLNK(st.st_mode)
+                if link:
                     if not follow_symlinks:
                         continue
                     st = d.stat(n)
@@ -72,7 +73,7 @@ def walk_runs(root: str, *, exclude=(), scan: bool = False, one_file_system: boo
                 if (st.st_dev, st.st_ino) in seen:
                     continue
                 seen.add((st.st_dev, st.st_ino))
-                subs.append((n, sub_rel, _stat.S_ISLNK(d.lstat(n).st_mode)))
+                subs.append((n, sub_rel, link))
             for n, sub_rel, link in sorted(subs, reverse=True):
                 try:
                     if link:
@@ -141,7 +142,7 @@ class TreeResult:
                 "preserved": sum(len(r.preserved) for r in rs), "bytes_freed": sum(r.bytes_freed for r in rs)}
 
 
-def _message(exc: BaseException, d: str) -> str:
+def _message(exc: CkptError | OSError, d: str) -> str:
     if isinstance(exc, CkptError):
         return str(exc)
     return str(os_error(getattr(exc, "filename", None) or d, exc, "prune"))
@@ -177,9 +178,10 @@ def prune_tree(root: str, *, max_to_keep: int | None = 5, keep_every_n_hours: fl
         except (CkptError, OSError) as exc:
             out.errors[d.path] = _message(exc, d.path)
 
+    d: LocalDir | PathDir
     if storage is LOCAL:
         runs = find_runs(root, exclude=exclude, scan=want_scan, storage=storage, one_file_system=one_file_system,
-                         follow_symlinks=follow_symlinks) if progress else None
+                         follow_symlinks=follow_symlinks) if progress else []
         i = 0
         for d in walk_runs(root, exclude=exclude, scan=want_scan, one_file_system=one_file_system,
                            follow_symlinks=follow_symlinks):

@@ -23,6 +23,7 @@ from __future__ import annotations
 import errno
 import json
 import time
+from typing import Any
 
 from ckptool.errors import CkptError, MissingError, RefusedError
 from ckptool.format.bundle import INDEX_SUFFIX
@@ -137,7 +138,7 @@ def _pins(storage, directory: str, pins, listing: DirListing, state: CheckpointS
     out = set()
     for pin in pins:
         p = pin.rstrip("/")
-        p = strip_file_suffix(p) if strip_file_suffix(p) is not None and not p.endswith(".meta") else p
+        p = s if (s := strip_file_suffix(p)) is not None and not p.endswith(".meta") else p
         head, base = (os.path.split(p) if storage is LOCAL else (p.rpartition("/")[0], p.rpartition("/")[2]))
         ok = base in known
         if head and storage is LOCAL:
@@ -224,6 +225,7 @@ def run(storage, d, policy: R.Policy, *, now: float, dry_run: bool, scan_all: bo
     done: list = []
     if space_first:
         done = _delete_all(d, listing, decision, res)  # (3) before (2)
+    expect: object  # the state file's bytes, None (absent) or ANY
     for _ in range(STATE_ATTEMPTS):  # (2)
         expect, current = raw, state
         if state is not None:
@@ -300,7 +302,7 @@ def prune(directory: str, *, max_to_keep: int | None = 5, keep_every_n_hours: fl
     if keep_steps_every is not None and keep_steps_every <= 0:
         raise CkptError(f"keep_steps_every must be > 0, not {keep_steps_every}")
     now = time.time() if now is None else now
-    pol = {"max_to_keep": max_to_keep, "keep_every_n_hours": keep_every_n_hours,
+    pol: dict[str, Any] = {"max_to_keep": max_to_keep, "keep_every_n_hours": keep_every_n_hours,
            "keep_steps_every": keep_steps_every, "min_age": min_age, "keep": []}
     if best is not None:  # keep-best (a ckptool.ops.keep_best.BestSpec): the flags, as the others
         pol.update(keep_best=best.n, metric=best.metric, mode=best.mode, metrics=best.metrics)

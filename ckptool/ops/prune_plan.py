@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 import warnings
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, cast
 
 from ckptool.errors import CkptWarning, RefusedError
 from ckptool.io.layout import resolve_recorded, step_of
@@ -15,7 +16,7 @@ from ckptool.io.listing import DirListing
 from ckptool.io.state import STATE_FILENAME, CheckpointState
 from ckptool.ops import retention as R
 from ckptool.ops.keep_best import mark_best  # keep-best
-from ckptool.ops.metrics import pin_best  # keep-best
+from ckptool.ops.metrics import BestPins, pin_best  # keep-best
 
 
 def warn(msg: str) -> None:
@@ -33,6 +34,11 @@ class Candidate:
     moved: bool = False
 
 
+if TYPE_CHECKING:
+    class SafeCandidate(Candidate):
+        base: str  # inside DIR
+
+
 @dataclass
 class Plan:
     decision: R.Decision
@@ -43,7 +49,7 @@ class Plan:
     managed: list[R.Entry]
     with_ts: bool
     latest_base: str | None
-    best: object = None  # keep-best: the ckptool.ops.metrics.BestPins, when asked
+    best: BestPins | None = None  # keep-best: when asked
 
 
 def state_entries(storage, directory: str, state: CheckpointState) -> list[Candidate]:
@@ -67,7 +73,8 @@ def make_plan(storage, directory: str, state: CheckpointState | None, listing: D
         entries = [c for c in entries if c.name != new_entry and c.base != new_entry]
     have_ts = state is not None and bool(state.all_model_checkpoint_timestamps) and \
         len(state.all_model_checkpoint_timestamps) == len(state.all_model_checkpoint_paths)
-    unsafe, safe = [], []
+    unsafe: list[Candidate] = []
+    safe: list[SafeCandidate] = []
     for c in entries:
         if c.base is None:
             unsafe.append(c)
@@ -78,7 +85,7 @@ def make_plan(storage, directory: str, state: CheckpointState | None, listing: D
             warn(f"{storage.join(directory, c.base)}: a file of this checkpoint is a symlink leading out "
                  f"of {directory}; left alone")
         else:
-            safe.append(c)
+            safe.append(cast("SafeCandidate", c))
     moved = [c for c in safe if c.moved]
     if moved:
         n = len(moved)
@@ -93,12 +100,12 @@ def make_plan(storage, directory: str, state: CheckpointState | None, listing: D
     # A moved entry is written back by its name here (relative), as `state --relative` would.
     names = {c.base: (c.base if c.moved else c.name) for c in safe}
     if scan:
-        by_base: dict[str, Candidate] = {}
+        by_base: dict[str, SafeCandidate] = {}
         for c in safe:
             by_base.setdefault(c.base, c)
         for base in sorted(listing.complete):
             if base not in by_base and not listing.links_out(base):
-                by_base[base] = Candidate(base, base, None, step_of(base))
+                by_base[base] = cast("SafeCandidate", Candidate(base, base, None, step_of(base)))
                 names[base] = base
         pool = []
         for c in by_base.values():
@@ -119,7 +126,7 @@ def make_plan(storage, directory: str, state: CheckpointState | None, listing: D
         decision.last_preserved_timestamp = max(decision.last_preserved_timestamp, min(lp0, now))
         unmanaged: list[R.Entry] = []
     else:
-        if have_ts:
+        if have_ts and state is not None:
             rec = R.recover([c.base for c in safe], [now if c.timestamp is None else c.timestamp for c in safe],
                             state.last_preserved_timestamp, now, [c.step for c in safe],
                             continuing=new_entry is not None)

@@ -6,12 +6,15 @@ from typing import TYPE_CHECKING
 
 from ckptool.errors import CorruptError
 from ckptool.format import bundle
-from ckptool.format.table import iter_block, read_table
+from ckptool.format.table import BlockHandle, TableReader, iter_block, read_table
 from ckptool.io.layout import Located
 from ckptool.ops.checkpoint import Checkpoint, Variable, check_numpy_shape, check_tiling, key_of
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from ckptool.format.slices import Slice
+    from ckptool.format.v1 import SliceMeta
 
 
 class V1Checkpoint(Checkpoint):
@@ -23,9 +26,9 @@ class V1Checkpoint(Checkpoint):
 
         self._v1 = v1
         self.files = list(located.v1_files)
-        self._meta: dict[str, object] = {}
-        self._where: dict[tuple[str, tuple], tuple[int, object]] = {}  # (name, slice) -> (file idx, handle)
-        self._tables = []
+        self._meta: dict[str, SliceMeta] = {}
+        self._where: dict[bytes, tuple[int, BlockHandle]] = {}  # slice key -> (file idx, handle)
+        self._tables: list[TableReader] = []
         for fi, path in enumerate(self.files):
             reader = self.storage.open_reader(path)
             try:
@@ -46,7 +49,7 @@ class V1Checkpoint(Checkpoint):
                     self._where[key] = (fi, handle)
             if first:
                 raise CorruptError(f"{path}: empty V1 file")
-        self._variables = None
+        self._variables: list[Variable] | None = None
 
     def variables(self) -> list[Variable]:
         if self._variables is None:
@@ -65,7 +68,7 @@ class V1Checkpoint(Checkpoint):
     def __contains__(self, name: str) -> bool:
         return name in self._meta
 
-    def _slice_value(self, m, sl):
+    def _slice_value(self, m: SliceMeta, sl: Slice) -> np.ndarray:
         key = bundle.encode_tensor_name_slice(key_of(m.name), sl) if m.shape else \
             bundle.encode_tensor_name_slice(key_of(m.name), ())
         loc = self._where.get(key)

@@ -25,6 +25,9 @@ from ckptool.ops.checkpoint import Checkpoint, Variable, check_numpy_shape, chec
 if TYPE_CHECKING:
     import numpy as np
 
+    from ckptool.format.slices import Slice
+    from ckptool.io.storage import Reader
+
 #: Up to this many shards, :meth:`BundleCheckpoint.shard_paths` names every shard the
 #: header counts; above it (a header can claim 2^31 - 1), only those entries reference.
 SHARD_LIST_MAX = 4096
@@ -56,7 +59,7 @@ class BundleCheckpoint(Checkpoint):
         self._entries: dict[bytes, Entry] = {}
         self._variables: list[Variable] | None = None
         self._slice_keys: set[bytes] | None = None
-        self._readers: dict[int, object] = {}
+        self._readers: dict[int, Reader] = {}
         self._missing: dict[int, str] = {}
         self._lock = threading.Lock()
 
@@ -134,7 +137,7 @@ class BundleCheckpoint(Checkpoint):
         names = [k.decode("utf-8", "surrogateescape") for k in self._keys]
         rows = list(map(info.__getitem__, heads))
         if None not in rows:
-            return [new(Variable, (n,) + r) for n, r in zip(names, rows)]
+            return [new(Variable, (n,) + r) for n, r in zip(names, rows)]  # type: ignore[operator]  # no None
         out = []
         for key, name, r in zip(self._keys, names, rows):
             if r is None:
@@ -171,7 +174,7 @@ class BundleCheckpoint(Checkpoint):
             raise self._not_found(name)
         return self.entry(key)
 
-    def _slice_entry(self, full: Entry, sl) -> Entry:
+    def _slice_entry(self, full: Entry, sl: Slice) -> Entry:
         key = bundle.encode_tensor_name_slice(full.key, sl)
         if key not in self._index():
             raise CorruptError(
@@ -188,7 +191,7 @@ class BundleCheckpoint(Checkpoint):
                                f"{list(e.shape)}")
         return e
 
-    def slice_parts(self, e: Entry) -> list[tuple[Entry, tuple]]:
+    def slice_parts(self, e: Entry) -> list[tuple[Entry, tuple[slice, ...]]]:
         """``(slice entry, numpy region)`` of each slice of partitioned ``e``, after
         checking that they tile its shape exactly once and that each lies inside its
         data file: all from the index and file sizes, before anything is allocated."""
@@ -240,7 +243,7 @@ class BundleCheckpoint(Checkpoint):
             start = i + 1
         return n - len(present), ranges
 
-    def _reader(self, shard_id: int, key: bytes):
+    def _reader(self, shard_id: int, key: bytes) -> Reader:
         if not 0 <= shard_id < self.header.num_shards:
             raise CorruptError(
                 f"{self.index_path}: entry {name_of(key)!r} names shard {shard_id}, "
@@ -265,7 +268,7 @@ class BundleCheckpoint(Checkpoint):
                     self._readers[shard_id] = r
         return r
 
-    def _misnumbered_shard(self, shard_id: int):
+    def _misnumbered_shard(self, shard_id: int) -> Reader | None:
         """MergeV2Checkpoints can sum num_shards over header-only inputs (docs/FORMAT.md §1.3);
         the file then says "-of-" a smaller count. Use it when it is the only candidate."""
         d, base = self.storage.dirname(self.prefix), self.storage.basename(self.prefix)
@@ -278,7 +281,7 @@ class BundleCheckpoint(Checkpoint):
                       f"reading shard {shard_id} from {path}", CkptWarning, stacklevel=4)
         return self.storage.open_reader(path)
 
-    def _check_bounds(self, e: Entry, reader) -> None:
+    def _check_bounds(self, e: Entry, reader: Reader) -> None:
         if e.offset + e.size > reader.size:
             raise CorruptError(
                 f"{reader.path}: tensor {name_of(e.key)!r} at offset {e.offset} ({e.size} bytes) runs past "

@@ -22,6 +22,7 @@ from __future__ import annotations
 import fnmatch
 import re
 from dataclasses import dataclass, field
+from typing import cast
 
 from ckptool.errors import CkptError, UsageError
 from ckptool.format import bundle
@@ -103,7 +104,7 @@ class Renamer:
             r.used += 1
             return r.new + name
         for r in self.regex:
-            m = r.pattern.fullmatch(name)
+            m = r.pattern.fullmatch(name) if r.pattern is not None else None  # a regex rule has one
             if m:
                 r.used += 1
                 try:
@@ -191,6 +192,7 @@ def _graph_for(src_graph: ObjectGraph | None, plan: Plan, strip_optimizer: bool)
         return ObjectGraph.from_keys([n for _, n in plan.renames])
     graph, keys = src_graph.edited({o: n for o, n in plan.renames if o != n}, set(plan.dropped),
                                    strip_optimizer=strip_optimizer)
+    targets: dict[str, str]
     renames, targets = [], {}
     for old, new in plan.renames:
         final = keys.get(new, new)
@@ -245,14 +247,15 @@ def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop=(), strip_optim
         plan.fast_path = bundle_src and not compact
         if dry_run:
             return plan
-        graph_bytes = graph.serialize() if plan.object_graph == "rebuilt" else None
+        graph_bytes = graph.serialize() if plan.object_graph == "rebuilt" and graph is not None else None
         if plan.fast_path:
             plan.files = _fast(ck, plan, dprefix, storage, graph_bytes, force, write_index)
             return plan
         with BundleWriter(dprefix, storage=storage, force=force,
-                          endianness=ck.header.endianness if bundle_src else bundle.HOST_ENDIANNESS) as w:
+                          endianness=ck.header.endianness if isinstance(ck, BundleCheckpoint)
+                          else bundle.HOST_ENDIANNESS) as w:
             for old, new in plan.renames:
-                if bundle_src:
+                if isinstance(ck, BundleCheckpoint):
                     e = ck.entry(old.encode("utf-8", "surrogateescape"))
                     copy_raw(ck, e, new, w)
                 else:
@@ -260,8 +263,9 @@ def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop=(), strip_optim
             if graph_bytes is not None:
                 w.add(OBJECT_GRAPH_KEY, graph_bytes)
             elif plan.object_graph == "kept":
-                e = ck.entry(OBJECT_GRAPH_KEY.encode())
-                w.add_raw(OBJECT_GRAPH_KEY, e, ck.read_raw(e))
+                bck = cast("BundleCheckpoint", ck)  # the graph of an object-based SRC (V2 as TF writes it)
+                e = bck.entry(OBJECT_GRAPH_KEY.encode())
+                w.add_raw(OBJECT_GRAPH_KEY, e, bck.read_raw(e))
             res = w.finish()
         plan.files = res.files
         return plan

@@ -10,6 +10,7 @@ bookkeeping (``save_counter``) and optimizer state are not required.
 from __future__ import annotations
 
 import difflib
+from typing import Any
 
 from ckptool.errors import CkptError
 from ckptool.format import bundle
@@ -25,11 +26,11 @@ def with_template(ck, plan, template: str, dprefix, storage, strict, dry_run, fo
     with open_checkpoint(template) as tp:
         tvars = {v.name: v for v in tp.variables() if v.name != OBJECT_GRAPH_KEY}
         graph = tp.object_graph() if tp.is_object_based else None
-        by_full = {}
+        by_full: dict[str, str] = {}
         if graph is not None:
             for node in graph.nodes:
-                for a in node.attributes:
-                    by_full.setdefault(a.full_name, a.checkpoint_key)
+                for attr in node.attributes:
+                    by_full.setdefault(attr.full_name, attr.checkpoint_key)
         svars = {v.name: v for v in ck.variables()}
         supply: dict[str, str] = {}  # template key -> SRC name
         unused = []
@@ -42,7 +43,7 @@ def with_template(ck, plan, template: str, dprefix, storage, strict, dry_run, fo
                 raise CkptError(f"two sources land on template key {t!r}: {supply[t]!r} and {old!r} "
                                 "(nothing written)")
             supply[t] = old
-        mismatched = []
+        mismatched: list[dict[str, Any]] = []
         for t, old in list(supply.items()):
             a, b = tvars[t], svars[old]
             if a.dtype != b.dtype or tuple(a.shape) != tuple(b.shape):
@@ -79,7 +80,6 @@ def with_template(ck, plan, template: str, dprefix, storage, strict, dry_run, fo
         if dry_run:  # the same plan, counts and names, as the real run reports
             return plan
         src_bundle = isinstance(ck, BundleCheckpoint)
-        tp_bundle = isinstance(tp, BundleCheckpoint)
         with BundleWriter(dprefix, storage=storage, force=force) as w:
             for t in sorted(tvars):
                 s = supply.get(t)
@@ -90,8 +90,8 @@ def with_template(ck, plan, template: str, dprefix, storage, strict, dry_run, fo
                     else:
                         w.add(t, ck.read(s))
                 else:
-                    e = tp.entry(t.encode("utf-8", "surrogateescape")) if tp_bundle else None
-                    if e is not None and not tp.header.big_endian:
+                    e = tp.entry(t.encode("utf-8", "surrogateescape")) if isinstance(tp, BundleCheckpoint) else None
+                    if e is not None and isinstance(tp, BundleCheckpoint) and not tp.header.big_endian:
                         copy_raw(tp, e, t, w)
                     else:
                         w.add(t, tp.read(t))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ckptool.errors import CkptError
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, is_object_key, object_key
@@ -10,6 +11,9 @@ from ckptool.io.atomic import checkpoint_identity
 from ckptool.io.urls import storage_for
 from ckptool.ops.sources import CheckpointSource, RawTensor, Source, _record, _wait_lock, open_source
 from ckptool.ops.write import BundleWriter
+
+if TYPE_CHECKING:
+    from ckptool.ops.prune_plan import PruneResult
 
 
 def step_prefix(prefix: str, global_step: int | None, pad_step_number: bool = False) -> str:
@@ -29,7 +33,7 @@ class SaveResult:
     nbytes: int
     sources: list[str]
     object_graph: bool = False
-    retention: object = None  # prune.RetentionResult, or None with state=False
+    retention: PruneResult | None = None  # None with state=False
     names: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
@@ -97,7 +101,7 @@ def _plan_names(opened: list[Source], object_based: bool) -> dict[int, dict[str,
     renamed_any = False
     plan: dict[int, dict[str, str | None]] = {}
     for src in opened:
-        m = {}
+        m: dict[str, str | None] = {}
         for name in src.names():
             if object_based and name != OBJECT_GRAPH_KEY and not is_object_key(name):
                 m[name] = object_key(name)

@@ -11,14 +11,18 @@ from __future__ import annotations
 
 import json
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from ckptool.errors import CkptError, CorruptError, MissingError, UnsupportedError
 from ckptool.format import bundle
 from ckptool.format.bundle import Entry
+
+if TYPE_CHECKING:
+    from ckptool.ops.read_v2 import BundleCheckpoint
 
 NPZ, NPY, SAFETENSORS, CHECKPOINT = "npz", "npy", "safetensors", "checkpoint"
 
@@ -30,7 +34,7 @@ NPZ, NPY, SAFETENSORS, CHECKPOINT = "npz", "npy", "safetensors", "checkpoint"
 class RawTensor:
     """A tensor of a V2 checkpoint, to copy without decoding (CRC kept)."""
 
-    checkpoint: object  # an open BundleCheckpoint
+    checkpoint: BundleCheckpoint
     entry: Entry
     verify: bool = True
 
@@ -75,7 +79,7 @@ class Source:
     def __init__(self, path: str):
         self.path = path
         self.kind = kind_of(path)
-        self._closers = []
+        self._closers: list[Callable[[], object]] = []
 
     def __enter__(self) -> Source:
         return self
@@ -195,7 +199,7 @@ class SafetensorsSource(Source):
         super().__init__(path)
         _check_file(path)
         self._header, self._data_start = self._read_header(path)
-        self._handle = None
+        self._handle: Any = None  # safetensors' safe_open, when the package is there
 
     @classmethod
     def _read_header(cls, path: str):
@@ -301,7 +305,7 @@ class CheckpointSource(Source):
             for name in self.ck.names():
                 yield name, self.ck.read(name, verify=self.verify)
             return
-        ck = self.ck
+        ck = cast("BundleCheckpoint", self.ck)  # raw: a V2 bundle
         names = ck.names()
         # Data order of the source (shard, offset): a single-shard copy reproduces its data file.
         def order(name):

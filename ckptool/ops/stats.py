@@ -18,8 +18,8 @@ class _Acc:
     mean: float = 0.0
     m2: float = 0.0  # sum of squared deviations, divided by scale**2 (no overflow near float64 max)
     scale: float = 1.0  # a power of two >= every |value| seen
-    lo: object = None
-    hi: object = None
+    lo: int | float | None = None  # an int for integer tensors (exact)
+    hi: int | float | None = None
     nan: int = 0
     inf: int = 0
     zeros: int = 0

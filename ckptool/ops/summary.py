@@ -152,7 +152,7 @@ META_READ_LIMIT = 256 << 20
 
 def _meta_versions(storage, path: str) -> dict:
     """tensorflow_version / tensorflow_git_version from a MetaGraphDef's MetaInfoDef (fields 1 -> 5, 6)."""
-    out = {"tensorflow_version": None, "tensorflow_git_version": None}
+    out: dict[str, str | None] = {"tensorflow_version": None, "tensorflow_git_version": None}
     if storage.size(path) > META_READ_LIMIT:
         return out
     try:

@@ -129,8 +129,8 @@ def _object_tree(ck, graph) -> TreeNode:
             else:
                 root.parameters += var.numel
                 root.bytes += var.nbytes
-    for alias, target in aliases:  # an alias shows what it points at (counted once, where it lives)
-        alias.tensor = view[target].tensor
+    for alias, target_id in aliases:  # an alias shows what it points at (counted once, where it lives)
+        alias.tensor = view[target_id].tensor
     for name, var in variables.items():
         if name not in used:  # the object graph itself, or tensors no object claims
             root.attributes.append({"name": name, **_tensor_doc(var, name)})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -131,8 +131,9 @@ def verify(ck, progress: Callable[[int, int], None] | None = None,
         return out
 
     if workers is None:
-        workers = default_workers() if getattr(ck.storage, "concurrent_reads", False) else 1
+        workers = default_workers() if ck.storage.concurrent_reads else 1
     n = max(1, workers)
+    results: Iterator[list[Problem]]
     if n == 1 or len(batches) <= 1:
         results = map(check, batches)
     else:

@@ -146,8 +146,8 @@ class BundleWriter:
         sizes = self._shard_bytes
         return min(range(len(sizes)), key=sizes.__getitem__)
 
-    def _append(self, data, shard: int) -> int:
-        """Write ``data`` (a buffer, or an iterable of buffers) to ``shard``; its offset."""
+    def _append(self, data, shard: int) -> tuple[int, int]:
+        """Write ``data`` (a buffer, or an iterable of buffers) to ``shard``; its offset and size."""
         offset = self._shard_bytes[shard]
         if isinstance(data, (bytes, bytearray, memoryview)):
             self._write(shard, memoryview(data).cast("B"))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
+from typing import Any
+
 import click
 
 from ckptool.cli.common import display_name, emit_json, human_bytes, json_option
@@ -32,7 +35,7 @@ def command(paths: tuple[str, ...], recursive: bool, as_json: bool) -> None:
     from ckptool.cli.progress import progress_bar
     from ckptool.ops.verify_tree import verify_paths
 
-    bars = []
+    bars: list[AbstractContextManager[Any]] = []
 
     def progress(prefix: str):
         for b in bars:
