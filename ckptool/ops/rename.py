@@ -22,7 +22,6 @@ from __future__ import annotations
 import fnmatch
 import re
 from dataclasses import dataclass, field
-from typing import cast
 
 from ckptool.errors import CkptError, UsageError
 from ckptool.format import bundle
@@ -263,9 +262,11 @@ def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop=(), strip_optim
             if graph_bytes is not None:
                 w.add(OBJECT_GRAPH_KEY, graph_bytes)
             elif plan.object_graph == "kept":
-                bck = cast("BundleCheckpoint", ck)  # the graph of an object-based SRC (V2 as TF writes it)
-                e = bck.entry(OBJECT_GRAPH_KEY.encode())
-                w.add_raw(OBJECT_GRAPH_KEY, e, bck.read_raw(e))
+                if isinstance(ck, BundleCheckpoint):  # the graph's stored bytes, copied as they are
+                    e = ck.entry(OBJECT_GRAPH_KEY.encode())
+                    w.add_raw(OBJECT_GRAPH_KEY, e, ck.read_raw(e))
+                else:  # a V1 file holding a graph tensor: its value, re-encoded
+                    w.add(OBJECT_GRAPH_KEY, ck.read(OBJECT_GRAPH_KEY))
             res = w.finish()
         plan.files = res.files
         return plan

@@ -385,3 +385,57 @@ def test_dry_run_reports_what_the_real_run_does(tf1, tmp_path):
         real_json = json.loads(run("rewrite-names", tf1, dst + "x", *args, "--json").stdout)
         real_json.pop("files", None)
         assert dry_json == real_json
+
+
+def _v1_with_graph(path, graph: bytes, w):
+    """A V1 (TensorSliceWriter) file of a float32 tensor ``w`` and a string tensor holding an
+    object graph, built from the protos as TF lays them out (docs/FORMAT.md §9)."""
+    from ckptool.format import dtypes
+    from ckptool.format.objgraph import OBJECT_GRAPH_KEY
+    from ckptool.format.protos.tensor_bundle_pb2 import SavedTensorSlices
+    from ckptool.format.slices import encode_tensor_name_slice
+    from ckptool.format.table_build import TableBuilder
+
+    meta = SavedTensorSlices()
+    items = []
+    for name, dtype, shape in (("w", "float32", w.shape), (OBJECT_GRAPH_KEY, "string", ())):
+        t = meta.meta.tensor.add(name=name, type=dtypes.from_name(dtype).value)
+        for d in shape:
+            t.shape.dim.add(size=d)
+        full = tuple((0, -1) for _ in shape)
+        sl = t.slice.add()
+        for _ in shape:
+            sl.extent.add()
+        data = SavedTensorSlices()
+        data.data.name = name
+        data.data.slice.CopyFrom(sl)
+        data.data.data.dtype = t.type
+        if dtype == "string":
+            data.data.data.string_val.append(graph)
+        else:
+            data.data.data.float_val.extend(w.reshape(-1).tolist())
+        items.append((encode_tensor_name_slice(name.encode(), full), data.SerializeToString()))
+    items.append((b"", meta.SerializeToString()))
+    with open(path, "wb") as f:
+        tb = TableBuilder(f)
+        for k, v in sorted(items):
+            tb.add(k, v)
+        tb.finish()
+
+
+def test_v1_source_with_an_object_graph_keeps_it(tmp_path):
+    """A V1 file whose graph is a string tensor (no raw entry to copy): the graph is
+    kept as its value, and the output restores under the same graph."""
+    with ckptool.open(str(DATA / "keras_adam" / "ckpt-1")) as ck:
+        graph = ck.object_graph().serialize()
+    w = np.arange(6, dtype=np.float32).reshape(2, 3)
+    src = str(tmp_path / "v1ckpt")
+    _v1_with_graph(src, graph, w)
+    with ckptool.open(src) as ck:
+        assert ck.format == "V1" and ck.is_object_based
+    for rule, name in (("nothing/=x/", "w"), ("w=v", "v")):  # the graph kept as it is; rebuilt
+        out = str(tmp_path / name / "ckpt-1")
+        run("rewrite-names", src, out, "--rule", rule, "--allow-unused")
+        with ckptool.open(out) as ck:
+            np.testing.assert_array_equal(ck.read(name), w)
+            assert ck.is_object_based
