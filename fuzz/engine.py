@@ -43,9 +43,9 @@ CORPUS = ROOT / "fuzz" / "corpus"
 from ckptool.errors import CkptError  # noqa: E402
 from ckptool.format import bundle  # noqa: E402
 from ckptool.format import table as tbl
+from ckptool.format import table_build as tbl_build
 from ckptool.format.coding import FIXED32, crc32c, encode_varint, mask_crc  # noqa: E402
 from ckptool.format.protos.tensor_bundle_pb2 import BundleEntryProto, BundleHeaderProto  # noqa: E402
-from ckptool.format import table_build as tbl_build
 from ckptool.format.table_build import TableBuilder
 
 TARGETS = ("open", "read", "verify", "state", "prune")

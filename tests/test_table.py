@@ -8,8 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ckptool.errors import ChecksumError, CorruptError
-from ckptool.format import coding, table
-from ckptool.format import table_build
+from ckptool.format import coding, table, table_build
 from ckptool.format.table_build import TableBuilder
 
 

@@ -10,8 +10,8 @@ import pytest
 import ckptool
 from ckptool.errors import CkptError, CorruptError, MissingError
 from ckptool.format import table as tbl
-from ckptool.format.coding import crc32c, encode_varint, mask_crc
 from ckptool.format import table_build as tbl_build
+from ckptool.format.coding import crc32c, encode_varint, mask_crc
 from ckptool.format.table_build import TableBuilder
 from ckptool.io.state import CheckpointState, write_state
 
