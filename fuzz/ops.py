@@ -14,7 +14,9 @@ The case then runs one command in-process through ``ckptool.cli.main.main``:
 list-variables, inspect (summary, --tensor/--all-tensors, --stats, --verify,
 --tree), diff, convert to tf/npz/safetensors, rewrite-names, prune (plain,
 --scan, --recursive, --keep, --dry-run), state (show, --rebuild, --relative),
-du, save; or the library (open, variables, read, verify) directly.
+du, save, ``prune --keep-best 1 --metric TAG --dry-run`` over mutated
+TF-written event files (fuzz/events.py); or the library (open, variables,
+read, verify) directly.
 
 The oracle (:func:`execute`): the command ends with exit 0/1/2 or a
 :class:`ckptool.errors.CkptError` (``--debug`` cases re-raise it); any other
@@ -48,12 +50,19 @@ from dataclasses import dataclass, field
 
 from ckptool.errors import CkptError
 from fuzz import engine
+from fuzz import events as fuzz_events
 
 ROOT = engine.ROOT
 OPS = ("list", "inspect", "read", "verify", "stats", "tree", "diff", "convert-tf", "convert-npz",
-       "convert-safetensors", "rewrite", "prune", "prune-recursive", "state", "du", "save", "api")
+       "convert-safetensors", "rewrite", "prune", "prune-recursive", "state", "du", "save", "api", "prune-best")
 READ_ONLY = {"list", "inspect", "read", "verify", "stats", "tree", "diff", "convert-tf", "convert-npz",
              "convert-safetensors", "rewrite", "du", "save", "api"}
+#: The options that make an op what it is: the minimizer (fuzz/pool.py) never drops them,
+#: so a kept ``prune-recursive`` case still runs ``prune --recursive``.
+OP_FLAGS = {"read": ("--all-tensors", "--tensor"), "verify": ("--verify",), "stats": ("--stats",),
+            "tree": ("--tree",), "convert-tf": ("--to",), "convert-npz": ("--to",),
+            "convert-safetensors": ("--to",), "prune-recursive": ("--recursive",), "save": ("--from",),
+            "prune-best": ("--keep-best", "--metric", "--dry-run")}
 TEMP_MARKERS = (".tempstate", ".tmp", "_temp", ".part")
 SPARSE_SIZE = 2 << 30
 
@@ -264,7 +273,10 @@ def make_case(number: int, seed: int = 0) -> Case:
     files: dict[str, object] = {}
     desc = [f"op {op}", f"seed {s.name}"]
     n_ck = rng.choice((1, 2, 3, 4)) if op.startswith(("prune", "state", "du")) else rng.choice((1, 1, 2))
-    steps = sorted(rng.sample(range(1, 40), n_ck))
+    if op == "prune-best":  # steps the event files hold values at, and some they do not
+        steps = sorted(rng.sample(fuzz_events.EVENT_STEPS + (1, 150, 2000), n_ck))
+    else:
+        steps = sorted(rng.sample(range(1, 40), n_ck))
     names = [f"ckpt-{st}" for st in steps]
     victim = rng.randrange(n_ck) if rng.random() < 0.85 else None
     for i, name in enumerate(names):
@@ -435,6 +447,8 @@ def _argv(rng, op, names, v1, has_state, files) -> tuple[list[str], str]:
         a = ["save", "{D}/out/ckpt", "--from", src] + flags("--force", "--no-state")
         if rng.random() < 0.3:
             a += ["--global-step", str(rng.choice((0, 1, 2**62)))]
+    elif op == "prune-best":
+        return fuzz_events.keep_best_argv(rng, files, names)
     else:  # api
         return [ck], "library open/variables/read/verify"
     return a, "argv " + " ".join(a)[:300]

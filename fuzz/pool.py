@@ -206,7 +206,7 @@ def minimize(case: ops.Case, key: str, timeout: float = 3.0, budget: int = 120) 
     i = 1
     while i < len(case.argv) and tries < budget:
         tok = case.argv[i]
-        if tok.startswith("--") and tok != "--debug":
+        if tok.startswith("--") and tok != "--debug" and tok not in ops.OP_FLAGS.get(case.op, ()):
             for width in (2, 1):
                 trial_argv = case.argv[:i] + case.argv[i + width:]
                 tries += 1

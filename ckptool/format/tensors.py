@@ -73,6 +73,8 @@ def decode_string(buf: BytesLike, entry: Entry, big_endian: bool, where: str, ve
     shown = entry.key.decode("utf-8", "backslashreplace")
     for _ in range(n):
         length, pos = decode_varint(view, pos, size, what=f"{where}: string length of {shown!r}")
+        if length > size:  # (a 10-byte varint reaches 2**70: no uint64, no string of this entry)
+            raise CorruptError(f"{where}: string length {length} of {shown!r} exceeds its {size}-byte entry")
         lengths.append(length)
     if pos + 4 > size:
         raise CorruptError(f"{where}: string lengths longer than expected offset {entry.offset + size} in {shown!r}")

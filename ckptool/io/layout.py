@@ -126,15 +126,10 @@ def basename_any(path: str) -> str:
 
 
 def first_entry(storage: Storage, path: str) -> tuple[bytes, bytes] | None:
-    """The first ``(key, value)`` of the sstable at ``path``, reading the footer first and
-    then only the blocks it names; None when it is not a (readable) table."""
-    from ckptool.format.table import (
-        FOOTER_SIZE,
-        BlockHandle,
-        iter_block,
-        read_block,
-        read_footer,
-    )
+    """The first ``(key, value)`` of the sstable at ``path`` (format/table.py first_entry:
+    the 48-byte footer first, then only the index block and the first data block it
+    names); None when it is not a (readable) table. Never reads a file whole."""
+    from ckptool.format.table import first_entry as table_first_entry
 
     try:
         if not storage.isfile(path):
@@ -143,24 +138,7 @@ def first_entry(storage: Storage, path: str) -> tuple[bytes, bytes] | None:
     except (CkptError, OSError):
         return None
     try:
-        size = reader.size
-        if size < FOOTER_SIZE:
-            return None
-        footer = bytes(reader.read(size - FOOTER_SIZE, FOOTER_SIZE))
-        _, index = read_footer(footer, path)
-        if index.offset + index.size + 5 > size - FOOTER_SIZE:
-            return None
-        raw = bytes(reader.read(index.offset, index.size + 5))
-        block = read_block(raw, BlockHandle(0, index.size), path)
-        for _, value in iter_block(block, path, index.offset):
-            handle, _ = BlockHandle.decode(value, 0, len(value), f"{path}: index entry")
-            if handle.offset + handle.size + 5 > size - FOOTER_SIZE:
-                return None
-            data = bytes(reader.read(handle.offset, handle.size + 5))
-            for kv in iter_block(read_block(data, BlockHandle(0, handle.size), path), path, handle.offset):
-                return kv
-            return None
-        return None
+        return table_first_entry(reader, path)
     except (CkptError, OSError, ValueError):
         return None
     finally:

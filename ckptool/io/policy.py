@@ -58,6 +58,8 @@ def parse_policy(raw: bytes, path: str) -> dict[str, Any]:
         raise CorruptError(f"{path}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise CorruptError(f"{path}: {exc}") from None
+    except RecursionError:  # tomllib parses nested arrays/tables recursively
+        raise CorruptError(f"{path}: nested too deeply to be a policy file") from None
     bad = sorted(set(doc) - POLICY_KEYS)
     if bad:
         raise CorruptError(f"{path}: unknown key {bad[0]!r} (known: {', '.join(sorted(POLICY_KEYS))})")

@@ -145,11 +145,18 @@ def select_series(series: dict[str, dict[int, float]], metric: str, where: str) 
     if len(near) == 1:
         return near[0], series[near[0]]
     if near:
-        raise CkptError(f"{where}: metric {metric!r} is ambiguous: {', '.join(near)}; name one of them")
+        raise CkptError(f"{where}: metric {metric!r} is ambiguous: {', '.join(map(_shown, near))}; "
+                        f"name one of them")
     names = sorted(series)
-    shown = ", ".join(names[:20]) + (f" ... ({len(names)} in all)" if len(names) > 20 else "")
+    shown = ", ".join(map(_shown, names[:20])) + (f" ... ({len(names)} in all)" if len(names) > 20 else "")
     raise MissingError(f"{where}: no metric {metric!r} found " +
                        (f"(found: {shown})" if names else "(no scalars found)"))
+
+
+def _shown(name: str) -> str:
+    """A series name as a message shows it: quoted and escaped when it holds a control
+    character (tags come from files: a newline must not forge a line of output)."""
+    return name if name.isprintable() else repr(name)
 
 
 def metric_values(directory: str, metric: str, *, metrics: str | None = None,

@@ -24,14 +24,14 @@ import contextlib
 import os
 from dataclasses import dataclass, field
 
-from ckptool.errors import CkptError, RefusedError
+from ckptool.errors import RefusedError
 from ckptool.format.bundle import INDEX_SUFFIX
 from ckptool.io.layout import (
     V1_SHARD_RE,
-    checkpoint_exists,
     checkpoint_files,
     list_checkpoints,
     locate,
+    resolve_recorded,
     step_of,
     v1_files,
 )
@@ -100,23 +100,16 @@ def _lock(storage, directory: str, dry_run: bool):
     return lock_directory(storage, directory, timeout=0.0)
 
 
-def _matches(storage, directory: str, entry: str, targets: dict[str, str]) -> str | None:
-    """The target prefix (normalized) a state entry names: the same path, or for a recorded
-    path that no longer exists (a moved directory) the same base name inside ``directory``."""
-    full = _norm(storage, resolve(directory, entry, storage))
-    if full in targets:
-        return full
-    base = storage.join(directory, entry.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]) if directory \
-        else entry.rsplit("/", 1)[-1]
-    moved = _norm(storage, base)
-    if moved in targets and moved != full:
-        try:
-            gone = not checkpoint_exists(storage, resolve(directory, entry, storage))
-        except (CkptError, OSError):
-            gone = True
-        if gone:
-            return moved
-    return None
+def _entry(storage, directory: str, entry: str, targets: dict[str, str]) -> tuple[str | None, str]:
+    """What a state entry names, by the one moved-directory rule (layout.resolve_recorded):
+    the target key (normalized prefix) it names or None, and the entry as it is written
+    back (a moved one by its name inside ``directory``, as prune writes it)."""
+    rec = resolve_recorded(storage, directory, entry, warn=False)
+    if rec.base is not None:
+        full = _norm(storage, storage.join(directory, rec.base) if directory else rec.base)
+    else:
+        full = _norm(storage, resolve(directory, entry, storage))
+    return (full if full in targets else None), (rec.base if rec.moved and rec.base else entry)
 
 
 def _newest_on_disk(storage, directory: str) -> str | None:
@@ -150,7 +143,7 @@ def _plan_state(storage, directory: str, raw: bytes | None, targets: dict[str, s
                                f"use --force to remove it")
         return _Plan(..., newest, newest if key not in targets else None, set(), key if key in targets else None)
     state = parse_state(raw, state_path(directory, storage))
-    latest_key = _matches(storage, directory, state.model_checkpoint_path, targets)
+    latest_key, latest_entry = _entry(storage, directory, state.model_checkpoint_path, targets)
     if latest_key is not None and not force:
         raise RefusedError(f"{targets[latest_key]}: the latest checkpoint of {directory or '.'}; "
                            f"use --force to remove it")
@@ -158,11 +151,11 @@ def _plan_state(storage, directory: str, raw: bytes | None, targets: dict[str, s
     with_ts = len(ts) == len(state.all_model_checkpoint_paths) and bool(ts)
     paths, stamps, hit = [], [], set()
     for i, p in enumerate(state.all_model_checkpoint_paths):
-        m = _matches(storage, directory, p, targets)
+        m, written = _entry(storage, directory, p, targets)
         if m is not None:
             hit.add(m)
             continue
-        paths.append(p)
+        paths.append(written)
         if with_ts:
             stamps.append(ts[i])
     if latest_key is not None:
@@ -171,7 +164,7 @@ def _plan_state(storage, directory: str, raw: bytes | None, targets: dict[str, s
     if not hit:
         return _Plan(..., before, before)
     if latest_key is None:
-        latest = before
+        latest = latest_entry
         if not paths or paths[-1] != latest:  # as TF writes it: the latest is listed last
             paths.append(latest)
             if with_ts:

@@ -196,6 +196,7 @@ class BundleWriter:
         if entry.slices:
             if data not in (None, b""):
                 raise CkptError(f"{self.prefix}: {_shown(key)!r} is a sliced entry and holds no data")
+            self._check_tiling(key, entry.shape, entry.slices)
             self._add_full_entry(key, entry.dtype, entry.shape, entry.slices)
             return
         shard = self._pick_shard() if shard is None else shard
@@ -220,20 +221,15 @@ class BundleWriter:
         self._claim(key)
         shape = tuple(int(d) for d in full_shape)
         bundle.check_shape(shape, f"tensor {_shown(key)!r}")
-        norm = []
-        for sl in slices:
-            sl = tuple((int(s), int(n)) for s, n in sl)
-            if len(sl) != len(shape):
-                raise CkptError(f"{self.prefix}: slice {list(sl)} of {_shown(key)!r} has {len(sl)} "
-                                f"dimensions, the tensor {len(shape)}")
-            try:
-                bundle.slice_region(sl, shape)
-            except CkptError as exc:
-                raise CkptError(f"{self.prefix}: {_shown(key)!r}: {exc}") from None
-            norm.append(sl)
-        if not norm:
-            raise CkptError(f"{self.prefix}: partitioned tensor {_shown(key)!r} needs at least one slice")
-        self._add_full_entry(key, _as_dtype(dtype), shape, tuple(norm))
+        norm = tuple(tuple((int(s), int(n)) for s, n in sl) for sl in slices)
+        self._check_tiling(key, shape, norm)
+        self._add_full_entry(key, _as_dtype(dtype), shape, norm)
+
+    def _check_tiling(self, key: bytes, shape, slices) -> None:
+        """Refuse slices that do not tile ``shape`` exactly once (the reader's rule)."""
+        problem = bundle.tiling_problem(shape, slices)
+        if problem is not None:
+            raise CkptError(f"{self.prefix}: partitioned tensor {_shown(key)!r}: {problem}")
 
     def _add_full_entry(self, key: bytes, dt: dtypes.DType, shape, slices) -> None:
         self._entries[key] = bundle.encode_entry(dt, shape, 0, 0, 0, 0, slices)

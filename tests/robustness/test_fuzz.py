@@ -3,7 +3,8 @@
 Every command (list-variables, inspect and its --tensor/--all-tensors,
 --stats, --verify, --tree, diff, convert to tf/npz/safetensors,
 rewrite-names, prune plain and --recursive, state show/--rebuild/--relative,
-du, save, and the library's open/variables/read/verify) on trees of mutated
+du, save, prune --keep-best over mutated TF-written event files, and the
+library's open/variables/read/verify) on trees of mutated
 TF-written checkpoints, mutated or hostile ``checkpoint`` state files and
 ``.ckptool.toml`` policy files, planted files that are not ours, FIFOs,
 symlinks out of the tree and sparse 2 GiB files. Per case: a 3 s SIGALRM
