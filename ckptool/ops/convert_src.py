@@ -179,7 +179,7 @@ def _npy_header(fh, where: str):
             return fmt.read_array_header_1_0(fh)
         if version == (2, 0):
             return fmt.read_array_header_2_0(fh)
-    except ValueError as exc:
+    except Exception as exc:  # noqa: BLE001 - numpy parses the header dict with ast: ValueError, SyntaxError, ...
         raise CorruptError(f"{where}: not a readable .npy header: {exc}") from None
     return None
 
@@ -195,13 +195,15 @@ def _numpy_file(src: str, npz: bool) -> Opened:
         raise MissingError(f"{src}: no such file")
     if not npz:
         name = os.path.basename(src)[:-len(".npy")] if src.lower().endswith(".npy") else os.path.basename(src)
-        with open(src, "rb") as fh:
-            head = _npy_header(fh, src)
+        try:
+            with open(src, "rb") as fh:
+                head = _npy_header(fh, src)
+        except OSError as exc:
+            raise CkptError(f"{src}: cannot read: {exc.strerror or exc}") from None
         if head is None:
             raise UnsupportedError(f"{src}: .npy format version other than 1.0 or 2.0")
         shape, _, dt = head
-        return Opened([Spec(name, _tf_name(dt, src), tuple(shape),
-                            lambda: np.load(src, allow_pickle=False))], lambda: None)
+        return Opened([Spec(name, _tf_name(dt, src), tuple(shape), _npy(src))], lambda: None)
     try:
         z = np.load(src, allow_pickle=False)
     except Exception as exc:
@@ -213,18 +215,34 @@ def _numpy_file(src: str, npz: bool) -> Opened:
         for member in z.zip.namelist():
             name = member.removesuffix(".npy")
             where = f"{src}: member {name!r}"
-            with z.zip.open(member) as fh:
-                head = _npy_header(fh, where)
-            if head is None:
-                arr = z[name]
-                shape, dt = arr.shape, arr.dtype
-            else:
-                shape, _, dt = head
+            try:
+                with z.zip.open(member) as fh:
+                    head = _npy_header(fh, where)
+                if head is None:
+                    arr = z[name]
+                    shape, dt = arr.shape, arr.dtype
+                else:
+                    shape, _, dt = head
+            except CkptError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - zipfile/zlib on a damaged archive: BadZipFile, EOFError, ...
+                raise CorruptError(f"{where}: cannot read: {exc}") from None
             specs.append(Spec(name, _tf_name(dt, where), tuple(shape), _member(z, src, member)))
     except BaseException:
         z.close()
         raise
     return Opened(specs, z.close)
+
+
+def _npy(src: str):
+    def load():
+        import numpy as np
+
+        try:
+            return np.load(src, allow_pickle=False)
+        except Exception as exc:  # noqa: BLE001 - numpy on a damaged file: ValueError, EOFError, OSError, ...
+            raise CorruptError(f"{src}: not a readable .npy file: {exc}") from None
+    return load
 
 
 def _member(z, src: str, member: str):
