@@ -323,7 +323,7 @@ def _locate_dir(storage: Storage, directory: str) -> Located:
         if found:
             return found
         raise MissingError(
-            f"{directory}: the checkpoint state names {state.model_checkpoint_path}, which does not exist"
+            f"{directory}: the checkpoint state names {state.model_checkpoint_path!r}, which does not exist"
         )
     saved_model = storage.join(directory, "variables", "variables")
     if storage.isfile(saved_model + INDEX_SUFFIX):

@@ -13,7 +13,57 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ckptool.errors import CkptError, CorruptError, UnsupportedError
+from ckptool.format import bundle
+from ckptool.format.bundle import Entry
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY
+
+NPZ, NPY, SAFETENSORS, CHECKPOINT = "npz", "npy", "safetensors", "checkpoint"
+
+
+# --------------------------------------------------------------------------- raw copies
+
+
+@dataclass
+class RawTensor:
+    """A tensor of a V2 checkpoint, to copy without decoding (CRC kept)."""
+
+    checkpoint: object  # an open BundleCheckpoint
+    entry: Entry
+    verify: bool = True
+
+    def write_to(self, writer, key: str) -> None:
+        e = self.entry
+        if not e.slices:
+            writer.add_raw(key, e, self.checkpoint.read_raw(e, verify=self.verify))
+            return
+        # A partitioned tensor: its full entry, then each slice under the new name's slice key.
+        writer.add_raw(key, e, None)
+        new = key.encode("utf-8", "surrogateescape")
+        for sl in e.slices:
+            part = self.checkpoint.entry(bundle.encode_tensor_name_slice(e.key, sl))
+            writer.add_raw(bundle.encode_tensor_name_slice(new, sl), part,
+                           self.checkpoint.read_raw(part, verify=self.verify))
+
+    @property
+    def nbytes(self) -> int:
+        if not self.entry.slices:
+            return self.entry.size
+        return sum(self.checkpoint.entry(bundle.encode_tensor_name_slice(self.entry.key, sl)).size
+                   for sl in self.entry.slices)
+
+
+# --------------------------------------------------------------------------- source kinds
+
+
+def kind_of(path: str) -> str:
+    low = path.lower()
+    if low.endswith(".npz"):
+        return NPZ
+    if low.endswith(".npy"):
+        return NPY
+    if low.endswith(".safetensors"):
+        return SAFETENSORS
+    return CHECKPOINT
 
 
 @dataclass
@@ -22,7 +72,7 @@ class Spec:
     dtype: str  # TensorFlow's dtype name of the stored value
     shape: tuple
     load: Callable  # () -> numpy array (object array of bytes for strings)
-    raw: object = None  # a sources.RawTensor: copy stored bytes without decoding
+    raw: object = None  # a RawTensor: copy stored bytes without decoding
     stored: bytes | None = None  # for strings already in memory
 
 
@@ -34,8 +84,6 @@ class Opened:
 
 
 def open_specs(src: str, keep_slices: bool = False, verify: bool = True) -> Opened:
-    from ckptool.ops.sources import NPY, NPZ, SAFETENSORS, kind_of
-
     kind = kind_of(src)
     if kind == SAFETENSORS:
         return _safetensors(src)
@@ -47,8 +95,6 @@ def open_specs(src: str, keep_slices: bool = False, verify: bool = True) -> Open
 def _checkpoint(src: str, keep_slices: bool, verify: bool) -> Opened:
     from ckptool.ops.read import BundleCheckpoint
     from ckptool.ops.read import open as open_checkpoint
-    from ckptool.ops.sources import RawTensor
-
     ck = open_checkpoint(src)
     try:
         raw = isinstance(ck, BundleCheckpoint) and not ck.header.big_endian
@@ -133,7 +179,7 @@ def _npy_header(fh, where: str):
             return fmt.read_array_header_1_0(fh)
         if version == (2, 0):
             return fmt.read_array_header_2_0(fh)
-    except ValueError as exc:
+    except Exception as exc:  # noqa: BLE001 - numpy parses the header dict with ast: ValueError, SyntaxError, ...
         raise CorruptError(f"{where}: not a readable .npy header: {exc}") from None
     return None
 
@@ -149,13 +195,15 @@ def _numpy_file(src: str, npz: bool) -> Opened:
         raise MissingError(f"{src}: no such file")
     if not npz:
         name = os.path.basename(src)[:-len(".npy")] if src.lower().endswith(".npy") else os.path.basename(src)
-        with open(src, "rb") as fh:
-            head = _npy_header(fh, src)
+        try:
+            with open(src, "rb") as fh:
+                head = _npy_header(fh, src)
+        except OSError as exc:
+            raise CkptError(f"{src}: cannot read: {exc.strerror or exc}") from None
         if head is None:
             raise UnsupportedError(f"{src}: .npy format version other than 1.0 or 2.0")
         shape, _, dt = head
-        return Opened([Spec(name, _tf_name(dt, src), tuple(shape),
-                            lambda: np.load(src, allow_pickle=False))], lambda: None)
+        return Opened([Spec(name, _tf_name(dt, src), tuple(shape), _npy(src))], lambda: None)
     try:
         z = np.load(src, allow_pickle=False)
     except Exception as exc:
@@ -167,18 +215,34 @@ def _numpy_file(src: str, npz: bool) -> Opened:
         for member in z.zip.namelist():
             name = member.removesuffix(".npy")
             where = f"{src}: member {name!r}"
-            with z.zip.open(member) as fh:
-                head = _npy_header(fh, where)
-            if head is None:
-                arr = z[name]
-                shape, dt = arr.shape, arr.dtype
-            else:
-                shape, _, dt = head
+            try:
+                with z.zip.open(member) as fh:
+                    head = _npy_header(fh, where)
+                if head is None:
+                    arr = z[name]
+                    shape, dt = arr.shape, arr.dtype
+                else:
+                    shape, _, dt = head
+            except CkptError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - zipfile/zlib on a damaged archive: BadZipFile, EOFError, ...
+                raise CorruptError(f"{where}: cannot read: {exc}") from None
             specs.append(Spec(name, _tf_name(dt, where), tuple(shape), _member(z, src, member)))
     except BaseException:
         z.close()
         raise
     return Opened(specs, z.close)
+
+
+def _npy(src: str):
+    def load():
+        import numpy as np
+
+        try:
+            return np.load(src, allow_pickle=False)
+        except Exception as exc:  # noqa: BLE001 - numpy on a damaged file: ValueError, EOFError, OSError, ...
+            raise CorruptError(f"{src}: not a readable .npy file: {exc}") from None
+    return load
 
 
 def _member(z, src: str, member: str):

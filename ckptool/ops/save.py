@@ -9,7 +9,7 @@ from ckptool.errors import CkptError
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, is_object_key, object_key
 from ckptool.io.atomic import checkpoint_identity
 from ckptool.io.urls import storage_for
-from ckptool.ops.sources import CheckpointSource, RawTensor, Source, _record, _wait_lock, open_source
+from ckptool.ops.sources import RawTensor, Source, _record, _wait_lock, open_source
 from ckptool.ops.write import BundleWriter
 
 if TYPE_CHECKING:
@@ -72,8 +72,8 @@ def save(prefix: str, sources: list[str], *, global_step: int | None = None, pad
         for path in sources:
             opened.append(open_source(path))
         plan = _plan_names(opened, object_based)
-        ids = [i for src in opened for i in (checkpoint_identity(src.ck) if isinstance(
-            src, CheckpointSource) else [src.path])]
+        ids = [i for src in opened for i in (checkpoint_identity(src.checkpoint) if src.checkpoint is not None
+                                             else [src.path])]
         with BundleWriter(target_path, num_shards=num_shards, storage=storage, force=force,
                           object_graph=True, sync=sync, sources=ids) as w:
             for src in opened:

@@ -13,7 +13,7 @@ import pytest
 import ckptool
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY
 from ckptool.ops.save import step_prefix
-from ckptool.ops.sources import SafetensorsSource
+from ckptool.ops.sources import open_source
 
 HAVE_MANAGE = importlib.util.find_spec("ckptool.ops.prune") is not None
 needs_manage = pytest.mark.skipif(not HAVE_MANAGE, reason="ckptool.ops.manage (retention engine, another issue) "
@@ -80,12 +80,12 @@ def test_safetensors_raw_fallback_and_corruption(tmp_path):
     from safetensors.numpy import save_file
 
     save_file({"f8": np.array([1, 2], dtype=ml_dtypes.float8_e4m3fn)}, str(tmp_path / "a.safetensors"))
-    src = SafetensorsSource(str(tmp_path / "a.safetensors"))
-    arr = src._raw(*src._header[0])
-    assert arr.dtype == ml_dtypes.float8_e4m3fn and arr.tolist() == [1, 2]
-    (tmp_path / "bad.safetensors").write_bytes(b"\xff" * 8 + b"{}")
+    with open_source(str(tmp_path / "a.safetensors")) as src:  # bytes read at the header's offsets
+        [(name, arr)] = list(src.items())
+    assert name == "f8" and arr.dtype == ml_dtypes.float8_e4m3fn and arr.tolist() == [1, 2]
+    (tmp_path / "bad.safetensors").write_bytes(b"\x00\x00\x00\x01" + b"\x00" * 4 + b"{}")
     with pytest.raises(ckptool.CorruptError, match="header length"):
-        SafetensorsSource(str(tmp_path / "bad.safetensors"))
+        open_source(str(tmp_path / "bad.safetensors"))
 
 
 def test_save_from_checkpoint_copies_bytes(capsys, tmp_path):
