@@ -11,11 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ckptool.errors import CkptError, CorruptError, UnsupportedError
 from ckptool.format import bundle
 from ckptool.format.bundle import Entry
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY
+
+if TYPE_CHECKING:
+    from ckptool.ops.read_v2 import BundleCheckpoint
 
 NPZ, NPY, SAFETENSORS, CHECKPOINT = "npz", "npy", "safetensors", "checkpoint"
 
@@ -27,7 +31,7 @@ NPZ, NPY, SAFETENSORS, CHECKPOINT = "npz", "npy", "safetensors", "checkpoint"
 class RawTensor:
     """A tensor of a V2 checkpoint, to copy without decoding (CRC kept)."""
 
-    checkpoint: object  # an open BundleCheckpoint
+    checkpoint: BundleCheckpoint
     entry: Entry
     verify: bool = True
 

@@ -37,6 +37,7 @@ class Source:
         self.path = path
         self.kind = kind_of(path)
         self._opened = open_specs(path, keep_slices=True, verify=verify)
+        self._closed = False
         self.checkpoint = self._opened.checkpoint  # the open Checkpoint of a checkpoint source
 
     def __enter__(self) -> Source:
@@ -46,9 +47,9 @@ class Source:
         self.close()
 
     def close(self) -> None:
-        opened, self._opened = self._opened, None
-        if opened is not None:
-            opened.close()
+        if not self._closed:
+            self._closed = True
+            self._opened.close()
 
     def names(self) -> list[str]:
         return [s.name for s in self._opened.specs]
