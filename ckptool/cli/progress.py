@@ -16,9 +16,8 @@ def progress_bar(description: str):
     import os
 
     from rich.console import Console
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
-
     from rich.markup import escape as no_markup
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
     from ckptool.cli.common import escape, settings
 
