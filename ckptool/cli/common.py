@@ -22,7 +22,10 @@ def json_option(help: str = "Print one JSON document on stdout instead of text."
 
 def emit_json(doc) -> None:
     """One JSON document on stdout. Names that are not valid UTF-8 (kept by the reader as
-    surrogate escapes) are written as \\udcXX escapes, which Python's json reads back."""
+    surrogate escapes) are written as \\udcXX escapes, which Python's json reads back.
+    JSON has no NaN or infinity: a non-finite float anywhere (``--atol inf``, say) is written
+    as the string "NaN", "Infinity" or "-Infinity", as tensor values and diff's
+    max_abs_diff are (protobuf's JSON mapping), so the document always parses."""
     from ckptool.cli.jsonout import dumps
 
     try:
@@ -52,13 +55,13 @@ def stderr_is_terminal() -> bool:
 
 
 def color_enabled(stream=None) -> bool:
-    """Colour only on a terminal, never with NO_COLOR set (any value) or TERM=dumb."""
+    """Colour only on a terminal, never with --no-color, NO_COLOR set (any value) or TERM=dumb."""
     stream = stream or sys.stdout
     try:
         tty = stream.isatty()
     except (AttributeError, ValueError):
         return False
-    return tty and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+    return tty and not settings().no_color and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
 
 
 def style(text: str, **kw) -> str:
@@ -66,24 +69,66 @@ def style(text: str, **kw) -> str:
     return click.style(text, **kw) if color_enabled() else text
 
 
-def settings():
+class Settings:
+    """The global flags (-q, -v, --debug, --no-color), given before or after the subcommand."""
+
+    def __init__(self, debug: bool = False, quiet: bool = False, verbose: bool = False, no_color: bool = False):
+        self.debug = debug
+        self.quiet = quiet
+        self.verbose = verbose
+        self.no_color = no_color
+        #: the exit status of an error (a ckptool or OS error); diff makes it 2, as diff(1)
+        self.error_status = 1
+
+
+def settings() -> Settings:
     ctx = click.get_current_context(silent=True)
     obj = ctx.find_root().obj if ctx is not None else None
-    if obj is None:
-        from ckptool.cli.main import Settings
+    return obj if isinstance(obj, Settings) else _DEFAULT
 
-        return Settings(False, False)
-    return obj
+
+_DEFAULT = Settings()
 
 
 def quiet() -> bool:
     return settings().quiet
 
 
+def verbose() -> bool:
+    return settings().verbose
+
+
+def escape(text) -> str:
+    """``text`` safe for one line of human output: control characters escaped as ``ls -b``
+    does (``\\n``, ``\\r``, ``\\x1b``, ...), bytes that are not UTF-8 (surrogate escapes) as
+    ``\\xNN``, so a name or path from a file cannot forge a line or drive the terminal. The one
+    escaping of every table, status line and error message; JSON output stays exact."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    raw = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return "".join(c if c.isprintable() or c == " " else c.encode("unicode_escape").decode("ascii")
+                   for c in raw)
+
+
+#: tensor names, as they have been escaped since the first release
+display_name = escape
+
+
 def note(message: str) -> None:
-    """An informational line on stderr (totals, summaries); not shown with --quiet."""
+    """An informational line on stderr (status, totals, summaries); not shown with --quiet."""
     if not quiet():
-        click.echo(message, err=True)
+        click.echo(escape(message), err=True)
+
+
+def warn(message: str) -> None:
+    """``ckptool: warning: ...`` on stderr; not shown with --quiet."""
+    note(f"ckptool: warning: {message}")
+
+
+def error(message: str) -> None:
+    """``ckptool: error: ...``, one line on stderr (always, --quiet too)."""
+    click.echo(f"ckptool: error: {escape(message)}", err=True)
 
 
 def human_bytes(n: int | None) -> str:
@@ -110,13 +155,3 @@ def human_count(n: int) -> str:
 
 def format_shape(shape) -> str:
     return "[" + ",".join(str(d) for d in shape) + "]"
-
-
-def display_name(name: str) -> str:
-    """A tensor name safe for one line of text: bytes that are not UTF-8 as \\xNN,
-    control characters escaped (as ``ls -b`` does), so one variable stays one line."""
-    if name.isprintable():
-        return name
-    raw = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    return "".join(c if c.isprintable() or c == " " else c.encode("unicode_escape").decode("ascii")
-                   for c in raw)

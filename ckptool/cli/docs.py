@@ -29,9 +29,10 @@ SHELLS = {"ckptool.bash": BashComplete, "_ckptool": ZshComplete, "ckptool.fish":
 
 EXIT_STATUS = (
     "0 on success; 1 when the data or the file system is at fault (a missing, truncated or "
-    "corrupt checkpoint, a failed verification, a refused operation, or for diff: the "
-    "checkpoints differ); 2 for a usage error. Errors are one line on standard error, "
-    "starting 'ckptool: error:'."
+    "corrupt checkpoint, a failed verification, a refused operation); 2 for a usage error, "
+    "including a bad argument ckptool finds (a regular expression, a rule, a --cast spec). "
+    "diff, as diff(1): 0 equal, 1 different, 2 trouble (a side cannot be read). Errors are one "
+    "line on standard error, starting 'ckptool: error:'."
 )
 ENVIRONMENT = [
     ("NO_COLOR", "Set (to any value): no colour in the output."),

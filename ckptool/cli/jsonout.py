@@ -13,6 +13,7 @@ alone would make the text grow with the square of the depth). Scalars go through
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -36,10 +37,13 @@ def depth_of(doc: Any) -> int:
 
 
 def dumps(doc: Any, *, ensure_ascii: bool, default: Callable[[Any], Any]) -> str:
-    """``doc`` as JSON text (non-finite floats refused, as ``allow_nan=False``)."""
+    """``doc`` as JSON text; a non-finite float is the string "NaN", "Infinity" or
+    "-Infinity" (JSON has no such numbers; protobuf's JSON mapping writes them so)."""
     indent = 2 if depth_of(doc) <= INDENT_DEPTH else None
 
     def scalar(value: Any) -> str:
+        if isinstance(value, float) and not math.isfinite(value):
+            value = "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
         return json.dumps(value, ensure_ascii=ensure_ascii, allow_nan=False)
 
     def newline(level: int) -> str:

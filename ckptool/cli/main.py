@@ -1,6 +1,6 @@
 """The top-level ``ckptool`` group, global options, and error handling.
 
-Exit codes (README, ): 0 success; 1 the data or file system is at fault
+Exit codes (CONTRACT.md): 0 success; 1 the data or file system is at fault
 (a ckptool error, a failed verification, a refused operation); 2 usage.
 """
 
@@ -14,7 +14,8 @@ import warnings
 import click
 
 from ckptool import __version__
-from ckptool.errors import CkptError, CkptWarning
+from ckptool.cli.common import Settings, error, escape, warn
+from ckptool.errors import CkptError, CkptWarning, UsageError
 
 #: subcommand -> module under ckptool.cli.commands (imported on first use, so
 #: that `ckptool --version` and `--help` stay fast).
@@ -50,7 +51,7 @@ class LazyGroup(click.Group):
         if name not in COMMANDS:
             return None
         mod = self._module(name)
-        return None if mod is None else mod.command
+        return None if mod is None else with_global_flags(mod.command)
 
     def invoke(self, ctx):
         try:
@@ -64,32 +65,64 @@ class _PipeClosed(Exception):
     pass
 
 
-class Settings:
-    def __init__(self, debug: bool, quiet: bool):
-        self.debug = debug
-        self.quiet = quiet
+#: The global flags: (declarations, Settings attribute, help). The group takes them before the
+#: subcommand and every subcommand after it (`ckptool prune DIR -q` == `ckptool -q prune DIR`).
+GLOBAL_FLAGS = (
+    (("-q", "--quiet"), "quiet", "Print no status lines, warnings or progress: only data and errors."),
+    (("-v", "--verbose"), "verbose", "Say more (prune: the table even when nothing is deleted)."),
+    (("--debug",), "debug", "Show a full traceback on error."),
+    (("--no-color",), "no_color", "No colour, even on a terminal (as NO_COLOR)."),
+)
+
+
+def _set_flag(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        root = ctx.find_root()
+        if not isinstance(root.obj, Settings):
+            root.obj = Settings()
+        setattr(root.obj, param.name, True)
+
+
+def _global_options() -> list[click.Option]:
+    return [click.Option([*decls, attr], is_flag=True, expose_value=False, is_eager=True, callback=_set_flag,
+                         help=help) for decls, attr, help in GLOBAL_FLAGS]
+
+
+def with_global_flags(command: click.Command) -> click.Command:
+    """``command`` with the global flags among its options (added once)."""
+    if not getattr(command, "_ckptool_global_flags", False):
+        command.params.extend(_global_options())
+        command._ckptool_global_flags = True  # type: ignore[attr-defined]
+    return command
+
+
+def _group_flags(f):
+    for decls, attr, help in reversed(GLOBAL_FLAGS):
+        f = click.option(*decls, attr, is_flag=True, expose_value=False, is_eager=True, callback=_set_flag,
+                         help=help)(f)
+    return f
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, "--version", prog_name="ckptool", message="%(prog)s %(version)s")
-@click.option("--debug", is_flag=True, help="Show a full traceback on error.")
-@click.option("-q", "--quiet", is_flag=True, help="Print no warnings or progress, only data and errors.")
+@_group_flags
 @click.pass_context
-def cli(ctx: click.Context, debug: bool, quiet: bool) -> None:
+def cli(ctx: click.Context) -> None:
     """Read, write, inspect, convert, prune and rename TensorFlow checkpoints, without TensorFlow.
 
     CHECKPOINT arguments accept a prefix (runs/ckpt-5), its .index or any
     .data-* file, a directory with a 'checkpoint' state file (its latest
     checkpoint), a directory holding one checkpoint, or a SavedModel directory.
+    The options below work before and after the subcommand.
     """
-    ctx.obj = Settings(debug, quiet)
-    _install_warning_printer(quiet)
+    if not isinstance(ctx.obj, Settings):
+        ctx.obj = Settings()
+    _install_warning_printer()
 
 
-def _install_warning_printer(quiet: bool) -> None:
+def _install_warning_printer() -> None:
     def show(message, category, filename, lineno, file=None, line=None):
-        if not quiet:
-            click.echo(f"ckptool: warning: {message}", err=True)
+        warn(str(message))  # reads --quiet when the warning comes: the flag may follow the subcommand
 
     warnings.showwarning = show
     warnings.simplefilter("always", CkptWarning)
@@ -97,16 +130,18 @@ def _install_warning_printer(quiet: bool) -> None:
 
 def main(argv=None) -> None:
     args = sys.argv[1:] if argv is None else argv
-    debug = "--debug" in args
+    settings = Settings(debug="--debug" in args)  # the parsed flags refine it
     _on_sigterm()
     try:
-        cli.main(args=args, prog_name="ckptool", standalone_mode=False)
+        cli.main(args=args, prog_name="ckptool", standalone_mode=False, obj=settings)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.Abort:
         click.echo("ckptool: aborted", err=True)
         sys.exit(130)
     except click.ClickException as exc:
+        message = escape(exc.format_message())  # a value given on the command line may hold a newline
+        exc.format_message = lambda: message  # type: ignore[method-assign]
         exc.show()
         sys.exit(exc.exit_code)
     except (BrokenPipeError, _PipeClosed):
@@ -115,20 +150,21 @@ def main(argv=None) -> None:
         click.echo("ckptool: interrupted", err=True)
         sys.exit(130)
     except CkptError as exc:
-        if debug:
+        if settings.debug:
             raise
-        click.echo(f"ckptool: error: {exc}", err=True)
-        sys.exit(1)
+        error(str(exc))
+        # a bad argument the library finds (a regex, a rule, a cast spec) is a usage error, as click's own
+        sys.exit(2 if isinstance(exc, UsageError) else settings.error_status)
     except Failed as exc:
         if exc.message:
-            click.echo(f"ckptool: error: {exc.message}", err=True)
-        sys.exit(1)
+            error(exc.message)
+        sys.exit(exc.status)
     except OSError as exc:  # the file system is at fault: one line too (permissions, disk full, ...)
-        if debug:
+        if settings.debug:
             raise
         where = f"{exc.filename}: " if exc.filename else ""
-        click.echo(f"ckptool: error: {where}{exc.strerror or exc}", err=True)
-        sys.exit(1)
+        error(f"{where}{exc.strerror or exc}")
+        sys.exit(settings.error_status)
     else:
         _flush_or_quiet()
     finally:
@@ -150,11 +186,13 @@ def _on_sigterm() -> None:
 
 
 class Failed(Exception):
-    """Raised by a command to exit 1 after it has printed what went wrong."""
+    """Raised by a command to exit ``status`` (1) after it has printed what went wrong;
+    ``message``, if any, is printed as the error line."""
 
-    def __init__(self, message: str = ""):
+    def __init__(self, message: str = "", status: int = 1):
         super().__init__(message)
         self.message = message
+        self.status = status
 
 
 def _flush_or_quiet() -> None:

@@ -16,9 +16,13 @@ def progress_bar(description: str):
     import os
 
     from rich.console import Console
+    from rich.markup import escape as no_markup
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
-    console = Console(stderr=True, no_color="NO_COLOR" in os.environ)
+    from ckptool.cli.common import escape, settings
+
+    description = no_markup(escape(description))  # a path is neither a line break nor rich markup
+    console = Console(stderr=True, no_color="NO_COLOR" in os.environ or settings().no_color)
     bar = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(binary_units=True),
                    TransferSpeedColumn(), TimeRemainingColumn(), console=console, transient=True)
     task = bar.add_task(description, total=None)

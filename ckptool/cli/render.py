@@ -6,11 +6,12 @@ from typing import Any
 
 import click
 
-from ckptool.cli.common import display_name, format_shape, human_bytes, human_count, note, style
+from ckptool.cli.common import display_name, error, format_shape, human_bytes, human_count, note, style
 
 
 def _table(header, rows, right=()) -> list[str]:
     """Columns padded with spaces (greppable, awk-able); the last column is not padded."""
+    rows = [tuple(display_name(c) for c in r) for r in rows]  # one row, one line
     widths = [max([len(header[i])] + [len(r[i]) for r in rows]) for i in range(len(header))]
 
     last = len(header) - 1
@@ -38,6 +39,7 @@ def print_variables(variables) -> None:
 def _kv(pairs) -> None:
     width = max(len(k) for k, _ in pairs)
     for k, v in pairs:
+        v = display_name(v)  # a value from a file (a .meta's TF version) stays on its line
         click.echo(f"{style(k.ljust(width), bold=True)}  {v}" if k else f"{' ' * width}  {v}")
 
 
@@ -131,7 +133,7 @@ def print_stats(rows: list[dict]) -> None:
 
 def print_verify(report) -> None:
     for p in report.problems:
-        click.echo(f"ckptool: error: {p.error}", err=True)
+        error(p.error)
     if report.ok:
         click.echo(f"ok: {report.tensors} tensors, {report.bytes} bytes read, every checksum matches")
     else:
@@ -190,7 +192,7 @@ def print_tree(root, depth: int | None, title: str) -> None:
 
 
 def _node_label(node, depth, level, title=None) -> str:
-    label = title if title is not None else display_name(node.name)
+    label = display_name(title if title is not None else node.name)
     if node.owned_slots:
         label += f" (+{node.owned_slots} slots)"
     has_more = bool(node.children or node.attributes or node.slots)

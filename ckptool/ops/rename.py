@@ -49,7 +49,7 @@ def make_rule(old: str, new: str) -> Rule:
         pat = old[3:]
         try:
             return Rule(REGEX, pat, new, re.compile(pat))
-        except re.error as exc:
+        except (re.error, OverflowError, RecursionError) as exc:
             raise UsageError(f"bad regular expression in rule {old!r}: {exc}") from None
     if old == "/":
         if new != "/" and not new.endswith("/"):
@@ -109,7 +109,7 @@ class Renamer:
                 try:
                     return m.expand(r.new)
                 except (re.error, IndexError) as exc:
-                    raise CkptError(f"rule {r.text()!r} on {name!r}: {exc}") from None
+                    raise UsageError(f"rule {r.text()!r} on {name!r}: {exc}") from None
         return name
 
     def unused(self) -> list[str]:

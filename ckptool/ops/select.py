@@ -6,7 +6,7 @@ import fnmatch
 import re
 from collections.abc import Callable, Iterable
 
-from ckptool.errors import CkptError
+from ckptool.errors import UsageError
 
 
 def compile_filter(globs: Iterable[str] = (), regex: str | None = None) -> Callable[[str], bool]:
@@ -14,8 +14,8 @@ def compile_filter(globs: Iterable[str] = (), regex: str | None = None) -> Calla
     pats = [re.compile(fnmatch.translate(g)) for g in globs]
     try:
         rx = re.compile(regex) if regex else None
-    except re.error as exc:
-        raise CkptError(f"bad regular expression {regex!r}: {exc}") from None
+    except (re.error, OverflowError, RecursionError) as exc:  # '[', 'a{99999999999}', '((((...'
+        raise UsageError(f"--regex {regex!r}: bad regular expression: {exc}") from None
 
     def keep(name: str) -> bool:
         if pats and not any(p.match(name) for p in pats):

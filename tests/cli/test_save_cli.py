@@ -56,7 +56,8 @@ def test_save_npz_npy(capsys, tmp_path, srcs):
 
 def test_save_text_output(capsys, tmp_path, srcs):
     code, out, err = run(capsys, "save", str(tmp_path / "ck"), "--from", str(srcs / "step.npy"), "--no-state")
-    assert code == 0 and out.startswith(f"saved {tmp_path / 'ck'}: 1 variables, 8 B in 2 files")
+    # a status line: stderr; stdout carries data only (none here)
+    assert code == 0 and out == "" and err.startswith(f"saved {tmp_path / 'ck'}: 1 variables, 8 B in 2 files")
 
 
 def test_save_safetensors_keeps_bfloat16_and_float8(capsys, tmp_path):
@@ -220,7 +221,7 @@ def test_state_update_calls_the_retention_engine(capsys, tmp_path, srcs, monkeyp
     assert json.loads(out)["retention"] == {"kept": [prefix + "-3"], "deleted": ["old-1"], "preserved": []}
     code, out, err = run(capsys, "save", prefix, "--from", str(srcs / "step.npy"), "--global-step", "4",
                          "--max-to-keep", "0")
-    assert code == 0 and "deleted old-1" in out
+    assert code == 0 and "deleted old-1" in err and out == ""  # status: stderr
     assert calls[-1][2] is None and calls[-1][3] is None  # 0 keeps all; no hours unless asked
 
 

@@ -127,7 +127,7 @@ def test_cli_json_and_exit_codes(tmp_path, capsys):
     assert doc["dry_run"] and doc["removed"][0]["checkpoint"] == str(d / "ckpt-1")
     assert doc["directories"][0]["state_file"] == "updated" and doc["bytes_freed"] > 0
     code, out, err = run(capsys, "rm", d / "ckpt-1", d / "ckpt-3", "--force")
-    assert code == 0 and "removed" in out and "latest is now ckpt-2" in err
+    assert code == 0 and "removed" in err and out == "" and "latest is now ckpt-2" in err  # status: stderr
     assert read_state(str(d)).all_model_checkpoint_paths == ["ckpt-2"]
     code, out, err = run(capsys, "rm", d / "nope")
     assert code == 1 and "nope" in err

@@ -36,14 +36,10 @@ def command(inputs: tuple[str, ...], out: str, last: int | None, strip_optimizer
       ckptool average runs/ --last 5 -o avg/ckpt
       ckptool average runs/ckpt-8 runs/ckpt-9 runs/ckpt-10 -o avg/ckpt --strip-optimizer
     """
-    from ckptool.errors import UsageError
     from ckptool.ops.average import average
 
-    try:
-        res = average(inputs, out, last=last, strip_optimizer=strip_optimizer, force=force, num_shards=shards,
-                      dry_run=dry_run)
-    except UsageError as exc:
-        raise click.UsageError(str(exc)) from None
+    res = average(inputs, out, last=last, strip_optimizer=strip_optimizer, force=force, num_shards=shards,
+                  dry_run=dry_run)  # a UsageError (a checkpoint given twice, ...) exits 2 from main()
     if as_json:
         emit_json(res.to_json())
         return

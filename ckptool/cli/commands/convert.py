@@ -10,6 +10,7 @@ from ckptool.cli.common import (
     human_bytes,
     json_option,
     note,
+    warn,
 )
 
 
@@ -60,28 +61,23 @@ def command(src: str, dst: str, to: str | None, match: tuple[str, ...], exclude:
       ckptool convert runs/ckpt-9 half/ckpt-9 --cast float32=bfloat16
     """
     from ckptool.cli.progress import progress_bar
-    from ckptool.errors import UsageError
     from ckptool.ops.cast import parse_casts
     from ckptool.ops.convert import convert
 
-    try:
-        cast_map = parse_casts(casts)
-    except UsageError as exc:
-        raise click.BadParameter(str(exc), param_hint="--cast") from None
-    try:
-        with progress_bar(f"convert {dst}") as bar:
-            result = convert(src, dst, to=to, match=match, exclude=exclude, num_shards=shards,
-                             keep_slices=keep_slices, force=force, skip_unsupported=skip_unsupported,
-                             casts=cast_map, allow_overflow=allow_overflow, names=names, progress=bar)
-    except UsageError as exc:  # a DST suffix ckptool does not write, --names short elsewhere: exit 2
-        raise click.UsageError(str(exc)) from None
+    # a bad --cast spec, a DST suffix ckptool does not write, --names short elsewhere: the library
+    # raises UsageError, which main() reports in one line with exit status 2
+    cast_map = parse_casts(casts)
+    with progress_bar(f"convert {dst}") as bar:
+        result = convert(src, dst, to=to, match=match, exclude=exclude, num_shards=shards,
+                         keep_slices=keep_slices, force=force, skip_unsupported=skip_unsupported,
+                         casts=cast_map, allow_overflow=allow_overflow, names=names, progress=bar)
     if as_json:
         emit_json(result.to_json())
         return
     for name in result.skipped:
         note(f"skipped {name}")
     for name, n in result.overflow.items():
-        note(f"ckptool: warning: {name}: {n} values overflowed to inf in the cast")
+        warn(f"{name}: {n} values overflowed to inf in the cast")
     cast = f", {len(result.cast)} cast" if result.cast else ""
     note(f"converted {src} -> {result.dst} ({result.format}): {result.tensors} tensors{cast}, "
          f"{human_bytes(result.nbytes)} in {len(result.files)} files")

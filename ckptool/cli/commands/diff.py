@@ -23,16 +23,19 @@ def command(a: str, b: str, atol: float, as_json: bool) -> None:
     absolute difference). A totals line goes to stderr.
 
     \b
-    Exit status: 0 when A and B hold the same names, dtypes, shapes and
-    values (within --atol); 1 when they differ, and also on any error
-    (one 'ckptool: error:' line on stderr tells the two apart); 2 for a
-    usage error.
+    Exit status, as diff(1) and cmp(1): 0 when A and B hold the same
+    names, dtypes, shapes and values (within --atol); 1 when they differ;
+    2 for trouble: either side cannot be read (one 'ckptool: error:' line
+    on stderr), or a usage error.
     """
     import ckptool
     from ckptool.cli import render
+    from ckptool.cli.common import settings
     from ckptool.cli.main import Failed
     from ckptool.cli.progress import progress_bar
     from ckptool.ops.diff import diff
+
+    settings().error_status = 2  # trouble is 2; 1 means "they differ"
 
     with ckptool.open(a) as ca, ckptool.open(b) as cb:
         with progress_bar("comparing") as bar:

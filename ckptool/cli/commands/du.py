@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ckptool.cli.commands.prune import _duration
-from ckptool.cli.common import emit_json, human_bytes, json_option
+from ckptool.cli.common import emit_json, error, escape, human_bytes, json_option
 
 
 def _age(seconds):
@@ -56,7 +56,7 @@ def command(root: str, max_to_keep: int, keep_every_n_hours, keep_steps_every, m
         emit_json({"root": root, "directories": [r.to_json() for r in rows], "total": total})
     else:
         head = ("DIRECTORY", "CHECKPOINTS", "SIZE", "TEMP", "LATEST", "AGE", "WOULD FREE")
-        table = [(r.directory, str(r.checkpoints), human_bytes(r.bytes),
+        table = [(escape(r.directory), str(r.checkpoints), human_bytes(r.bytes),
                   human_bytes(r.temp_bytes) if r.temp_files else "-",
                   "-" if r.latest_step is None else str(r.latest_step), _age(r.latest_age),
                   "error" if r.error else human_bytes(r.would_free)) for r in rows]
@@ -67,6 +67,6 @@ def command(root: str, max_to_keep: int, keep_every_n_hours, keep_steps_every, m
         for t in [head] + table:
             click.echo("  ".join([t[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(t[1:], widths[1:])]).rstrip())
     for r in errors:
-        click.echo(f"ckptool: error: {r.error}", err=True)
+        error(r.error)
     if errors:
         raise Failed()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ckptool.cli.common import emit_json, human_bytes, json_option, note
+from ckptool.cli.common import emit_json, error, escape, human_bytes, json_option, note, verbose
 from ckptool.cli.keep_best import best_options, best_spec, note_without_value, reason  # keep-best
 
 
@@ -130,19 +130,12 @@ def command(directory: str, max_to_keep: int, keep_every_n_hours: float | None, 
                    clean_temp=clean_temp, best=best)
     if as_json:
         emit_json(result.to_json())
-    elif result.deleted or result.temp_deleted or result.failed or dry_run or _verbose():
-        render_result(result)
+    elif result.deleted or result.temp_deleted or result.failed or dry_run or verbose():
+        render_result(result)  # with nothing deleted, nothing at all (cron mails every line)
     for f in result.failed:
-        click.echo(f"ckptool: error: {f['path']}: cannot delete: {f['error']}", err=True)
+        error(f"{f['path']}: cannot delete: {f['error']}")
     if result.failed:
         raise Failed(f"{len(result.failed)} files could not be deleted")
-
-
-def _verbose() -> bool:
-    """-v (the global flag; read from the settings the CLI keeps)."""
-    from ckptool.cli.common import settings
-
-    return bool(getattr(settings(), "verbose", False))
 
 
 def render_result(result, prefix: str = "") -> None:
@@ -151,6 +144,7 @@ def render_result(result, prefix: str = "") -> None:
     rows += [(p, "would delete" if result.dry_run else "deleted", "") for p in result.deleted]
     rows += [(p, "skipped", "outside the directory") for p in result.skipped]
     rows += [(p, "would delete" if result.dry_run else "deleted", "temporary") for p in result.temp_deleted]
+    rows = [(escape(p), action, escape(why)) for p, action, why in rows]
     width = max((len(r[0]) for r in rows), default=10)
     aw = max((len(r[1]) for r in rows), default=4)
     for path, action, why in rows:
@@ -168,7 +162,7 @@ def _recursive(root, max_to_keep, keep_every_n_hours, keep_steps_every, min_age,
 
     def progress(i, n, d):
         if stderr_is_terminal() and not quiet():
-            click.echo(f"\r[{i + 1}/{n}] {d[-60:]:<60}", err=True, nl=False)
+            click.echo(f"\r[{i + 1}/{n}] {escape(d)[-60:]:<60}", err=True, nl=False)
 
     tree = prune_tree(root, max_to_keep=max_to_keep or None, keep_every_n_hours=keep_every_n_hours,
                       keep_steps_every=keep_steps_every, min_age=min_age, keep=pinned, exclude=exclude, scan=scan,
@@ -178,8 +172,8 @@ def _recursive(root, max_to_keep, keep_every_n_hours, keep_steps_every, min_age,
     anything = any(r.deleted or r.temp_deleted or r.failed for r in tree.runs.values())
     if as_json:
         emit_json(tree.to_json())
-    elif anything or dry_run or _verbose():
-        rows = [(d, str(len(r.kept)), str(len(r.deleted)), str(len(r.preserved)), human_bytes(r.bytes_freed))
+    elif anything or dry_run or verbose():
+        rows = [(escape(d), str(len(r.kept)), str(len(r.deleted)), str(len(r.preserved)), human_bytes(r.bytes_freed))
                 for d, r in tree.runs.items()]
         t = tree.total()
         head = ("DIRECTORY", "KEPT", "TO DELETE" if dry_run else "DELETED", "PRESERVED",
@@ -189,6 +183,6 @@ def _recursive(root, max_to_keep, keep_every_n_hours, keep_steps_every, min_age,
         for r in [head] + rows:
             click.echo("  ".join([r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:], widths[1:])]))
     for _d, msg in tree.errors.items():
-        click.echo(f"ckptool: error: {msg}", err=True)
+        error(msg)
     if tree.errors:
         raise Failed(f"{len(tree.errors)} of {len(tree.runs) + len(tree.errors)} directories failed")

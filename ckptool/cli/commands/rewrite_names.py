@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ckptool.cli.common import checkpoint_argument, display_name, emit_json, json_option, note
+from ckptool.cli.common import checkpoint_argument, display_name, emit_json, json_option, note, warn
 
 
 @click.command("rewrite-names")
@@ -81,24 +81,26 @@ def command(src: str, dst: str, map_file: str | None, rules: tuple[str, ...], dr
     from ckptool.errors import UsageError
     from ckptool.ops.rename import parse_map, parse_rule, rewrite_names
 
-    parsed = []
+    parsed = []  # a bad map or rule is a UsageError: one line naming the option, exit 2 (main())
     try:
         if map_file is not None:
+            where = f"--map {map_file}"
             parsed += parse_map(_read_map(map_file))
-        parsed += [parse_rule(r) for r in rules]
+        for r in rules:
+            where = "--rule"
+            parsed.append(parse_rule(r))
     except UsageError as exc:
-        raise click.BadParameter(str(exc), param_hint="--map" if map_file and not rules else "--rule") from None
+        raise UsageError(f"{where}: {exc}") from None
     if not (parsed or drops or strip_optimizer or template):
         raise click.UsageError("nothing to do: give --map, --rule, --drop, --strip-optimizer or --template")
     plan = rewrite_names(src, dst, parsed, drop=drops, strip_optimizer=strip_optimizer, strict=strict,
                          template=template, dry_run=dry_run, force=force, compact=compact,
                          allow_unused=allow_unused, allow_missing=allow_missing)
     for rule in plan.unmatched_rules:
-        note(f"ckptool: warning: {rule} matches no variable")
+        warn(f"{rule} matches no variable")
     if plan.template:
         for name in plan.template["missing"]:
-            click.echo(f"ckptool: warning: {display_name(name)} keeps the template's value (SRC fills "
-                       "nothing there)", err=True)
+            warn(f"{name} keeps the template's value (SRC fills nothing there)")
     if as_json:
         emit_json(plan.to_json())
         return
@@ -131,5 +133,5 @@ def _read_map(path: str):
             return json.load(f)
     except OSError as exc:
         raise CkptError(f"{path}: cannot read the assignment map: {exc.strerror}") from None
-    except ValueError as exc:
+    except ValueError as exc:  # a file that does not parse is at fault, as a corrupt one (exit 1)
         raise CkptError(f"{path}: not a JSON assignment map: {exc}") from None

@@ -45,9 +45,11 @@ def command(checkpoints: tuple[str, ...], force: bool, dry_run: bool, as_json: b
         emit_json(result.to_json())
         return
     verb = "would remove" if dry_run else "removed"
+    # the plan is the data of a dry run (stdout); after a real run, status (stderr)
+    out = click.echo if dry_run else note
     for r in result.removed:
         extra = " (latest)" if r.latest else ""
-        click.echo(f"{verb} {display_name(r.checkpoint)}{extra}  {len(r.files)} files, {human_bytes(r.bytes)}")
+        out(f"{verb} {display_name(r.checkpoint)}{extra}  {len(r.files)} files, {human_bytes(r.bytes)}")
     for d in result.directories:
         if d.state_file in ("updated", "removed"):
             what = "would be" if dry_run else "was"

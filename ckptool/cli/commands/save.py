@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ckptool.cli.common import emit_json, human_bytes, json_option
+from ckptool.cli.common import emit_json, human_bytes, json_option, note
 
 
 @click.command("save")
@@ -52,8 +52,9 @@ def command(prefix: str, sources: tuple[str, ...], global_step: int | None, pad_
     if as_json:
         emit_json(result.to_json())
         return
-    click.echo(f"saved {result.prefix}: {result.variables} variables, {human_bytes(result.nbytes)} "
-               f"in {len(result.files)} files")
+    # status, not data: stderr (stdout stays empty, so it can be piped)
+    note(f"saved {result.prefix}: {result.variables} variables, {human_bytes(result.nbytes)} "
+         f"in {len(result.files)} files")
     if result.retention is not None:
         for p in result.retention.deleted:
-            click.echo(f"deleted {p}")
+            note(f"deleted {p}")

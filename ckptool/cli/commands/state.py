@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import datetime
-
 import click
 
-from ckptool.cli.common import emit_json, json_option, note
+from ckptool.cli.common import emit_json, escape, json_option, note
 
 
 @click.command("state")
@@ -54,12 +52,21 @@ def command(directory: str, rebuild: bool, relative: bool, dry_run: bool, as_jso
     if as_json:
         emit_json(doc)
         return
-    click.echo(f"latest: {doc['model_checkpoint_path']}")
+    click.echo(f"latest: {escape(doc['model_checkpoint_path'])}")
     for e in doc["entries"]:
-        when = "-" if e["timestamp"] is None else datetime.datetime.fromtimestamp(
-            e["timestamp"], datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-        click.echo(f"  {e['path']}  {when}{'' if e['exists'] else '  (missing)'}")
+        click.echo(f"  {escape(e['path'])}  {_when(e['timestamp'])}{'' if e['exists'] else '  (missing)'}")
     if doc["last_preserved_timestamp"]:
-        lp = datetime.datetime.fromtimestamp(doc["last_preserved_timestamp"], datetime.timezone.utc)
-        click.echo(f"last preserved: {lp.strftime('%Y-%m-%d %H:%M:%S UTC')}")
+        click.echo(f"last preserved: {_when(doc['last_preserved_timestamp'])}")
 
+
+def _when(ts: float | None) -> str:
+    """A state-file timestamp as UTC time; "-" when there is none (or it is NaN or infinite),
+    the raw number when it names no representable time (1e300, -1e18: a file can hold any)."""
+    from ckptool.ops.summary import iso_time
+
+    if ts is None:
+        return "-"
+    iso = iso_time(ts)
+    if iso is None:
+        return f"{ts!r} (not a valid time)"
+    return iso.replace("T", " ").replace("Z", " UTC")
