@@ -1,7 +1,7 @@
 """The top-level ``ckptool`` group, global options, and error handling.
 
-Exit codes (CONTRACT.md): 0 success; 1 the data or file system is at fault
-(a ckptool error, a failed verification, a refused operation); 2 usage.
+Exit codes (README.md): 0 success; 1 the data or file system is at fault
+(a ckptool error, a failed verification, a refused operation); 2 usage (diff, as diff(1): 1 different, 2 trouble).
 """
 
 from __future__ import annotations
