@@ -345,13 +345,15 @@ def _prefix_of(rel: str) -> str:
 def _roles(argv: list[str], op: str, names: list[str], latest_known: bool) -> dict:
     """Which prefix of run/ the command reads (protect) and which it may write (dst)."""
     protect, dst = [], None
-    srcs = [a for a in argv[1:3] if a.startswith("{D}/run")] if op in READ_ONLY else []
+    writes = op.startswith("convert") or op == "rewrite"
+    # The source is argv[1] of a writing command (argv[2] is its destination, never a source).
+    srcs = [a for a in argv[1:2 if writes else 3] if a.startswith("{D}/run")] if op in READ_ONLY else []
     for a in srcs[:1]:
         if a.startswith(("{D}/run/ckpt-", "{D}/runlink/ckpt-")):
             protect.append(_prefix_of(a))
         elif a in ("{D}/run", "{D}/runlink") and latest_known:
             protect.append(names[-1])
-    if op.startswith("convert") or op == "rewrite":
+    if writes:
         target = argv[2]
         if target.startswith(("{D}/run/", "{D}/runlink/")):
             dst = _prefix_of(target)
