@@ -67,6 +67,7 @@ def command(root: str, max_to_keep: int, keep_every_n_hours, keep_steps_every, m
         for t in [head] + table:
             click.echo("  ".join([t[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(t[1:], widths[1:])]).rstrip())
     for r in errors:
-        error(r.error)
+        if r.error:
+            error(r.error)
     if errors:
         raise Failed()
