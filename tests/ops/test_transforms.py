@@ -298,6 +298,9 @@ def _copy(src, dst):
     return str(dst)
 
 
+# Peak RSS in MB of this process's own address space: VmHWM. Not ru_maxrss, which on Linux
+# keeps the high-water mark of the forked copy of the parent across exec (a pytest process
+# grown to 600 MB by earlier tests would be reported as the child's peak).
 _PEAK = """
 import resource, sys
 from ckptool.cli.main import main
@@ -305,7 +308,11 @@ try:
     main(sys.argv[1:])
 except SystemExit as e:
     assert not e.code, e.code
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+try:
+    with open("/proc/self/status") as f:
+        print(next(int(ln.split()[1]) for ln in f if ln.startswith("VmHWM:")) // 1024)
+except OSError:
+    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
 """
 
 
