@@ -14,6 +14,8 @@ from ckptool.ops import prune as P
 T0 = 1_700_000_000.0
 
 
+from lockholder import lock_held_elsewhere  # noqa: E402
+
 from clirun import run  # noqa: E402
 
 
@@ -255,31 +257,13 @@ def test_a_killed_prune_is_finished_from_its_journal(tmp_path):
     assert indexes(d) == ["ckpt-3", "ckpt-4"] and not (d / P.JOURNAL).exists()
 
 
-def _hold_lock(d, ready, release):
-    from ckptool.io.lock import DirLock
-
-    with DirLock(str(d)):
-        ready.set()
-        release.wait(30)
-
-
 def test_lock_keeps_two_prunes_apart(tmp_path, capsys):
-    import multiprocessing
-
     d = make(tmp_path / "run", range(1, 4))
-    ctx = multiprocessing.get_context("fork")
-    ready, release = ctx.Event(), ctx.Event()
-    child = ctx.Process(target=_hold_lock, args=(d, ready, release))
-    child.start()
-    try:
-        assert ready.wait(30)
+    with lock_held_elsewhere(d):
         with pytest.raises(RefusedError, match="lock"):
             P.prune(str(d), max_to_keep=1)
         P.prune(str(d), max_to_keep=1, dry_run=True)  # a dry run takes no lock
         assert indexes(d) == ["ckpt-1", "ckpt-2", "ckpt-3"]
-    finally:
-        release.set()
-        child.join(30)
     P.prune(str(d), max_to_keep=1)
     assert indexes(d) == ["ckpt-3"]
 

@@ -2,12 +2,12 @@
 
 import errno
 import json
-import multiprocessing
 import os
 import shutil
 
 import numpy as np
 import pytest
+from lockholder import lock_held_elsewhere
 
 import ckptool
 from ckptool.errors import CkptError
@@ -258,14 +258,6 @@ def test_a_full_disk_still_frees_space_and_leaves_a_valid_state(tmp_path, monkey
     assert not any(".tmp" in n for n in os.listdir(d))
 
 
-def _hold(d, ready, release):
-    from ckptool.io.lock import DirLock
-
-    with DirLock(str(d)):
-        ready.set()
-        release.wait(30)
-
-
 def test_lock_is_waited_for_and_opened_read_only_with_the_umask(tmp_path, monkeypatch):
     from ckptool.io.lock import LOCK_FILENAME, DirLock
 
@@ -287,21 +279,13 @@ def test_lock_is_waited_for_and_opened_read_only_with_the_umask(tmp_path, monkey
     assert any(p == LOCK_FILENAME or str(p).endswith(LOCK_FILENAME) for p, f in flags)
     assert all(f & (os.O_WRONLY | os.O_RDWR) == 0 for p, f in flags if str(p).endswith(LOCK_FILENAME))
     # a writer waits (bounded) for a prune holding the lock, then proceeds
-    ctx = multiprocessing.get_context("fork")
-    ready, release = ctx.Event(), ctx.Event()
-    child = ctx.Process(target=_hold, args=(d, ready, release))
-    child.start()
-    try:
-        assert ready.wait(30)
+    with lock_held_elsewhere(d) as release:
         with pytest.raises(CkptError, match="lock"):
             P.prune(str(d), max_to_keep=1, lock_timeout=0.1)
         import threading
 
         threading.Timer(0.2, release.set).start()
         P.prune(str(d), max_to_keep=1, lock_timeout=30)
-    finally:
-        release.set()
-        child.join(30)
     assert indexes(d) == ["ckpt-3"]
 
 
