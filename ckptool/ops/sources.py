@@ -12,15 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ckptool.ops.convert_src import (  # noqa: F401 - re-exported: callers name them sources.*
-    CHECKPOINT,
-    NPY,
-    NPZ,
-    SAFETENSORS,
-    RawTensor,
-    kind_of,
-    open_specs,
-)
+from ckptool.ops.convert_src import RawTensor, kind_of, open_specs
 
 
 class Source:
