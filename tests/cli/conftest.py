@@ -1,5 +1,6 @@
-"""Fixtures of the CLI tests: the bundled example copied into a scratch directory, and
-ckptool's own entry point run in-process (its error handling and exit codes included)."""
+"""Fixtures of the CLI tests: the bundled example copied into a scratch directory, the
+bytes of a tree (to prove a command changed nothing), and ckptool's own entry point run
+in-process (its error handling and exit codes included)."""
 
 import pathlib
 import shutil
@@ -18,6 +19,14 @@ def example(tmp_path) -> pathlib.Path:
     d = tmp_path / "runs"
     shutil.copytree(EXAMPLE, d)
     return d
+
+
+@pytest.fixture
+def tree_bytes():
+    """``tree_bytes(d)`` -> {relative path: bytes} of every file below ``d``."""
+    def snapshot(d: pathlib.Path) -> dict:
+        return {p.relative_to(d): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
+    return snapshot
 
 
 @pytest.fixture

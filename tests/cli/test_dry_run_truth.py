@@ -3,14 +3,10 @@ document equals the one the real run then prints (counts, bytes, files, decision
 for ``dry_run`` itself and what only a write can know; and the dry run changed no byte."""
 
 import json
-import pathlib
-import shutil
 
 import pytest
 
 from clirun import completed
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 # argv after "ckptool", run in a directory holding a copy of the example at runs/.
 COMMANDS = {
@@ -26,24 +22,19 @@ COMMANDS = {
 WRITE_ONLY = {"files"}
 
 
-def _snapshot(d: pathlib.Path) -> dict:
-    return {p.relative_to(d): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
-
-
 @pytest.mark.parametrize("name", sorted(COMMANDS))
-def test_dry_run_reports_what_the_real_run_does(tmp_path, monkeypatch, name):
-    shutil.copytree(ROOT / "examples" / "keras_adam", tmp_path / "runs")
+def test_dry_run_reports_what_the_real_run_does(tmp_path, monkeypatch, example, tree_bytes, name):
     if name == "state-rebuild":
-        (tmp_path / "runs" / "checkpoint").unlink()
+        (example / "checkpoint").unlink()
     monkeypatch.chdir(tmp_path)
     argv = COMMANDS[name]
-    before = _snapshot(tmp_path)
+    before = tree_bytes(tmp_path)
     dry = completed(*argv, "--dry-run", "--json")
     assert dry.returncode == 0, dry.stderr
-    assert _snapshot(tmp_path) == before, "the dry run changed files"
+    assert tree_bytes(tmp_path) == before, "the dry run changed files"
     real = completed(*argv, "--json")
     assert real.returncode == 0, real.stderr
-    assert _snapshot(tmp_path) != before, "the real run did nothing: the comparison proves nothing"
+    assert tree_bytes(tmp_path) != before, "the real run did nothing: the comparison proves nothing"
     d, r = json.loads(dry.stdout), json.loads(real.stdout)
     assert d.pop("dry_run", True) is True and r.pop("dry_run", False) is False
     for key in WRITE_ONLY:

@@ -62,15 +62,10 @@ def test_every_readme_command_runs_as_written(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("line", [ln for ln in _command_lines() if "--dry-run" in ln])
-def test_dry_runs_in_the_tour_change_nothing(tmp_path, monkeypatch, line):
+def test_dry_runs_in_the_tour_change_nothing(tmp_path, monkeypatch, example, tree_bytes, line):
     """A --dry-run line of the README leaves every file as it was (bytes and names)."""
-    shutil.copytree(ROOT / "examples" / "keras_adam", tmp_path / "runs")
     monkeypatch.chdir(tmp_path)
-
-    def snapshot():
-        return {p.relative_to(tmp_path): p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
-
-    before = snapshot()
+    before = tree_bytes(tmp_path)
     got = completed(*shlex.split(line, comments=True)[1:])
     assert got.returncode == _expected_exit(line), got.stderr
-    assert snapshot() == before
+    assert tree_bytes(tmp_path) == before
