@@ -244,6 +244,11 @@ def rows(t: Tools, w: dict, sizes: dict, out: str) -> list[Row]:
             t.child("ck_verify", w["big_sharded"], "0"), t.child("ck_verify", w["big_sharded"], "1"), "op",
             "ratio<=0.6", ["lib:open"], base_is_ck=True,
             note="verify-cores: the TF column is ckptool's own verify on one thread"),
+        Row("verify-cores-cli", f"`ckptool verify` {size} in {sizes['big_shards']} shards, default vs "
+                                f"`-j 1` (process, start-up included)",
+            t.cli("-q", "verify", w["big_sharded"]), t.cli("-q", "verify", "-j", "1", w["big_sharded"]), "wall",
+            "", ["verify"], base_is_ck=True,
+            note="verify-cores-cli: for the record; both sides pay the same ~60 ms of start-up"),
         Row("write", f"write {size} (in-process)",
             t.child("ck_write", os.path.join(out, "w"), n, elems),
             t.tf_child("tf_write", os.path.join(out, "w"), n, elems), "op", "ratio<=0.5",

@@ -20,6 +20,12 @@ def json_option(help: str = "Print one JSON document on stdout instead of text."
     return click.option("--json", "as_json", is_flag=True, help=help)
 
 
+def jobs_option():
+    return click.option("-j", "--jobs", type=click.IntRange(min=1), metavar="N",
+                        help="Read and check on N threads (default: one per core; 1 on a disk "
+                             "that is slow to seek).")
+
+
 def emit_json(doc) -> None:
     """One JSON document on stdout. Names that are not valid UTF-8 (kept by the reader as
     surrogate escapes) are written as \\udcXX escapes, which Python's json reads back.

@@ -51,20 +51,29 @@ _LEN64 = struct.Struct("<Q")
 
 
 def _length_checksum(lengths: Sequence[int], big_endian: bool) -> int:
-    import numpy as np
+    """CRC32C of the lengths as TF hashes them: each as a uint32, or a uint64 when larger."""
     order = ">" if big_endian else "<"
-    lens = np.asarray(lengths, dtype=np.uint64)
-    if lens.size and int(lens.max()) > 0xFFFFFFFF:
-        parts = []
-        for n in lengths:
-            parts.append(struct.pack(order + ("I" if n <= 0xFFFFFFFF else "Q"), n))
-        return crc32c(b"".join(parts))
-    return crc32c(lens.astype(order + "u4").tobytes())
+    if lengths and max(lengths) > 0xFFFFFFFF:
+        return crc32c(b"".join(struct.pack(order + ("I" if n <= 0xFFFFFFFF else "Q"), n) for n in lengths))
+    return crc32c(struct.pack(f"{order}{len(lengths)}I", *lengths))
+
+
+def object_array(values: list[bytes], shape: Sequence[int]) -> np.ndarray:
+    """``values`` as a numpy object array of ``shape`` (string and variant tensors)."""
+    import numpy as np
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out.reshape(shape)
 
 
 def decode_string(buf: BytesLike, entry: Entry, big_endian: bool, where: str, verify: bool = True) -> np.ndarray:
-    """A DT_STRING tensor: varint lengths, masked length checksum, bytes (§4.2)."""
-    import numpy as np
+    """A DT_STRING tensor as an object array of bytes (see :func:`string_values`)."""
+    return object_array(string_values(buf, entry, big_endian, where, verify), entry.shape)
+
+
+def string_values(buf: BytesLike, entry: Entry, big_endian: bool, where: str, verify: bool = True) -> list[bytes]:
+    """The elements of a DT_STRING tensor, in order: varint lengths, masked length
+    checksum, bytes (§4.2). Needs no numpy."""
     n = entry.numel
     size = len(buf)
     view = memoryview(buf)
@@ -99,13 +108,13 @@ def decode_string(buf: BytesLike, entry: Entry, big_endian: bool, where: str, ve
                 f"{where}: checksum does not match for tensor {shown!r}: stored "
                 f"{unmask_crc(entry.crc32c):08x}, calculated {crc:08x} at offset {entry.offset}"
             )
-    out = np.empty(n, dtype=object)
     data = bytes(view[pos:])
+    out = []
     p = 0
-    for i, length in enumerate(lengths):
-        out[i] = data[p:p + length]
+    for length in lengths:
+        out.append(data[p:p + length])
         p += length
-    return out.reshape(entry.shape)
+    return out
 
 
 def encode_string(values: Iterable[Buffer]) -> tuple[bytes, int]:
@@ -121,15 +130,20 @@ def encode_string(values: Iterable[Buffer]) -> tuple[bytes, int]:
 
 
 def decode_variant(buf: BytesLike, entry: Entry, where: str, verify: bool = True) -> np.ndarray:
-    """A DT_VARIANT tensor as serialized VariantTensorDataProto bytes (§4.3)."""
-    import numpy as np
+    """A DT_VARIANT tensor as an object array (see :func:`variant_values`)."""
+    return object_array(variant_values(buf, entry, where, verify), entry.shape)
+
+
+def variant_values(buf: BytesLike, entry: Entry, where: str, verify: bool = True) -> list[bytes]:
+    """The elements of a DT_VARIANT tensor as serialized VariantTensorDataProto bytes
+    (§4.3). Needs no numpy."""
     view = memoryview(buf)
     size = len(view)
     shown = entry.key.decode("utf-8", "backslashreplace")
     if entry.numel * 5 > size:  # each element: a varint length and a fixed32 checksum at least
         raise CorruptError(f"{where}: variant tensor {shown!r} of {entry.numel} elements cannot fit "
                            f"in its {size} bytes")
-    out = np.empty(entry.numel, dtype=object)
+    out = []
     pos = 0
     running = 0
     for i in range(entry.numel):
@@ -142,12 +156,12 @@ def decode_variant(buf: BytesLike, entry: Entry, where: str, verify: bool = True
         if verify and unmask_crc(stored) != running:
             raise ChecksumError(f"{where}: variant element {i} of {shown!r} fails its checksum")
         running = crc32c(view[p2 + n:p2 + n + 4], running)
-        out[i] = bytes(elem)
+        out.append(bytes(elem))
         pos = p2 + n + 4
     if pos != size:
         raise CorruptError(f"{where}: variant tensor {shown!r} holds {pos} bytes, its entry says {size}")
     if verify and running != unmask_crc(entry.crc32c):
         raise ChecksumError(f"{where}: checksum does not match for tensor {shown!r}")
-    return out.reshape(entry.shape)
+    return out
 
 

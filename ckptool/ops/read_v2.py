@@ -298,25 +298,31 @@ class BundleCheckpoint(Checkpoint):
         return buf
 
     def _read_plain(self, e: Entry, verify: bool) -> np.ndarray:
+        if not e.dtype.is_fixed:
+            return tensors.object_array(self._varlen_values(e, verify), e.shape)
         import numpy as np
         reader = self._reader(e.shard_id, e.key)
         self._check_bounds(e, reader)
-        if e.dtype.is_fixed:
-            arr = np.empty(e.numel, dtype=e.dtype.numpy)
-            raw = arr.view(np.uint8)
-            if e.size:
-                reader.readinto(e.offset, raw)
-            if verify:
-                tensors.check_crc(raw, e, reader.path)
-            if self.header.big_endian and e.dtype.itemsize > 1:
-                arr = tensors._byteswap(arr, e.dtype)
-            return arr.reshape(e.shape)
+        arr = np.empty(e.numel, dtype=e.dtype.numpy)
+        raw = arr.view(np.uint8)
+        if e.size:
+            reader.readinto(e.offset, raw)
+        if verify:
+            tensors.check_crc(raw, e, reader.path)
+        if self.header.big_endian and e.dtype.itemsize > 1:
+            arr = tensors._byteswap(arr, e.dtype)
+        return arr.reshape(e.shape)
+
+    def _varlen_values(self, e: Entry, verify: bool) -> list[bytes]:
+        """The elements of a plain string or variant entry, as bytes (no numpy needed)."""
+        reader = self._reader(e.shard_id, e.key)
+        self._check_bounds(e, reader)
         buf = reader.read(e.offset, e.size)
         if e.dtype.kind == dtypes.STRING:
-            return tensors.decode_string(buf, e, self.header.big_endian, reader.path, verify)
+            return tensors.string_values(buf, e, self.header.big_endian, reader.path, verify)
         if self.header.big_endian:
             raise UnsupportedError(f"{reader.path}: big-endian variant tensor {name_of(e.key)!r}")
-        return tensors.decode_variant(buf, e, reader.path, verify)
+        return tensors.variant_values(buf, e, reader.path, verify)
 
     def read(self, name: str, verify: bool = True) -> np.ndarray:
         e = self._lookup(name)

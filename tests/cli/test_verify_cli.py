@@ -115,3 +115,70 @@ def test_parallel_verify_same_report_as_one_thread(tmp_path):
     assert one.to_json() == many.to_json() and not one.ok
     assert len(one.problems) == len(shards[::2])
     assert seen[-1][0] == seen[-1][1] == one.bytes
+
+
+def test_each_thread_reads_into_one_buffer(tmp_path, monkeypatch):
+    """A buffer per thread, not per tensor: a fresh buffer per tensor costs page faults
+    that cost as much as the reading, and on 2 threads took away the second core's gain."""
+    prefix = str(tmp_path / "ck")
+    ckptool.write(prefix, {f"t{i:03d}": np.full(5000 + i, i, np.float32) for i in range(300)}, num_shards=4,
+                  sync=False)
+    seen = set()
+    check = verify_ops._check_entry
+
+    def spy(ck, e, view, tick):
+        seen.add(id(view.obj))
+        return check(ck, e, view, tick)
+
+    monkeypatch.setattr(verify_ops, "_check_entry", spy)
+    with ckptool.open(prefix) as ck:
+        assert verify_ops.verify(ck, workers=3, chunk_bytes=4096).ok
+    assert 1 <= len(seen) <= 3
+
+
+def test_map_threads_keeps_order_and_raises_the_first_failure():
+    import threading
+
+    callers = set()
+
+    def square(x):
+        callers.add(threading.get_ident())
+        return x * x
+
+    assert verify_ops._map_threads(square, list(range(50)), 4) == [x * x for x in range(50)]
+    assert len(callers) <= 4
+    assert verify_ops._map_threads(square, [], 4) == []
+    done = []
+
+    def fail_at_3(x):
+        if x == 3:
+            raise KeyboardInterrupt  # not an Exception: still the caller's
+        done.append(x)
+
+    with pytest.raises(KeyboardInterrupt):
+        verify_ops._map_threads(fail_at_3, list(range(10)), 1)
+    assert done == [0, 1, 2]  # nothing taken after the failure
+    with pytest.raises(KeyboardInterrupt):
+        verify_ops._map_threads(fail_at_3, list(range(10)), 3)
+
+
+@pytest.mark.parametrize("argv", [["verify"], ["verify", "-j", "1"], ["inspect", "--verify", "--jobs", "2"]])
+def test_verify_imports_no_numpy(argv):
+    """Verification decodes nothing: numpy stays out of the process (its import is a
+    third of the start-up, and its BLAS threads spin on a core just after it)."""
+    code = ("import sys\nfrom ckptool.cli.main import main\n"
+            "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+            "print('numpy' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code, "-q", *argv, os.path.join(RUN, "ckpt-3")],
+                         capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=ROOT), timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[-1] == "False"
+
+
+def test_jobs_is_checked():
+    r = _cli("-j", "0", RUN)
+    assert r.returncode == 2 and "-j" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "ckptool", "inspect", "-j", "2", RUN], capture_output=True,
+                       text=True, env=dict(os.environ, PYTHONPATH=ROOT), timeout=120)
+    assert r.returncode == 2 and "--jobs goes with --verify" in r.stderr
+    assert _cli("--jobs", "1", RUN).returncode == 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ckptool.cli.common import checkpoint_argument, emit_json, json_option
+from ckptool.cli.common import checkpoint_argument, emit_json, jobs_option, json_option
 from ckptool.cli.completion import complete_tensor
 
 
@@ -21,12 +21,13 @@ from ckptool.cli.completion import complete_tensor
                    "read in chunks with bounded memory.")
 @click.option("--verify", is_flag=True,
               help="Read every byte and check every checksum; exit 1 naming each corrupt tensor.")
+@jobs_option()
 @click.option("--tree", is_flag=True,
               help="Draw the object graph (or the name scopes) with parameters and bytes per subtree; "
                    "slot variables under their variables.")
 @click.option("--depth", type=click.IntRange(min=0), metavar="N", help="With --tree: show N levels.")
 def command(checkpoint: str, as_json: bool, tensors: tuple[str, ...], all_tensors: bool, full: bool,
-            stats: bool, verify: bool, tree: bool, depth: int | None) -> None:
+            stats: bool, verify: bool, jobs: int | None, tree: bool, depth: int | None) -> None:
     """Summarize CHECKPOINT, print tensor values or statistics, verify it, or draw its tree.
 
     \b
@@ -54,7 +55,6 @@ def command(checkpoint: str, as_json: bool, tensors: tuple[str, ...], all_tensor
     import ckptool
     from ckptool.cli import render
     from ckptool.cli.main import Failed
-    from ckptool.ops import inspection
 
     modes = [m for m, on in (("--verify", verify), ("--tree", tree)) if on]
     if stats:
@@ -65,6 +65,8 @@ def command(checkpoint: str, as_json: bool, tensors: tuple[str, ...], all_tensor
         raise click.UsageError(f"{modes[0]} and {modes[1]} cannot be combined")
     if depth is not None and not tree:
         raise click.UsageError("--depth goes with --tree")
+    if jobs is not None and not verify:
+        raise click.UsageError("--jobs goes with --verify")
     if tensors and all_tensors:
         raise click.UsageError("--tensor and --all-tensors cannot be combined")
     if full and (not (tensors or all_tensors) or stats):
@@ -73,9 +75,10 @@ def command(checkpoint: str, as_json: bool, tensors: tuple[str, ...], all_tensor
     with ckptool.open(checkpoint) as ck:
         if verify:
             from ckptool.cli.progress import progress_bar
+            from ckptool.ops.verify import verify as verify_checkpoint  # needs no numpy
 
             with progress_bar("verifying") as bar:
-                report = inspection.verify(ck, progress=bar)
+                report = verify_checkpoint(ck, progress=bar, workers=jobs)
             if as_json:
                 emit_json(report.to_json())
             else:
@@ -84,6 +87,8 @@ def command(checkpoint: str, as_json: bool, tensors: tuple[str, ...], all_tensor
                 bad = len({p.name for p in report.problems})
                 raise Failed(f"{ck.prefix}: verification failed: {bad} of {report.tensors} tensors corrupt")
             return
+        from ckptool.ops import inspection
+
         if tree:
             root = inspection.tree(ck)
             if as_json:

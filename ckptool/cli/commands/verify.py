@@ -7,21 +7,22 @@ from typing import Any
 
 import click
 
-from ckptool.cli.common import display_name, emit_json, human_bytes, json_option
+from ckptool.cli.common import display_name, emit_json, human_bytes, jobs_option, json_option
 
 
 @click.command("verify")
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
 @click.option("-r", "--recursive", is_flag=True,
               help="Also every directory below each PATH (symlinks to directories are not followed).")
+@jobs_option()
 @json_option("Print one JSON document on stdout instead of text.")
-def command(paths: tuple[str, ...], recursive: bool, as_json: bool) -> None:
+def command(paths: tuple[str, ...], recursive: bool, jobs: int | None, as_json: bool) -> None:
     """Check that checkpoints are sound: every shard present, every CRC, every slice.
 
     \b
     A PATH is a checkpoint (any CHECKPOINT form) or a directory: every
     checkpoint it holds; with --recursive, every run below it too. Each
-    checkpoint is read in full on every core: every data shard the header
+    checkpoint is read in full on every core (--jobs to choose): every data shard the header
     counts must be present, every tensor's CRC32C must match, and the slices
     of each partitioned variable must cover its full shape exactly once.
     Exit 0 when all are sound; 1 naming each damaged checkpoint and tensor
@@ -46,7 +47,7 @@ def command(paths: tuple[str, ...], recursive: bool, as_json: bool) -> None:
         return cm.__enter__()
 
     try:
-        report = verify_paths(paths, recursive, progress=progress)
+        report = verify_paths(paths, recursive, progress=progress, workers=jobs)
     finally:
         for b in bars:
             b.__exit__(None, None, None)
