@@ -59,6 +59,19 @@ def ck_write(out: str, n: str, elems: str, sync: str = "sync") -> None:
     _report(time.perf_counter() - t0)
 
 
+def raw_write(out: str, n: str, elems: str) -> None:
+    """The floor for ``write``: the same bytes written raw to one fresh file, no fsync."""
+    from workloads import big_arrays
+
+    arrays = dict(big_arrays(int(n), int(elems)))
+    os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
+    t0 = time.perf_counter()
+    with open(out + ".raw", "xb") as f:
+        for a in arrays.values():
+            f.write(memoryview(a).cast("B"))
+    _report(time.perf_counter() - t0)
+
+
 def _warm(call, repeat: int = 3) -> tuple[float, float]:
     """``(cold, warm)``: the first call's time, then the best of ``repeat`` more (each
     call does the whole operation afresh: nothing is kept between calls)."""
@@ -200,7 +213,7 @@ def tf_import() -> None:
     _report(time.perf_counter() - t0)
 
 
-OPS = {f.__name__: f for f in (ck_read_all, ck_list, ck_list_warm, ck_write, ck_verify, tf_read_all, tf_list,
+OPS = {f.__name__: f for f in (ck_read_all, ck_list, ck_list_warm, ck_write, raw_write, ck_verify, tf_read_all, tf_list,
                                tf_list_warm, tf_write, tf_rename, tf_prune, tf_import, ck_retention)}
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, overload
 
 from ckptool.errors import CkptError, UnsupportedError
 from ckptool.format import bundle, dtypes
@@ -67,11 +67,23 @@ def _to_bytes(elem, key: bytes) -> bytes:
     )
 
 
-def encode_tensor(key: bytes, value) -> tuple[dtypes.DType, tuple[int, ...], bytes | numpy.ndarray, int]:
+@overload
+def encode_tensor(key: bytes, value, checksum: Literal[True] = ...
+                  ) -> tuple[dtypes.DType, tuple[int, ...], bytes | numpy.ndarray, int]: ...
+
+
+@overload
+def encode_tensor(key: bytes, value, checksum: bool
+                  ) -> tuple[dtypes.DType, tuple[int, ...], bytes | numpy.ndarray, int | None]: ...
+
+
+def encode_tensor(key: bytes, value, checksum: bool = True
+                  ) -> tuple[dtypes.DType, tuple[int, ...], bytes | numpy.ndarray, int | None]:
     """(dtype, shape, buffer, unmasked crc) of a value as a V2 data file stores it.
 
     The buffer of a fixed-size array is a view of the array's own memory (no copy
-    when it is C-contiguous and little-endian).
+    when it is C-contiguous and little-endian). With ``checksum=False`` the CRC of
+    a fixed-size array is left to the caller (None); a string's comes with its bytes.
     """
     if _is_string_value(value):
         data, crc = bundle.encode_string([_to_bytes(value, key)])
@@ -97,4 +109,4 @@ def encode_tensor(key: bytes, value) -> tuple[dtypes.DType, tuple[int, ...], byt
         arr = arr.astype(native)
     arr = np.ascontiguousarray(arr)
     buf = arr.reshape(-1).view(np.uint8)
-    return dt, shape, buf, crc32c(buf)
+    return dt, shape, buf, crc32c(buf) if checksum else None

@@ -21,19 +21,27 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ckptool.errors import CkptError
 from ckptool.format import bundle, dtypes
 from ckptool.format.bundle import Entry
-from ckptool.format.coding import mask_crc
+from ckptool.format.coding import crc32c, mask_crc
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, ObjectGraph, is_object_key
 from ckptool.format.table_build import TableBuilder
 from ckptool.io.atomic import AtomicFile, check_destination, publish
 from ckptool.io.urls import storage_for
 from ckptool.ops.encode import _as_dtype, _key_bytes, _shown, encode_tensor, np
 
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
 #: Bytes per write() call, and between starts of the disk writeback when syncing.
 WRITEBACK = 8 << 20
+#: Tensors of at least this many bytes have their CRC32C computed on a helper thread
+#: while their bytes are written: both release the GIL, so the checksum costs no time
+#: where a second core is free (on one core, about what it costs inline).
+CRC_BESIDE_BYTES = 1 << 20
 
 
 def retire_index(storage, prefix: str, finals, sync: bool = True) -> bool:
@@ -109,6 +117,7 @@ class BundleWriter:
         self._shard_bytes = [0] * num_shards
         self._written_back = [0] * num_shards  # bytes whose writeback was started
         self._files: list[AtomicFile] = []  # the data shards being written
+        self._crc_thread: ThreadPoolExecutor | None = None  # of one thread, started for the first big tensor
         self._closed = False
         self._finished = False
         storage.makedirs(storage.dirname(prefix))
@@ -176,9 +185,21 @@ class BundleWriter:
         self._check_open()
         key = _key_bytes(name)
         self._claim(key)
-        dt, shape, data, crc = encode_tensor(key, value)
+        dt, shape, data, crc = encode_tensor(key, value, checksum=False)
         shard = self._pick_shard() if shard is None else shard
-        offset, size = self._append(data, shard)
+        if crc is not None or data.nbytes < CRC_BESIDE_BYTES:  # type: ignore[union-attr]  # an ndarray
+            crc = crc32c(data) if crc is None else crc
+            offset, size = self._append(data, shard)
+        else:
+            if self._crc_thread is None:
+                from concurrent.futures import ThreadPoolExecutor
+
+                self._crc_thread = ThreadPoolExecutor(1, thread_name_prefix="ckptool-crc")
+            pending = self._crc_thread.submit(crc32c, data)
+            try:
+                offset, size = self._append(data, shard)
+            finally:
+                crc = pending.result()
         self._entries[key] = bundle.encode_entry(dt, shape, shard, offset, size, mask_crc(crc))
         self._order.append(key)
 
@@ -267,6 +288,7 @@ class BundleWriter:
             raise
         self._closed = True
         self._finished = True
+        self._stop_crc_thread()
         for path in old:
             try:
                 self.storage.remove(path)
@@ -291,8 +313,14 @@ class BundleWriter:
     def abort(self) -> None:
         """Close and delete the temporary files; idempotent."""
         self._closed = True
+        self._stop_crc_thread()
         for f in self._files:
             f.discard()
+
+    def _stop_crc_thread(self) -> None:
+        if self._crc_thread is not None:
+            self._crc_thread.shutdown()
+            self._crc_thread = None
 
 
 def index_file(storage, prefix: str, num_shards: int, entries: Iterable[tuple[bytes, bytes]],

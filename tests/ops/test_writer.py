@@ -561,6 +561,39 @@ def test_disk_full_over_an_existing_checkpoint_keeps_it(tmp_path):
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
 
 
+def _crc_threads():
+    import threading
+
+    return [t for t in threading.enumerate() if t.name.startswith("ckptool-crc")]
+
+
+def test_big_tensors_are_checksummed_beside_their_write(tmp_path):
+    """From CRC_BESIDE_BYTES on, the CRC is computed on a helper thread while the bytes
+    are written: the stored CRCs are still those of the bytes, and the thread is gone
+    after finish."""
+    from ckptool.ops.write import CRC_BESIDE_BYTES
+
+    rng = np.random.default_rng(1)
+    arrays = {"big": rng.standard_normal(CRC_BESIDE_BYTES // 8 + 3), "small": np.arange(5.0),
+              "big2": rng.integers(0, 255, CRC_BESIDE_BYTES * 2, dtype=np.uint8)}
+    prefix = str(tmp_path / "c")
+    ckptool.write(prefix, arrays, num_shards=2, sync=False)
+    assert _crc_threads() == []
+    with ckptool.open(prefix) as ck:
+        for name, a in arrays.items():
+            e = ck.entry(name.encode())
+            assert e.crc32c == mask_crc(crc32c(np.ascontiguousarray(a).view(np.uint8)))
+            np.testing.assert_array_equal(ck.read(name, verify=True), a)
+
+
+def test_disk_full_under_a_big_tensor_leaves_nothing(tmp_path):
+    from ckptool.ops.write import CRC_BESIDE_BYTES
+
+    with pytest.raises(CkptError, match="No space left"):
+        ckptool.write(str(tmp_path / "c"), {"big": np.zeros(CRC_BESIDE_BYTES)}, storage=_FullDisk(".data"))
+    assert _leftovers(tmp_path) == [] and _atomic.live_temporaries() == [] and _crc_threads() == []
+
+
 def test_keyboard_interrupt_mid_write_removes_the_temporaries(tmp_path):
     def items():
         yield "a", np.zeros(10)
