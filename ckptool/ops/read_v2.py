@@ -20,7 +20,7 @@ from ckptool.format import bundle, dtypes, tensors
 from ckptool.format.bundle import Entry
 from ckptool.format.table import read_table
 from ckptool.io.layout import Located
-from ckptool.ops.checkpoint import Checkpoint, Variable, check_numpy_shape, check_tiling, key_of, name_of
+from ckptool.ops.checkpoint import Checkpoint, Variable, check_numpy_shape, check_tiling, gc_paused, key_of, name_of
 
 if TYPE_CHECKING:
     import numpy as np
@@ -45,7 +45,8 @@ class BundleCheckpoint(Checkpoint):
         finally:
             reader.close()
         self.index_size = table.size
-        keys, values = table.scan()
+        with gc_paused():
+            keys, values = table.scan()
         if not keys:
             raise CorruptError(f"{self.index_path}: table has no header entry")
         if keys[0] != bundle.HEADER_KEY:
@@ -115,8 +116,9 @@ class BundleCheckpoint(Checkpoint):
 
     def variables(self) -> list[Variable]:
         if self._variables is None:
-            out = self._list_plain() if not self._may_slice else None
-            self._variables = out if out is not None else self._list_all()
+            with gc_paused():
+                out = self._list_plain() if not self._may_slice else None
+                self._variables = out if out is not None else self._list_all()
         return self._variables
 
     def _list_plain(self) -> list[Variable] | None:

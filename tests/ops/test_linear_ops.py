@@ -84,3 +84,30 @@ def test_listing_parses_no_entry(tmp_path, monkeypatch):
         vs = ck.variables()
     assert len(vs) == 400 and parse.calls == 0 and heads.calls == 1
     assert vs[7] == ("layer_00007/w", "float32", (3,), 12, 0)
+
+
+def test_listing_pauses_the_collector_and_restores_it(tmp_path, monkeypatch):
+    """Opening and listing build their objects with the cyclic GC paused (each 700
+    allocations would start a collection), and leave it as they found it."""
+    import gc
+
+    prefix = _ckpt(tmp_path, 50)
+    states = []
+    real = read_v2.BundleCheckpoint._list_plain
+
+    def spy(self):
+        states.append(gc.isenabled())
+        return real(self)
+
+    monkeypatch.setattr(read_v2.BundleCheckpoint, "_list_plain", spy)
+    assert gc.isenabled()
+    with ckptool.open(prefix) as ck:
+        ck.variables()
+    assert states == [False] and gc.isenabled()
+    gc.disable()
+    try:
+        with ckptool.open(prefix) as ck:
+            ck.variables()
+        assert not gc.isenabled()  # the caller's choice is kept
+    finally:
+        gc.enable()
