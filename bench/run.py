@@ -244,12 +244,12 @@ def rows(t: Tools, w: dict, sizes: dict, out: str) -> list[Row]:
                             f"thread (in-process; \"TF\" column: ckptool, 1 thread)",
             t.child("ck_verify", w["big_sharded"], "0"), t.child("ck_verify", w["big_sharded"], "1"), "op",
             "ratio<=0.6", ["lib:open"], base_is_ck=True,
-            note="verify-cores: the TF column is ckptool's own verify on one thread"),
+            note="the TF column is ckptool's own verify on one thread"),
         Row("verify-cores-cli", f"`ckptool verify` {size} in {sizes['big_shards']} shards, default vs "
                                 f"`-j 1` (process, start-up included)",
             t.cli("-q", "verify", w["big_sharded"]), t.cli("-q", "verify", "-j", "1", w["big_sharded"]), "wall",
             "", ["verify"], base_is_ck=True,
-            note="verify-cores-cli: for the record; both sides pay the same ~60 ms of start-up"),
+            note="for the record; both sides pay the same ~60 ms of start-up"),
         # The write rows report each side's best run: on this VM (Firecracker, free page
         # reporting) a run whose page cache lands on pages the host took back runs 5-10x
         # slower, for ckptool, TF and the raw floor alike; the best run is the machine.
@@ -268,7 +268,7 @@ def rows(t: Tools, w: dict, sizes: dict, out: str) -> list[Row]:
             t.child("ck_write", os.path.join(out, "w"), n, elems, "nosync"),
             t.child("raw_write", os.path.join(out, "w"), n, elems), "op", "ratio<=1.25",
             ["lib:write"], clean, base_is_ck=True, best=True,
-            note="write-floor: the machine's floor, file.write of each array's bytes, no fsync"),
+            note="the machine's floor, file.write of each array's bytes, no fsync"),
         Row("rewrite", f"rewrite-names on {size} (process)",
             t.cli("rewrite-names", big, os.path.join(out, "r"), "--map", mapfile),
             t.tf_child("tf_rename", big, os.path.join(out, "r"), mapfile), "wall", "ratio<=0.03",
