@@ -20,6 +20,12 @@ def json_option(help: str = "Print one JSON document on stdout instead of text."
     return click.option("--json", "as_json", is_flag=True, help=help)
 
 
+def no_sync_option():
+    return click.option("--no-sync", is_flag=True,
+                        help="Skip the fsyncs before the renames (TF's behaviour): faster, but a power "
+                             "cut may lose the output. For scratch outputs.")
+
+
 def jobs_option():
     return click.option("-j", "--jobs", type=click.IntRange(min=1), metavar="N",
                         help="Read and check on N threads (default: one per core; 1 on a disk "

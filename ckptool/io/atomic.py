@@ -246,7 +246,7 @@ def link_or_copy(storage: Storage, src: str, target: str, *, sync: bool = True) 
     published with :func:`publish`; removed on any failure."""
     if getattr(storage, "atomic_rename", True) and hasattr(storage, "lstat"):
         try:
-            return AtomicFile(storage, target, _link_from=src)
+            return AtomicFile(storage, target, sync=sync, _link_from=src)
         except CkptError:
             pass  # another file system, or no hard links: copy
     reader = storage.open_reader(src)  # errors name the source

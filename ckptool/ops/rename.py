@@ -218,8 +218,11 @@ def _check_dst(src_ck, dst: str, storage, force: bool) -> None:
 
 def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop=(), strip_optimizer=False, strict=False,
                   template: str | None = None, dry_run=False, force=False, compact=False,
-                  allow_unused=False, allow_missing=False) -> Plan:
+                  allow_unused=False, allow_missing=False, sync: bool = True) -> Plan:
     """Write SRC's tensors at DST under new names (see the module doc).
+
+    Every file is fsynced before the renames unless ``sync=False`` (TF's behaviour,
+    for scratch outputs).
 
     A rule or ``drop`` glob that matches no SRC name is an error unless
     ``allow_unused``; with ``template``, a template variable that SRC does not
@@ -228,7 +231,7 @@ def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop=(), strip_optim
     from ckptool.io.urls import storage_for
     from ckptool.ops.read import BundleCheckpoint
     from ckptool.ops.read import open as open_checkpoint
-    from ckptool.ops.write import BundleWriter, write_index
+    from ckptool.ops.write import BundleWriter
 
     storage, dprefix = storage_for(dst)
     with open_checkpoint(src) as ck:
@@ -240,7 +243,8 @@ def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop=(), strip_optim
         if template is not None:
             from ckptool.ops.rename_template import with_template
 
-            return with_template(ck, plan, template, dprefix, storage, strict, dry_run, force, allow_missing)
+            return with_template(ck, plan, template, dprefix, storage, strict, dry_run, force, allow_missing,
+                                 sync)
         graph = _graph_for(ck.object_graph() if ck.is_object_based else None, plan, strip_optimizer)
         bundle_src = isinstance(ck, BundleCheckpoint)
         plan.fast_path = bundle_src and not compact
@@ -248,9 +252,9 @@ def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop=(), strip_optim
             return plan
         graph_bytes = graph.serialize() if plan.object_graph == "rebuilt" and graph is not None else None
         if plan.fast_path:
-            plan.files = _fast(ck, plan, dprefix, storage, graph_bytes, force, write_index)
+            plan.files = _fast(ck, plan, dprefix, storage, graph_bytes, force, sync)
             return plan
-        with BundleWriter(dprefix, storage=storage, force=force,
+        with BundleWriter(dprefix, storage=storage, force=force, sync=sync,
                           endianness=ck.header.endianness if isinstance(ck, BundleCheckpoint)
                           else bundle.HOST_ENDIANNESS) as w:
             for old, new in plan.renames:
@@ -272,7 +276,7 @@ def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop=(), strip_optim
         return plan
 
 
-def _fast(ck, plan: Plan, dprefix: str, storage, graph_bytes, force, write_index) -> list[str]:
+def _fast(ck, plan: Plan, dprefix: str, storage, graph_bytes, force, sync: bool) -> list[str]:
     n_src = ck.header.num_shards
     n_dst = n_src + (1 if graph_bytes is not None else 0)
     entries = []
@@ -294,21 +298,21 @@ def _fast(ck, plan: Plan, dprefix: str, storage, graph_bytes, force, write_index
     made = []  # every file written in full under a temporary name; published at the end
     try:
         for i in range(n_src):
-            made.append(link_or_copy(storage, ck.shard_path(i), bundle.data_filename(dprefix, i, n_dst)))
+            made.append(link_or_copy(storage, ck.shard_path(i), bundle.data_filename(dprefix, i, n_dst), sync=sync))
         if graph_bytes is not None:
             from ckptool.format.coding import mask_crc
             from ckptool.ops.write import encode_tensor
 
             dt, shape, data, crc = encode_tensor(OBJECT_GRAPH_KEY.encode(), graph_bytes)
             blob = bytes(data)
-            f = AtomicFile(storage, bundle.data_filename(dprefix, n_src, n_dst))
+            f = AtomicFile(storage, bundle.data_filename(dprefix, n_src, n_dst), sync=sync)
             made.append(f)
             f.write(blob)
             entries.append((OBJECT_GRAPH_KEY.encode(),
                             bundle.encode_entry(dt, shape, n_src, 0, len(blob), mask_crc(crc))))
-        made.append(index_file(storage, dprefix, n_dst, entries, ck.header.endianness))
+        made.append(index_file(storage, dprefix, n_dst, entries, ck.header.endianness, sync))
         finals = [f.target for f in made[:-1]]
-        publish(made, check=(lambda: retire_index(storage, dprefix, finals)) if force else None)
+        publish(made, check=(lambda: retire_index(storage, dprefix, finals, sync)) if force else None)
     except BaseException:
         for f in made:
             f.discard()

@@ -17,7 +17,8 @@ from ckptool.format import bundle
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, OPTIMIZER_SLOT, object_key
 
 
-def with_template(ck, plan, template: str, dprefix, storage, strict, dry_run, force, allow_missing=False):
+def with_template(ck, plan, template: str, dprefix, storage, strict, dry_run, force, allow_missing=False,
+                  sync: bool = True):
     """DST gets TEMPLATE's keys and graph, values from SRC (through the renames)."""
     from ckptool.ops.read import BundleCheckpoint
     from ckptool.ops.read import open as open_checkpoint
@@ -80,7 +81,7 @@ def with_template(ck, plan, template: str, dprefix, storage, strict, dry_run, fo
         if dry_run:  # the same plan, counts and names, as the real run reports
             return plan
         src_bundle = isinstance(ck, BundleCheckpoint)
-        with BundleWriter(dprefix, storage=storage, force=force) as w:
+        with BundleWriter(dprefix, storage=storage, force=force, sync=sync) as w:
             for t in sorted(tvars):
                 s = supply.get(t)
                 if s is not None:

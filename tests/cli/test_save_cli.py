@@ -3,6 +3,7 @@
 import importlib.util
 import json
 import os
+import pathlib
 import sys
 import types
 
@@ -242,25 +243,37 @@ def test_state_file_written_and_retention_applied(capsys, tmp_path, srcs):
     assert json.loads(out)["retention"]["kept"]
 
 
-def test_no_sync_skips_every_fsync_and_still_saves(tmp_path, monkeypatch):
-    """--no-sync: no fsync at all (TF's behaviour); the default fsyncs before publishing."""
+CKPT = pathlib.Path(__file__).parents[1] / "data" / "ckpt_save"
+
+
+@pytest.mark.parametrize("command", [
+    "save {out} --from {npz} --no-state",
+    "convert {ckpt}/ckpt-3 {out}",
+    "convert {ckpt}/ckpt-3 {out}.npz",
+    "convert {ckpt}/ckpt-3 {out}.safetensors",
+    "rewrite-names {ckpt}/ckpt-3 {out} --rule x/=y/ --allow-unused",
+    "rewrite-names {ckpt}/ckpt-3 {out} --rule x/=y/ --allow-unused --compact",
+    "average {ckpt}/ckpt-2 {ckpt}/ckpt-3 -o {out}",
+])
+def test_no_sync_skips_every_fsync_and_the_default_fsyncs(tmp_path, monkeypatch, command):
+    """Durability is the default for every writing command; --no-sync gives TF's behaviour
+    (no fsync at all), and the output is the same."""
     import os as _os
 
-
-    src = tmp_path / "v.npz"
-    np.savez(src, w=np.arange(4.0))
+    npz = tmp_path / "v.npz"
+    np.savez(npz, w=np.arange(4.0))
     calls = []
     real = _os.fsync
     monkeypatch.setattr(_os, "fsync", lambda fd: (calls.append(fd), real(fd))[1])
-    for flag, want in (("--no-sync", 0), (None, 1)):
+    outputs = {}
+    for flag in ("--no-sync", None):
         calls.clear()
         out = tmp_path / (flag or "sync") / "ckpt"
-        args = ["save", out, "--from", src, "--no-state"] + ([flag] if flag else [])
-        code = _run_cli_code(args)
-        assert code == 0
-        assert (len(calls) > 0) == bool(want), (flag, calls)
-        with ckptool.open(str(out)) as ck:
-            assert ck.read("w").tolist() == [0.0, 1.0, 2.0, 3.0]
+        args = command.format(out=out, npz=npz, ckpt=CKPT).split() + ([flag] if flag else [])
+        assert _run_cli_code(args) == 0, args
+        assert bool(calls) == (flag is None), (flag, calls)
+        outputs[flag] = sorted(p.name for p in out.parent.iterdir())
+    assert outputs["--no-sync"] == outputs[None]
 
 
 def _run_cli_code(args):

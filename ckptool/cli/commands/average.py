@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ckptool.cli.common import display_name, emit_json, human_bytes, json_option, note
+from ckptool.cli.common import display_name, emit_json, human_bytes, json_option, no_sync_option, note
 
 
 @click.command("average")
@@ -18,9 +18,10 @@ from ckptool.cli.common import display_name, emit_json, human_bytes, json_option
               help="Spread the data over N data files.")
 @click.option("--dry-run", is_flag=True, help="Say what would be averaged, copied and dropped; write nothing.")
 @click.option("--force", is_flag=True, help="Replace an existing checkpoint at PREFIX.")
+@no_sync_option()
 @json_option("Print {inputs, newest, prefix, averaged, from_newest, dropped, files, bytes} as JSON.")
 def command(inputs: tuple[str, ...], out: str, last: int | None, strip_optimizer: bool, shards: int,
-            dry_run: bool, force: bool, as_json: bool) -> None:
+            dry_run: bool, force: bool, no_sync: bool, as_json: bool) -> None:
     """Average checkpoints into one (float tensors in float64, the rest from the newest).
 
     \b
@@ -39,7 +40,7 @@ def command(inputs: tuple[str, ...], out: str, last: int | None, strip_optimizer
     from ckptool.ops.average import average
 
     res = average(inputs, out, last=last, strip_optimizer=strip_optimizer, force=force, num_shards=shards,
-                  dry_run=dry_run)  # a UsageError (a checkpoint given twice, ...) exits 2 from main()
+                  dry_run=dry_run, sync=not no_sync)  # a UsageError (a checkpoint given twice, ...) exits 2 from main()
     if as_json:
         emit_json(res.to_json())
         return

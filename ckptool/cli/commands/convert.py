@@ -9,6 +9,7 @@ from ckptool.cli.common import (
     emit_json,
     human_bytes,
     json_option,
+    no_sync_option,
     note,
     warn,
 )
@@ -38,10 +39,11 @@ from ckptool.cli.common import (
               help="Leave out tensors the target cannot hold losslessly (bfloat16/float8 in .npz; "
                    "int4, quantized, variant, complex128 in .safetensors) instead of refusing.")
 @click.option("--force", is_flag=True, help="Replace an existing DST.")
+@no_sync_option()
 @json_option("Print what was written (dst, format, tensors, bytes, files, skipped; cast, overflow) as JSON.")
 def command(src: str, dst: str, to: str | None, match: tuple[str, ...], exclude: tuple[str, ...],
             casts: tuple[str, ...], allow_overflow: bool, names: str, shards: int, keep_slices: bool,
-            skip_unsupported: bool, force: bool, as_json: bool) -> None:
+            skip_unsupported: bool, force: bool, no_sync: bool, as_json: bool) -> None:
     """Convert SRC (a checkpoint, .npz or .safetensors) to DST.
 
     \b
@@ -70,7 +72,8 @@ def command(src: str, dst: str, to: str | None, match: tuple[str, ...], exclude:
     with progress_bar(f"convert {dst}") as bar:
         result = convert(src, dst, to=to, match=match, exclude=exclude, num_shards=shards,
                          keep_slices=keep_slices, force=force, skip_unsupported=skip_unsupported,
-                         casts=cast_map, allow_overflow=allow_overflow, names=names, progress=bar)
+                         casts=cast_map, allow_overflow=allow_overflow, names=names, progress=bar,
+                         sync=not no_sync)
     if as_json:
         emit_json(result.to_json())
         return

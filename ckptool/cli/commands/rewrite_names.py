@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ckptool.cli.common import checkpoint_argument, display_name, emit_json, json_option, note, warn
+from ckptool.cli.common import checkpoint_argument, display_name, emit_json, json_option, no_sync_option, note, warn
 
 
 @click.command("rewrite-names")
@@ -44,11 +44,12 @@ from ckptool.cli.common import checkpoint_argument, display_name, emit_json, jso
                    "(the default when SRC is a V2 bundle), so dropped tensors take no space.")
 @click.option("--dry-run", is_flag=True, help="Print the plan; write nothing.")
 @click.option("--force", is_flag=True, help="Replace an existing checkpoint at DST.")
+@no_sync_option()
 @json_option("Print the plan as JSON: {\"src\", \"dst\", \"tensors\": [{\"old\", \"new\"}], \"renamed\", "
              "\"dropped\", \"unmatched_rules\", \"object_graph\", \"fast_path\", ...}.")
 def command(src: str, dst: str, map_file: str | None, rules: tuple[str, ...], drops: tuple[str, ...],
             strip_optimizer: bool, template: str | None, allow_missing: bool, allow_unused: bool, strict: bool,
-            compact: bool, dry_run: bool, force: bool, as_json: bool) -> None:
+            compact: bool, dry_run: bool, force: bool, no_sync: bool, as_json: bool) -> None:
     """Write a copy of SRC at DST with its variables renamed.
 
     \b
@@ -95,7 +96,7 @@ def command(src: str, dst: str, map_file: str | None, rules: tuple[str, ...], dr
         raise click.UsageError("nothing to do: give --map, --rule, --drop, --strip-optimizer or --template")
     plan = rewrite_names(src, dst, parsed, drop=drops, strip_optimizer=strip_optimizer, strict=strict,
                          template=template, dry_run=dry_run, force=force, compact=compact,
-                         allow_unused=allow_unused, allow_missing=allow_missing)
+                         allow_unused=allow_unused, allow_missing=allow_missing, sync=not no_sync)
     for rule in plan.unmatched_rules:
         warn(f"{rule} matches no variable")
     if plan.template:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ckptool.cli.common import emit_json, human_bytes, json_option, note
+from ckptool.cli.common import emit_json, human_bytes, json_option, no_sync_option, note
 
 
 @click.command("save")
@@ -22,9 +22,7 @@ from ckptool.cli.common import emit_json, human_bytes, json_option, note
 @click.option("--shards", type=click.IntRange(min=1), default=1, show_default=True, metavar="N",
               help="Spread the data over N data files.")
 @click.option("--force", is_flag=True, help="Replace an existing checkpoint at the target.")
-@click.option("--no-sync", is_flag=True,
-              help="Skip the fsyncs before the renames (TF's behaviour): faster, but a power cut may "
-                   "lose the checkpoint. For scratch outputs.")
+@no_sync_option()
 @click.option("--no-state", is_flag=True,
               help="Leave the directory's 'checkpoint' state file alone and apply no retention.")
 @click.option("--max-to-keep", type=click.IntRange(min=0), default=None, metavar="K",
