@@ -1,4 +1,4 @@
-"""Reading a tensor in bounded chunks, for statistics, verification and diff.
+"""Reading a tensor in bounded chunks, for statistics and diff.
 
 Fixed-size tensors of a V2 bundle are read at most :data:`CHUNK_BYTES` at a
 time (string and variant tensors, V1 checkpoints and, for ordered reads,
@@ -14,13 +14,10 @@ import numpy as np
 
 from ckptool.errors import ChecksumError
 from ckptool.format.coding import crc32c, unmask_crc
+from ckptool.ops.checkpoint import name_of
 
-#: Largest read made at once by statistics, verification and diff.
+#: Largest read made at once by statistics and diff.
 CHUNK_BYTES = 8 << 20
-
-
-def _shown(key: bytes) -> str:
-    return key.decode("utf-8", "surrogateescape")
 
 
 def _byteswap(arr: np.ndarray, itemsize: int) -> np.ndarray:
@@ -59,7 +56,7 @@ def entry_chunks(ck, e, verify: bool = True, chunk_bytes: int = CHUNK_BYTES,
         done += n
     if verify and crc != unmask_crc(e.crc32c):
         raise ChecksumError(
-            f"{reader.path}: checksum does not match for tensor {_shown(e.key)!r}: stored "
+            f"{reader.path}: checksum does not match for tensor {name_of(e.key)!r}: stored "
             f"{unmask_crc(e.crc32c):08x}, calculated {crc:08x} on {e.size} bytes at offset {e.offset}")
 
 
