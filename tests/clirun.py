@@ -1,6 +1,8 @@
 """Run ckptool's own entry point in-process (its error handling and exit codes included)."""
 
+import os
 import subprocess
+import sys
 
 from click.testing import CliRunner
 
@@ -31,3 +33,17 @@ def completed(*args) -> subprocess.CompletedProcess:
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         stdout, stderr = out.getvalue().decode(), err.getvalue().decode()
     return subprocess.CompletedProcess(["ckptool", *argv], code, stdout, stderr)
+
+
+_NUMPY_PROBE = ("import sys\nfrom ckptool.cli.main import main\n"
+                "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+                "print('numpy' in sys.modules)\n")
+
+
+def imports_numpy(*args) -> bool:
+    """Whether ``ckptool ARGS...``, run to success in a fresh python, imported numpy."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-c", _NUMPY_PROBE, *(str(a) for a in args)], capture_output=True,
+                         text=True, env=dict(os.environ, PYTHONPATH=root), timeout=120)
+    assert out.returncode == 0, (args, out.stderr)
+    return out.stdout.splitlines()[-1] == "True"

@@ -260,6 +260,8 @@ def test_no_sync_skips_every_fsync_and_the_default_fsyncs(tmp_path, monkeypatch,
     (no fsync at all), and the output is the same."""
     import os as _os
 
+    from clirun import completed
+
     npz = tmp_path / "v.npz"
     np.savez(npz, w=np.arange(4.0))
     calls = []
@@ -270,17 +272,7 @@ def test_no_sync_skips_every_fsync_and_the_default_fsyncs(tmp_path, monkeypatch,
         calls.clear()
         out = tmp_path / (flag or "sync") / "ckpt"
         args = command.format(out=out, npz=npz, ckpt=CKPT).split() + ([flag] if flag else [])
-        assert _run_cli_code(args) == 0, args
+        assert completed(*args).returncode == 0, args
         assert bool(calls) == (flag is None), (flag, calls)
         outputs[flag] = sorted(p.name for p in out.parent.iterdir())
     assert outputs["--no-sync"] == outputs[None]
-
-
-def _run_cli_code(args):
-    from ckptool.cli.main import main
-
-    try:
-        main([str(a) for a in args])
-    except SystemExit as exc:
-        return exc.code or 0
-    return 0

@@ -166,13 +166,9 @@ def test_map_threads_keeps_order_and_raises_the_first_failure():
 def test_verify_imports_no_numpy(argv):
     """Verification decodes nothing: numpy stays out of the process (its import is a
     third of the start-up, and its BLAS threads spin on a core just after it)."""
-    code = ("import sys\nfrom ckptool.cli.main import main\n"
-            "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
-            "print('numpy' in sys.modules)\n")
-    out = subprocess.run([sys.executable, "-c", code, "-q", *argv, os.path.join(RUN, "ckpt-3")],
-                         capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=ROOT), timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.splitlines()[-1] == "False"
+    from clirun import imports_numpy
+
+    assert not imports_numpy("-q", *argv, os.path.join(RUN, "ckpt-3"))
 
 
 def test_jobs_is_checked():
