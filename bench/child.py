@@ -103,7 +103,7 @@ def ck_list_warm(prefix: str) -> None:
 def ck_verify(prefix: str, workers: str = "0") -> None:
     """``verify`` of every byte, with ``workers`` threads (0: one per core)."""
     from ckptool import open as ck_open
-    from ckptool.ops.verify import verify
+    from ckptool.ops.inspect.verify import verify
 
     t0 = time.perf_counter()
     with ck_open(prefix) as ck:
@@ -195,7 +195,7 @@ def ck_retention(n: str) -> None:
     """Retention decisions alone (no disk): ``n`` checkpoints a minute apart through what
     ``prune`` does with a state file, TF's manager recovery then the plan with
     max_to_keep 5 and keep_every_n_hours 1 (each step linear in ``n``)."""
-    from ckptool.ops.retention import Policy, plan, recover
+    from ckptool.ops.retain.retention import Policy, plan, recover
 
     count = int(n)
     names = [f"ckpt-{i}" for i in range(count)]

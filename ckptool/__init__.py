@@ -32,11 +32,11 @@ __all__ = [
 def __getattr__(name: str):
     # Lazy: `ckptool --version` and `import ckptool` stay fast (no numpy/protobuf).
     if name in ("open", "Checkpoint", "Variable"):
-        from ckptool.ops import read as checkpoint
+        from ckptool.ops.read import reader as checkpoint
 
         return getattr(checkpoint, name)
     if name == "write":
-        from ckptool.ops.write import write
+        from ckptool.ops.write.writer import write
 
         return write
     raise AttributeError(f"module 'ckptool' has no attribute {name!r}")

@@ -86,7 +86,7 @@ def _write_own(tmp: pathlib.Path) -> list[Seed]:
     """Checkpoints written with ckptool.write / BundleWriter."""
     import ml_dtypes
 
-    from ckptool.ops.write import BundleWriter, write
+    from ckptool.ops.write.writer import BundleWriter, write
 
     seeds = []
     d = tmp / "own"
@@ -648,7 +648,7 @@ class Scratch:
         if self.outside.exists():
             shutil.rmtree(self.outside)
         self.outside.mkdir()
-        from ckptool.ops.write import write
+        from ckptool.ops.write.writer import write
 
         write(str(self.outside / "ckpt-1"), {"keep": np.arange(2, dtype=np.int8)}, sync=False)
         (self.outside / "precious").write_bytes(b"precious")
@@ -674,7 +674,7 @@ def _write_files(directory: pathlib.Path, files: dict[str, bytes]) -> None:
 
 
 def _small_dir(directory: pathlib.Path, steps=(1, 2, 3, 4)) -> list[str]:
-    from ckptool.ops.write import write
+    from ckptool.ops.write.writer import write
 
     for s in steps:
         write(str(directory / f"ckpt-{s}"), {"w": np.full(2, s, np.float32)}, sync=False)
@@ -727,7 +727,7 @@ def run_prune(scratch: Scratch, rng: random.Random, seed_files) -> str:
     corrupt: only CkptErrors, and nothing outside the directory is deleted or changed."""
     import importlib
 
-    manage = importlib.import_module("ckptool.ops.prune")
+    manage = importlib.import_module("ckptool.ops.retain.prune")
     before_out = scratch.make_outside()
     d = scratch.reset()
     names = _small_dir(d, (1, 2, 3, 4))
@@ -790,8 +790,8 @@ def run(target: str, cases: int, seed: int = 0, timeout: float = 10.0, mem_cap: 
         if target == "prune":
             import importlib.util
 
-            if importlib.util.find_spec("ckptool.ops.prune") is None:
-                stats.outcomes["skipped: ckptool.ops.prune not present"] = cases
+            if importlib.util.find_spec("ckptool.ops.retain.prune") is None:
+                stats.outcomes["skipped: ckptool.ops.retain.prune not present"] = cases
                 return stats
         if seeds is None and target in CHECKPOINT_TARGETS:
             seeds = load_seeds(tmp)

@@ -73,8 +73,8 @@ def preload() -> None:
             importlib.import_module(f"ckptool.cli.commands.{mod}")
         except ImportError:
             pass
-    for name in ("numpy", "ml_dtypes", "safetensors.numpy", "cramjam", "zipfile", "ckptool.ops.read",
-                 "ckptool.ops.write", "ckptool.ops.convert", "ckptool.ops.rename", "ckptool.ops.diff"):
+    for name in ("numpy", "ml_dtypes", "safetensors.numpy", "cramjam", "zipfile", "ckptool.ops.read.reader",
+                 "ckptool.ops.write.writer", "ckptool.ops.transform.convert", "ckptool.ops.transform.rename", "ckptool.ops.inspect.diff"):
         try:
             importlib.import_module(name)
         except ImportError:

@@ -17,7 +17,7 @@ tests/robustness/test_fuzz_regressions.py replays it.
 Targets: open (open + variables), read (every tensor, CRC on and off), verify
 (Checkpoint.verify and, for some cases, the CLI's inspect --verify /
 list-variables), state (hostile and mutated state files: read_state, locate),
-prune (hostile state files and corrupt checkpoints: ckptool.ops.prune.prune never
+prune (hostile state files and corrupt checkpoints: ckptool.ops.retain.prune.prune never
 touches anything outside the directory). Exit 1 if any case let a
 non-ckptool exception escape, ran past its deadline, or hit the memory cap.
 With atheris installed, ``--atheris`` drives the byte mutations of the index

@@ -39,6 +39,14 @@ ALLOWED = {
     "ops": {"format", "io", "ops", "errors"},
     "errors": set(),
 }
+# Inside ops/, the families (sub-packages) form a DAG: which other families each may import.
+FAMILIES = {
+    "read": set(),
+    "write": {"read"},
+    "inspect": {"read"},
+    "retain": {"read", "write"},
+    "transform": {"read", "write", "retain"},
+}
 ROOT_FORBIDDEN = {"cli"}  # ckptool/__init__.py: the library API must not pull in click
 
 
@@ -155,6 +163,33 @@ def test_imports_point_down_only():
         elif src == "" and dst in ROOT_FORBIDDEN:
             bad.append(f"{_where(imp.module, imp.line)}: the package root imports {imp.target}")
     assert not bad, _report("imports that point up or sideways (format <- io <- ops <- cli)", bad)
+
+
+def _family(module: str) -> str | None:
+    """``ckptool.ops.retain.prune`` -> ``retain``; a module of ops/ outside every family -> ``""``."""
+    parts = module.split(".")
+    if parts[:2] != ["ckptool", "ops"]:
+        return None
+    return parts[2] if len(parts) > 2 else ""
+
+
+def test_ops_is_families_only():
+    loose = [m for m in MODULES if _family(m) == "" and m != "ckptool.ops"]
+    unknown = sorted({f for m in MODULES if (f := _family(m)) and f not in FAMILIES})
+    assert not loose, _report("modules of ops/ outside a family", loose)
+    assert not unknown, _report("families of ops/ not in FAMILIES", unknown)
+
+
+def test_families_form_a_dag():
+    bad = []
+    for imp in IMPORTS:
+        src, dst = _family(imp.module), _family(imp.target)
+        if not src or dst is None or src == dst:
+            continue
+        if dst not in FAMILIES[src]:
+            bad.append(f"{_where(imp.module, imp.line)}: ops/{src} imports {imp.target} "
+                       f"(ops/{src} may import {', '.join(sorted(FAMILIES[src])) or 'no other family'})")
+    assert not bad, _report("imports between ops families that the DAG does not allow", bad)
 
 
 def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -348,15 +383,15 @@ def test_the_checks_see_what_they_claim_to():
     # The analyzers on small made-up sources, so a rule cannot pass by not looking.
     src = ast.parse(
         "from ckptool.io import storage\n"
-        "from ckptool.ops.read import open as o\n"
+        "from ckptool.ops.read.reader import open as o\n"
         "def f():\n"
         "    import ckptool.cli.main\n"
         "    from . import layout\n"
         "if TYPE_CHECKING:\n"
-        "    from ckptool.ops import write\n")
+        "    from ckptool.ops.write import writer as write\n")
     got = {(i.target, i.type_checking) for i in _imports("ckptool.io.state", src)}
-    assert got == {("ckptool.io.storage", False), ("ckptool.ops.read", False), ("ckptool.cli.main", False),
-                   ("ckptool.io.layout", False), ("ckptool.ops.write", True)}
+    assert got == {("ckptool.io.storage", False), ("ckptool.ops.read.reader", False), ("ckptool.cli.main", False),
+                   ("ckptool.io.layout", False), ("ckptool.ops.write.writer", True)}
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert _cycles({"a": {"a"}}) == [["a"]] and _cycles({"a": {"b"}}) == []
     reads = [_env_name(n) for n in ast.walk(ast.parse(
@@ -364,3 +399,8 @@ def test_the_checks_see_what_they_claim_to():
     assert sorted(r for r in reads if r) == ["A", "B", "CKPTOOL_CRASH_AT", "X_FAULT"]
     assert _SECTION.findall("FORMAT.md §1-4, §7.2") == [("1", "4"), ("7.2", "")]
     assert {"0", "1.3", "4.4", "13"} <= _format_sections()
+    assert _family("ckptool.ops.retain.prune") == "retain" and _family("ckptool.ops") == ""
+    assert _family("ckptool.io.layout") is None
+    # the DAG rule sees an edge it forbids: read may import no other family
+    assert "retain" not in FAMILIES["read"] and any(_family(i.module) == "transform" and _family(i.target) == "retain"
+                                                   for i in IMPORTS)

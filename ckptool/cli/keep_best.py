@@ -1,4 +1,4 @@
-"""The ``--keep-best`` flags of ``prune`` and how its output shows them (ckptool.ops.keep_best)."""
+"""The ``--keep-best`` flags of ``prune`` and how its output shows them (ckptool.ops.retain.keep_best)."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def best_spec(keep_best=None, metric=None, mode=None, metrics_path=None):
         return None
     if not metric:
         raise click.UsageError("--keep-best needs --metric TAG")
-    from ckptool.ops.keep_best import BestSpec
+    from ckptool.ops.retain.keep_best import BestSpec
 
     if metrics_path is not None and "://" not in metrics_path:
         metrics_path = os.path.abspath(metrics_path)

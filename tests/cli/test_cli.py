@@ -131,7 +131,7 @@ def test_stats_are_right_and_survive_extremes(run, tmp_path):
 
 
 def test_stats_in_chunks_equal_numpy():
-    from ckptool.ops.stats import tensor_stats
+    from ckptool.ops.inspect.stats import tensor_stats
 
     rng = np.random.default_rng(0)
     a = (rng.standard_normal(100_000) * 1e3 + 5).astype(np.float32)

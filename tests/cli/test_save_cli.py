@@ -13,11 +13,11 @@ import pytest
 
 import ckptool
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY
-from ckptool.ops.save import step_prefix
-from ckptool.ops.sources import open_source
+from ckptool.ops.transform.save import step_prefix
+from ckptool.ops.transform.sources import open_source
 
-HAVE_MANAGE = importlib.util.find_spec("ckptool.ops.prune") is not None
-needs_manage = pytest.mark.skipif(not HAVE_MANAGE, reason="ckptool.ops.manage (retention engine, another issue) "
+HAVE_MANAGE = importlib.util.find_spec("ckptool.ops.retain.prune") is not None
+needs_manage = pytest.mark.skipif(not HAVE_MANAGE, reason="ckptool.ops.retain.prune (retention engine, another issue) "
                                                           "is not in the tree yet")
 
 
@@ -102,7 +102,7 @@ def test_save_from_checkpoint_copies_bytes(capsys, tmp_path):
 
 def test_save_from_partitioned_checkpoint_renamed(capsys, tmp_path):
     from ckptool.format import bundle
-    from ckptool.ops.write import BundleWriter
+    from ckptool.ops.write.writer import BundleWriter
 
     full = np.arange(12, dtype=np.int32).reshape(4, 3)
     sl = [((0, 2), (0, -1)), ((2, 2), (0, -1))]
@@ -202,16 +202,16 @@ class _FakeResult:
 
 
 def test_state_update_calls_the_retention_engine(capsys, tmp_path, srcs, monkeypatch):
-    """save hands the new prefix and the policy to ckptool.ops.prune.record_save, and reports its result."""
+    """save hands the new prefix and the policy to ckptool.ops.retain.prune.record_save, and reports its result."""
     calls = []
-    fake = types.ModuleType("ckptool.ops.prune")
+    fake = types.ModuleType("ckptool.ops.retain.prune")
 
     def record_save(directory, prefix, *, max_to_keep, keep_every_n_hours, now=None, storage=None):
         calls.append((directory, prefix, max_to_keep, keep_every_n_hours, now))
         return _FakeResult([prefix], ["old-1"])
 
     fake.record_save = record_save
-    monkeypatch.setitem(sys.modules, "ckptool.ops.prune", fake)
+    monkeypatch.setitem(sys.modules, "ckptool.ops.retain.prune", fake)
     import ckptool.ops
     monkeypatch.setattr(ckptool.ops, "prune", fake, raising=False)
     prefix = str(tmp_path / "run" / "ck")

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import ckptool
-from ckptool.ops import verify as verify_ops
-from ckptool.ops.verify_tree import targets, verify_paths
+from ckptool.ops.inspect import verify as verify_ops
+from ckptool.ops.inspect.verify_tree import targets, verify_paths
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RUN = os.path.join(ROOT, "tests", "data", "ckpt_save")

@@ -13,8 +13,8 @@ tf = pytest.importorskip("tensorflow")
 pytestmark = pytest.mark.interop
 
 from ckptool.format.events import scalars
-from ckptool.ops import metrics as M
-from ckptool.ops.rm import rm
+from ckptool.ops.retain import metrics as M
+from ckptool.ops.retain.rm import rm
 
 
 def _tf_rows(path):
@@ -114,7 +114,7 @@ def test_jsonl_beside_a_manager_run(tmp_path):
     p = d / "metrics.jsonl"
     p.write_text("".join(json.dumps({"step": s, "val_acc": a}) + "\n" for s, a in [(10, .5), (20, .9), (30, .7)]))
     got = M.best_pins(str(d), [(f"ckpt-{s}", s) for s in (10, 20, 30)],
-                      __import__("ckptool.ops.keep_best", fromlist=["BestSpec"]).BestSpec(1, "val_acc", "max", str(p)))
+                      __import__("ckptool.ops.retain.keep_best", fromlist=["BestSpec"]).BestSpec(1, "val_acc", "max", str(p)))
     assert got.pins == {"ckpt-20": 0.9}
     assert np.isfinite(list(got.pins.values())).all()
 
@@ -122,7 +122,7 @@ def test_jsonl_beside_a_manager_run(tmp_path):
 def test_save_counter_names_and_a_step_variable(tmp_path):
     """manager.save() numbers by save counter; tf.train.Checkpoint(step=...) holds the global
     step the evaluator logs at: best_pins matches by the step the checkpoint holds."""
-    from ckptool.ops.keep_best import BestSpec
+    from ckptool.ops.retain.keep_best import BestSpec
 
     d = tmp_path / "run"
     step = tf.Variable(0, dtype=tf.int64)

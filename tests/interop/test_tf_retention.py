@@ -15,8 +15,8 @@ from hypothesis import strategies as st  # noqa: E402
 from tensorflow.python.checkpoint import checkpoint_management as cm  # noqa: E402
 
 import ckptool  # noqa: E402
-from ckptool.ops import fleet  # noqa: E402
-from ckptool.ops import prune as P
+from ckptool.ops.retain import fleet  # noqa: E402
+from ckptool.ops.retain import prune as P
 
 T0 = 1_800_000_000.0
 

@@ -13,8 +13,8 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 pytestmark = pytest.mark.interop
 
-from ckptool.ops.average import average  # noqa: E402
-from ckptool.ops.convert import convert  # noqa: E402
+from ckptool.ops.transform.average import average  # noqa: E402
+from ckptool.ops.transform.convert import convert  # noqa: E402
 
 
 def _cli(*argv, code=0):

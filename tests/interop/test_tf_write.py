@@ -10,7 +10,7 @@ tf = pytest.importorskip("tensorflow")
 
 import ckptool  # noqa: E402
 from ckptool.format import bundle, dtypes  # noqa: E402
-from ckptool.ops.write import BundleWriter, write  # noqa: E402
+from ckptool.ops.write.writer import BundleWriter, write  # noqa: E402
 
 pytestmark = pytest.mark.interop
 
@@ -227,8 +227,8 @@ def test_raw_copy_of_tf_checkpoint_is_byte_identical(tmp_path, capsys):
     _same_files(tf_prefix, str(tmp_path / "copy"))
 
 
-@pytest.mark.skipif(importlib.util.find_spec("ckptool.ops.prune") is None,
-                    reason="ckptool.ops.manage (retention engine) is not in the tree yet")
+@pytest.mark.skipif(importlib.util.find_spec("ckptool.ops.retain.prune") is None,
+                    reason="ckptool.ops.retain.prune (retention engine) is not in the tree yet")
 def test_checkpoint_manager_continues_after_ckptool_save(tmp_path, capsys):
     from ckptool.cli.main import main
 

@@ -9,8 +9,8 @@ import pytest
 import ckptool
 from ckptool.io.policy import effective_policy
 from ckptool.io.state import CheckpointState, write_state
-from ckptool.ops import fleet as F
-from ckptool.ops import prune as P
+from ckptool.ops.retain import fleet as F
+from ckptool.ops.retain import prune as P
 
 T0 = 1_700_000_000.0
 NOW = T0 + 30 * 86400

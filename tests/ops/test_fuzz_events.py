@@ -10,7 +10,7 @@ import pytest
 from ckptool.errors import CkptError, MissingError
 from ckptool.format import events as ev
 from ckptool.format.protos.event_pb2 import Event
-from ckptool.ops.metrics import select_series
+from ckptool.ops.retain.metrics import select_series
 from clirun import run
 from fuzz import events as fe
 from fuzz import ops, pool

@@ -20,11 +20,11 @@ from ckptool.format.slices import tiling_problem
 from ckptool.format.table import first_entry, looks_like_table
 from ckptool.format.table_build import TableBuilder
 from ckptool.io.storage import LOCAL, RangeReader
-from ckptool.ops import summary as summary_ops
-from ckptool.ops.stats import tensor_stats
-from ckptool.ops.tree import tree
-from ckptool.ops.values import tensor_json
-from ckptool.ops.verify import verify
+from ckptool.ops.inspect import summary as summary_ops
+from ckptool.ops.inspect.stats import tensor_stats
+from ckptool.ops.inspect.tree import tree
+from ckptool.ops.inspect.values import tensor_json
+from ckptool.ops.inspect.verify import verify
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 F32 = dtypes.from_name("float32")

@@ -1,4 +1,4 @@
-"""ckptool.ops.keep_best: the N best, ties to the newer."""
+"""ckptool.ops.retain.keep_best: the N best, ties to the newer."""
 
 import math
 
@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ckptool.errors import CkptError
-from ckptool.ops.keep_best import BestSpec, choose_best
+from ckptool.ops.retain.keep_best import BestSpec, choose_best
 
 
 def test_min_max_and_ties_to_the_newer():
@@ -47,7 +47,7 @@ def test_best_is_the_n_best_newest_first_among_equals(vals, n, mode):
 
 
 def test_policy_values_and_spec_from_policy():
-    from ckptool.ops.keep_best import check_policy_value, spec_from_policy
+    from ckptool.ops.retain.keep_best import check_policy_value, spec_from_policy
 
     assert check_policy_value("keep_best", 2) and check_policy_value("keep_best", 0)
     assert not check_policy_value("keep_best", -1) and not check_policy_value("keep_best", True)
@@ -64,7 +64,7 @@ def test_policy_values_and_spec_from_policy():
 
 
 def test_mark_best():
-    from ckptool.ops.keep_best import mark_best
+    from ckptool.ops.retain.keep_best import mark_best
 
     reasons = {"a": ["pinned"], "b": ["max_to_keep"], "c": ["pinned"], "d": ["latest", "max_to_keep"]}
     mark_best(reasons, {"a": 1.0, "b": 2.0, "c": 3.0, "gone": 0.0}, user_pinned={"c"})

@@ -9,9 +9,9 @@ import pytest
 
 import ckptool
 from ckptool.format import bundle
-from ckptool.ops import read_v2
-from ckptool.ops.stats import tensor_stats
-from ckptool.ops.verify import verify
+from ckptool.ops.inspect.stats import tensor_stats
+from ckptool.ops.inspect.verify import verify
+from ckptool.ops.read import v2 as read_v2
 
 
 def _ckpt(tmp_path, n):

@@ -1,4 +1,4 @@
-"""ckptool.ops.metrics: metric values by step from TF-written event files and JSON Lines."""
+"""ckptool.ops.retain.metrics: metric values by step from TF-written event files and JSON Lines."""
 
 import json
 import pathlib
@@ -11,8 +11,8 @@ import pytest
 from ckptool.errors import CkptError, CkptWarning, MissingError
 from ckptool.format.events import encode_record
 from ckptool.format.protos.event_pb2 import Event
-from ckptool.ops import metrics as M
-from ckptool.ops.keep_best import BestSpec
+from ckptool.ops.retain import metrics as M
+from ckptool.ops.retain.keep_best import BestSpec
 
 EVENTS = pathlib.Path(__file__).parents[1] / "data" / "events"
 

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from ckptool.errors import CkptError
-from ckptool.ops.convert import convert
-from ckptool.ops.save import save
+from ckptool.ops.transform.convert import convert
+from ckptool.ops.transform.save import save
 from clirun import run
 from fuzz import engine
 

@@ -1,4 +1,4 @@
-"""`ckptool prune` and ckptool.ops.prune.prune: decisions, every file of a checkpoint, and each safety rule."""
+"""`ckptool prune` and ckptool.ops.retain.prune.prune: decisions, every file of a checkpoint, and each safety rule."""
 
 import json
 import os
@@ -9,7 +9,7 @@ import pytest
 import ckptool
 from ckptool.errors import CkptWarning, MissingError, RefusedError
 from ckptool.io.state import CheckpointState, read_state, write_state
-from ckptool.ops import prune as P
+from ckptool.ops.retain import prune as P
 
 T0 = 1_700_000_000.0
 

@@ -17,8 +17,8 @@ from ckptool.errors import MissingError
 from ckptool.format.events import encode_record
 from ckptool.format.protos.event_pb2 import Event
 from ckptool.io.state import CheckpointState, read_state, write_state
-from ckptool.ops import prune as manage
-from ckptool.ops.keep_best import BestSpec
+from ckptool.ops.retain import prune as manage
+from ckptool.ops.retain.keep_best import BestSpec
 from clirun import run
 
 T0 = 1_700_000_000.0

@@ -13,8 +13,8 @@ import ckptool
 from ckptool.errors import CkptError
 from ckptool.io import dirfd
 from ckptool.io.state import CheckpointState, read_state, write_state
-from ckptool.ops import prune as P
-from ckptool.ops import retention as R
+from ckptool.ops.retain import prune as P
+from ckptool.ops.retain import retention as R
 from clirun import run
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
@@ -319,7 +319,7 @@ class _Counted(str):
 
 def _retention_ops(n):
     from ckptool.io.listing import DirListing
-    from ckptool.ops.prune_plan import make_plan
+    from ckptool.ops.retain.plan import make_plan
 
     names = [_Counted(f"ckpt-{i}") for i in range(1, n + 1)]
     st = CheckpointState(names[-1], names, [T0 + i for i in range(n)], T0 - 1)

@@ -1,8 +1,8 @@
-"""The pure retention engine (ckptool.ops.retention): TF CheckpointManager's decisions, then ckptool's rules."""
+"""The pure retention engine (ckptool.ops.retain.retention): TF CheckpointManager's decisions, then ckptool's rules."""
 
 import pytest
 
-from ckptool.ops import retention as R
+from ckptool.ops.retain import retention as R
 
 H = 3600.0
 

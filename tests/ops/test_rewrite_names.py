@@ -1,4 +1,4 @@
-"""``ckptool rewrite-names`` and ckptool.ops.rename: rules, collisions, object graphs, fast path, safety."""
+"""``ckptool rewrite-names`` and ckptool.ops.transform.rename: rules, collisions, object graphs, fast path, safety."""
 
 import contextlib
 import io
@@ -15,7 +15,7 @@ import ckptool
 from ckptool.cli.main import main
 from ckptool.errors import CkptError
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, ObjectGraph
-from ckptool.ops.rename import Renamer, is_optimizer_name, parse_map, parse_rule, plan_names
+from ckptool.ops.transform.rename import Renamer, is_optimizer_name, parse_map, parse_rule, plan_names
 
 DATA = pathlib.Path(__file__).parents[1] / "data"
 VV = "/.ATTRIBUTES/VARIABLE_VALUE"

@@ -1,4 +1,4 @@
-"""`ckptool rm` and ckptool.ops.rm: the files of a checkpoint and its state entries, atomically."""
+"""`ckptool rm` and ckptool.ops.retain.rm: the files of a checkpoint and its state entries, atomically."""
 
 import json
 import os
@@ -9,7 +9,7 @@ import pytest
 import ckptool
 from ckptool.errors import MissingError, RefusedError
 from ckptool.io.state import CheckpointState, read_state, write_state
-from ckptool.ops.rm import rm
+from ckptool.ops.retain.rm import rm
 from clirun import run
 
 T0 = 1_700_000_000.0

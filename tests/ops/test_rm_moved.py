@@ -8,7 +8,7 @@ import pytest
 
 from ckptool.errors import RefusedError
 from ckptool.io.state import CheckpointState, read_state, resolve, write_state
-from ckptool.ops.rm import rm
+from ckptool.ops.retain.rm import rm
 from clirun import run
 
 DATA = os.path.join(os.path.dirname(__file__), os.pardir, "data")

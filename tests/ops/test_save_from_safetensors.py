@@ -9,8 +9,8 @@ import pytest
 
 import ckptool
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY
-from ckptool.ops.convert import convert
-from ckptool.ops.save import save
+from ckptool.ops.transform.convert import convert
+from ckptool.ops.transform.save import save
 from clirun import run
 
 pytest.importorskip("safetensors")

@@ -15,7 +15,7 @@ from ckptool.format import bundle, dtypes
 from ckptool.format.coding import crc32c, mask_crc
 from ckptool.format.table import BLOCK_SIZE, TableReader
 from ckptool.format.table_build import TableBuilder
-from ckptool.ops.write import BundleWriter, write, write_index
+from ckptool.ops.write.writer import BundleWriter, write, write_index
 
 DATA = pathlib.Path(__file__).parents[1] / "data"
 FIXED = [d for d in dtypes.BY_VALUE.values() if d.is_fixed]
@@ -479,7 +479,7 @@ def test_writeback_is_started_as_the_data_is_written(tmp_path, sync):
     """With sync, the disk writeback of each shard is started every WRITEBACK bytes, in
     order and without gaps (the final fsync then waits for the tail only); never without."""
     from ckptool.io.storage import LocalStorage
-    from ckptool.ops.write import WRITEBACK
+    from ckptool.ops.write.writer import WRITEBACK
 
     class Recording(LocalStorage):
         calls = []
@@ -571,7 +571,7 @@ def test_big_tensors_are_checksummed_beside_their_write(tmp_path):
     """From CRC_BESIDE_BYTES on, the CRC is computed on a helper thread while the bytes
     are written: the stored CRCs are still those of the bytes, and the thread is gone
     after finish."""
-    from ckptool.ops.write import CRC_BESIDE_BYTES
+    from ckptool.ops.write.writer import CRC_BESIDE_BYTES
 
     rng = np.random.default_rng(1)
     arrays = {"big": rng.standard_normal(CRC_BESIDE_BYTES // 8 + 3), "small": np.arange(5.0),
@@ -587,7 +587,7 @@ def test_big_tensors_are_checksummed_beside_their_write(tmp_path):
 
 
 def test_disk_full_under_a_big_tensor_leaves_nothing(tmp_path):
-    from ckptool.ops.write import CRC_BESIDE_BYTES
+    from ckptool.ops.write.writer import CRC_BESIDE_BYTES
 
     with pytest.raises(CkptError, match="No space left"):
         ckptool.write(str(tmp_path / "c"), {"big": np.zeros(CRC_BESIDE_BYTES)}, storage=_FullDisk(".data"))
@@ -611,7 +611,7 @@ def test_sigterm_during_save_removes_temporaries_and_exits_143(tmp_path):
     out = tmp_path / "out"
     code = (
         "import os, signal, sys\n"
-        "from ckptool.ops import write\n"
+        "from ckptool.ops.write import writer as write\n"
         "real = write.BundleWriter.add\n"
         "def add(self, *a, **k):\n"
         "    real(self, *a, **k)\n"
@@ -629,8 +629,8 @@ def test_sigterm_during_save_removes_temporaries_and_exits_143(tmp_path):
 
 def test_same_checkpoint_refused_in_every_form_even_with_force(tmp_path):
     from ckptool.io.state import CheckpointState, write_state
-    from ckptool.ops.convert import convert
-    from ckptool.ops.rename import parse_rule, rewrite_names
+    from ckptool.ops.transform.convert import convert
+    from ckptool.ops.transform.rename import parse_rule, rewrite_names
 
     d = tmp_path / "run"
     ckptool.write(str(d / "ckpt-2"), {"w": np.arange(3.0)})
@@ -647,7 +647,7 @@ def test_same_checkpoint_refused_in_every_form_even_with_force(tmp_path):
 
 
 def test_rewrite_names_force_with_unreadable_src_keeps_a_good_dst(tmp_path):
-    from ckptool.ops.rename import parse_rule, rewrite_names
+    from ckptool.ops.transform.rename import parse_rule, rewrite_names
 
     src, dst = tmp_path / "s" / "ckpt-1", tmp_path / "d" / "ckpt-1"
     ckptool.write(str(src), {"w": np.arange(4.0), "x": np.ones(2)}, num_shards=2)

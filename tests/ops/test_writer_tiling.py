@@ -10,7 +10,7 @@ import pytest
 import ckptool
 from ckptool.errors import CkptError
 from ckptool.format import bundle, dtypes
-from ckptool.ops.write import BundleWriter
+from ckptool.ops.write.writer import BundleWriter
 
 BAD = {
     "repeat": [((0, 2), (0, -1)), ((0, 2), (0, -1)), ((2, 2), (0, -1))],

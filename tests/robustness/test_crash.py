@@ -44,7 +44,7 @@ sys.path.insert(0, str(FAULTS))
 import faults as _faults  # noqa: E402
 
 pytestmark = pytest.mark.slow
-HAS_MANAGE = importlib.util.find_spec("ckptool.ops.prune") is not None
+HAS_MANAGE = importlib.util.find_spec("ckptool.ops.retain.prune") is not None
 VALUES = {"w": np.arange(12, dtype=np.float32).reshape(3, 4), "b": np.array([b"x", b""], dtype=object),
           "step": np.int64(3)}
 KILLS = {"event": 0, "random": 0, "by_command": {}}  # by_command: name -> [at events, at random]
@@ -250,8 +250,8 @@ def test_rewrite_names_killed_at_every_disk_event(tmp_path, compact):
 # (ckptool._faults.run_armed): ~30 ms a kill instead of an interpreter start (~0.4 s), so every
 # event of every target is killed, before and after, in a few seconds.
 
-_FORK_PRELOAD = ["faults", "ckptool.cli.main", "ckptool.cli.commands.convert", "ckptool.ops.convert",
-                 "ckptool.ops.sources", "ckptool.ops.read", "ckptool.ops.write", "zipfile"]
+_FORK_PRELOAD = ["faults", "ckptool.cli.main", "ckptool.cli.commands.convert", "ckptool.ops.transform.convert",
+                 "ckptool.ops.transform.sources", "ckptool.ops.read.reader", "ckptool.ops.write.writer", "zipfile"]
 _CTX = []
 
 

@@ -452,7 +452,7 @@ def make_bigendian(gen):
     from ckptool.format import bundle, dtypes
     from ckptool.format.bundle import Entry
     from ckptool.format.coding import mask_crc
-    from ckptool.ops.write import BundleWriter
+    from ckptool.ops.write.writer import BundleWriter
 
     rng = np.random.default_rng(99)
     names = ["float32", "float64", "float16", "bfloat16", "int16", "int32", "int64", "uint16", "uint32",

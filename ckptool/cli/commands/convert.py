@@ -63,8 +63,8 @@ def command(src: str, dst: str, to: str | None, match: tuple[str, ...], exclude:
       ckptool convert runs/ckpt-9 half/ckpt-9 --cast float32=bfloat16
     """
     from ckptool.cli.progress import progress_bar
-    from ckptool.ops.cast import parse_casts
-    from ckptool.ops.convert import convert
+    from ckptool.ops.transform.cast import parse_casts
+    from ckptool.ops.transform.convert import convert
 
     # a bad --cast spec, a DST suffix ckptool does not write, --names short elsewhere: the library
     # raises UsageError, which main() reports in one line with exit status 2

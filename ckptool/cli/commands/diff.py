@@ -33,7 +33,7 @@ def command(a: str, b: str, atol: float, as_json: bool) -> None:
     from ckptool.cli.common import settings
     from ckptool.cli.main import Failed
     from ckptool.cli.progress import progress_bar
-    from ckptool.ops.diff import diff
+    from ckptool.ops.inspect.diff import diff
 
     settings().error_status = 2  # trouble is 2; 1 means "they differ"
 

@@ -44,7 +44,7 @@ def command(root: str, max_to_keep: int, keep_every_n_hours, keep_steps_every, m
     usage error.
     """
     from ckptool.cli.main import Failed
-    from ckptool.ops.du import du
+    from ckptool.ops.retain.du import du
 
     rows = du(root, max_to_keep=max_to_keep or None, keep_every_n_hours=keep_every_n_hours,
               keep_steps_every=keep_steps_every, min_age=min_age, exclude=exclude)

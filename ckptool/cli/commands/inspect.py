@@ -75,7 +75,7 @@ def command(checkpoint: str, as_json: bool, tensors: tuple[str, ...], all_tensor
     with ckptool.open(checkpoint) as ck:
         if verify:
             from ckptool.cli.progress import progress_bar
-            from ckptool.ops.verify import verify as verify_checkpoint  # needs no numpy
+            from ckptool.ops.inspect.verify import verify as verify_checkpoint  # needs no numpy
 
             with progress_bar("verifying") as bar:
                 report = verify_checkpoint(ck, progress=bar, workers=jobs)
@@ -87,7 +87,7 @@ def command(checkpoint: str, as_json: bool, tensors: tuple[str, ...], all_tensor
                 bad = len({p.name for p in report.problems})
                 raise Failed(f"{ck.prefix}: verification failed: {bad} of {report.tensors} tensors corrupt")
             return
-        from ckptool.ops import inspection
+        from ckptool.ops.inspect import inspection
 
         if tree:
             root = inspection.tree(ck)

@@ -26,7 +26,7 @@ def command(checkpoint: str, as_json: bool, patterns: tuple[str, ...], regex: st
     """
     import ckptool
     from ckptool.cli.render import print_variables
-    from ckptool.ops.select import compile_filter
+    from ckptool.ops.read.select import compile_filter
 
     keep = compile_filter(patterns, regex)
     with ckptool.open(checkpoint) as ck:

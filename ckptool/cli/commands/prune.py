@@ -11,7 +11,7 @@ from ckptool.cli.keep_best import best_options, best_spec, note_without_value, r
 def _duration(ctx, param, value):
     if value is None:
         return None
-    from ckptool.ops.retention import parse_duration
+    from ckptool.ops.retain.retention import parse_duration
 
     try:
         return parse_duration(value)
@@ -111,8 +111,8 @@ def command(directory: str, max_to_keep: int, keep_every_n_hours: float | None, 
     any directory failed); 2 usage error.
     """
     from ckptool.cli.main import Failed
-    from ckptool.ops.fleet import prune_tree
-    from ckptool.ops.prune import prune
+    from ckptool.ops.retain.fleet import prune_tree
+    from ckptool.ops.retain.prune import prune
 
     for flag, on in (("--exclude", exclude), ("--one-file-system", one_file_system),
                      ("--follow-symlinks", follow_symlinks)):

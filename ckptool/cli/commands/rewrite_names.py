@@ -80,7 +80,7 @@ def command(src: str, dst: str, map_file: str | None, rules: tuple[str, ...], dr
       ckptool rewrite-names run/ckpt-9 small/ckpt-9 --strip-optimizer
     """
     from ckptool.errors import UsageError
-    from ckptool.ops.rename import parse_map, parse_rule, rewrite_names
+    from ckptool.ops.transform.rename import parse_map, parse_rule, rewrite_names
 
     parsed = []  # a bad map or rule is a UsageError: one line naming the option, exit 2 (main())
     try:

@@ -38,7 +38,7 @@ def command(checkpoints: tuple[str, ...], force: bool, dry_run: bool, as_json: b
     Exit status: 0 removed (or would be, with --dry-run); 1 not found,
     refused (the latest without --force, lock held) or failed; 2 usage error.
     """
-    from ckptool.ops.rm import rm
+    from ckptool.ops.retain.rm import rm
 
     result = rm(list(checkpoints), force=force, dry_run=dry_run)
     if as_json:

@@ -40,7 +40,7 @@ def command(prefix: str, sources: tuple[str, ...], global_step: int | None, pad_
     (data first, index last). Unless --no-state, the directory's 'checkpoint'
     file then records PREFIX (relative paths) and retention is applied.
     """
-    from ckptool.ops.save import save
+    from ckptool.ops.transform.save import save
 
     if pad_step_number and global_step is None:
         raise click.UsageError("--pad-step-number needs --global-step")

@@ -29,7 +29,7 @@ def command(directory: str, rebuild: bool, relative: bool, dry_run: bool, as_jso
     Exit status: 0 ok; 1 no state file, a corrupt one, or nothing to rebuild
     from; 2 usage error.
     """
-    from ckptool.ops.state import (
+    from ckptool.ops.retain.state import (
         rebuild_state,
         relative_state,
         show_state,
@@ -62,7 +62,7 @@ def command(directory: str, rebuild: bool, relative: bool, dry_run: bool, as_jso
 def _when(ts: float | None) -> str:
     """A state-file timestamp as UTC time; "-" when there is none (or it is NaN or infinite),
     the raw number when it names no representable time (1e300, -1e18: a file can hold any)."""
-    from ckptool.ops.summary import iso_time
+    from ckptool.ops.inspect.summary import iso_time
 
     if ts is None:
         return "-"

@@ -34,7 +34,7 @@ def command(paths: tuple[str, ...], recursive: bool, jobs: int | None, as_json: 
     """
     from ckptool.cli.main import Failed
     from ckptool.cli.progress import progress_bar
-    from ckptool.ops.verify_tree import verify_paths
+    from ckptool.ops.inspect.verify_tree import verify_paths
 
     bars: list[AbstractContextManager[Any]] = []
 

@@ -20,7 +20,15 @@ from ckptool.format import bundle, dtypes, tensors
 from ckptool.format.bundle import Entry
 from ckptool.format.table import read_table
 from ckptool.io.layout import Located
-from ckptool.ops.checkpoint import Checkpoint, Variable, check_numpy_shape, check_tiling, gc_paused, key_of, name_of
+from ckptool.ops.read.checkpoint import (
+    Checkpoint,
+    Variable,
+    check_numpy_shape,
+    check_tiling,
+    gc_paused,
+    key_of,
+    name_of,
+)
 
 if TYPE_CHECKING:
     import numpy as np

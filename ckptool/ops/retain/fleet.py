@@ -22,7 +22,7 @@ from ckptool.io.policy import effective_policy
 from ckptool.io.state import STATE_FILENAME
 from ckptool.io.storage import LOCAL
 from ckptool.io.urls import storage_for
-from ckptool.ops.prune import PruneResult, prune_open
+from ckptool.ops.retain.prune import PruneResult, prune_open
 
 
 def _excluded(rel: str, exclude) -> bool:

@@ -13,7 +13,7 @@ from ckptool.errors import CkptError
 from ckptool.format import safetensors_meta as stm
 from ckptool.io.atomic import AtomicFile, check_destination, publish
 from ckptool.io.urls import storage_for
-from ckptool.ops.write import WRITEBACK
+from ckptool.ops.write.writer import WRITEBACK
 
 
 class StFile:

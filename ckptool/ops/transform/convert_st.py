@@ -17,7 +17,7 @@ from ckptool.format.objgraph import (
     VARIABLE_VALUE,
     ObjectGraph,
 )
-from ckptool.ops.cast import target_dtype
+from ckptool.ops.transform.cast import target_dtype
 
 _SUFFIX = f"/{ATTRIBUTES}/{VARIABLE_VALUE}"
 
@@ -40,7 +40,7 @@ def _short_plan(specs, graph_bytes, dst):
     """``(specs kept, stored name per spec, names mapping, graph bytes)`` for ``--names short``:
     optimizer state dropped (from the object graph when there is one, else by name), object
     keys shortened, the object graph edited to the tensors kept."""
-    from ckptool.ops.slots import is_optimizer_name
+    from ckptool.ops.transform.slots import is_optimizer_name
 
     names = [s.name for s in specs]
     keys = None
@@ -67,8 +67,8 @@ def _short_plan(specs, graph_bytes, dst):
 
 
 def to_safetensors(dst, specs, result, force, progress, casts, over, names, opened, sync=True) -> None:
-    from ckptool.ops.cast import value_of
-    from ckptool.ops.stfile import write_file
+    from ckptool.ops.transform.cast import value_of
+    from ckptool.ops.transform.stfile import write_file
 
     graph = next((s for s in specs if s.name == OBJECT_GRAPH_KEY), None)
     graph_bytes = None

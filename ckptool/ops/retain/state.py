@@ -15,7 +15,7 @@ from ckptool.io.lock import lock_directory
 from ckptool.io.state import STATE_FILENAME, CheckpointState, read_state, resolve
 from ckptool.io.storage import LOCAL
 from ckptool.io.urls import storage_for
-from ckptool.ops.prune_plan import finite, warn
+from ckptool.ops.retain.plan import finite, warn
 
 
 def _storage(directory: str, storage):

@@ -20,9 +20,9 @@ from ckptool.format.objgraph import OBJECT_GRAPH_KEY, OPTIMIZER_SLOT, object_key
 def with_template(ck, plan, template: str, dprefix, storage, strict, dry_run, force, allow_missing=False,
                   sync: bool = True):
     """DST gets TEMPLATE's keys and graph, values from SRC (through the renames)."""
-    from ckptool.ops.read import BundleCheckpoint
-    from ckptool.ops.read import open as open_checkpoint
-    from ckptool.ops.write import BundleWriter
+    from ckptool.ops.read.reader import BundleCheckpoint
+    from ckptool.ops.read.reader import open as open_checkpoint
+    from ckptool.ops.write.writer import BundleWriter
 
     with open_checkpoint(template) as tp:
         tvars = {v.name: v for v in tp.variables() if v.name != OBJECT_GRAPH_KEY}

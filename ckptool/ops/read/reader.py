@@ -4,16 +4,16 @@ Listing reads the ``.index`` alone. A tensor is read lazily from its shard
 with positioned reads straight into the array it becomes (never the whole
 shard), its CRC32C checked unless ``verify=False``. Values are bit-identical
 to ``tf.train.load_checkpoint(p).get_tensor(name)``. The readers live in
-:mod:`ckptool.ops.read_v2` (tensor bundles) and :mod:`ckptool.ops.read_v1`.
+:mod:`ckptool.ops.read.v2` (tensor bundles) and :mod:`ckptool.ops.read.v1`.
 """
 
 from __future__ import annotations
 
 from ckptool.errors import CkptError
 from ckptool.io.layout import V1, V2, locate
-from ckptool.ops.checkpoint import NUMPY_MAX_DIMS, Checkpoint, Variable
-from ckptool.ops.read_v1 import V1Checkpoint
-from ckptool.ops.read_v2 import BundleCheckpoint
+from ckptool.ops.read.checkpoint import NUMPY_MAX_DIMS, Checkpoint, Variable
+from ckptool.ops.read.v1 import V1Checkpoint
+from ckptool.ops.read.v2 import BundleCheckpoint
 
 
 def open(path: str, storage=None) -> Checkpoint:

@@ -5,7 +5,7 @@ are summed in float64, divided by the number of inputs and rounded once to
 their dtype (nearest even, as ``astype``). Everything else (integers,
 booleans, strings, the object graph) and the optimizer state come from the
 newest input, as stored; ``strip_optimizer`` drops the optimizer state
-(``ckptool.ops.slots``). The inputs must agree on names, shapes and dtypes.
+(``ckptool.ops.transform.slots``). The inputs must agree on names, shapes and dtypes.
 
 Streaming: for each tensor, one input's value at a time is read and added to
 a float64 accumulator, so memory holds one tensor and its accumulator, never
@@ -97,7 +97,7 @@ def _check_agree(cks, inputs) -> None:
 
 def _plan(newest, strip_optimizer: bool):
     """``(name -> output name or None, optimizer names, graph bytes to write or None)``."""
-    from ckptool.ops.slots import optimizer_keys
+    from ckptool.ops.transform.slots import optimizer_keys
 
     names = [n for n in newest.names() if n != OBJECT_GRAPH_KEY]
     graph = newest.object_graph() if newest.is_object_based else None
@@ -116,9 +116,9 @@ def _plan(newest, strip_optimizer: bool):
 
 def average(paths, out: str, *, last: int | None = None, strip_optimizer: bool = False, force: bool = False,
             num_shards: int = 1, dry_run: bool = False, sync: bool = True) -> AverageResult:
-    from ckptool.ops.read import BundleCheckpoint
-    from ckptool.ops.read import open as open_checkpoint
-    from ckptool.ops.write import BundleWriter
+    from ckptool.ops.read.reader import BundleCheckpoint
+    from ckptool.ops.read.reader import open as open_checkpoint
+    from ckptool.ops.write.writer import BundleWriter
 
     inputs = resolve_inputs(paths, last)
     cks = []
@@ -188,7 +188,7 @@ def _mean(cks, name: str):
 def _stored_bytes(ck, name: str, raw: bool, graph_bytes) -> int:
     """Bytes ``name`` takes in the output's data files."""
     from ckptool.format import dtypes
-    from ckptool.ops.write import encode_tensor
+    from ckptool.ops.write.writer import encode_tensor
 
     if name == OBJECT_GRAPH_KEY and graph_bytes is not None:
         value = graph_bytes

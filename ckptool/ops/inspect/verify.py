@@ -12,7 +12,7 @@ from ckptool.errors import ChecksumError, CkptError
 from ckptool.format import bundle
 from ckptool.format.coding import crc32c, unmask_crc
 from ckptool.format.slices import tiling_problem
-from ckptool.ops.checkpoint import name_of as _shown
+from ckptool.ops.read.checkpoint import name_of as _shown
 
 T = TypeVar("T")
 R = TypeVar("R")

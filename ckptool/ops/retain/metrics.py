@@ -32,7 +32,7 @@ from ckptool.errors import CkptError, CkptWarning, MissingError
 from ckptool.format.events import RecordReader, reader_scalars
 from ckptool.io.storage import LOCAL
 from ckptool.io.urls import storage_for
-from ckptool.ops.keep_best import BestSpec, choose_best
+from ckptool.ops.retain.keep_best import BestSpec, choose_best
 
 EVENT_GLOB = "events.out.tfevents.*"
 
@@ -208,7 +208,7 @@ _INT_DTYPES = ("int64", "int32", "uint64", "uint32", "int16", "uint16", "int8", 
 def stored_step(prefix: str, storage=LOCAL) -> int | None:
     """The global step checkpoint ``prefix`` holds (an integer scalar of
     :data:`GLOBAL_STEP_NAMES`), or None (none, or the checkpoint cannot be read)."""
-    from ckptool.ops.read import open as open_checkpoint
+    from ckptool.ops.read.reader import open as open_checkpoint
 
     try:
         with open_checkpoint(prefix, storage) as ckpt:

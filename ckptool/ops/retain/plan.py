@@ -1,5 +1,5 @@
 """The plan of a prune: from the state file and one listing of DIR to the retention
-decision (:mod:`ckptool.ops.retention`), and the state file to write after it.
+decision (:mod:`ckptool.ops.retain.retention`), and the state file to write after it.
 
 No disk access here beyond what the caller's listing already holds."""
 
@@ -14,9 +14,9 @@ from ckptool.errors import CkptWarning, RefusedError
 from ckptool.io.layout import resolve_recorded, step_of
 from ckptool.io.listing import DirListing
 from ckptool.io.state import STATE_FILENAME, CheckpointState
-from ckptool.ops import retention as R
-from ckptool.ops.keep_best import mark_best  # keep-best
-from ckptool.ops.metrics import BestPins, pin_best  # keep-best
+from ckptool.ops.retain import retention as R
+from ckptool.ops.retain.keep_best import mark_best  # keep-best
+from ckptool.ops.retain.metrics import BestPins, pin_best  # keep-best
 
 
 def warn(msg: str) -> None:
@@ -251,7 +251,7 @@ class PruneResult:
     policy: dict = field(default_factory=dict)
     listing: DirListing | None = field(default=None, repr=False, compare=False)
     latest: str | None = field(default=None, repr=False, compare=False)
-    best: dict | None = None  # keep-best: ckptool.ops.metrics.BestPins.to_json(), when asked
+    best: dict | None = None  # keep-best: ckptool.ops.retain.metrics.BestPins.to_json(), when asked
 
     def to_json(self) -> dict:
         doc = {"kept": list(self.kept), "deleted": list(self.deleted), "preserved": list(self.preserved),

@@ -31,7 +31,7 @@ from ckptool.format.objgraph import OBJECT_GRAPH_KEY, ObjectGraph, is_object_key
 from ckptool.format.table_build import TableBuilder
 from ckptool.io.atomic import AtomicFile, check_destination, publish
 from ckptool.io.urls import storage_for
-from ckptool.ops.encode import _as_dtype, _key_bytes, _shown, encode_tensor, np
+from ckptool.ops.write.encode import _as_dtype, _key_bytes, _shown, encode_tensor, np
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor

@@ -4,21 +4,21 @@ Every source is a stream of ``(name, value)``: ``value`` is a numpy array, bytes
 string scalar kept as stored), or a :class:`RawTensor` (a V2 checkpoint's entry,
 copied byte for byte by the writer without decoding). A source lists its tensors
 before reading any and yields one at a time, so memory stays bounded by the largest
-tensor. It reads what ``convert`` reads (:mod:`ckptool.ops.convert_src`).
-:mod:`ckptool.ops.save` is the library side of ``ckptool save``.
+tensor. It reads what ``convert`` reads (:mod:`ckptool.ops.transform.convert_src`).
+:mod:`ckptool.ops.transform.save` is the library side of ``ckptool save``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ckptool.ops.convert_src import RawTensor, kind_of, open_specs
+from ckptool.ops.transform.convert_src import RawTensor, kind_of, open_specs
 
 
 class Source:
     """One ``--from`` argument: ``names()`` without loading, ``items()`` streaming.
 
-    It is what ``convert`` reads (:func:`ckptool.ops.convert_src.open_specs`, one code
+    It is what ``convert`` reads (:func:`ckptool.ops.transform.convert_src.open_specs`, one code
     path for both commands): a checkpoint's entries copied as stored (partitioned ones
     with their slices), a ``.safetensors`` file with what ckptool keeps in its
     ``__metadata__`` restored (the object graph, string tensors, the original names of
@@ -74,7 +74,7 @@ def _wait_lock(storage, prefix: str):
 
 
 def _record(storage, prefix: str, max_to_keep, keep_every_n_hours, now):
-    from ckptool.ops.prune import record_save
+    from ckptool.ops.retain.prune import record_save
 
     directory = storage.dirname(prefix) or "."
     return record_save(directory, prefix, max_to_keep=max_to_keep,

@@ -14,7 +14,7 @@ import numpy as np
 
 from ckptool.errors import ChecksumError
 from ckptool.format.coding import crc32c, unmask_crc
-from ckptool.ops.checkpoint import name_of
+from ckptool.ops.read.checkpoint import name_of
 
 #: Largest read made at once by statistics and diff.
 CHUNK_BYTES = 8 << 20

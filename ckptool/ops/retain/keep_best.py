@@ -78,7 +78,7 @@ def mark_best(reasons: dict[str, list[str]], pins, user_pinned=()) -> None:
     """Say "best" for each kept checkpoint of ``pins`` in a retention Decision's ``reasons``
     (prune pins them as names; the reason the engine gives, "pinned", becomes "best" unless
     the user pinned it too)."""
-    from ckptool.ops.retention import PINNED
+    from ckptool.ops.retain.retention import PINNED
 
     for name in pins:
         why = reasons.get(name)

@@ -9,11 +9,11 @@ from ckptool.errors import CkptError
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, is_object_key, object_key
 from ckptool.io.atomic import checkpoint_identity
 from ckptool.io.urls import storage_for
-from ckptool.ops.sources import RawTensor, Source, _record, _wait_lock, open_source
-from ckptool.ops.write import BundleWriter
+from ckptool.ops.transform.sources import RawTensor, Source, _record, _wait_lock, open_source
+from ckptool.ops.write.writer import BundleWriter
 
 if TYPE_CHECKING:
-    from ckptool.ops.prune_plan import PruneResult
+    from ckptool.ops.retain.plan import PruneResult
 
 
 def step_prefix(prefix: str, global_step: int | None, pad_step_number: bool = False) -> str:
@@ -58,7 +58,7 @@ def save(prefix: str, sources: list[str], *, global_step: int | None = None, pad
     keys (each '/' part escaped) and an object graph is synthesized; keys already
     object-based are kept. Two sources giving one name is an error. Unless
     ``state`` is False, the directory's ``checkpoint`` file records the new
-    checkpoint and retention is applied when a policy is given (``ckptool.ops.prune.record_save``).
+    checkpoint and retention is applied when a policy is given (``ckptool.ops.retain.prune.record_save``).
     ``sync=False`` skips the fsyncs (TF's behaviour; for scratch outputs). A source that
     is the target itself is refused, even with ``force``.
     """

@@ -1,7 +1,7 @@
 """``prune`` and the retention step of ``save`` (:func:`record_save`).
 
-Decisions come from the pure engine (:mod:`ckptool.ops.retention`) through
-:mod:`ckptool.ops.prune_plan`; this module applies them. Safety rules
+Decisions come from the pure engine (:mod:`ckptool.ops.retain.retention`) through
+:mod:`ckptool.ops.retain.plan`; this module applies them. Safety rules
 (README, ``prune``):
 
 - only a checkpoint's own files (:mod:`ckptool.io.layout`) directly inside DIR are
@@ -35,9 +35,9 @@ from ckptool.io.policy import effective_policy
 from ckptool.io.state import STATE_FILENAME, CheckpointState, parse_state
 from ckptool.io.storage import LOCAL
 from ckptool.io.urls import storage_for
-from ckptool.ops import retention as R
-from ckptool.ops.keep_best import spec_from_policy  # keep-best
-from ckptool.ops.prune_plan import PruneResult, freed_bytes, make_plan, merge_state, warn
+from ckptool.ops.retain import retention as R
+from ckptool.ops.retain.keep_best import spec_from_policy  # keep-best
+from ckptool.ops.retain.plan import PruneResult, freed_bytes, make_plan, merge_state, warn
 
 JOURNAL = ".ckptool-prune-pending"
 STATE_ATTEMPTS = 10  # merges of a state file that keeps changing before prune gives up
@@ -304,7 +304,7 @@ def prune(directory: str, *, max_to_keep: int | None = 5, keep_every_n_hours: fl
     now = time.time() if now is None else now
     pol: dict[str, Any] = {"max_to_keep": max_to_keep, "keep_every_n_hours": keep_every_n_hours,
            "keep_steps_every": keep_steps_every, "min_age": min_age, "keep": []}
-    if best is not None:  # keep-best (a ckptool.ops.keep_best.BestSpec): the flags, as the others
+    if best is not None:  # keep-best (a ckptool.ops.retain.keep_best.BestSpec): the flags, as the others
         pol.update(keep_best=best.n, metric=best.metric, mode=best.mode, metrics=best.metrics)
     if policy_file:
         if not storage.isdir(directory):

@@ -1,6 +1,6 @@
 """What every open checkpoint offers (:class:`Checkpoint`) and what listing returns
-(:class:`Variable`); the V2 and V1 readers are in :mod:`ckptool.ops.read_v2` and
-:mod:`ckptool.ops.read_v1`, :func:`ckptool.open` in :mod:`ckptool.ops.read`."""
+(:class:`Variable`); the V2 and V1 readers are in :mod:`ckptool.ops.read.v2` and
+:mod:`ckptool.ops.read.v1`, :func:`ckptool.open` in :mod:`ckptool.ops.read.reader`."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from ckptool.errors import CkptError, UnsupportedError, UsageError
 from ckptool.io.atomic import AtomicFile, check_destination, checkpoint_identity, publish
-from ckptool.ops.cast import Overflows, target_dtype, value_of
+from ckptool.ops.transform.cast import Overflows, target_dtype, value_of
 
 TF, NPZ, SAFETENSORS = "tf", "npz", "safetensors"
 FORMATS = (TF, NPZ, SAFETENSORS)
@@ -86,7 +86,7 @@ def convert(src: str, dst: str, *, to: str | None = None, match=(), exclude=(), 
     keys without ``/.ATTRIBUTES/VARIABLE_VALUE``, no optimizer state; the
     mapping stays in the metadata, so converting back restores the checkpoint's names.
     """
-    from ckptool.ops.convert_src import open_specs
+    from ckptool.ops.transform.convert_src import open_specs
 
     opened = open_specs(src, keep_slices)
     try:
@@ -111,7 +111,7 @@ def convert(src: str, dst: str, *, to: str | None = None, match=(), exclude=(), 
             _to_npz(dst, _supported(specs, NPZ, casts, skip_unsupported, result, dst), result, (force, ids),
                     skip_unsupported, progress, casts, over, sync)
         else:
-            from ckptool.ops.convert_st import to_safetensors
+            from ckptool.ops.transform.convert_st import to_safetensors
 
             kept = _supported(specs, SAFETENSORS, casts, skip_unsupported, result, dst)
             to_safetensors(dst, kept, result, (force, ids), progress, casts, over, names, opened, sync)
@@ -145,7 +145,7 @@ def _supported(specs, fmt, casts, skip, result, dst):
 
 
 def _to_tf(dst, specs, result, num_shards, force, progress, casts, over, sync):
-    from ckptool.ops.write import BundleWriter
+    from ckptool.ops.write.writer import BundleWriter
 
     done = 0
     force, ids = force

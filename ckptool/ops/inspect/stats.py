@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ckptool.format import dtypes
-from ckptool.ops.chunks import CHUNK_BYTES, tensor_chunks
+from ckptool.ops.read.chunks import CHUNK_BYTES, tensor_chunks
 
 
 @dataclass

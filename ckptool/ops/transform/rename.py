@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from ckptool.errors import CkptError, UsageError
 from ckptool.format import bundle
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, ObjectGraph, is_object_key
-from ckptool.ops.rename_template import copy_raw
-from ckptool.ops.slots import is_optimizer_name
+from ckptool.ops.transform.rename_template import copy_raw
+from ckptool.ops.transform.slots import is_optimizer_name
 
 EXACT, PREFIX, ROOT, REGEX = "exact", "prefix", "root", "regex"
 
@@ -229,9 +229,9 @@ def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop=(), strip_optim
     fill is an error unless ``allow_missing`` (which keeps the template's value).
     Nothing is written when an error is raised."""
     from ckptool.io.urls import storage_for
-    from ckptool.ops.read import BundleCheckpoint
-    from ckptool.ops.read import open as open_checkpoint
-    from ckptool.ops.write import BundleWriter
+    from ckptool.ops.read.reader import BundleCheckpoint
+    from ckptool.ops.read.reader import open as open_checkpoint
+    from ckptool.ops.write.writer import BundleWriter
 
     storage, dprefix = storage_for(dst)
     with open_checkpoint(src) as ck:
@@ -241,7 +241,7 @@ def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop=(), strip_optim
                           src=src, dst=dst, allow_unused=allow_unused)
         _check_dst(ck, dprefix, storage, force)
         if template is not None:
-            from ckptool.ops.rename_template import with_template
+            from ckptool.ops.transform.rename_template import with_template
 
             return with_template(ck, plan, template, dprefix, storage, strict, dry_run, force, allow_missing,
                                  sync)
@@ -292,7 +292,7 @@ def _fast(ck, plan: Plan, dprefix: str, storage, graph_bytes, force, sync: bool)
         k = OBJECT_GRAPH_KEY.encode()
         entries.append((k, ck.raw_entry(k)))
     from ckptool.io.atomic import AtomicFile, link_or_copy, publish
-    from ckptool.ops.write import index_file, retire_index
+    from ckptool.ops.write.writer import index_file, retire_index
 
     storage.makedirs(storage.dirname(dprefix))
     made = []  # every file written in full under a temporary name; published at the end
@@ -301,7 +301,7 @@ def _fast(ck, plan: Plan, dprefix: str, storage, graph_bytes, force, sync: bool)
             made.append(link_or_copy(storage, ck.shard_path(i), bundle.data_filename(dprefix, i, n_dst), sync=sync))
         if graph_bytes is not None:
             from ckptool.format.coding import mask_crc
-            from ckptool.ops.write import encode_tensor
+            from ckptool.ops.write.writer import encode_tensor
 
             dt, shape, data, crc = encode_tensor(OBJECT_GRAPH_KEY.encode(), graph_bytes)
             blob = bytes(data)

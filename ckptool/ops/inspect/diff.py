@@ -1,6 +1,6 @@
 """Comparing two checkpoints: added, removed, dtype/shape-changed and value-changed tensors.
 
-Values are compared chunk by chunk (:data:`ckptool.ops.chunks.CHUNK_BYTES`
+Values are compared chunk by chunk (:data:`ckptool.ops.read.chunks.CHUNK_BYTES`
 at a time for fixed-size tensors), so memory stays bounded. Two elements
 are equal when they are bit-identical, numerically equal (``0.0 == -0.0``,
 ``inf == inf``), both NaN, or, with ``atol``, no more than ``atol`` apart.
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ckptool.ops.chunks import CHUNK_BYTES, tensor_chunks
+from ckptool.ops.read.chunks import CHUNK_BYTES, tensor_chunks
 
 
 def _brief(v) -> dict:

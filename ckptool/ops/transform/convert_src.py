@@ -19,7 +19,7 @@ from ckptool.format.bundle import Entry
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY
 
 if TYPE_CHECKING:
-    from ckptool.ops.read_v2 import BundleCheckpoint
+    from ckptool.ops.read.v2 import BundleCheckpoint
 
 NPZ, NPY, SAFETENSORS, CHECKPOINT = "npz", "npy", "safetensors", "checkpoint"
 
@@ -97,8 +97,8 @@ def open_specs(src: str, keep_slices: bool = False, verify: bool = True) -> Open
 
 
 def _checkpoint(src: str, keep_slices: bool, verify: bool) -> Opened:
-    from ckptool.ops.read import BundleCheckpoint
-    from ckptool.ops.read import open as open_checkpoint
+    from ckptool.ops.read.reader import BundleCheckpoint
+    from ckptool.ops.read.reader import open as open_checkpoint
     ck = open_checkpoint(src)
     try:
         raw = isinstance(ck, BundleCheckpoint) and not ck.header.big_endian
@@ -134,7 +134,7 @@ def _strings(shape, values):
 
 
 def _safetensors(src: str) -> Opened:
-    from ckptool.ops.stfile import StFile
+    from ckptool.ops.transform.stfile import StFile
 
     f = StFile(src)
     try:

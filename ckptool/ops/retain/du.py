@@ -10,8 +10,8 @@ from ckptool.io.dirfd import open_dir
 from ckptool.io.layout import resolve_recorded, step_of
 from ckptool.io.listing import scan
 from ckptool.io.urls import storage_for
-from ckptool.ops.fleet import prune_tree
-from ckptool.ops.prune import read_dir_state
+from ckptool.ops.retain.fleet import prune_tree
+from ckptool.ops.retain.prune import read_dir_state
 
 
 @dataclass

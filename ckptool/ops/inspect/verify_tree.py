@@ -3,7 +3,7 @@
 A PATH is a checkpoint in any CHECKPOINT form, or a directory: every
 checkpoint it holds (``--recursive``: and every directory below it, symlinks
 to directories not followed). Each is verified in full by
-:func:`ckptool.ops.verify.verify`; one that cannot even be opened is reported
+:func:`ckptool.ops.inspect.verify.verify`; one that cannot even be opened is reported
 as damaged, and the others are still checked.
 """
 
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from ckptool.errors import CkptError
 from ckptool.io.layout import list_checkpoints
 from ckptool.io.urls import storage_for
-from ckptool.ops.verify import Problem, VerifyReport, verify
+from ckptool.ops.inspect.verify import Problem, VerifyReport, verify
 
 
 @dataclass
@@ -76,7 +76,7 @@ def verify_paths(paths, recursive: bool = False,
     """Verify every checkpoint ``paths`` name (see the module docstring).
 
     ``progress(prefix)`` may return a ``callback(done_bytes, total_bytes)`` for that checkpoint."""
-    from ckptool.ops.read import open as open_checkpoint
+    from ckptool.ops.read.reader import open as open_checkpoint
 
     report = TreeReport()
     seen = set()
