@@ -38,6 +38,10 @@ ALLOWED = {
     "io": {"format", "io", "errors"},
     "ops": {"format", "io", "ops", "errors"},
     "errors": set(),
+    # the drop-in stand-ins for other libraries' readers (tf.train): a user of ops, like the root
+    "compat": {"format", "io", "ops", "errors", "compat"},
+    # python -m ckptool.shim: runs a script with `import tensorflow` resolving to compat
+    "shim": {"compat", "errors"},
 }
 # Inside ops/, the families (sub-packages) form a DAG: which other families each may import.
 FAMILIES = {

@@ -1,0 +1,157 @@
+"""``CheckpointReader`` as TensorFlow 2.21 opens and answers it, on ckptool's readers.
+
+Opening follows TF's ``CheckpointReader`` constructor: ``P.index`` present means a V2
+bundle at ``P``; otherwise ``P`` is a file pattern of V1 tables (no match: ``NotFoundError``
+"Unsuccessful TensorSliceReader constructor: Failed to find any matching files for P").
+The reading itself is ckptool's (:func:`ckptool.io.layout.locate`,
+:mod:`ckptool.ops.read`), values as ``get_tensor`` returns them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ckptool.compat import errors
+from ckptool.compat.dtypes import DType
+from ckptool.format import dtypes as _table
+from ckptool.format.bundle import INDEX_SUFFIX
+from ckptool.io.layout import V2, is_index, is_v1_table
+from ckptool.io.storage import Storage
+from ckptool.io.urls import storage_for
+from ckptool.ops.read.checkpoint import Checkpoint, key_of, name_of
+from ckptool.ops.read.reader import open as open_checkpoint
+from ckptool.ops.read.v2 import BundleCheckpoint
+
+if TYPE_CHECKING:
+    import numpy as np
+
+_MAGIC = "*?["
+_AGAIN = "perhaps your file is in a different file format and you need to use a different restore operator?"
+
+
+def matching_files(storage: Storage, path: str) -> list[str]:
+    """TF's ``GetMatchingPaths``: the files a pattern names (glob characters in the last
+    component), or the path itself when it exists."""
+    base = storage.basename(path)
+    if any(c in base for c in _MAGIC):
+        d = storage.dirname(path)
+        return [storage.join(d, n) if d else n for n in storage.glob(d, base)]
+    return [path] if path and storage.exists(path) else []
+
+
+def as_path(value: Any, what: str = "filepattern") -> str:
+    """A str from the str or bytes TF's C++ readers accept; anything else is TF's TypeError."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "surrogateescape")
+    if isinstance(value, str):
+        return value
+    raise TypeError(f"Expected binary or unicode string, got {value!r}")
+
+
+def _tensor_name(value: Any) -> str:
+    if isinstance(value, bytes):
+        return name_of(value)
+    if isinstance(value, str):
+        return value
+    raise TypeError(f"Expected binary or unicode string, got {value!r}")
+
+
+class CheckpointReader:
+    """TF's ``CheckpointReader`` (what ``tf.train.load_checkpoint`` and
+    ``tf.compat.v1.train.NewCheckpointReader`` return)."""
+
+    def __init__(self, filepattern: Any) -> None:
+        self._pattern = as_path(filepattern)
+        with errors.translated():
+            storage, path = storage_for(self._pattern)
+            if storage.isfile(path + INDEX_SUFFIX):
+                self._ckpt: Checkpoint | None = open_checkpoint(path, storage)
+            else:
+                self._ckpt = self._open_v1(storage, path)
+
+    def _open_v1(self, storage: Storage, path: str) -> Checkpoint | None:
+        """TF's TensorSliceReader on a file pattern; None for V2 index files, which it
+        reads as tables without tensors."""
+        files = matching_files(storage, path)
+        if not files:
+            raise errors.NotFoundError(None, None, "Unsuccessful TensorSliceReader constructor: Failed to find any "
+                                                   f"matching files for {self._pattern}")
+        tables = []
+        for f in files:
+            if storage.isdir(f):
+                raise errors.DataLossError(None, None, f"Unable to open table file {f}: FAILED_PRECONDITION: "
+                                                       f"{f.rstrip('/')}; Is a directory: {_AGAIN}")
+            if is_v1_table(storage, f):
+                tables.append(f)
+            elif not is_index(storage, f):
+                raise errors.DataLossError(None, None, f"Unable to open table file {f}: DATA_LOSS: not an sstable "
+                                                       f"(bad magic number): {_AGAIN}")
+        if not tables:
+            return None
+        return open_checkpoint(tables[0] if len(files) == 1 else path, storage)
+
+    def __repr__(self) -> str:
+        return f"<ckptool.compat.tf CheckpointReader {self._pattern!r}>"
+
+    @property
+    def _v1(self) -> bool:
+        return self._ckpt is not None and self._ckpt.format != V2
+
+    def has_tensor(self, tensor_str: Any) -> bool:
+        """Whether the checkpoint holds a variable of that name (no ``:0`` stripping)."""
+        name = _tensor_name(tensor_str)
+        return self._ckpt is not None and name in self._ckpt
+
+    def get_tensor(self, tensor_str: Any) -> Any:
+        """The value as TF returns it: an ndarray; a numpy scalar for rank 0, ``bytes`` for a
+        scalar string; an object array of bytes for strings."""
+        name = _tensor_name(tensor_str)
+        if self._ckpt is None or name not in self._ckpt:
+            msg = f"{name} not found in checkpoint file" if self._v1 or self._ckpt is None else \
+                f"Key {name} not found in checkpoint"
+            raise errors.NotFoundError(None, None, msg)
+        dt = _table.from_name(self._ckpt.variable(name).dtype)
+        if dt.kind in (_table.VARIANT, _table.NONE):
+            raise errors.InternalError(None, None, f"Tensorflow type {dt.value} not convertible to numpy dtype.")
+        with errors.translated():
+            value: np.ndarray = self._ckpt.read(name)
+        return value[()] if value.ndim == 0 else value
+
+    def get_variable_to_shape_map(self) -> dict[str, list[int]]:
+        """Name -> shape (a list) of every variable; partitioned ones once, full shape."""
+        if self._ckpt is None:
+            return {}
+        with errors.translated():
+            return {v.name: list(v.shape) for v in self._ckpt.variables()}
+
+    def get_variable_to_dtype_map(self) -> dict[str, DType]:
+        """Name -> :class:`~ckptool.compat.dtypes.DType` of every variable."""
+        if self._ckpt is None:
+            return {}
+        with errors.translated():
+            return {v.name: DType(_table.from_name(v.dtype).value) for v in self._ckpt.variables()}
+
+    def debug_string(self) -> bytes:
+        """TF's ``DebugString``: ``key (DT_X) [d0,d1]`` per line; for V2 every index entry
+        but partitioned ones (their slice keys instead), for V1 every tensor with
+        ``, N slices`` when partitioned."""
+        ckpt = self._ckpt
+        if ckpt is None:
+            return b""
+        lines = []
+        with errors.translated():
+            if isinstance(ckpt, BundleCheckpoint):
+                for key in ckpt.keys():
+                    e = ckpt.entry(key)
+                    if not e.slices:
+                        lines.append(key + f" ({e.dtype.enum_name}) {_shape(e.shape)}\n".encode())
+            else:
+                for v in ckpt.variables():
+                    more = f", {v.num_slices} slices" if v.num_slices > 1 else ""
+                    dt = _table.from_name(v.dtype)
+                    lines.append(key_of(v.name) + f" ({dt.enum_name}) {_shape(v.shape)}{more}\n".encode())
+        return b"".join(lines)
+
+
+def _shape(shape: tuple[int, ...]) -> str:
+    return "[" + ",".join(str(d) for d in shape) + "]"

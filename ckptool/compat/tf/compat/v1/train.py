@@ -1,0 +1,29 @@
+"""``tf.compat.v1.train``: ``tf.train``'s readers and ``NewCheckpointReader``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ckptool.compat.offered import not_offered
+from ckptool.compat.reader import CheckpointReader
+from ckptool.compat.train import (
+    NewCheckpointReader,
+    checkpoint_exists,
+    get_checkpoint_state,
+    latest_checkpoint,
+    list_variables,
+    load_checkpoint,
+    load_variable,
+)
+from ckptool.format.protos.tensor_bundle_pb2 import CheckpointState
+
+__all__ = ["CheckpointReader", "CheckpointState", "NewCheckpointReader", "checkpoint_exists", "get_checkpoint_state",
+           "latest_checkpoint", "list_variables", "load_checkpoint", "load_variable"]
+
+
+def __getattr__(name: str) -> Any:
+    raise not_offered("tensorflow.compat.v1.train", name, __all__)
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

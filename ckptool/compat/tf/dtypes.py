@@ -1,0 +1,20 @@
+"""``tf.dtypes``: ``DType``, ``as_dtype`` and the dtypes by name (``tf.dtypes.float32``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ckptool.compat.dtypes import BY_NAME, DType, as_dtype
+from ckptool.compat.offered import not_offered
+
+__all__ = ["DType", "as_dtype"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in BY_NAME:
+        return BY_NAME[name]
+    raise not_offered("tensorflow.dtypes", name, __all__ + ["float32", "bfloat16", "..."])
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__ + list(BY_NAME))
