@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ckptool.errors import CkptError
 from ckptool.format import dtypes as _table
 
 
@@ -29,9 +30,11 @@ class DType:
     @property
     def as_numpy_dtype(self) -> Any:
         """What TF answers: the numpy scalar type (``numpy.float32``, ``ml_dtypes.bfloat16``);
-        ``object`` for strings, variants and resources; a one-field structured ``numpy.dtype``
+        ``object`` for strings; ``KeyError`` for variants and resources; a one-field structured ``numpy.dtype``
         for the quantized types (``dtype([('qint8', 'i1')])``)."""
         dt = self._dt
+        if dt.kind in (_table.VARIANT, _table.NONE):
+            raise KeyError(dt.value)  # TF's table has no numpy type for variant and resource
         if not dt.is_fixed:
             return object
         if dt.name.startswith(("qint", "quint")):
@@ -42,19 +45,17 @@ class DType:
     def is_quantized(self) -> bool:
         return self._dt.name.startswith(("qint", "quint"))
 
-    @property
-    def size(self) -> int:
-        """Bytes per element (1 for variable-length kinds, as TF says)."""
-        return self._dt.itemsize or 1
-
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, DType):
-            return self._dt.value == other._dt.value
-        return NotImplemented
+        """Equal to the same dtype, its enum value or its name (``tf.float32 == "float32"``)."""
+        if other is None:
+            return False
+        try:
+            return self._dt.value == as_dtype(other)._dt.value
+        except (TypeError, CkptError):
+            return False
 
     def __ne__(self, other: object) -> bool:
-        eq = self.__eq__(other)
-        return eq if eq is NotImplemented else not eq
+        return not self.__eq__(other)
 
     def __hash__(self) -> int:
         return self._dt.value

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     import numpy as np
 
 _MAGIC = "*?["
+#: What TF's V1 reader (TensorSliceReader::GetTensor) copies; other dtypes are UnimplementedError there.
+V1_READABLE = frozenset({"float32", "float64", "int32", "uint8", "int16", "int8", "int64", "bool", "string"})
 _AGAIN = "perhaps your file is in a different file format and you need to use a different restore operator?"
 
 
@@ -66,6 +68,9 @@ class CheckpointReader:
             storage, path = storage_for(self._pattern)
             if storage.isfile(path + INDEX_SUFFIX):
                 self._ckpt: Checkpoint | None = open_checkpoint(path, storage)
+            elif matching_files(storage, path + INDEX_SUFFIX):  # a pattern: TF opens it literally
+                raise errors.OpError(None, None, f"{self._pattern}{INDEX_SUFFIX}; No such file or directory",
+                                     errors.UNKNOWN)
             else:
                 self._ckpt = self._open_v1(storage, path)
 
@@ -98,9 +103,12 @@ class CheckpointReader:
         return self._ckpt is not None and self._ckpt.format != V2
 
     def has_tensor(self, tensor_str: Any) -> bool:
-        """Whether the checkpoint holds a variable of that name (no ``:0`` stripping)."""
+        """Whether the checkpoint holds a variable of that name (no ``:0`` stripping; as in
+        TF, ``""``, the key of a V2 bundle's header, is there too)."""
         name = _tensor_name(tensor_str)
-        return self._ckpt is not None and name in self._ckpt
+        if self._ckpt is None:
+            return False
+        return name in self._ckpt or (name == "" and not self._v1)
 
     def get_tensor(self, tensor_str: Any) -> Any:
         """The value as TF returns it: an ndarray; a numpy scalar for rank 0, ``bytes`` for a
@@ -113,6 +121,10 @@ class CheckpointReader:
         dt = _table.from_name(self._ckpt.variable(name).dtype)
         if dt.kind in (_table.VARIANT, _table.NONE):
             raise errors.InternalError(None, None, f"Tensorflow type {dt.value} not convertible to numpy dtype.")
+        if self._v1 and dt.name not in V1_READABLE:
+            raise errors.UnimplementedError(None, None, "Data type not supported")
+        if dt.kind == _table.STRING and not self._v1 and self._ckpt.variable(name).num_slices:
+            raise ValueError("Dtype string not supported.")  # TF's V2 reader copies slices with memcpy
         with errors.translated():
             value: np.ndarray = self._ckpt.read(name)
         return value[()] if value.ndim == 0 else value

@@ -102,6 +102,9 @@ def test_every_fixture_reads(data_dir):
             if dt.name in ("variant", "resource"):
                 with pytest.raises(tf.errors.InternalError, match="not convertible to numpy dtype"):
                     r.get_tensor(name)
+            elif dt.name == "string" and r.get_variable_to_shape_map()[name] and "maxshard" in prefix:
+                with pytest.raises(ValueError, match=r"^Dtype string not supported\.$"):  # partitioned, as TF
+                    r.get_tensor(name)
             else:
                 r.get_tensor(name)
         seen += 1

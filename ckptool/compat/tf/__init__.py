@@ -4,7 +4,7 @@ Offered, with TF 2.21's results (types and values) and errors (class and wording
 
 - ``tf.train``: ``list_variables``, ``load_variable``, ``load_checkpoint``,
   ``latest_checkpoint``, ``get_checkpoint_state``, ``checkpoint_exists`` (TF 2.21 has the
-  last only under ``compat.v1``), ``CheckpointState``;
+  last only under ``compat.v1``);
 - ``tf.compat.v1.train``: the same and ``NewCheckpointReader``;
 - the reader: ``get_tensor``, ``has_tensor``, ``get_variable_to_shape_map``,
   ``get_variable_to_dtype_map`` (``DType`` values with ``.name`` and ``.as_numpy_dtype``),

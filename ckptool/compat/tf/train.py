@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from ckptool.compat.offered import not_offered
-from ckptool.compat.reader import CheckpointReader
 from ckptool.compat.train import (
     checkpoint_exists,
     get_checkpoint_state,
@@ -14,9 +13,8 @@ from ckptool.compat.train import (
     load_checkpoint,
     load_variable,
 )
-from ckptool.format.protos.tensor_bundle_pb2 import CheckpointState
 
-__all__ = ["CheckpointReader", "CheckpointState", "checkpoint_exists", "get_checkpoint_state", "latest_checkpoint",
+__all__ = ["checkpoint_exists", "get_checkpoint_state", "latest_checkpoint",
            "list_variables", "load_checkpoint", "load_variable"]
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from ckptool.compat.offered import not_offered
-from ckptool.compat.reader import CheckpointReader
 from ckptool.compat.train import (
     NewCheckpointReader,
     checkpoint_exists,
@@ -15,9 +14,8 @@ from ckptool.compat.train import (
     load_checkpoint,
     load_variable,
 )
-from ckptool.format.protos.tensor_bundle_pb2 import CheckpointState
 
-__all__ = ["CheckpointReader", "CheckpointState", "NewCheckpointReader", "checkpoint_exists", "get_checkpoint_state",
+__all__ = ["NewCheckpointReader", "checkpoint_exists", "get_checkpoint_state",
            "latest_checkpoint", "list_variables", "load_checkpoint", "load_variable"]
 
 
