@@ -42,6 +42,8 @@ ALLOWED = {
     "compat": {"format", "io", "ops", "errors", "compat"},
     # python -m ckptool.shim: runs a script with `import tensorflow` resolving to compat
     "shim": {"compat", "errors"},
+    # ckptool.verify, .prune ...: the library's operations, thin wrappers over ops/
+    "api": {"format", "io", "ops", "errors"},
 }
 # Inside ops/, the families (sub-packages) form a DAG: which other families each may import.
 FAMILIES = {

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 _MAGIC = "*?["
 #: What TF's V1 reader (TensorSliceReader::GetTensor) copies; other dtypes are UnimplementedError there.
-V1_READABLE = frozenset({"float32", "float64", "int32", "uint8", "int16", "int8", "int64", "bool", "string"})
+V1_READABLE = ("float32", "float64", "int32", "uint8", "int16", "int8", "int64", "bool", "string")
 _AGAIN = "perhaps your file is in a different file format and you need to use a different restore operator?"
 
 

@@ -70,7 +70,15 @@ def key_of(name: str) -> bytes:
 
 
 class Checkpoint:
-    """An open checkpoint. Use as a context manager, or call :meth:`close`."""
+    """An open checkpoint (what :func:`ckptool.open` returns). Use as a context manager, or
+    call :meth:`close`. Also a read-only mapping of tensor names to values::
+
+        with ckptool.open("runs/") as ckpt:
+            len(ckpt)                       # how many variables
+            "save_counter/.ATTRIBUTES/VARIABLE_VALUE" in ckpt
+            for name in ckpt:               # names, sorted
+                value = ckpt[name]          # ckpt.read(name); also ckpt.get_tensor(name)
+    """
 
     format: str
     prefix: str
@@ -102,7 +110,27 @@ class Checkpoint:
     def __contains__(self, name: str) -> bool:
         return name in self._variable_map()
 
+    def __len__(self) -> int:
+        """The number of variables (partitioned ones once)."""
+        return len(self.variables())
+
+    def __iter__(self) -> Iterator[str]:
+        """The variable names, sorted as :meth:`variables` lists them."""
+        return iter(self.names())
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        """``ckpt[name]`` is :meth:`read`; a missing name is a :class:`~ckptool.TensorNotFoundError`
+        (a ``KeyError``)."""
+        return self.read(name)
+
+    def get_tensor(self, name: str) -> np.ndarray:
+        """:meth:`read` under the name ``tf.train.load_checkpoint(p).get_tensor`` has. Values are
+        numpy arrays (0-d for scalars); :mod:`ckptool.compat.tf` gives TF's exact return types
+        (numpy scalars, ``bytes``)."""
+        return self.read(name)
+
     def names(self) -> list[str]:
+        """The variable names, sorted."""
         return [v.name for v in self.variables()]
 
     def variable(self, name: str) -> Variable:
