@@ -98,6 +98,12 @@ class CheckpointReader:
     def __repr__(self) -> str:
         return f"<ckptool.compat.tf CheckpointReader {self._pattern!r}>"
 
+    def close(self) -> None:
+        """Close the data files opened so far (TF's reader has no such method: its files
+        close when it is collected; so do these)."""
+        if self._ckpt is not None:
+            self._ckpt.close()
+
     @property
     def _v1(self) -> bool:
         return self._ckpt is not None and self._ckpt.format != V2
@@ -118,16 +124,28 @@ class CheckpointReader:
             msg = f"{name} not found in checkpoint file" if self._v1 or self._ckpt is None else \
                 f"Key {name} not found in checkpoint"
             raise errors.NotFoundError(None, None, msg)
-        dt = _table.from_name(self._ckpt.variable(name).dtype)
-        if dt.kind in (_table.VARIANT, _table.NONE):
-            raise errors.InternalError(None, None, f"Tensorflow type {dt.value} not convertible to numpy dtype.")
-        if self._v1 and dt.name not in V1_READABLE:
-            raise errors.UnimplementedError(None, None, "Data type not supported")
-        if dt.kind == _table.STRING and not self._v1 and self._ckpt.variable(name).num_slices:
-            raise ValueError("Dtype string not supported.")  # TF's V2 reader copies slices with memcpy
         with errors.translated():
+            dt, sliced = self._kind(name)
+            if dt.kind in (_table.VARIANT, _table.NONE):
+                raise errors.InternalError(None, None, f"Tensorflow type {dt.value} not convertible to numpy dtype.")
+            if self._v1 and dt.name not in V1_READABLE:
+                raise errors.UnimplementedError(None, None, "Data type not supported")
+            if dt.kind == _table.STRING and sliced and not self._v1:
+                raise ValueError("Dtype string not supported.")  # TF's V2 reader copies slices with memcpy
             value: np.ndarray = self._ckpt.read(name)
         return value[()] if value.ndim == 0 else value
+
+    def _kind(self, name: str) -> tuple[_table.DType, bool]:
+        """The dtype of a variable and whether it is partitioned; for a V2 bundle from its
+        entry alone (a lookup), not from a listing of every variable."""
+        ckpt = self._ckpt
+        if isinstance(ckpt, BundleCheckpoint):
+            e = ckpt.entry(key_of(name))
+            return e.dtype, bool(e.slices)
+        if ckpt is None:  # pragma: no cover - callers check
+            raise errors.NotFoundError(None, None, f"{name} not found in checkpoint file")
+        v = ckpt.variable(name)
+        return _table.from_name(v.dtype), v.num_slices > 0
 
     def get_variable_to_shape_map(self) -> dict[str, list[int]]:
         """Name -> shape (a list) of every variable; partitioned ones once, full shape."""

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
+import time
+from collections import OrderedDict
 from typing import Any
 
 from ckptool.compat import errors
 from ckptool.compat.reader import CheckpointReader, as_path, matching_files
-from ckptool.errors import CorruptError
+from ckptool.errors import CkptError, CorruptError
 from ckptool.format.bundle import INDEX_SUFFIX
 from ckptool.format.protos.tensor_bundle_pb2 import CheckpointState
 from ckptool.io.state import STATE_FILENAME
@@ -29,24 +32,72 @@ def NewCheckpointReader(filepattern: Any) -> CheckpointReader:  # noqa: N802  (T
     return CheckpointReader(filepattern)
 
 
-def load_checkpoint(ckpt_dir_or_file: Any) -> CheckpointReader:
-    """The reader of a checkpoint prefix, or of the latest checkpoint a directory's
-    ``checkpoint`` state file names (``ValueError`` when there is none)."""
+def _checkpoint_filename(ckpt_dir_or_file: Any) -> Any:
+    """What TF opens for a checkpoint argument: a directory's latest checkpoint (``ValueError``
+    when there is none), else the argument itself."""
     path = _fspath(ckpt_dir_or_file)
-    filename = path
     if isinstance(path, (str, bytes)):
         text = as_path(path)
         storage, local = storage_for(text)
         if storage.isdir(local):
-            filename = latest_checkpoint(text)
-            if filename is None:
+            latest = latest_checkpoint(text)
+            if latest is None:
                 raise ValueError(f"Couldn't find 'checkpoint' file or checkpoints in given directory {text}")
-    return CheckpointReader(filename)
+            return latest
+    return path
+
+
+def load_checkpoint(ckpt_dir_or_file: Any) -> CheckpointReader:
+    """The reader of a checkpoint prefix, or of the latest checkpoint a directory's
+    ``checkpoint`` state file names (``ValueError`` when there is none)."""
+    return CheckpointReader(_checkpoint_filename(ckpt_dir_or_file))
+
+
+#: Readers of the last few V2 bundles read through list_variables/load_variable, by prefix: a
+#: script calling load_variable once per name (as transformers does) parses the index once, not
+#: once per call. A reader is reused while its index has the size and mtime it was opened with,
+#: and, when that mtime is under RACY_SECONDS old (file times are coarser than writes: "racy
+#: git"), the same bytes.
+_SHARED: OrderedDict[str, tuple[int, float, bytes, CheckpointReader]] = OrderedDict()
+_SHARED_MAX = 4
+_SHARED_LOCK = threading.Lock()
+RACY_SECONDS = 2.0
+
+
+def _shared_reader(ckpt_dir_or_file: Any) -> CheckpointReader:
+    filename = _checkpoint_filename(ckpt_dir_or_file)
+    if not isinstance(filename, (str, bytes)):
+        return CheckpointReader(filename)  # TF's TypeError
+    text = as_path(filename)
+    try:
+        storage, local = storage_for(text)
+        index = local + INDEX_SUFFIX
+        if not storage.isfile(index):
+            return CheckpointReader(text)  # V1, a pattern, or nothing: the reader says which
+        size, mtime = storage.size(index), storage.mtime(index)
+        with _SHARED_LOCK:
+            hit = _SHARED.get(text)
+        if hit is not None and hit[:2] == (size, mtime) and (
+                time.time() - mtime > RACY_SECONDS or storage.read_bytes(index) == hit[2]):
+            with _SHARED_LOCK:
+                if text in _SHARED:
+                    _SHARED.move_to_end(text)
+            return hit[3]
+        raw = storage.read_bytes(index)
+    except (OSError, CkptError):
+        return CheckpointReader(text)
+    reader = CheckpointReader(text)
+    with _SHARED_LOCK:
+        _SHARED[text] = (size, mtime, raw, reader)
+        _SHARED.move_to_end(text)
+        while len(_SHARED) > _SHARED_MAX:
+            _SHARED.popitem(last=False)[1][3].close()
+    return reader
 
 
 def list_variables(ckpt_dir_or_file: Any) -> list[tuple[str, list[int]]]:
     """``(name, shape)`` of every variable, sorted by name."""
-    shapes = load_checkpoint(ckpt_dir_or_file).get_variable_to_shape_map()
+    shapes = _shared_reader(ckpt_dir_or_file).get_variable_to_shape_map()
     return [(name, shapes[name]) for name in sorted(shapes)]
 
 
@@ -54,7 +105,7 @@ def load_variable(ckpt_dir_or_file: Any, name: str) -> Any:
     """The value of one variable (a trailing ``:0`` is stripped), as ``get_tensor`` returns it."""
     if name.endswith(":0"):
         name = name[:-2]
-    return load_checkpoint(ckpt_dir_or_file).get_tensor(name)
+    return _shared_reader(ckpt_dir_or_file).get_tensor(name)
 
 
 def get_checkpoint_state(checkpoint_dir: Any, latest_filename: str | None = None) -> CheckpointState | None:

@@ -118,3 +118,21 @@ def test_what_is_not_offered_says_so():
     with pytest.raises(AttributeError, match="tensorflow.compat.v1.train.Saver"):
         tf.compat.v1.train.Saver  # noqa: B018
     assert "list_variables" in dir(tf.train) and "float32" in dir(tf)
+
+
+def test_load_variable_sees_a_rewritten_checkpoint(tmp_path):
+    # load_variable keeps the reader of the last bundles it read; a checkpoint rewritten in
+    # place (same names, sizes, and a file time as coarse as the clock's) reads anew
+    a, b = tmp_path / "a", tmp_path / "b"
+    ckptool.write(str(a / "ckpt"), {"w": np.zeros(4, np.float32)})
+    ckptool.write(str(b / "ckpt"), {"w": np.ones(4, np.float32)})
+    target = tmp_path / "t"
+    shutil.copytree(a, target)
+    assert tf.train.load_variable(str(target / "ckpt"), "w").tolist() == [0, 0, 0, 0]
+    for f in b.iterdir():
+        shutil.copyfile(f, target / f.name)
+    assert tf.train.load_variable(str(target / "ckpt"), "w").tolist() == [1, 1, 1, 1]
+    for f in (target / "ckpt.index", target / "ckpt.data-00000-of-00001"):
+        f.unlink()
+    with pytest.raises(tf.errors.NotFoundError, match="Failed to find any matching files"):
+        tf.train.load_variable(str(target / "ckpt"), "w")
