@@ -13,13 +13,15 @@ from typing import TYPE_CHECKING, Any
 
 from ckptool.compat import errors
 from ckptool.compat.dtypes import DType
+from ckptool.compat.hashorder import unordered_map_order
 from ckptool.format import dtypes as _table
 from ckptool.format.bundle import INDEX_SUFFIX
 from ckptool.io.layout import V2, is_index, is_v1_table
 from ckptool.io.storage import Storage
 from ckptool.io.urls import storage_for
-from ckptool.ops.read.checkpoint import Checkpoint, key_of, name_of
+from ckptool.ops.read.checkpoint import Checkpoint, Variable, key_of, name_of
 from ckptool.ops.read.reader import open as open_checkpoint
+from ckptool.ops.read.v1 import V1Checkpoint
 from ckptool.ops.read.v2 import BundleCheckpoint
 
 if TYPE_CHECKING:
@@ -64,6 +66,7 @@ class CheckpointReader:
 
     def __init__(self, filepattern: Any) -> None:
         self._pattern = as_path(filepattern)
+        self._map_order: list[Variable] | None = None
         with errors.translated():
             storage, path = storage_for(self._pattern)
             if storage.isfile(path + INDEX_SUFFIX):
@@ -128,6 +131,8 @@ class CheckpointReader:
             dt, sliced = self._kind(name)
             if dt.kind in (_table.VARIANT, _table.NONE):
                 raise errors.InternalError(None, None, f"Tensorflow type {dt.value} not convertible to numpy dtype.")
+            if self._v1 and sliced:
+                raise errors.UnimplementedError(None, None, "Sliced checkpoints are not supported")
             if self._v1 and dt.name not in V1_READABLE:
                 raise errors.UnimplementedError(None, None, "Data type not supported")
             if dt.kind == _table.STRING and sliced and not self._v1:
@@ -147,24 +152,42 @@ class CheckpointReader:
         v = ckpt.variable(name)
         return _table.from_name(v.dtype), v.num_slices > 0
 
+    def variables(self) -> list[Variable]:
+        """The variables sorted by name (what ``list_variables`` lists)."""
+        if self._ckpt is None:
+            return []
+        with errors.translated():
+            return self._ckpt.variables()
+
+    def _in_map_order(self) -> list[Variable]:
+        """The variables in the order TF's maps iterate: TF fills a C++ ``unordered_map`` (V2:
+        in key order; V1: from another one, filled file by file) and the dict follows it."""
+        if self._map_order is None:
+            variables = self.variables()
+            if isinstance(self._ckpt, V1Checkpoint):
+                first = unordered_map_order([key_of(n) for n in self._ckpt.stored_order()])
+                order = unordered_map_order(first) if first is not None else None
+            else:
+                order = unordered_map_order([key_of(v.name) for v in variables])
+            if order is None:
+                self._map_order = variables
+            else:
+                by_key = {key_of(v.name): v for v in variables}
+                self._map_order = [by_key[k] for k in order]
+        return self._map_order
+
     def get_variable_to_shape_map(self) -> dict[str, list[int]]:
         """Name -> shape (a list) of every variable; partitioned ones once, full shape."""
-        if self._ckpt is None:
-            return {}
-        with errors.translated():
-            return {v.name: list(v.shape) for v in self._ckpt.variables()}
+        return {v.name: list(v.shape) for v in self._in_map_order()}
 
     def get_variable_to_dtype_map(self) -> dict[str, DType]:
         """Name -> :class:`~ckptool.compat.dtypes.DType` of every variable."""
-        if self._ckpt is None:
-            return {}
-        with errors.translated():
-            return {v.name: DType(_table.from_name(v.dtype).value) for v in self._ckpt.variables()}
+        return {v.name: DType(_table.from_name(v.dtype).value) for v in self._in_map_order()}
 
     def debug_string(self) -> bytes:
         """TF's ``DebugString``: ``key (DT_X) [d0,d1]`` per line; for V2 every index entry
         but partitioned ones (their slice keys instead), for V1 every tensor with
-        ``, N slices`` when partitioned."""
+        ``, N slices`` when partitioned, in TF's order (:mod:`ckptool.compat.hashorder`)."""
         ckpt = self._ckpt
         if ckpt is None:
             return b""
@@ -175,11 +198,15 @@ class CheckpointReader:
                     e = ckpt.entry(key)
                     if not e.slices:
                         lines.append(key + f" ({e.dtype.enum_name}) {_shape(e.shape)}\n".encode())
-            else:
-                for v in ckpt.variables():
+            elif isinstance(ckpt, V1Checkpoint):
+                # TF walks its std::unordered_map of the tensors, filled file by file
+                names = [key_of(n) for n in ckpt.stored_order()]
+                order = unordered_map_order(names) or sorted(names)
+                for key in order:
+                    v = ckpt.variable(name_of(key))
                     more = f", {v.num_slices} slices" if v.num_slices > 1 else ""
                     dt = _table.from_name(v.dtype)
-                    lines.append(key_of(v.name) + f" ({dt.enum_name}) {_shape(v.shape)}{more}\n".encode())
+                    lines.append(key + f" ({dt.enum_name}) {_shape(v.shape)}{more}\n".encode())
         return b"".join(lines)
 
 

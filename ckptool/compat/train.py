@@ -97,8 +97,7 @@ def _shared_reader(ckpt_dir_or_file: Any) -> CheckpointReader:
 
 def list_variables(ckpt_dir_or_file: Any) -> list[tuple[str, list[int]]]:
     """``(name, shape)`` of every variable, sorted by name."""
-    shapes = _shared_reader(ckpt_dir_or_file).get_variable_to_shape_map()
-    return [(name, shapes[name]) for name in sorted(shapes)]
+    return [(v.name, list(v.shape)) for v in _shared_reader(ckpt_dir_or_file).variables()]
 
 
 def load_variable(ckpt_dir_or_file: Any, name: str) -> Any:

@@ -136,3 +136,26 @@ def test_load_variable_sees_a_rewritten_checkpoint(tmp_path):
         f.unlink()
     with pytest.raises(tf.errors.NotFoundError, match="Failed to find any matching files"):
         tf.train.load_variable(str(target / "ckpt"), "w")
+
+
+def test_orders_are_tfs(data_dir):
+    # TF 2.21's answers, observed: its maps and a V1 debug_string iterate C++ unordered_maps
+    r = tf.train.load_checkpoint(str(data_dir / KERAS))
+    assert list(r.get_variable_to_shape_map())[:3] == [COUNTER, "optimizer/_variables/8/.ATTRIBUTES/VARIABLE_VALUE",
+                                                       "_CHECKPOINTABLE_OBJECT_GRAPH"]
+    v1 = tf.compat.v1.train.NewCheckpointReader(str(data_dir / "v1" / "single" / "v1ckpt"))
+    assert v1.debug_string() == (b"text (DT_STRING) [3]\nscope/empty (DT_FLOAT) [0,3]\ni64 (DT_INT64) [3]\n"
+                                 b"half (DT_HALF) [3]\nflag (DT_BOOL) [3]\nf64 (DT_DOUBLE) [3]\ni32 (DT_INT32) []\n"
+                                 b"f32 (DT_FLOAT) [2,3]\n")
+    assert list(v1.get_variable_to_dtype_map())[:3] == ["f32", "i32", "f64"]
+    assert [n for n, _ in tf.train.list_variables(str(data_dir / "v1" / "single" / "v1ckpt"))] == sorted(
+        v1.get_variable_to_shape_map())
+
+
+def test_hash_order_replays_libstdcxx():
+    from ckptool.compat.hashorder import hash_bytes, unordered_map_order
+
+    assert hash_bytes(b"") == hash_bytes(b"") and hash_bytes(b"a") != hash_bytes(b"b")
+    keys = [b"k%d" % i for i in range(3000)]  # several rehashes
+    got = unordered_map_order(keys)
+    assert got is not None and sorted(got) == sorted(keys) and got != keys

@@ -87,6 +87,7 @@ def probe_prefix(p):
                                                                        for n, s in shapes.items())}
     dtypes = reader.get_variable_to_dtype_map()
     rec["dtype_map"] = {n: dtype(d) for n, d in sorted(dtypes.items())}
+    rec["map_order"] = {"shape": list(shapes), "dtype": list(dtypes)}  # a dict's iteration order
     rec["values"] = {n: call(lambda n=n: value(tf.train.load_variable(p, n))) for n in sorted(shapes)}
     rec["get_tensor"] = {n: call(lambda n=n: value(reader.get_tensor(n))) for n in sorted(shapes)}
     rec["load_variable_colon0"] = {n: call(lambda n=n: value(tf.train.load_variable(p, n + ":0")))

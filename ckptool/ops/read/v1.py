@@ -68,6 +68,10 @@ class V1Checkpoint(Checkpoint):
     def __contains__(self, name: str) -> bool:
         return name in self._meta
 
+    def stored_order(self) -> list[str]:
+        """The tensor names in the order the files' metadata lists them, file by file."""
+        return list(self._meta)
+
     def _slice_value(self, m: SliceMeta, sl: Slice) -> np.ndarray:
         key = bundle.encode_tensor_name_slice(key_of(m.name), sl) if m.shape else \
             bundle.encode_tensor_name_slice(key_of(m.name), ())
