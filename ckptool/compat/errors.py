@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ckptool.errors import CkptError, CorruptError, MissingError, TensorNotFoundError, UnsupportedError
+from ckptool.errors import CkptError, TensorNotFoundError
 
 # Canonical codes (tensorflow/core/protobuf/error_codes.proto), as tf.errors names them.
 OK, CANCELLED, UNKNOWN, INVALID_ARGUMENT, DEADLINE_EXCEEDED, NOT_FOUND, ALREADY_EXISTS = 0, 1, 2, 3, 4, 5, 6
@@ -155,19 +155,16 @@ CODES = {"OK": OK, "CANCELLED": CANCELLED, "UNKNOWN": UNKNOWN, "INVALID_ARGUMENT
 
 @contextmanager
 def translated() -> Iterator[None]:
-    """Re-raise ckptool's errors as the TF error class of the same meaning (the message is
-    ckptool's; the original is chained as ``__cause__``)."""
+    """Re-raise ckptool's errors as TF's reader raises them: TF's ``error_translator`` gives a
+    missing tensor ``NotFoundError`` and any other failure of its C++ reader (a missing data
+    shard, a bad checksum, a truncated index) a plain :class:`OpError` with code ``UNKNOWN``.
+    The message is ckptool's (it names the file, tensor and offset); the original is chained
+    as ``__cause__``."""
     try:
         yield
     except TensorNotFoundError as exc:
         raise NotFoundError(None, None, str(exc)) from exc
-    except MissingError as exc:
-        raise NotFoundError(None, None, str(exc)) from exc
-    except CorruptError as exc:
-        raise DataLossError(None, None, str(exc)) from exc
-    except UnsupportedError as exc:
-        raise UnimplementedError(None, None, str(exc)) from exc
     except CkptError as exc:
-        raise UnknownError(None, None, str(exc)) from exc
+        raise OpError(None, None, str(exc), UNKNOWN) from exc
     except OSError as exc:
-        raise UnknownError(None, None, f"{exc.filename or ''}: {exc.strerror or exc}") from exc
+        raise OpError(None, None, f"{exc.filename or ''}; {exc.strerror or exc}", UNKNOWN) from exc

@@ -159,3 +159,16 @@ def test_hash_order_replays_libstdcxx():
     keys = [b"k%d" % i for i in range(3000)]  # several rehashes
     got = unordered_map_order(keys)
     assert got is not None and sorted(got) == sorted(keys) and got != keys
+
+
+def test_damaged_checkpoints_raise_tfs_plain_op_error(tmp_path, data_dir):
+    # TF's error_translator: a missing shard, a bad CRC, a bad index are a plain OpError (UNKNOWN)
+    missing = shutil.copytree(data_dir / "strings", tmp_path / "missing")
+    (missing / "strings.data-00000-of-00001").unlink()
+    with pytest.raises(tf.errors.OpError) as e:
+        tf.train.load_variable(str(missing / "strings"), "scalar")
+    assert type(e.value) is tf.errors.OpError and e.value.error_code == 2 and "strings.data-00000-of-00001" in str(e.value)
+    bad = shutil.copytree(data_dir / "strings", tmp_path / "bad")
+    (bad / "strings.index").write_bytes(b"x" * 30)
+    with pytest.raises(tf.errors.OpError, match="too short to be an sstable"):
+        tf.train.load_checkpoint(str(bad / "strings"))
