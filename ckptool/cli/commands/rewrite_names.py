@@ -86,7 +86,7 @@ def command(src: str, dst: str, map_file: str | None, rules: tuple[str, ...], dr
     try:
         if map_file is not None:
             where = f"--map {map_file}"
-            parsed += parse_map(_read_map(map_file))
+            parsed += parse_map(read_map(map_file))
         for r in rules:
             where = "--rule"
             parsed.append(parse_rule(r))
@@ -124,7 +124,7 @@ def command(src: str, dst: str, map_file: str | None, rules: tuple[str, ...], dr
          f"{len(plan.dropped)} dropped; object graph {plan.object_graph}{how}")
 
 
-def _read_map(path: str):
+def read_map(path: str):
     import json
 
     from ckptool.errors import CkptError

@@ -10,9 +10,17 @@ tensor. It reads what ``convert`` reads (:mod:`ckptool.ops.transform.convert_src
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from math import prod
+from typing import TYPE_CHECKING
 
-from ckptool.ops.transform.convert_src import RawTensor, kind_of, open_specs
+from ckptool.ops.read.checkpoint import Checkpoint
+from ckptool.ops.read.chunks import tensor_chunks
+from ckptool.ops.transform.convert_src import RawTensor, Spec, kind_of, open_specs
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class Source:
@@ -61,6 +69,86 @@ def open_source(path: str) -> Source:
     return Source(path)
 
 
+@dataclass(frozen=True)
+class Listed:
+    """A tensor of a source, as ``diff`` lists it (the fields of a checkpoint's Variable)."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    numel: int
+    nbytes: int
+
+
+class ComparedSource:
+    """Any source ``convert`` reads, as one side of ``diff``
+    (:class:`ckptool.ops.inspect.diff.Side`): the same reader dispatch
+    (:func:`ckptool.ops.transform.convert_src.open_specs`), so every format convert
+    takes, diff takes. A checkpoint is read in chunks
+    (:func:`ckptool.ops.read.chunks.tensor_chunks`); a tensor of another file is
+    loaded one at a time, as ``convert`` loads it, and cut into chunks."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self._opened = open_specs(path, keep_slices=False, verify=True)
+        ck = self._opened.checkpoint
+        self.checkpoint: Checkpoint | None = ck if isinstance(ck, Checkpoint) else None
+        self.prefix: str = self.checkpoint.prefix if self.checkpoint is not None else path
+        self._specs = {s.name: s for s in self._opened.specs}
+        self._listed: list[Listed] | None = None
+
+    def __enter__(self) -> ComparedSource:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._opened.close()
+
+    def variables(self) -> Sequence[Listed]:
+        if self._listed is None:
+            if self.checkpoint is not None:
+                self._listed = [Listed(v.name, v.dtype, tuple(v.shape), v.numel, v.nbytes)
+                                for v in self.checkpoint.variables()]
+            else:
+                self._listed = [self._list(s) for s in self._opened.specs]
+        return self._listed
+
+    def _list(self, s: Spec) -> Listed:
+        numel = prod(s.shape)
+        if s.dtype == "string":  # stored size: the strings' bytes (held in memory or in an 'S' array)
+            value = s.load()
+            nbytes = sum(len(x) for x in value.reshape(-1).tolist())
+        else:
+            from ckptool.format import dtypes
+
+            nbytes = numel * dtypes.from_name(s.dtype).itemsize
+        return Listed(s.name, s.dtype, tuple(s.shape), numel, nbytes)
+
+    def chunks(self, name: str, chunk_bytes: int) -> Iterator[np.ndarray]:
+        if self.checkpoint is not None:
+            yield from tensor_chunks(self.checkpoint, name, chunk_bytes=chunk_bytes)
+            return
+        s = self._specs[name]
+        arr = s.load()
+        if s.dtype == "string" and arr.dtype != object:  # an 'S' (or 'U') array: bytes, as a checkpoint gives
+            if arr.dtype.kind == "U":
+                import numpy as np
+
+                arr = np.char.encode(arr, "utf-8")
+            arr = arr.astype(object)
+        flat = arr.reshape(-1)
+        per = max(1, chunk_bytes // max(1, flat.dtype.itemsize))
+        for i in range(0, len(flat), per):
+            yield flat[i:i + per]
+
+
+def open_side(path: str) -> ComparedSource:
+    """One side of ``diff``: a checkpoint, ``.safetensors``, ``.npz`` or ``.npy`` (what convert reads)."""
+    return ComparedSource(path)
+
+
 def _wait_lock(storage, prefix: str):
     """DIR's lock, waited for (bounded) and held from before the first write to the record."""
     from ckptool.io.lock import lock_directory
@@ -81,4 +169,4 @@ def _record(storage, prefix: str, max_to_keep, keep_every_n_hours, now):
                        keep_every_n_hours=keep_every_n_hours, now=now, storage=storage)
 
 
-__all__ = ["open_source", "Source", "RawTensor", "kind_of"]
+__all__ = ["open_source", "open_side", "ComparedSource", "Source", "RawTensor", "kind_of"]
