@@ -10,9 +10,12 @@ Rules (first match wins, in this order):
 * regex: ``re:PATTERN=REPL`` (command line) or a map key ``re:PATTERN``: a
   full match of PATTERN, REPL with ``\\1`` / ``\\g<name>`` groups; in order given.
 
-Fast path: when SRC is a V2 bundle, its data files are hard-linked (or copied
-whole) to DST's names and only the index is rebuilt; dropped tensors' bytes
-stay in the linked files unless ``compact`` is asked. A renamed object-based
+Fast path: when SRC is a V2 bundle and nothing is dropped (a pure rename), its
+data files are hard-linked (or copied whole) to DST's names and only the index
+is rebuilt. Dropping variables (``drop``, ``strip_optimizer``) compacts by
+default: the kept tensors' bytes are copied into new data files, so DST is
+smaller. ``link`` asks for the fast path anyway (the dropped bytes then stay in
+the linked files); ``compact`` asks for the copy always. A renamed object-based
 checkpoint gets an object graph rebuilt from its new keys (slot references
 included), written to one extra small data shard.
 """
@@ -125,6 +128,7 @@ class Plan:
     unmatched_rules: list[str] = field(default_factory=list)
     object_graph: str = "none"  # none | kept | rebuilt | template
     fast_path: bool = False
+    linked: bool = False  # the fast path's data files are hard links of SRC's (not copies)
     template: dict | None = None
     files: list[str] = field(default_factory=list)
 
@@ -217,7 +221,7 @@ def _check_dst(src_ck, dst: str, storage, force: bool) -> None:
 
 
 def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop=(), strip_optimizer=False, strict=False,
-                  template: str | None = None, dry_run=False, force=False, compact=False,
+                  template: str | None = None, dry_run=False, force=False, compact=False, link=False,
                   allow_unused=False, allow_missing=False, sync: bool = True) -> Plan:
     """Write SRC's tensors at DST under new names (see the module doc).
 
@@ -227,7 +231,14 @@ def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop=(), strip_optim
     A rule or ``drop`` glob that matches no SRC name is an error unless
     ``allow_unused``; with ``template``, a template variable that SRC does not
     fill is an error unless ``allow_missing`` (which keeps the template's value).
-    Nothing is written when an error is raised."""
+    Nothing is written when an error is raised.
+
+    ``compact`` / ``link`` choose how tensor bytes reach DST (see the module doc); a
+    ``link`` that cannot apply (a V1 SRC, a ``template``) is a UsageError."""
+    if compact and link:
+        raise UsageError("--compact and --link exclude each other")
+    if link and template is not None:
+        raise UsageError("--link does not apply with --template (DST's tensors are written anew)")
     from ckptool.io.urls import storage_for
     from ckptool.ops.read.reader import BundleCheckpoint
     from ckptool.ops.read.reader import open as open_checkpoint
@@ -247,12 +258,15 @@ def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop=(), strip_optim
                                  sync)
         graph = _graph_for(ck.object_graph() if ck.is_object_based else None, plan, strip_optimizer)
         bundle_src = isinstance(ck, BundleCheckpoint)
-        plan.fast_path = bundle_src and not compact
+        if link and not bundle_src:
+            raise UsageError(f"--link: {src} is not a V2 bundle (no data files to link); "
+                             "its tensors are always rewritten")
+        plan.fast_path = bundle_src and not compact and (link or not plan.dropped)
         if dry_run:
             return plan
         graph_bytes = graph.serialize() if plan.object_graph == "rebuilt" and graph is not None else None
         if plan.fast_path:
-            plan.files = _fast(ck, plan, dprefix, storage, graph_bytes, force, sync)
+            plan.files, plan.linked = _fast(ck, plan, dprefix, storage, graph_bytes, force, sync)
             return plan
         with BundleWriter(dprefix, storage=storage, force=force, sync=sync,
                           endianness=ck.header.endianness if isinstance(ck, BundleCheckpoint)
@@ -276,7 +290,8 @@ def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop=(), strip_optim
         return plan
 
 
-def _fast(ck, plan: Plan, dprefix: str, storage, graph_bytes, force, sync: bool) -> list[str]:
+def _fast(ck, plan: Plan, dprefix: str, storage, graph_bytes, force, sync: bool) -> tuple[list[str], bool]:
+    """Link (or copy whole) SRC's data files, write the index; (files, whether all were linked)."""
     n_src = ck.header.num_shards
     n_dst = n_src + (1 if graph_bytes is not None else 0)
     entries = []
@@ -310,6 +325,7 @@ def _fast(ck, plan: Plan, dprefix: str, storage, graph_bytes, force, sync: bool)
             f.write(blob)
             entries.append((OBJECT_GRAPH_KEY.encode(),
                             bundle.encode_entry(dt, shape, n_src, 0, len(blob), mask_crc(crc))))
+        linked = all(f.file is None for f in made[:n_src])  # a link has nothing to write
         made.append(index_file(storage, dprefix, n_dst, entries, ck.header.endianness, sync))
         finals = [f.target for f in made[:-1]]
         publish(made, check=(lambda: retire_index(storage, dprefix, finals, sync)) if force else None)
@@ -317,6 +333,6 @@ def _fast(ck, plan: Plan, dprefix: str, storage, graph_bytes, force, sync: bool)
         for f in made:
             f.discard()
         raise
-    return [f.target for f in made]
+    return [f.target for f in made], linked
 
 
