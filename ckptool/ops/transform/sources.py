@@ -10,7 +10,7 @@ tensor. It reads what ``convert`` reads (:mod:`ckptool.ops.transform.convert_src
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from math import prod
 from typing import TYPE_CHECKING
@@ -53,6 +53,18 @@ class Source:
 
     def names(self) -> list[str]:
         return [s.name for s in self._opened.specs]
+
+    def total_bytes(self) -> int:
+        """The bytes of its tensors as stored, for progress (strings counted as written)."""
+        from ckptool.format import dtypes
+
+        total = 0
+        for s in self._opened.specs:
+            if isinstance(s.raw, RawTensor):
+                total += s.raw.nbytes
+            elif s.dtype != "string":
+                total += prod(s.shape) * dtypes.from_name(s.dtype).itemsize
+        return total
 
     def items(self) -> Iterator[tuple[str, object]]:
         """``(name, value)`` in the source's data order, one value loaded at a time."""
@@ -149,15 +161,26 @@ def open_side(path: str) -> ComparedSource:
     return ComparedSource(path)
 
 
-def _wait_lock(storage, prefix: str):
-    """DIR's lock, waited for (bounded) and held from before the first write to the record."""
-    from ckptool.io.lock import lock_directory
+def _wait_lock(storage, prefix: str, timeout: float | None = None,
+               on_wait: Callable[[str, float], None] | None = None):
+    """DIR's lock, waited for (at most ``timeout`` seconds; None: the lock's default) and held
+    from before the first write to the record. ``on_wait(directory, seconds)`` is called
+    while another process holds it; a refusal names that process."""
+    from ckptool.errors import RefusedError
+    from ckptool.io.lock import DEFAULT_TIMEOUT, lock_directory
+    from ckptool.io.lock_holder import describe_holder
 
     directory = storage.dirname(prefix) or "."
     if not storage.isdir(directory):
         return None
-    lock = lock_directory(storage, directory)
-    lock.__enter__()
+    wait = DEFAULT_TIMEOUT if timeout is None else timeout
+    lock = lock_directory(storage, directory, timeout=wait,
+                          on_wait=None if on_wait is None else (lambda s: on_wait(directory, s)))
+    try:
+        lock.__enter__()
+    except RefusedError:
+        how = "not waiting for it" if wait == 0 else f"gave up after waiting {wait:g} s"
+        raise RefusedError(f"{directory}: its lock is held by {describe_holder(directory)}; {how}") from None
     return lock
 
 
