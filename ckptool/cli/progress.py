@@ -80,5 +80,17 @@ class _Bar:
             self.progress = None
 
 
+def increments(update: Progress, total: int) -> Callable[[int], None]:
+    """For an ops function that reports increments (``on_bytes(n)``): ``update(done, total)``
+    with the running sum."""
+    done = 0
+
+    def add(n: int) -> None:
+        nonlocal done
+        done += n
+        update(done, total)
+    return add
+
+
 def _nothing(done: int, total: int) -> None:
     pass

@@ -100,9 +100,13 @@ def command(src: str, dst: str, map_file: str | None, rules: tuple[str, ...], dr
         raise UsageError(f"{where}: {exc}") from None
     if not (parsed or drops or strip_optimizer or template):
         raise click.UsageError("nothing to do: give --map, --rule, --drop, --strip-optimizer or --template")
-    plan = rewrite_names(src, dst, parsed, drop=drops, strip_optimizer=strip_optimizer, strict=strict,
-                         template=template, dry_run=dry_run, force=force, compact=compact, link=link,
-                         allow_unused=allow_unused, allow_missing=allow_missing, sync=not no_sync)
+    from ckptool.cli.progress import progress_bar
+
+    with progress_bar(f"rewrite-names -> {dst}") as bar:
+        plan = rewrite_names(src, dst, parsed, drop=drops, strip_optimizer=strip_optimizer, strict=strict,
+                             template=template, dry_run=dry_run, force=force, compact=compact, link=link,
+                             allow_unused=allow_unused, allow_missing=allow_missing, sync=not no_sync,
+                             progress=bar)
     for rule in plan.unmatched_rules:
         warn(f"{rule} matches no variable")
     if link and plan.dropped and not dry_run:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ckptool.errors import CkptError, UsageError
@@ -222,7 +223,8 @@ def _check_dst(src_ck, dst: str, storage, force: bool) -> None:
 
 def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop=(), strip_optimizer=False, strict=False,
                   template: str | None = None, dry_run=False, force=False, compact=False, link=False,
-                  allow_unused=False, allow_missing=False, sync: bool = True) -> Plan:
+                  allow_unused=False, allow_missing=False, sync: bool = True,
+                  progress: Callable[[int, int], None] | None = None) -> Plan:
     """Write SRC's tensors at DST under new names (see the module doc).
 
     Every file is fsynced before the renames unless ``sync=False`` (TF's behaviour,
@@ -234,7 +236,8 @@ def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop=(), strip_optim
     Nothing is written when an error is raised.
 
     ``compact`` / ``link`` choose how tensor bytes reach DST (see the module doc); a
-    ``link`` that cannot apply (a V1 SRC, a ``template``) is a UsageError."""
+    ``link`` that cannot apply (a V1 SRC, a ``template``) is a UsageError.
+    ``progress(done_bytes, total_bytes)`` as tensors (or whole data files) are copied."""
     if compact and link:
         raise UsageError("--compact and --link exclude each other")
     if link and template is not None:
@@ -266,17 +269,22 @@ def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop=(), strip_optim
             return plan
         graph_bytes = graph.serialize() if plan.object_graph == "rebuilt" and graph is not None else None
         if plan.fast_path:
-            plan.files, plan.linked = _fast(ck, plan, dprefix, storage, graph_bytes, force, sync)
+            plan.files, plan.linked = _fast(ck, plan, dprefix, storage, graph_bytes, force, sync, progress)
             return plan
         with BundleWriter(dprefix, storage=storage, force=force, sync=sync,
                           endianness=ck.header.endianness if isinstance(ck, BundleCheckpoint)
                           else bundle.HOST_ENDIANNESS) as w:
+            total = sum(ck.variable(old).nbytes for old, _ in plan.renames) if progress else 0
+            done = 0
             for old, new in plan.renames:
                 if isinstance(ck, BundleCheckpoint):
                     e = ck.entry(old.encode("utf-8", "surrogateescape"))
                     copy_raw(ck, e, new, w)
                 else:
                     w.add(new, ck.read(old))
+                if progress:
+                    done += ck.variable(old).nbytes
+                    progress(done, total)
             if graph_bytes is not None:
                 w.add(OBJECT_GRAPH_KEY, graph_bytes)
             elif plan.object_graph == "kept":
@@ -290,7 +298,8 @@ def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop=(), strip_optim
         return plan
 
 
-def _fast(ck, plan: Plan, dprefix: str, storage, graph_bytes, force, sync: bool) -> tuple[list[str], bool]:
+def _fast(ck, plan: Plan, dprefix: str, storage, graph_bytes, force, sync: bool,
+          progress: Callable[[int, int], None] | None = None) -> tuple[list[str], bool]:
     """Link (or copy whole) SRC's data files, write the index; (files, whether all were linked)."""
     n_src = ck.header.num_shards
     n_dst = n_src + (1 if graph_bytes is not None else 0)
@@ -312,8 +321,11 @@ def _fast(ck, plan: Plan, dprefix: str, storage, graph_bytes, force, sync: bool)
     storage.makedirs(storage.dirname(dprefix))
     made = []  # every file written in full under a temporary name; published at the end
     try:
+        sizes = [storage.size(ck.shard_path(i)) for i in range(n_src)] if progress else []
         for i in range(n_src):
             made.append(link_or_copy(storage, ck.shard_path(i), bundle.data_filename(dprefix, i, n_dst), sync=sync))
+            if progress:
+                progress(sum(sizes[:i + 1]), sum(sizes))
         if graph_bytes is not None:
             from ckptool.format.coding import mask_crc
             from ckptool.ops.write.writer import encode_tensor
