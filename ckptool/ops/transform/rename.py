@@ -315,10 +315,10 @@ def _fast(ck, plan: Plan, dprefix: str, storage, graph_bytes, force, sync: bool,
     if plan.object_graph == "kept":
         k = OBJECT_GRAPH_KEY.encode()
         entries.append((k, ck.raw_entry(k)))
-    from ckptool.io.atomic import AtomicFile, link_or_copy, publish
+    from ckptool.io.atomic import AtomicFile, link_or_copy, make_output_dir, publish
     from ckptool.ops.write.writer import index_file, retire_index
 
-    storage.makedirs(storage.dirname(dprefix))
+    make_output_dir(storage, storage.dirname(dprefix))
     made = []  # every file written in full under a temporary name; published at the end
     try:
         sizes = [storage.size(ck.shard_path(i)) for i in range(n_src)] if progress else []
