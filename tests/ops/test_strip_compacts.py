@@ -85,3 +85,16 @@ def test_dry_run_says_which_way(run, tf1, tmp_path):
     assert json.loads(out)["fast_path"] is False
     out, _ = run("rewrite-names", tf1, tmp_path / "n", "--strip-optimizer", "--link", "--dry-run", "--json")
     assert json.loads(out)["fast_path"] is True
+
+
+def test_link_says_so_when_the_files_had_to_be_copied(run, tf1, tmp_path, monkeypatch):
+    import errno
+
+    def no_link(src, dst, *a, **k):
+        raise OSError(errno.EXDEV, "Invalid cross-device link")
+    monkeypatch.setattr(os, "link", no_link)
+    dst = tmp_path / "c"
+    _, err = run("rewrite-names", tf1, dst, "--rule", "dense/=model/dense/", "--link")
+    assert "could not be hard-linked (another file system?); copied whole" in err
+    assert "data files copied whole, index rebuilt" in err
+    assert os.stat(_data(dst)).st_nlink == 1
