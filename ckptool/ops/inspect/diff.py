@@ -40,12 +40,12 @@ class ValueChange:
     differing: int  # elements that differ (beyond atol)
     max_abs_diff: float | None  # None for string/variant tensors, or when every difference involves NaN
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "dtype": self.dtype, "shape": self.shape, "count": self.count,
                 "differing": self.differing, "max_abs_diff": _json_num(self.max_abs_diff)}
 
 
-def _json_num(x):
+def _json_num(x: float | None) -> float | str | None:
     if x is None or np.isfinite(x):
         return x
     return "Infinity"
@@ -57,9 +57,9 @@ class DiffReport:
     b: str
     atol: float
     rtol: float = 0.0
-    added: list[dict] = field(default_factory=list)
-    removed: list[dict] = field(default_factory=list)
-    changed: list[dict] = field(default_factory=list)  # dtype or shape differs: {"name", "a", "b"}
+    added: list[dict[str, Any]] = field(default_factory=list)
+    removed: list[dict[str, Any]] = field(default_factory=list)
+    changed: list[dict[str, Any]] = field(default_factory=list)  # dtype or shape differs: {"name", "a", "b"}
     values: list[ValueChange] = field(default_factory=list)
     unchanged: int = 0
 
@@ -67,7 +67,7 @@ class DiffReport:
     def identical(self) -> bool:
         return not (self.added or self.removed or self.changed or self.values)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"a": self.a, "b": self.b, "atol": self.atol, "rtol": self.rtol, "identical": self.identical,
                 "added": self.added, "removed": self.removed, "changed": self.changed,
                 "values": [v.to_json() for v in self.values], "unchanged": self.unchanged}

@@ -20,7 +20,12 @@ from ckptool.ops.read.chunks import tensor_chunks
 from ckptool.ops.transform.convert_src import RawTensor, Spec, kind_of, open_specs
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
     import numpy as np
+
+    from ckptool.io.storage import Storage
+    from ckptool.ops.retain.plan import PruneResult
 
 
 class Source:
@@ -43,7 +48,7 @@ class Source:
     def __enter__(self) -> Source:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:
@@ -161,8 +166,8 @@ def open_side(path: str) -> ComparedSource:
     return ComparedSource(path)
 
 
-def _wait_lock(storage, prefix: str, timeout: float | None = None,
-               on_wait: Callable[[str, float], None] | None = None):
+def _wait_lock(storage: Storage, prefix: str, timeout: float | None = None,
+               on_wait: Callable[[str, float], None] | None = None) -> AbstractContextManager[object] | None:
     """DIR's lock, waited for (at most ``timeout`` seconds; None: the lock's default) and held
     from before the first write to the record. ``on_wait(directory, seconds)`` is called
     while another process holds it; a refusal names that process."""
@@ -184,7 +189,8 @@ def _wait_lock(storage, prefix: str, timeout: float | None = None,
     return lock
 
 
-def _record(storage, prefix: str, max_to_keep, keep_every_n_hours, now):
+def _record(storage: Storage, prefix: str, max_to_keep: int | None, keep_every_n_hours: float | None,
+            now: float | None) -> PruneResult:
     from ckptool.ops.retain.prune import record_save
 
     directory = storage.dirname(prefix) or "."
