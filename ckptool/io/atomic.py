@@ -51,7 +51,8 @@ def live_temporaries() -> list[str]:
 
 
 def remove_live_temporaries() -> int:
-    """Remove every live temporary (for a signal handler or an exit path); how many went."""
+    """Remove every live temporary (for a signal handler or an exit path), and the directories
+    :func:`make_output_dir` made that are still empty; how many temporaries went."""
     with _LIVE_LOCK:
         names = list(_LIVE)
         _LIVE.clear()
@@ -62,6 +63,13 @@ def remove_live_temporaries() -> int:
             gone += 1
         except OSError:
             pass
+    with _LIVE_LOCK:  # and the directories made for outputs that never came, while empty
+        for d in sorted(_MADE_DIRS, key=len, reverse=True):
+            try:
+                os.rmdir(d)
+            except OSError:
+                continue
+            _MADE_DIRS.discard(d)
     return gone
 
 
@@ -73,6 +81,59 @@ def _register(name: str, target: str) -> None:
 def _unregister(name: str) -> None:
     with _LIVE_LOCK:
         _LIVE.pop(name, None)
+
+
+#: Directories this process created for outputs (:func:`make_output_dir`): an abandoned write
+#: removes them again while they are empty, so an interrupted write leaves no empty directory.
+_MADE_DIRS: set[str] = set()
+
+
+def make_output_dir(storage: Storage, directory: str) -> None:
+    """``storage.makedirs(directory)`` for an output, remembering the directories it creates
+    (where directories are real: a storage with atomic renames). Every writer makes its
+    output's directory through here; :meth:`AtomicFile.discard` and :func:`publish`'s failure
+    path then remove the ones still empty (:func:`_drop_empty_dirs`)."""
+    if not getattr(storage, "atomic_rename", True):  # an object store: no directories to leave behind
+        storage.makedirs(directory)
+        return
+    missing = []
+    d = directory
+    while d and not storage.isdir(d):
+        missing.append(d)
+        parent = storage.dirname(d)
+        if parent == d:
+            break
+        d = parent
+    storage.makedirs(directory)
+    if missing:
+        with _LIVE_LOCK:
+            _MADE_DIRS.update(missing)
+
+
+def _drop_empty_dirs(storage: Storage, target: str) -> None:
+    """Remove the directories :func:`make_output_dir` made for ``target``, innermost first,
+    while they are empty (a directory holding anything, another write's file included, stays)."""
+    d = storage.dirname(target)
+    while True:
+        with _LIVE_LOCK:
+            if d not in _MADE_DIRS:
+                return
+            try:
+                os.rmdir(d)
+            except OSError:
+                return
+            _MADE_DIRS.discard(d)
+        d = storage.dirname(d)
+
+
+def _keep_dirs(files: Sequence[AtomicFile]) -> None:
+    """Published files live in their directories now: those are outputs, not leftovers."""
+    with _LIVE_LOCK:
+        for f in files:
+            d = f.storage.dirname(f.target)
+            while d in _MADE_DIRS:
+                _MADE_DIRS.discard(d)
+                d = f.storage.dirname(d)
 
 
 def disk_error(target: str, what: str, exc: OSError) -> CkptError:
@@ -186,6 +247,7 @@ class AtomicFile:
         except (OSError, CkptError):
             pass
         _unregister(self.name)
+        _drop_empty_dirs(self.storage, self.target)
 
 
 def publish(files: Sequence[AtomicFile], *, sync: bool | None = None,
@@ -217,7 +279,9 @@ def publish(files: Sequence[AtomicFile], *, sync: bool | None = None,
                         f.storage.remove(f.target)
                     except (OSError, CkptError):
                         pass
+                    _drop_empty_dirs(f.storage, f.target)
         raise
+    _keep_dirs(files)
     syncing = any(f.sync for f in files) if sync is None else sync
     if syncing:
         for d in dict.fromkeys(f.storage.dirname(f.target) for f in files if f.atomic):
@@ -318,5 +382,5 @@ def checkpoint_identity(ck: object) -> list[str]:
     return [prefix + ".index"] if prefix else []
 
 
-__all__ = ["AtomicFile", "publish", "write_bytes", "link_or_copy", "check_destination",
+__all__ = ["AtomicFile", "publish", "make_output_dir", "write_bytes", "link_or_copy", "check_destination",
            "checkpoint_identity", "live_temporaries", "remove_live_temporaries", "disk_error", "ANY"]

@@ -35,8 +35,10 @@ class DirLock:
     """``with DirLock(directory, timeout): ...``; ``dir_fd`` opens the lock file relative
     to an open directory (no path lookup)."""
 
-    def __init__(self, directory: str, timeout: float | None = DEFAULT_TIMEOUT, dir_fd: int | None = None):
+    def __init__(self, directory: str, timeout: float | None = DEFAULT_TIMEOUT, dir_fd: int | None = None,
+                 on_wait: Callable[[float], None] | None = None):
         self.directory = directory
+        self.on_wait = on_wait  # called with the seconds waited so far, each time the lock is found held
         self.path = os.path.join(directory, LOCK_FILENAME)
         self.timeout = timeout
         self.dir_fd = dir_fd
@@ -63,7 +65,8 @@ class DirLock:
                 _held[key][1] += 1
                 self._key = key
                 return self
-        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        start = time.monotonic()
+        deadline = None if self.timeout is None else start + self.timeout
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -73,6 +76,12 @@ class DirLock:
                     os.close(fd)
                     raise RefusedError(f"{self.path}: another ckptool process holds this directory's lock "
                                        f"(waited {self.timeout:g} s); try again later") from None
+                if self.on_wait is not None:
+                    try:
+                        self.on_wait(time.monotonic() - start)
+                    except BaseException:
+                        os.close(fd)
+                        raise
                 time.sleep(_POLL)
             except OSError as exc:
                 os.close(fd)
@@ -121,15 +130,19 @@ def is_locked(directory: str, dir_fd: int | None = None) -> bool:
 
 
 def lock_directory(storage: Storage, directory: str, *, timeout: float | None = DEFAULT_TIMEOUT,
-                   dir_fd: int | None = None) -> AbstractContextManager[object]:
+                   dir_fd: int | None = None,
+                   on_wait: Callable[[float], None] | None = None) -> AbstractContextManager[object]:
     """The lock of DIR as a context manager: the flock for local directories, the
-    storage's own for others (a no-op where it has none)."""
+    storage's own for others (a no-op where it has none). ``on_wait(seconds)`` is called
+    while the lock is held elsewhere (DirLock's)."""
     import contextlib
 
     lock: Callable[..., AbstractContextManager[object]] | None = getattr(storage, "lock", None)
     if lock is None:
         return contextlib.nullcontext()
-    return lock(directory, timeout=timeout, dir_fd=dir_fd)
+    if on_wait is None:
+        return lock(directory, timeout=timeout, dir_fd=dir_fd)
+    return lock(directory, timeout=timeout, dir_fd=dir_fd, on_wait=on_wait)
 
 
 __all__ = ["DEFAULT_TIMEOUT", "LOCK_FILENAME", "DirLock", "is_locked", "lock_directory"]

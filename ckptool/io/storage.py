@@ -19,6 +19,8 @@ from ckptool.io import atomic
 from ckptool.io.atomic import ANY  # write_bytes_atomic's "whatever the file holds now"
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from typing_extensions import Buffer, TypedDict, Unpack
 
     from ckptool.format.coding import AnyBuffer
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
     class LockOptions(TypedDict, total=False):  # DirLock's keywords
         timeout: float | None
         dir_fd: int | None
+        on_wait: Callable[[float], None] | None
 
 
 class Reader(PositionedReader, Protocol):

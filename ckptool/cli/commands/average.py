@@ -37,10 +37,12 @@ def command(inputs: tuple[str, ...], out: str, last: int | None, strip_optimizer
       ckptool average runs/ --last 5 -o avg/ckpt
       ckptool average runs/ckpt-8 runs/ckpt-9 runs/ckpt-10 -o avg/ckpt --strip-optimizer
     """
+    from ckptool.cli.progress import progress_bar
     from ckptool.ops.transform.average import average
 
-    res = average(inputs, out, last=last, strip_optimizer=strip_optimizer, force=force, num_shards=shards,
-                  dry_run=dry_run, sync=not no_sync)  # a UsageError (a checkpoint given twice, ...) exits 2 from main()
+    with progress_bar(f"average -> {out}") as bar:  # a UsageError (a checkpoint given twice, ...) exits 2
+        res = average(inputs, out, last=last, strip_optimizer=strip_optimizer, force=force, num_shards=shards,
+                      dry_run=dry_run, sync=not no_sync, progress=bar)
     if as_json:
         emit_json(res.to_json())
         return

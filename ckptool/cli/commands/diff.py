@@ -12,10 +12,27 @@ from ckptool.cli.common import checkpoint_argument, emit_json, json_option
 @checkpoint_argument("b")
 @click.option("--atol", type=click.FloatRange(min=0), default=0.0, show_default=True, metavar="X",
               help="Values within X of each other (absolute) count as equal.")
-@json_option("Print {\"a\", \"b\", \"atol\", \"identical\", \"added\", \"removed\", \"changed\", "
+@click.option("--rtol", type=click.FloatRange(min=0), default=0.0, show_default=True, metavar="R",
+              help="Values within R times B's magnitude count as equal: |a - b| <= atol + R * |b|, "
+                   "as numpy.isclose.")
+@click.option("--match", multiple=True, metavar="GLOB",
+              help="Compare only names (after --map) matching GLOB. Repeatable.")
+@click.option("--map", "map_file", metavar="FILE", type=click.Path(dir_okay=False, allow_dash=True),
+              help="An assignment map, as rewrite-names --map reads it: A's names are renamed by it "
+                   "before comparing (to check a migration); the object graph is then not compared. "
+                   "'-' reads standard input.")
+@json_option("Print {\"a\", \"b\", \"atol\", \"rtol\", \"identical\", \"added\", \"removed\", \"changed\", "
              "\"values\", \"unchanged\"} on stdout.")
-def command(a: str, b: str, atol: float, as_json: bool) -> None:
-    """Compare checkpoints A and B: added, removed, changed tensors.
+def command(a: str, b: str, atol: float, rtol: float, match: tuple[str, ...], map_file: str | None,
+            as_json: bool) -> None:
+    """Compare A and B: added, removed, changed tensors.
+
+    \b
+    A and B are anything convert reads: a checkpoint, a .safetensors,
+    .npz or .npy file, so `diff runs/ckpt-5 model.safetensors` checks a
+    conversion and `diff old/ckpt-1 new/ckpt-1 --map map.json` a migration.
+    Values are compared chunk by chunk (a tensor of a file other than a
+    checkpoint is loaded one at a time).
 
     \b
     Lines start with '-' (only in A), '+' (only in B) or '~' (dtype or
@@ -24,22 +41,42 @@ def command(a: str, b: str, atol: float, as_json: bool) -> None:
 
     \b
     Exit status, as diff(1) and cmp(1): 0 when A and B hold the same
-    names, dtypes, shapes and values (within --atol); 1 when they differ;
-    2 for trouble: either side cannot be read (one 'ckptool: error:' line
-    on stderr), or a usage error.
+    names, dtypes, shapes and values (within --atol and --rtol); 1 when
+    they differ; 2 for trouble: either side cannot be read (one
+    'ckptool: error:' line on stderr), or a usage error.
+
+    \b
+    Examples:
+      ckptool diff runs/ckpt-3 runs/ckpt-5 --atol 1e-6
+      ckptool diff runs/ckpt-5 model.safetensors
+      ckptool diff tf1/model.ckpt tf2/ckpt-1 --map map.json --match 'model/*'
     """
-    import ckptool
+    from contextlib import ExitStack
+
     from ckptool.cli import render
     from ckptool.cli.common import settings
     from ckptool.cli.main import Failed
     from ckptool.cli.progress import progress_bar
-    from ckptool.ops.inspect.diff import diff
+    from ckptool.ops.inspect.diff import diff_sides
+    from ckptool.ops.transform.sources import open_side
 
     settings().error_status = 2  # trouble is 2; 1 means "they differ"
+    rename = None
+    if map_file is not None:
+        from ckptool.cli.commands.rewrite_names import read_map
+        from ckptool.errors import UsageError
+        from ckptool.ops.transform.rename import Renamer, parse_map
 
-    with ckptool.open(a) as ca, ckptool.open(b) as cb:
+        try:
+            rename = Renamer(parse_map(read_map(map_file)))
+        except UsageError as exc:
+            raise UsageError(f"--map {map_file}: {exc}") from None
+
+    with ExitStack() as stack:
+        sa = stack.enter_context(open_side(a))
+        sb = stack.enter_context(open_side(b))
         with progress_bar("comparing") as bar:
-            report = diff(ca, cb, atol=atol, progress=bar)
+            report = diff_sides(sa, sb, atol=atol, rtol=rtol, match=match, rename=rename, progress=bar)
     if as_json:
         emit_json(report.to_json())
     else:

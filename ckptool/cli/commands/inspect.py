@@ -100,7 +100,12 @@ def command(checkpoint: str, as_json: bool, tensors: tuple[str, ...], all_tensor
         for n in tensors:
             ck.variable(n)  # unknown names fail before any output, with a suggestion
         if stats:
-            rows = [inspection.tensor_stats(ck, n) for n in names]
+            from ckptool.cli.progress import increments, progress_bar
+
+            with progress_bar("statistics") as bar:
+                add = increments(bar, sum(v.nbytes for v in map(ck.variable, names)
+                                          if v.dtype not in ("string", "variant")))
+                rows = [inspection.tensor_stats(ck, n, on_bytes=add) for n in names]
             if as_json:
                 emit_json(rows)
             else:

@@ -125,9 +125,12 @@ def command(directory: str, max_to_keep: int, keep_every_n_hours: float | None, 
                    follow_symlinks=follow_symlinks, best=best)
         return
 
-    result = prune(directory, max_to_keep=max_to_keep or None, keep_every_n_hours=keep_every_n_hours,
-                   keep_steps_every=keep_steps_every, min_age=min_age, keep=pinned, scan=scan, dry_run=dry_run,
-                   clean_temp=clean_temp, best=best)
+    from ckptool.cli.progress import progress_bar
+
+    with progress_bar(f"prune {directory}", unit="items") as bar:
+        result = prune(directory, max_to_keep=max_to_keep or None, keep_every_n_hours=keep_every_n_hours,
+                       keep_steps_every=keep_steps_every, min_age=min_age, keep=pinned, scan=scan, dry_run=dry_run,
+                       clean_temp=clean_temp, best=best, progress=bar)
     if as_json:
         emit_json(result.to_json())
     elif result.deleted or result.temp_deleted or result.failed or dry_run or verbose():
@@ -157,18 +160,13 @@ def render_result(result, prefix: str = "") -> None:
 
 def _recursive(root, max_to_keep, keep_every_n_hours, keep_steps_every, min_age, pinned, scan, exclude, dry_run,
                as_json, prune_tree, **walk) -> None:
-    from ckptool.cli.common import quiet, stderr_is_terminal
     from ckptool.cli.main import Failed
+    from ckptool.cli.progress import progress_bar
 
-    def progress(i, n, d):
-        if stderr_is_terminal() and not quiet():
-            click.echo(f"\r[{i + 1}/{n}] {escape(d)[-60:]:<60}", err=True, nl=False)
-
-    tree = prune_tree(root, max_to_keep=max_to_keep or None, keep_every_n_hours=keep_every_n_hours,
-                      keep_steps_every=keep_steps_every, min_age=min_age, keep=pinned, exclude=exclude, scan=scan,
-                      dry_run=dry_run, progress=progress, **walk)
-    if stderr_is_terminal() and not quiet() and (tree.runs or tree.errors):
-        click.echo("\r" + " " * 70 + "\r", err=True, nl=False)
+    with progress_bar(f"prune {root}", unit="items") as bar:  # runs done of runs found
+        tree = prune_tree(root, max_to_keep=max_to_keep or None, keep_every_n_hours=keep_every_n_hours,
+                          keep_steps_every=keep_steps_every, min_age=min_age, keep=pinned, exclude=exclude,
+                          scan=scan, dry_run=dry_run, progress=lambda i, n, d: bar(i, n), **walk)
     anything = any(r.deleted or r.temp_deleted or r.failed for r in tree.runs.values())
     if as_json:
         emit_json(tree.to_json())

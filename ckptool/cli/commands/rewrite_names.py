@@ -40,8 +40,12 @@ from ckptool.cli.common import checkpoint_argument, display_name, emit_json, jso
                    "--template) when a template variable is missing, a SRC variable is unused, "
                    "or a shape or dtype differs.")
 @click.option("--compact", is_flag=True,
-              help="Copy tensor bytes into new data files instead of linking SRC's data files "
-                   "(the default when SRC is a V2 bundle), so dropped tensors take no space.")
+              help="Copy the kept tensors' bytes into new data files, even for a pure rename "
+                   "(the default whenever variables are dropped, so DST is smaller).")
+@click.option("--link", is_flag=True,
+              help="Hard-link SRC's data files (copied whole on another file system) and rebuild "
+                   "only the index, even when variables are dropped: fast, but the dropped bytes stay "
+                   "in the files. The default for a pure rename of a V2 bundle.")
 @click.option("--dry-run", is_flag=True, help="Print the plan; write nothing.")
 @click.option("--force", is_flag=True, help="Replace an existing checkpoint at DST.")
 @no_sync_option()
@@ -49,7 +53,7 @@ from ckptool.cli.common import checkpoint_argument, display_name, emit_json, jso
              "\"dropped\", \"unmatched_rules\", \"object_graph\", \"fast_path\", ...}.")
 def command(src: str, dst: str, map_file: str | None, rules: tuple[str, ...], drops: tuple[str, ...],
             strip_optimizer: bool, template: str | None, allow_missing: bool, allow_unused: bool, strict: bool,
-            compact: bool, dry_run: bool, force: bool, no_sync: bool, as_json: bool) -> None:
+            compact: bool, link: bool, dry_run: bool, force: bool, no_sync: bool, as_json: bool) -> None:
     """Write a copy of SRC at DST with its variables renamed.
 
     \b
@@ -63,9 +67,11 @@ def command(src: str, dst: str, map_file: str | None, rules: tuple[str, ...], dr
     renamed objects move to their new paths, other paths to them and slot
     variables stay, so tf.train.Checkpoint restores them under the new
     structure.
-    Tensor bytes are copied without decoding; when SRC is a V2 bundle its
-    data files are hard-linked (or copied whole) and only the index is
-    rebuilt.
+    Tensor bytes are copied without decoding. A pure rename of a V2
+    bundle hard-links its data files (or copies them whole) and rebuilds
+    only the index; dropping variables (--drop, --strip-optimizer) writes
+    new data files holding only what is kept, so DST is smaller (--link
+    links anyway, --compact copies always).
 
     \b
     A rule matching no SRC name is an error (--allow-unused accepts it);
@@ -86,7 +92,7 @@ def command(src: str, dst: str, map_file: str | None, rules: tuple[str, ...], dr
     try:
         if map_file is not None:
             where = f"--map {map_file}"
-            parsed += parse_map(_read_map(map_file))
+            parsed += parse_map(read_map(map_file))
         for r in rules:
             where = "--rule"
             parsed.append(parse_rule(r))
@@ -94,11 +100,20 @@ def command(src: str, dst: str, map_file: str | None, rules: tuple[str, ...], dr
         raise UsageError(f"{where}: {exc}") from None
     if not (parsed or drops or strip_optimizer or template):
         raise click.UsageError("nothing to do: give --map, --rule, --drop, --strip-optimizer or --template")
-    plan = rewrite_names(src, dst, parsed, drop=drops, strip_optimizer=strip_optimizer, strict=strict,
-                         template=template, dry_run=dry_run, force=force, compact=compact,
-                         allow_unused=allow_unused, allow_missing=allow_missing, sync=not no_sync)
+    from ckptool.cli.progress import progress_bar
+
+    with progress_bar(f"rewrite-names -> {dst}") as bar:
+        plan = rewrite_names(src, dst, parsed, drop=drops, strip_optimizer=strip_optimizer, strict=strict,
+                             template=template, dry_run=dry_run, force=force, compact=compact, link=link,
+                             allow_unused=allow_unused, allow_missing=allow_missing, sync=not no_sync,
+                             progress=bar)
     for rule in plan.unmatched_rules:
         warn(f"{rule} matches no variable")
+    if link and plan.dropped and not dry_run:
+        warn(f"--link: the bytes of the {len(plan.dropped)} dropped variables stay in the linked data files "
+             "(DST takes no less space; --compact leaves them out)")
+    if link and plan.fast_path and not plan.linked and not dry_run:
+        warn("--link: the data files could not be hard-linked (another file system?); copied whole")
     if plan.template:
         for name in plan.template["missing"]:
             warn(f"{name} keeps the template's value (SRC fills nothing there)")
@@ -119,12 +134,14 @@ def command(src: str, dst: str, map_file: str | None, rules: tuple[str, ...], dr
         out(f"{display_name(name):<{width}}  (dropped)")
     verb = "would write" if dry_run else "wrote"
     renamed = sum(1 for o, n in plan.renames if o != n)
-    how = "; data files linked, index rebuilt" if plan.fast_path and not dry_run else ""
+    how = ""
+    if plan.fast_path and not dry_run:
+        how = "; data files linked, index rebuilt" if plan.linked else "; data files copied whole, index rebuilt"
     note(f"# {verb} {plan.dst}: {len(plan.renames)} variables, {renamed} renamed, "
          f"{len(plan.dropped)} dropped; object graph {plan.object_graph}{how}")
 
 
-def _read_map(path: str):
+def read_map(path: str):
     import json
 
     from ckptool.errors import CkptError

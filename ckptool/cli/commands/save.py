@@ -30,23 +30,30 @@ from ckptool.cli.common import emit_json, human_bytes, json_option, no_sync_opti
                    "(or the directory's .ckptool.toml): save deletes nothing unasked.")
 @click.option("--keep-every-n-hours", type=click.FloatRange(min=0, min_open=True), default=None, metavar="H",
               help="Retention: also preserve one checkpoint every H hours, as Saver does.")
+@click.option("--wait", "wait", type=click.FloatRange(min=0), default=30.0, show_default=True, metavar="SECONDS",
+              help="How long to wait for the directory's lock while another ckptool process (a prune, "
+                   "another save) holds it; 0 fails at once naming the holder. After a second of "
+                   "waiting, stderr says who holds it.")
 @json_option("Print what was written (prefix, files, variables, bytes) and the retention result as JSON.")
 def command(prefix: str, sources: tuple[str, ...], global_step: int | None, pad_step_number: bool,
             object_based: bool, shards: int, force: bool, no_sync: bool, no_state: bool, max_to_keep: int,
-            keep_every_n_hours: float, as_json: bool) -> None:
+            keep_every_n_hours: float, wait: float, as_json: bool) -> None:
     """Write a V2 checkpoint at PREFIX from --from sources.
 
     Names are kept exactly; data goes to temporary files renamed into place
     (data first, index last). Unless --no-state, the directory's 'checkpoint'
     file then records PREFIX (relative paths) and retention is applied.
     """
+    from ckptool.cli.progress import progress_bar
     from ckptool.ops.transform.save import save
 
     if pad_step_number and global_step is None:
         raise click.UsageError("--pad-step-number needs --global-step")
-    result = save(prefix, list(sources), global_step=global_step, pad_step_number=pad_step_number,
-                  object_based=object_based, num_shards=shards, force=force, state=not no_state,
-                  max_to_keep=max_to_keep or None, keep_every_n_hours=keep_every_n_hours, sync=not no_sync)
+    with progress_bar(f"save {prefix}") as bar:
+        result = save(prefix, list(sources), global_step=global_step, pad_step_number=pad_step_number,
+                      object_based=object_based, num_shards=shards, force=force, state=not no_state,
+                      max_to_keep=max_to_keep or None, keep_every_n_hours=keep_every_n_hours, sync=not no_sync,
+                      lock_timeout=wait, on_lock_wait=_LockNotice(), progress=bar)
     if as_json:
         emit_json(result.to_json())
         return
@@ -56,3 +63,22 @@ def command(prefix: str, sources: tuple[str, ...], global_step: int | None, pad_
     if result.retention is not None:
         for p in result.retention.deleted:
             note(f"deleted {p}")
+
+
+#: Seconds of waiting for a lock before saying so (once).
+NOTICE_AFTER = 1.0
+
+
+class _LockNotice:
+    """``on_lock_wait``: after :data:`NOTICE_AFTER` seconds, one line naming who holds the lock."""
+
+    def __init__(self) -> None:
+        self.said = False
+
+    def __call__(self, directory: str, waited: float) -> None:
+        if self.said or waited < NOTICE_AFTER:
+            return
+        self.said = True
+        from ckptool.io.lock_holder import describe_holder
+
+        note(f"waiting for the lock held by {describe_holder(directory)} on {directory}")

@@ -11,16 +11,24 @@ an element that is NaN on one side only counts as differing.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import fnmatch
+import re
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from ckptool.format.objgraph import OBJECT_GRAPH_KEY
 from ckptool.ops.read.chunks import CHUNK_BYTES, tensor_chunks
 
+if TYPE_CHECKING:
+    from ckptool.ops.read.checkpoint import Checkpoint
 
-def _brief(v) -> dict:
-    return {"name": v.name, "dtype": v.dtype, "shape": list(v.shape), "nbytes": v.nbytes}
+
+def _brief(v: Tensor, name: str | None = None) -> dict[str, Any]:
+    return {"name": v.name if name is None else name, "dtype": v.dtype, "shape": list(v.shape),
+            "nbytes": v.nbytes}
 
 
 @dataclass
@@ -32,12 +40,12 @@ class ValueChange:
     differing: int  # elements that differ (beyond atol)
     max_abs_diff: float | None  # None for string/variant tensors, or when every difference involves NaN
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "dtype": self.dtype, "shape": self.shape, "count": self.count,
                 "differing": self.differing, "max_abs_diff": _json_num(self.max_abs_diff)}
 
 
-def _json_num(x):
+def _json_num(x: float | None) -> float | str | None:
     if x is None or np.isfinite(x):
         return x
     return "Infinity"
@@ -48,9 +56,10 @@ class DiffReport:
     a: str
     b: str
     atol: float
-    added: list[dict] = field(default_factory=list)
-    removed: list[dict] = field(default_factory=list)
-    changed: list[dict] = field(default_factory=list)  # dtype or shape differs: {"name", "a", "b"}
+    rtol: float = 0.0
+    added: list[dict[str, Any]] = field(default_factory=list)
+    removed: list[dict[str, Any]] = field(default_factory=list)
+    changed: list[dict[str, Any]] = field(default_factory=list)  # dtype or shape differs: {"name", "a", "b"}
     values: list[ValueChange] = field(default_factory=list)
     unchanged: int = 0
 
@@ -58,59 +67,155 @@ class DiffReport:
     def identical(self) -> bool:
         return not (self.added or self.removed or self.changed or self.values)
 
-    def to_json(self) -> dict:
-        return {"a": self.a, "b": self.b, "atol": self.atol, "identical": self.identical,
+    def to_json(self) -> dict[str, Any]:
+        return {"a": self.a, "b": self.b, "atol": self.atol, "rtol": self.rtol, "identical": self.identical,
                 "added": self.added, "removed": self.removed, "changed": self.changed,
                 "values": [v.to_json() for v in self.values], "unchanged": self.unchanged}
 
 
-def diff(a, b, atol: float = 0.0, progress: Callable[[int, int], None] | None = None,
-         chunk_bytes: int = CHUNK_BYTES) -> DiffReport:
-    """Compare open checkpoints ``a`` and ``b``; ``progress(done_bytes, total_bytes)``."""
-    if not atol >= 0:
-        from ckptool.errors import CkptError
+class Tensor(Protocol):
+    """What :func:`diff_sides` needs of a listed tensor (a :class:`ckptool.Variable` is one)."""
 
-        raise CkptError(f"--atol must be a non-negative number, not {atol}")
-    va = {v.name: v for v in a.variables()}
-    vb = {v.name: v for v in b.variables()}
-    report = DiffReport(a.prefix, b.prefix, atol)
-    common = []
+    @property
+    def name(self) -> str: ...
+    @property
+    def dtype(self) -> str: ...
+    @property
+    def shape(self) -> Sequence[int]: ...
+    @property
+    def nbytes(self) -> int: ...
+    @property
+    def numel(self) -> int: ...
+
+
+class Side(Protocol):
+    """One side of a comparison: a label, its tensors, and each tensor's elements as flat chunks.
+
+    :class:`CheckpointSide` is an open checkpoint; ``ckptool.ops.transform.sources.open_side``
+    makes one of any source ``convert`` reads (``.safetensors``, ``.npz``, ``.npy``, ...)."""
+
+    prefix: str
+
+    def variables(self) -> Sequence[Tensor]: ...
+
+    def chunks(self, name: str, chunk_bytes: int) -> Iterator[np.ndarray]: ...
+
+
+class CheckpointSide:
+    """An open checkpoint as a :class:`Side` (chunked reads: :func:`tensor_chunks`)."""
+
+    def __init__(self, checkpoint: Checkpoint):
+        self.checkpoint = checkpoint
+        self.prefix: str = checkpoint.prefix
+
+    def variables(self) -> Sequence[Tensor]:
+        return self.checkpoint.variables()
+
+    def chunks(self, name: str, chunk_bytes: int) -> Iterator[np.ndarray]:
+        return tensor_chunks(self.checkpoint, name, chunk_bytes=chunk_bytes)
+
+
+def diff(a: Checkpoint, b: Checkpoint, atol: float = 0.0, progress: Callable[[int, int], None] | None = None,
+         chunk_bytes: int = CHUNK_BYTES, *, rtol: float = 0.0, match: Sequence[str] = (),
+         rename: Callable[[str], str] | None = None) -> DiffReport:
+    """Compare open checkpoints ``a`` and ``b`` (see :func:`diff_sides`)."""
+    return diff_sides(CheckpointSide(a), CheckpointSide(b), atol, progress, chunk_bytes,
+                      rtol=rtol, match=match, rename=rename)
+
+
+def diff_sides(a: Side, b: Side, atol: float = 0.0, progress: Callable[[int, int], None] | None = None,
+               chunk_bytes: int = CHUNK_BYTES, *, rtol: float = 0.0, match: Sequence[str] = (),
+               rename: Callable[[str], str] | None = None) -> DiffReport:
+    """Compare ``a`` and ``b``; ``progress(done_bytes, total_bytes)`` as values are compared.
+
+    Two elements are equal as the module doc says, or when ``|a - b| <= atol + rtol * |b|``
+    (numpy's ``isclose``). ``rename`` maps A's names into B's (an assignment map, to check
+    a migration): the report names tensors as B does, and the object graph, which a
+    migration rebuilds, is not compared. ``match``: compare only names (after ``rename``)
+    matching one of these globs."""
+    from ckptool.errors import CkptError
+
+    for what, tol in (("--atol", atol), ("--rtol", rtol)):
+        if not tol >= 0:
+            raise CkptError(f"{what} must be a non-negative number, not {tol}")
+    va = _listing(a, rename)
+    vb = _listing(b, None)
+    if rename is not None:
+        va.pop(OBJECT_GRAPH_KEY, None)
+        vb.pop(OBJECT_GRAPH_KEY, None)
+    if match:
+        pats = [re.compile(fnmatch.translate(g)) for g in match]
+        va = {n: v for n, v in va.items() if any(p.match(n) for p in pats)}
+        vb = {n: v for n, v in vb.items() if any(p.match(n) for p in pats)}
+    report = DiffReport(a.prefix, b.prefix, atol, rtol=rtol)
+    common: list[tuple[str, Tensor, Tensor]] = []
     for name in sorted(set(va) | set(vb), key=lambda n: n.encode("utf-8", "surrogateescape")):
         x, y = va.get(name), vb.get(name)
         if x is None:
-            report.added.append(_brief(y))
+            if y is not None:
+                report.added.append(_brief(y))
         elif y is None:
-            report.removed.append(_brief(x))
-        elif x.dtype != y.dtype or x.shape != y.shape:
+            report.removed.append(_brief(x, name))
+        elif x.dtype != y.dtype or list(x.shape) != list(y.shape):
             report.changed.append({"name": name, "a": {"dtype": x.dtype, "shape": list(x.shape)},
                                    "b": {"dtype": y.dtype, "shape": list(y.shape)}})
         else:
-            common.append(x)
-    total = sum(v.nbytes for v in common)
+            common.append((name, x, y))
+    total = sum(y.nbytes for _, _, y in common)
     done = 0
-    for v in common:
-        differing, max_abs = _compare(a, b, v.name, atol, chunk_bytes)
+    for name, x, y in common:
+        differing, max_abs = _compare(a.chunks(x.name, chunk_bytes), b.chunks(y.name, chunk_bytes), atol, rtol)
         if differing:
-            report.values.append(ValueChange(v.name, v.dtype, list(v.shape), v.numel, differing, max_abs))
+            report.values.append(ValueChange(name, y.dtype, list(y.shape), y.numel, differing, max_abs))
         else:
             report.unchanged += 1
-        done += v.nbytes
+        done += y.nbytes
         if progress:
             progress(done, total)
     return report
 
 
-def _compare(a, b, name: str, atol: float, chunk_bytes: int) -> tuple[int, float | None]:
+def _listing(side: Side, rename: Callable[[str], str] | None) -> dict[str, Tensor]:
+    """Name (after ``rename``) -> tensor; two names landing on one is an error."""
+    out: dict[str, Tensor] = {}
+    for v in side.variables():
+        name = v.name if rename is None or v.name == OBJECT_GRAPH_KEY else rename(v.name)
+        if name in out:
+            from ckptool.errors import CkptError
+
+            raise CkptError(f"{side.prefix}: {out[name].name!r} and {v.name!r} both map to {name!r}")
+        out[name] = v
+    return out
+
+
+def _aligned(xs: Iterator[np.ndarray], ys: Iterator[np.ndarray]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Pairs of equally long pieces of two chunk streams of one element count (a chunk is
+    used up before the next one of its stream is asked for: chunks may share a buffer)."""
+    x: np.ndarray | None = None
+    y: np.ndarray | None = None
+    while True:
+        if x is None or not len(x):
+            x = next(xs, None)
+        if y is None or not len(y):
+            y = next(ys, None)
+        if x is None or y is None:
+            return
+        n = min(len(x), len(y))
+        yield x[:n], y[:n]
+        x, y = x[n:], y[n:]
+
+
+def _compare(xs: Iterator[np.ndarray], ys: Iterator[np.ndarray], atol: float,
+             rtol: float) -> tuple[int, float | None]:
     differing = 0
     max_abs: float | None = None
-    for x, y in zip(tensor_chunks(a, name, chunk_bytes=chunk_bytes),
-                    tensor_chunks(b, name, chunk_bytes=chunk_bytes)):
-        if x.dtype == object:
+    for x, y in _aligned(xs, ys):
+        if x.dtype == object or y.dtype == object:
             differing += int(np.count_nonzero(x != y))
             continue
-        if x.tobytes() == y.tobytes():
+        if x.dtype == y.dtype and x.tobytes() == y.tobytes():
             continue
-        n, m = _numeric_diff(x, y, atol)
+        n, m = _numeric_diff(x, y, atol, rtol)
         differing += n
         if m is not None:
             max_abs = m if max_abs is None else max(max_abs, m)
@@ -127,10 +232,10 @@ def _as_float(x: np.ndarray) -> np.ndarray:
     return x.astype(np.float64)
 
 
-def _numeric_diff(x: np.ndarray, y: np.ndarray, atol: float) -> tuple[int, float | None]:
+def _numeric_diff(x: np.ndarray, y: np.ndarray, atol: float, rtol: float = 0.0) -> tuple[int, float | None]:
     if x.dtype.names and y.dtype.names:  # one dtype: both or neither
         x, y = x[x.dtype.names[0]], y[y.dtype.names[0]]
-    if x.dtype.kind in "iu" and atol == 0:
+    if x.dtype.kind in "iu" and y.dtype.kind in "iu" and atol == 0 and rtol == 0:
         neq = x != y
         n = int(np.count_nonzero(neq))
         if not n:
@@ -143,7 +248,8 @@ def _numeric_diff(x: np.ndarray, y: np.ndarray, atol: float) -> tuple[int, float
         same = (fx == fy) | (nx & ny)
         d = np.abs(fx - fy)
         d = np.where(np.isinf(fx) | np.isinf(fy), np.where(same, 0.0, np.inf), d)
-        differ = ~same & ~(d <= atol)
+        within = d <= atol + rtol * np.abs(fy) if rtol else d <= atol
+        differ = ~same & ~within
     n = int(np.count_nonzero(differ))
     if not n:
         return 0, None
@@ -152,4 +258,4 @@ def _numeric_diff(x: np.ndarray, y: np.ndarray, atol: float) -> tuple[int, float
     return n, m
 
 
-__all__ = ["diff", "DiffReport", "ValueChange"]
+__all__ = ["diff", "diff_sides", "CheckpointSide", "Side", "DiffReport", "ValueChange"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -76,12 +77,14 @@ class _Acc:
         return math.sqrt(max(self.m2, 0.0) / self.finite) * self.scale
 
 
-def tensor_stats(ck, name: str, chunk_bytes: int = CHUNK_BYTES) -> dict:
+def tensor_stats(ck, name: str, chunk_bytes: int = CHUNK_BYTES,
+                 on_bytes: Callable[[int], None] | None = None) -> dict:
     """min, max, mean, std, NaN, Inf and zero counts of one tensor, read in chunks.
 
     min/max/mean/std are over the finite elements (std is the population
     standard deviation); complex tensors give them over the magnitudes;
     booleans count as 0 and 1; string and variant tensors give counts only.
+    ``on_bytes(n)`` is called with the bytes of each chunk read (for progress).
     """
     v = ck.variable(name)
     doc = {"name": v.name, "dtype": v.dtype, "shape": list(v.shape), "count": v.numel,
@@ -92,6 +95,8 @@ def tensor_stats(ck, name: str, chunk_bytes: int = CHUNK_BYTES) -> dict:
         return doc
     acc = _Acc()
     for chunk in tensor_chunks(ck, name, ordered=False, chunk_bytes=chunk_bytes):
+        if on_bytes is not None:
+            on_bytes(chunk.nbytes)
         if chunk.dtype.names:
             chunk = chunk[chunk.dtype.names[0]]
         kind = chunk.dtype.kind

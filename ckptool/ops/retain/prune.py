@@ -23,6 +23,7 @@ from __future__ import annotations
 import errno
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ckptool.errors import CkptError, MissingError, RefusedError
@@ -176,7 +177,8 @@ def _clean_temp(d, listing: DirListing, res: PruneResult, now: float) -> int:
 
 
 def run(storage, d, policy: R.Policy, *, now: float, dry_run: bool, scan_all: bool, new_entry: str | None = None,
-        pins=(), strict_pins: bool = False, clean_temp: bool = False, soft_pins=(), best=None) -> PruneResult:
+        pins=(), strict_pins: bool = False, clean_temp: bool = False, soft_pins=(), best=None,
+        progress: Callable[[int, int], None] | None = None) -> PruneResult:
     """One prune of the open directory ``d`` (the caller holds its lock unless ``dry_run``).
     ``pins`` name checkpoints never deleted (an error, with ``strict_pins``, when one names
     none of DIR); ``soft_pins`` (a policy file's) may name checkpoints of other runs."""
@@ -224,7 +226,7 @@ def run(storage, d, policy: R.Policy, *, now: float, dry_run: bool, scan_all: bo
             space_first = True  # no room for a journal: delete first, then write the state
     done: list = []
     if space_first:
-        done = _delete_all(d, listing, decision, res)  # (3) before (2)
+        done = _delete_all(d, listing, decision, res, progress)  # (3) before (2)
     expect: object  # the state file's bytes, None (absent) or ANY
     for _ in range(STATE_ATTEMPTS):  # (2)
         expect, current = raw, state
@@ -244,7 +246,7 @@ def run(storage, d, policy: R.Policy, *, now: float, dry_run: bool, scan_all: bo
             if not _disk_full(exc) or space_first or not decision.deleted:
                 raise
             space_first = True
-            done = _delete_all(d, listing, decision, res)
+            done = _delete_all(d, listing, decision, res, progress)
     else:
         if decision.deleted and not space_first:
             d.unlink(JOURNAL)
@@ -252,7 +254,7 @@ def run(storage, d, policy: R.Policy, *, now: float, dry_run: bool, scan_all: bo
                            f"updating it (is a trainer saving every few milliseconds?); nothing deleted; "
                            f"run prune again")
     if not space_first:
-        done = _delete_all(d, listing, decision, res)  # (3)
+        done = _delete_all(d, listing, decision, res, progress)  # (3)
     res.bytes_freed = freed_bytes(done)
     if decision.deleted:
         left = {e.name for e in decision.deleted if any(f["path"].startswith(d.join(e.name)) for f in res.failed)}
@@ -268,11 +270,14 @@ def run(storage, d, policy: R.Policy, *, now: float, dry_run: bool, scan_all: bo
     return res
 
 
-def _delete_all(d, listing: DirListing, decision: R.Decision, res: PruneResult) -> list:
+def _delete_all(d, listing: DirListing, decision: R.Decision, res: PruneResult,
+                progress: Callable[[int, int], None] | None = None) -> list:
     done = []
-    for e in decision.deleted:
+    for i, e in enumerate(decision.deleted):
         ok, _ = delete_checkpoint(d, listing, e.name, res)
         done += ok
+        if progress is not None:
+            progress(i + 1, len(decision.deleted))
     return done
 
 
@@ -287,7 +292,8 @@ def _directory(storage, directory: str):
 def prune(directory: str, *, max_to_keep: int | None = 5, keep_every_n_hours: float | None = None,
           keep_steps_every: int | None = None, min_age: float | None = None, keep=(), scan: bool = False,
           dry_run: bool = False, now: float | None = None, storage=None, policy_file: bool = True,
-          clean_temp: bool = False, lock_timeout: float | None = 0.0, best=None) -> PruneResult:
+          clean_temp: bool = False, lock_timeout: float | None = 0.0, best=None,
+          progress: Callable[[int, int], None] | None = None) -> PruneResult:
     """Apply retention to ``directory`` (see the module docstring for the safety rules).
 
     ``max_to_keep`` None or 0 keeps every checkpoint in the state; ``min_age`` is in
@@ -295,6 +301,7 @@ def prune(directory: str, *, max_to_keep: int | None = 5, keep_every_n_hours: fl
     names no checkpoint of DIR is an error). With ``policy_file`` DIR's ``.ckptool.toml``
     overrides these (its pins add up); a file that does not parse stops the run before
     anything is deleted. ``lock_timeout``: seconds to wait for the directory lock.
+    ``progress(checkpoints_deleted, to_delete)`` as checkpoints are deleted.
     """
     storage, directory = _directory(storage, directory)
     if max_to_keep is not None and max_to_keep < 0:
@@ -312,11 +319,12 @@ def prune(directory: str, *, max_to_keep: int | None = 5, keep_every_n_hours: fl
         pol, _ = effective_policy(directory, directory, pol, storage)
     with open_dir(storage, directory) as d:
         return prune_open(storage, d, pol, now=now, dry_run=dry_run, scan_all=scan, clean_temp=clean_temp,
-                          pins=tuple(keep), strict_pins=True, lock_timeout=lock_timeout)
+                          pins=tuple(keep), strict_pins=True, lock_timeout=lock_timeout, progress=progress)
 
 
 def prune_open(storage, d, pol: dict, *, now: float, dry_run: bool, scan_all: bool, clean_temp: bool = False,
-               pins=(), strict_pins: bool = False, lock_timeout: float | None = 0.0) -> PruneResult:
+               pins=(), strict_pins: bool = False, lock_timeout: float | None = 0.0,
+               progress: Callable[[int, int], None] | None = None) -> PruneResult:
     """Prune the open directory ``d`` with the policy dict ``pol`` (the keys of a policy
     file; its ``keep`` pins are lenient), under the directory lock unless ``dry_run``."""
     policy = R.Policy(pol.get("max_to_keep") or None, pol.get("keep_every_n_hours") or None,
@@ -326,7 +334,7 @@ def prune_open(storage, d, pol: dict, *, now: float, dry_run: bool, scan_all: bo
     with lock:
         return run(storage, d, policy, now=now, dry_run=dry_run, scan_all=scan_all, pins=tuple(pins),
                    strict_pins=strict_pins, clean_temp=clean_temp, soft_pins=tuple(pol.get("keep") or ()),
-                   best=spec_from_policy(pol, d.path))  # keep-best
+                   best=spec_from_policy(pol, d.path), progress=progress)  # keep-best
 
 
 def _null():

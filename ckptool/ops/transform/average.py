@@ -14,6 +14,7 @@ the N checkpoints.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ckptool.errors import CkptError, UsageError
@@ -115,7 +116,10 @@ def _plan(newest, strip_optimizer: bool):
 
 
 def average(paths, out: str, *, last: int | None = None, strip_optimizer: bool = False, force: bool = False,
-            num_shards: int = 1, dry_run: bool = False, sync: bool = True) -> AverageResult:
+            num_shards: int = 1, dry_run: bool = False, sync: bool = True,
+            progress: Callable[[int, int], None] | None = None) -> AverageResult:
+    """Average ``paths`` into ``out`` (see the module doc); ``progress(done_bytes, total_bytes)``
+    as output tensors are written."""
     from ckptool.ops.read.reader import BundleCheckpoint
     from ckptool.ops.read.reader import open as open_checkpoint
     from ckptool.ops.write.writer import BundleWriter
@@ -144,6 +148,8 @@ def average(paths, out: str, *, last: int | None = None, strip_optimizer: bool =
             result.nbytes = sum(_stored_bytes(newest, n, raw, graph_bytes) for n in kept)
             return result
         averaged = set(result.averaged)
+        total = sum(newest.variable(n).nbytes for n, t in plan.items() if t is not None) if progress else 0
+        done = 0
         with BundleWriter(out, num_shards=num_shards, force=force, sync=sync) as w:
             for name, target in plan.items():
                 if target is None:
@@ -155,6 +161,9 @@ def average(paths, out: str, *, last: int | None = None, strip_optimizer: bool =
                     w.add_raw(target, e, newest.read_raw(e))
                 else:
                     w.add(target, newest.read(name))
+                if progress:
+                    done += newest.variable(name).nbytes
+                    progress(done, total)
             if newest.is_object_based:
                 if graph_bytes is not None:
                     w.add(OBJECT_GRAPH_KEY, graph_bytes)

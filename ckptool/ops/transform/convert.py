@@ -23,7 +23,7 @@ import os
 from dataclasses import dataclass, field
 
 from ckptool.errors import CkptError, UnsupportedError, UsageError
-from ckptool.io.atomic import AtomicFile, check_destination, checkpoint_identity, publish
+from ckptool.io.atomic import AtomicFile, check_destination, checkpoint_identity, make_output_dir, publish
 from ckptool.ops.transform.cast import Overflows, target_dtype, value_of
 
 TF, NPZ, SAFETENSORS = "tf", "npz", "safetensors"
@@ -182,7 +182,7 @@ def check_target(storage, path, force):
     """One output file: ``force`` is ``(force, source identities)`` (io.atomic.check_destination)."""
     force, ids = force
     check_destination(storage, [path], force=force, sources=ids)
-    storage.makedirs(storage.dirname(path))
+    make_output_dir(storage, storage.dirname(path))
 
 
 def npz_names(names, dst: str) -> None:

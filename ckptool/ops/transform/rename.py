@@ -10,9 +10,12 @@ Rules (first match wins, in this order):
 * regex: ``re:PATTERN=REPL`` (command line) or a map key ``re:PATTERN``: a
   full match of PATTERN, REPL with ``\\1`` / ``\\g<name>`` groups; in order given.
 
-Fast path: when SRC is a V2 bundle, its data files are hard-linked (or copied
-whole) to DST's names and only the index is rebuilt; dropped tensors' bytes
-stay in the linked files unless ``compact`` is asked. A renamed object-based
+Fast path: when SRC is a V2 bundle and nothing is dropped (a pure rename), its
+data files are hard-linked (or copied whole) to DST's names and only the index
+is rebuilt. Dropping variables (``drop``, ``strip_optimizer``) compacts by
+default: the kept tensors' bytes are copied into new data files, so DST is
+smaller. ``link`` asks for the fast path anyway (the dropped bytes then stay in
+the linked files); ``compact`` asks for the copy always. A renamed object-based
 checkpoint gets an object graph rebuilt from its new keys (slot references
 included), written to one extra small data shard.
 """
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ckptool.errors import CkptError, UsageError
@@ -125,6 +129,7 @@ class Plan:
     unmatched_rules: list[str] = field(default_factory=list)
     object_graph: str = "none"  # none | kept | rebuilt | template
     fast_path: bool = False
+    linked: bool = False  # the fast path's data files are hard links of SRC's (not copies)
     template: dict | None = None
     files: list[str] = field(default_factory=list)
 
@@ -217,8 +222,9 @@ def _check_dst(src_ck, dst: str, storage, force: bool) -> None:
 
 
 def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop=(), strip_optimizer=False, strict=False,
-                  template: str | None = None, dry_run=False, force=False, compact=False,
-                  allow_unused=False, allow_missing=False, sync: bool = True) -> Plan:
+                  template: str | None = None, dry_run=False, force=False, compact=False, link=False,
+                  allow_unused=False, allow_missing=False, sync: bool = True,
+                  progress: Callable[[int, int], None] | None = None) -> Plan:
     """Write SRC's tensors at DST under new names (see the module doc).
 
     Every file is fsynced before the renames unless ``sync=False`` (TF's behaviour,
@@ -227,7 +233,15 @@ def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop=(), strip_optim
     A rule or ``drop`` glob that matches no SRC name is an error unless
     ``allow_unused``; with ``template``, a template variable that SRC does not
     fill is an error unless ``allow_missing`` (which keeps the template's value).
-    Nothing is written when an error is raised."""
+    Nothing is written when an error is raised.
+
+    ``compact`` / ``link`` choose how tensor bytes reach DST (see the module doc); a
+    ``link`` that cannot apply (a V1 SRC, a ``template``) is a UsageError.
+    ``progress(done_bytes, total_bytes)`` as tensors (or whole data files) are copied."""
+    if compact and link:
+        raise UsageError("--compact and --link exclude each other")
+    if link and template is not None:
+        raise UsageError("--link does not apply with --template (DST's tensors are written anew)")
     from ckptool.io.urls import storage_for
     from ckptool.ops.read.reader import BundleCheckpoint
     from ckptool.ops.read.reader import open as open_checkpoint
@@ -247,22 +261,30 @@ def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop=(), strip_optim
                                  sync)
         graph = _graph_for(ck.object_graph() if ck.is_object_based else None, plan, strip_optimizer)
         bundle_src = isinstance(ck, BundleCheckpoint)
-        plan.fast_path = bundle_src and not compact
+        if link and not bundle_src:
+            raise UsageError(f"--link: {src} is not a V2 bundle (no data files to link); "
+                             "its tensors are always rewritten")
+        plan.fast_path = bundle_src and not compact and (link or not plan.dropped)
         if dry_run:
             return plan
         graph_bytes = graph.serialize() if plan.object_graph == "rebuilt" and graph is not None else None
         if plan.fast_path:
-            plan.files = _fast(ck, plan, dprefix, storage, graph_bytes, force, sync)
+            plan.files, plan.linked = _fast(ck, plan, dprefix, storage, graph_bytes, force, sync, progress)
             return plan
         with BundleWriter(dprefix, storage=storage, force=force, sync=sync,
                           endianness=ck.header.endianness if isinstance(ck, BundleCheckpoint)
                           else bundle.HOST_ENDIANNESS) as w:
+            total = sum(ck.variable(old).nbytes for old, _ in plan.renames) if progress else 0
+            done = 0
             for old, new in plan.renames:
                 if isinstance(ck, BundleCheckpoint):
                     e = ck.entry(old.encode("utf-8", "surrogateescape"))
                     copy_raw(ck, e, new, w)
                 else:
                     w.add(new, ck.read(old))
+                if progress:
+                    done += ck.variable(old).nbytes
+                    progress(done, total)
             if graph_bytes is not None:
                 w.add(OBJECT_GRAPH_KEY, graph_bytes)
             elif plan.object_graph == "kept":
@@ -276,7 +298,9 @@ def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop=(), strip_optim
         return plan
 
 
-def _fast(ck, plan: Plan, dprefix: str, storage, graph_bytes, force, sync: bool) -> list[str]:
+def _fast(ck, plan: Plan, dprefix: str, storage, graph_bytes, force, sync: bool,
+          progress: Callable[[int, int], None] | None = None) -> tuple[list[str], bool]:
+    """Link (or copy whole) SRC's data files, write the index; (files, whether all were linked)."""
     n_src = ck.header.num_shards
     n_dst = n_src + (1 if graph_bytes is not None else 0)
     entries = []
@@ -291,14 +315,17 @@ def _fast(ck, plan: Plan, dprefix: str, storage, graph_bytes, force, sync: bool)
     if plan.object_graph == "kept":
         k = OBJECT_GRAPH_KEY.encode()
         entries.append((k, ck.raw_entry(k)))
-    from ckptool.io.atomic import AtomicFile, link_or_copy, publish
+    from ckptool.io.atomic import AtomicFile, link_or_copy, make_output_dir, publish
     from ckptool.ops.write.writer import index_file, retire_index
 
-    storage.makedirs(storage.dirname(dprefix))
+    make_output_dir(storage, storage.dirname(dprefix))
     made = []  # every file written in full under a temporary name; published at the end
     try:
+        sizes = [storage.size(ck.shard_path(i)) for i in range(n_src)] if progress else []
         for i in range(n_src):
             made.append(link_or_copy(storage, ck.shard_path(i), bundle.data_filename(dprefix, i, n_dst), sync=sync))
+            if progress:
+                progress(sum(sizes[:i + 1]), sum(sizes))
         if graph_bytes is not None:
             from ckptool.format.coding import mask_crc
             from ckptool.ops.write.writer import encode_tensor
@@ -310,6 +337,7 @@ def _fast(ck, plan: Plan, dprefix: str, storage, graph_bytes, force, sync: bool)
             f.write(blob)
             entries.append((OBJECT_GRAPH_KEY.encode(),
                             bundle.encode_entry(dt, shape, n_src, 0, len(blob), mask_crc(crc))))
+        linked = all(f.file is None for f in made[:n_src])  # a link has nothing to write
         made.append(index_file(storage, dprefix, n_dst, entries, ck.header.endianness, sync))
         finals = [f.target for f in made[:-1]]
         publish(made, check=(lambda: retire_index(storage, dprefix, finals, sync)) if force else None)
@@ -317,6 +345,6 @@ def _fast(ck, plan: Plan, dprefix: str, storage, graph_bytes, force, sync: bool)
         for f in made:
             f.discard()
         raise
-    return [f.target for f in made]
+    return [f.target for f in made], linked
 
 

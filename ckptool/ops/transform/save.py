@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -51,7 +52,9 @@ class SaveResult:
 def save(prefix: str, sources: list[str], *, global_step: int | None = None, pad_step_number: bool = False,
          object_based: bool = False, num_shards: int = 1, force: bool = False, state: bool = True,
          max_to_keep: int | None = None, keep_every_n_hours: float | None = None,
-         now: float | None = None, sync: bool = True) -> SaveResult:
+         now: float | None = None, sync: bool = True, lock_timeout: float | None = None,
+         on_lock_wait: Callable[[str, float], None] | None = None,
+         progress: Callable[[int, int], None] | None = None) -> SaveResult:
     """Write the tensors of ``sources`` as a V2 checkpoint; then update the state file.
 
     With ``object_based``, plain names become ``name/.ATTRIBUTES/VARIABLE_VALUE``
@@ -61,19 +64,26 @@ def save(prefix: str, sources: list[str], *, global_step: int | None = None, pad
     checkpoint and retention is applied when a policy is given (``ckptool.ops.retain.prune.record_save``).
     ``sync=False`` skips the fsyncs (TF's behaviour; for scratch outputs). A source that
     is the target itself is refused, even with ``force``.
+
+    The directory's lock is waited for ``lock_timeout`` seconds (None: the lock's default,
+    0: not at all), ``on_lock_wait(directory, seconds)`` called while another process
+    holds it. ``progress(done_bytes, total_bytes)`` as tensors are written.
     """
     if not sources:
         raise CkptError("nothing to save: give at least one source")
     target = step_prefix(prefix, global_step, pad_step_number)
     storage, target_path = storage_for(target)
     opened = []
-    held = _wait_lock(storage, target_path) if state else None  # before writing: prune may be running
+    # before writing: a prune may be running
+    held = _wait_lock(storage, target_path, lock_timeout, on_lock_wait) if state else None
     try:
         for path in sources:
             opened.append(open_source(path))
         plan = _plan_names(opened, object_based)
         ids = [i for src in opened for i in (checkpoint_identity(src.checkpoint) if src.checkpoint is not None
                                              else [src.path])]
+        total = sum(src.total_bytes() for src in opened) if progress is not None else 0
+        done = 0
         with BundleWriter(target_path, num_shards=num_shards, storage=storage, force=force,
                           object_graph=True, sync=sync, sources=ids) as w:
             for src in opened:
@@ -83,8 +93,12 @@ def save(prefix: str, sources: list[str], *, global_step: int | None = None, pad
                         continue  # dropped (a stale object graph)
                     if isinstance(value, RawTensor):
                         value.write_to(w, key)
+                        done += value.nbytes
                     else:
                         w.add(key, value)
+                        done += len(value) if isinstance(value, bytes) else getattr(value, "nbytes", 0)
+                    if progress is not None:
+                        progress(done, max(total, done))
             written = w.finish()
         retention = _record(storage, target_path, max_to_keep, keep_every_n_hours, now) if state else None
     finally:

@@ -10,9 +10,22 @@ tensor. It reads what ``convert`` reads (:mod:`ckptool.ops.transform.convert_src
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from math import prod
+from typing import TYPE_CHECKING
 
-from ckptool.ops.transform.convert_src import RawTensor, kind_of, open_specs
+from ckptool.ops.read.checkpoint import Checkpoint
+from ckptool.ops.read.chunks import tensor_chunks
+from ckptool.ops.transform.convert_src import RawTensor, Spec, kind_of, open_specs
+
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
+    import numpy as np
+
+    from ckptool.io.storage import Storage
+    from ckptool.ops.retain.plan import PruneResult
 
 
 class Source:
@@ -35,7 +48,7 @@ class Source:
     def __enter__(self) -> Source:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:
@@ -45,6 +58,18 @@ class Source:
 
     def names(self) -> list[str]:
         return [s.name for s in self._opened.specs]
+
+    def total_bytes(self) -> int:
+        """The bytes of its tensors as stored, for progress (strings counted as written)."""
+        from ckptool.format import dtypes
+
+        total = 0
+        for s in self._opened.specs:
+            if isinstance(s.raw, RawTensor):
+                total += s.raw.nbytes
+            elif s.dtype != "string":
+                total += prod(s.shape) * dtypes.from_name(s.dtype).itemsize
+        return total
 
     def items(self) -> Iterator[tuple[str, object]]:
         """``(name, value)`` in the source's data order, one value loaded at a time."""
@@ -61,19 +86,111 @@ def open_source(path: str) -> Source:
     return Source(path)
 
 
-def _wait_lock(storage, prefix: str):
-    """DIR's lock, waited for (bounded) and held from before the first write to the record."""
-    from ckptool.io.lock import lock_directory
+@dataclass(frozen=True)
+class Listed:
+    """A tensor of a source, as ``diff`` lists it (the fields of a checkpoint's Variable)."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    numel: int
+    nbytes: int
+
+
+class ComparedSource:
+    """Any source ``convert`` reads, as one side of ``diff``
+    (:class:`ckptool.ops.inspect.diff.Side`): the same reader dispatch
+    (:func:`ckptool.ops.transform.convert_src.open_specs`), so every format convert
+    takes, diff takes. A checkpoint is read in chunks
+    (:func:`ckptool.ops.read.chunks.tensor_chunks`); a tensor of another file is
+    loaded one at a time, as ``convert`` loads it, and cut into chunks."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self._opened = open_specs(path, keep_slices=False, verify=True)
+        ck = self._opened.checkpoint
+        self.checkpoint: Checkpoint | None = ck if isinstance(ck, Checkpoint) else None
+        self.prefix: str = self.checkpoint.prefix if self.checkpoint is not None else path
+        self._specs = {s.name: s for s in self._opened.specs}
+        self._listed: list[Listed] | None = None
+
+    def __enter__(self) -> ComparedSource:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._opened.close()
+
+    def variables(self) -> Sequence[Listed]:
+        if self._listed is None:
+            if self.checkpoint is not None:
+                self._listed = [Listed(v.name, v.dtype, tuple(v.shape), v.numel, v.nbytes)
+                                for v in self.checkpoint.variables()]
+            else:
+                self._listed = [self._list(s) for s in self._opened.specs]
+        return self._listed
+
+    def _list(self, s: Spec) -> Listed:
+        numel = prod(s.shape)
+        if s.dtype == "string":  # stored size: the strings' bytes (held in memory or in an 'S' array)
+            value = s.load()
+            nbytes = sum(len(x) for x in value.reshape(-1).tolist())
+        else:
+            from ckptool.format import dtypes
+
+            nbytes = numel * dtypes.from_name(s.dtype).itemsize
+        return Listed(s.name, s.dtype, tuple(s.shape), numel, nbytes)
+
+    def chunks(self, name: str, chunk_bytes: int) -> Iterator[np.ndarray]:
+        if self.checkpoint is not None:
+            yield from tensor_chunks(self.checkpoint, name, chunk_bytes=chunk_bytes)
+            return
+        s = self._specs[name]
+        arr = s.load()
+        if s.dtype == "string" and arr.dtype != object:  # an 'S' (or 'U') array: bytes, as a checkpoint gives
+            if arr.dtype.kind == "U":
+                import numpy as np
+
+                arr = np.char.encode(arr, "utf-8")
+            arr = arr.astype(object)
+        flat = arr.reshape(-1)
+        per = max(1, chunk_bytes // max(1, flat.dtype.itemsize))
+        for i in range(0, len(flat), per):
+            yield flat[i:i + per]
+
+
+def open_side(path: str) -> ComparedSource:
+    """One side of ``diff``: a checkpoint, ``.safetensors``, ``.npz`` or ``.npy`` (what convert reads)."""
+    return ComparedSource(path)
+
+
+def _wait_lock(storage: Storage, prefix: str, timeout: float | None = None,
+               on_wait: Callable[[str, float], None] | None = None) -> AbstractContextManager[object] | None:
+    """DIR's lock, waited for (at most ``timeout`` seconds; None: the lock's default) and held
+    from before the first write to the record. ``on_wait(directory, seconds)`` is called
+    while another process holds it; a refusal names that process."""
+    from ckptool.errors import RefusedError
+    from ckptool.io.lock import DEFAULT_TIMEOUT, lock_directory
+    from ckptool.io.lock_holder import describe_holder
 
     directory = storage.dirname(prefix) or "."
     if not storage.isdir(directory):
         return None
-    lock = lock_directory(storage, directory)
-    lock.__enter__()
+    wait = DEFAULT_TIMEOUT if timeout is None else timeout
+    lock = lock_directory(storage, directory, timeout=wait,
+                          on_wait=None if on_wait is None else (lambda s: on_wait(directory, s)))
+    try:
+        lock.__enter__()
+    except RefusedError:
+        how = "not waiting for it" if wait == 0 else f"gave up after waiting {wait:g} s"
+        raise RefusedError(f"{directory}: its lock is held by {describe_holder(directory)}; {how}") from None
     return lock
 
 
-def _record(storage, prefix: str, max_to_keep, keep_every_n_hours, now):
+def _record(storage: Storage, prefix: str, max_to_keep: int | None, keep_every_n_hours: float | None,
+            now: float | None) -> PruneResult:
     from ckptool.ops.retain.prune import record_save
 
     directory = storage.dirname(prefix) or "."
@@ -81,4 +198,4 @@ def _record(storage, prefix: str, max_to_keep, keep_every_n_hours, now):
                        keep_every_n_hours=keep_every_n_hours, now=now, storage=storage)
 
 
-__all__ = ["open_source", "Source", "RawTensor", "kind_of"]
+__all__ = ["open_source", "open_side", "ComparedSource", "Source", "RawTensor", "kind_of"]

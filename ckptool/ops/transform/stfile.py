@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ckptool.errors import CkptError
 from ckptool.format import safetensors_meta as stm
-from ckptool.io.atomic import AtomicFile, check_destination, publish
+from ckptool.io.atomic import AtomicFile, check_destination, make_output_dir, publish
 from ckptool.io.urls import storage_for
 from ckptool.ops.write.writer import WRITEBACK
 
@@ -70,7 +70,7 @@ def write_file(dst: str, tensors, extras: stm.Extras, chunks, *, force: bool = F
     storage, path = storage_for(dst)
     check_destination(storage, [path], force=force, sources=ids)
     head, total = stm.encode_header(list(tensors), extras)
-    storage.makedirs(storage.dirname(path))
+    make_output_dir(storage, storage.dirname(path))
     f = AtomicFile(storage, path, sync=sync)
     try:
         f.write(head)

@@ -29,7 +29,7 @@ from ckptool.format.bundle import Entry
 from ckptool.format.coding import crc32c, mask_crc
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, ObjectGraph, is_object_key
 from ckptool.format.table_build import TableBuilder
-from ckptool.io.atomic import AtomicFile, check_destination, publish
+from ckptool.io.atomic import AtomicFile, check_destination, make_output_dir, publish
 from ckptool.io.urls import storage_for
 from ckptool.ops.write.encode import _as_dtype, _key_bytes, _shown, encode_tensor, np
 
@@ -120,7 +120,7 @@ class BundleWriter:
         self._crc_thread: ThreadPoolExecutor | None = None  # of one thread, started for the first big tensor
         self._closed = False
         self._finished = False
-        storage.makedirs(storage.dirname(prefix))
+        make_output_dir(storage, storage.dirname(prefix))
         try:
             for i in range(num_shards):
                 final = bundle.data_filename(prefix, i, num_shards)
@@ -334,7 +334,7 @@ def index_file(storage, prefix: str, num_shards: int, entries: Iterable[tuple[by
             raise CkptError(f"{path}: the empty key is reserved for the bundle header")
         if i and items[i - 1][0] == k:
             raise CkptError(f"{path}: duplicate key {_shown(k)!r}")
-    storage.makedirs(storage.dirname(prefix))
+    make_output_dir(storage, storage.dirname(prefix))
     f = AtomicFile(storage, path, sync=sync)
     try:
         table = TableBuilder(f)
