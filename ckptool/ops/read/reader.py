@@ -12,12 +12,18 @@ from __future__ import annotations
 from ckptool.errors import CkptError
 from ckptool.io.layout import V1, V2, locate
 from ckptool.ops.read.checkpoint import NUMPY_MAX_DIMS, Checkpoint, Variable
+from ckptool.ops.read.keras import is_keras_path
 from ckptool.ops.read.v1 import V1Checkpoint
 from ckptool.ops.read.v2 import BundleCheckpoint
 
 
 def open(path: str, storage=None) -> Checkpoint:
-    """Open a checkpoint given any CHECKPOINT argument form (see (README, )."""
+    """Open a checkpoint given any CHECKPOINT argument form (see (README, ); a Keras 3 file
+    (``.weights.h5``, ``.keras``, ``.weights.json``) opens as a :class:`KerasCheckpoint`."""
+    if isinstance(path, str) and is_keras_path(path):
+        from ckptool.ops.read.keras import open_keras
+
+        return open_keras(path)
     located = locate(path, storage)
     if located.format == V2:
         return BundleCheckpoint(located)
