@@ -38,12 +38,23 @@ from ckptool.cli.common import (
 @click.option("--skip-unsupported", is_flag=True,
               help="Leave out tensors the target cannot hold losslessly (bfloat16/float8 in .npz; "
                    "int4, quantized, variant, complex128 in .safetensors) instead of refusing.")
+@click.option("--template", metavar="TEMPLATE",
+              help="Keras 3 bridge: TF checkpoint -> DST.weights.h5 / DST.keras shaped like TEMPLATE (what the "
+                   "Keras 3 model saved), or Keras 3 SRC -> TF checkpoint DST shaped like TEMPLATE (the old "
+                   "tf.keras checkpoint). Variables are placed by structure.")
+@click.option("--dry-run", is_flag=True, help="With --template: print the mapping (SRC name -> DST name, shape), "
+                                              "write nothing.")
+@click.option("--allow-missing", is_flag=True,
+              help="With --template: keep the template's value for entries SRC cannot fill (default: refuse).")
+@click.option("--allow-unused", is_flag=True,
+              help="With --template: leave out SRC variables the template has no place for (default: refuse).")
 @click.option("--force", is_flag=True, help="Replace an existing DST.")
 @no_sync_option()
 @json_option("Print what was written (dst, format, tensors, bytes, files, skipped; cast, overflow) as JSON.")
 def command(src: str, dst: str, to: str | None, match: tuple[str, ...], exclude: tuple[str, ...],
             casts: tuple[str, ...], allow_overflow: bool, names: str, shards: int, keep_slices: bool,
-            skip_unsupported: bool, force: bool, no_sync: bool, as_json: bool) -> None:
+            skip_unsupported: bool, template: str | None, dry_run: bool, allow_missing: bool, allow_unused: bool,
+            force: bool, no_sync: bool, as_json: bool) -> None:
     """Convert SRC (a checkpoint, .npz or .safetensors) to DST.
 
     \b
@@ -57,11 +68,22 @@ def command(src: str, dst: str, to: str | None, match: tuple[str, ...], exclude:
     memory stays bounded by the largest tensor.
 
     \b
+    Keras 3: `convert ckpt new.weights.h5 --template NEW.weights.h5` (or
+    .keras) fills what the Keras 3 model saved with a tf.keras checkpoint's
+    weights and optimizer state; `convert new.weights.h5 back/ckpt
+    --template OLD_CKPT` goes back to a checkpoint tf.keras load_weights reads.
+
+    \b
     Examples:
       ckptool convert runs/ model.safetensors
       ckptool convert model.safetensors back/ckpt-1
       ckptool convert runs/ckpt-9 half/ckpt-9 --cast float32=bfloat16
     """
+    if template is not None:
+        _bridge(src, dst, template, dry_run, allow_missing, allow_unused, force, no_sync, as_json)
+        return
+    if dry_run or allow_missing or allow_unused:
+        raise click.UsageError("--dry-run, --allow-missing and --allow-unused go with --template")
     from ckptool.cli.progress import progress_bar
     from ckptool.ops.transform.cast import parse_casts
     from ckptool.ops.transform.convert import convert
@@ -84,3 +106,30 @@ def command(src: str, dst: str, to: str | None, match: tuple[str, ...], exclude:
     cast = f", {len(result.cast)} cast" if result.cast else ""
     note(f"converted {src} -> {result.dst} ({result.format}): {result.tensors} tensors{cast}, "
          f"{human_bytes(result.nbytes)} in {len(result.files)} files")
+
+
+def _bridge(src: str, dst: str, template: str, dry_run: bool, allow_missing: bool, allow_unused: bool,
+            force: bool, no_sync: bool, as_json: bool) -> None:
+    from ckptool.ops.transform.keras_convert import convert_keras
+
+    result = convert_keras(src, dst, template, dry_run=dry_run, allow_missing=allow_missing,
+                           allow_unused=allow_unused, force=force, sync=not no_sync)
+    if as_json:
+        emit_json(result.to_json())
+        return
+    m = result.mapping
+    if dry_run:
+        width = max((len(a) for a, _ in m.pairs), default=0)
+        for tf_name, keras_name in m.pairs:
+            a, b = (tf_name, keras_name) if result.format != "tf" else (keras_name, tf_name)
+            click.echo(f"{a:<{width}}  ->  {b}")
+        for name in result.kept:
+            click.echo(f"{'(kept from template)':<{width}}  ->  {name}")
+        for name in result.unused:
+            click.echo(f"{name:<{width}}  ->  (left out)")
+        for name in m.ignored:
+            click.echo(f"{name:<{width}}  ->  (not carried: Keras keeps no such state)")
+        note(f"dry run: {len(m.pairs)} tensors would be written to {dst}; nothing written")
+        return
+    kept = f", {len(result.kept)} kept from the template" if result.kept else ""
+    note(f"converted {src} -> {dst} ({result.format}, shaped like {template}): {result.filled} tensors{kept}")

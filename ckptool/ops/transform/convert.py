@@ -87,7 +87,10 @@ def convert(src: str, dst: str, *, to: str | None = None, match=(), exclude=(), 
     mapping stays in the metadata, so converting back restores the checkpoint's names.
     """
     from ckptool.ops.transform.convert_src import open_specs
+    from ckptool.ops.transform.keras_convert import keras_target, no_template_message
 
+    if keras_target(dst) is not None and to is None:
+        raise UsageError(no_template_message(src, dst))
     opened = open_specs(src, keep_slices)
     try:
         ids = checkpoint_identity(opened.checkpoint) if opened.checkpoint is not None else [src]

@@ -1,0 +1,190 @@
+"""``convert --template``: a Keras 2 TF checkpoint into a Keras 3 ``.weights.h5`` / ``.keras``
+file, and a Keras 3 file back into a TF checkpoint, by the structural mapping of
+:mod:`ckptool.ops.transform.keras_map`.
+
+The output is the template with its values replaced: a Keras file keeps every group, attribute
+and dataset of the template (a ``.keras`` file every member but ``model.weights.h5``, so its
+``config.json`` and ``metadata.json``), a TF checkpoint the template's object graph and
+variables. Nothing is written unless every template entry is filled (``allow_missing`` keeps the
+template's value) and every source variable is used (``allow_unused``); shapes and dtypes must
+agree. Written to a temporary name and renamed into place.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import zipfile
+from dataclasses import dataclass, field
+from typing import Any
+
+from ckptool.errors import RefusedError, UsageError
+from ckptool.io.atomic import AtomicFile, check_destination, checkpoint_identity, publish
+from ckptool.ops.read.keras import WEIGHTS_MEMBER, KerasCheckpoint, import_h5py, is_keras_path
+from ckptool.ops.transform.keras_map import Mapping, describe, map_keras
+
+KERAS_H5, KERAS_ZIP, TF = "keras-weights", "keras", "tf"
+_SHOWN = 5
+
+
+@dataclass
+class KerasResult:
+    dst: str
+    format: str
+    mapping: Mapping
+    dry_run: bool = False
+    files: list[str] = field(default_factory=list)
+    filled: int = 0
+    kept: list[str] = field(default_factory=list)  # template entries kept (allow_missing)
+    unused: list[str] = field(default_factory=list)  # source variables left out (allow_unused)
+
+    def to_json(self) -> dict[str, Any]:
+        doc = {"dst": self.dst, "format": self.format, "dry_run": self.dry_run, "tensors": self.filled,
+               "files": list(self.files), "kept_from_template": list(self.kept), "unused": list(self.unused)}
+        doc.update(describe(self.mapping))
+        return doc
+
+
+def keras_target(dst: str) -> str | None:
+    low = dst.lower()
+    if low.endswith(".weights.h5"):
+        return KERAS_H5
+    if low.endswith(".keras"):
+        return KERAS_ZIP
+    return None
+
+
+def _shown(names: list[str]) -> str:
+    more = f" and {len(names) - _SHOWN} more" if len(names) > _SHOWN else ""
+    return ", ".join(repr(n) for n in names[:_SHOWN]) + more
+
+
+def _check(mapping: Mapping, src: str, template: str, missing: list[str], unused: list[str],
+           allow_missing: bool, allow_unused: bool) -> None:
+    if mapping.problems:
+        more = f" (and {len(mapping.problems) - 1} more)" if len(mapping.problems) > 1 else ""
+        raise RefusedError(f"{src} -> template {template}: {mapping.problems[0]}{more}; nothing written")
+    if missing and not allow_missing:
+        raise RefusedError(f"template {template}: {len(missing)} entries have no source in {src}: "
+                           f"{_shown(missing)}; --allow-missing keeps the template's values")
+    if unused and not allow_unused:
+        raise RefusedError(f"{src}: {len(unused)} variables have no place in template {template}: "
+                           f"{_shown(unused)}; --allow-unused leaves them out")
+
+
+def convert_keras(src: str, dst: str, template: str, *, dry_run: bool = False, allow_missing: bool = False,
+                  allow_unused: bool = False, force: bool = False, sync: bool = True) -> KerasResult:
+    """Convert ``src`` into ``dst`` shaped like ``template``; see the module doc."""
+    from ckptool.ops.read.reader import open as open_checkpoint
+
+    kind = keras_target(dst)
+    to_keras = is_keras_path(template)
+    if kind is not None and not to_keras:
+        raise UsageError(f"{dst}: a Keras 3 DST needs a Keras 3 --template (NEW.weights.h5 or NEW.keras, "
+                         "what the new model saves), not a TF checkpoint")
+    if kind is None and to_keras:
+        raise UsageError(f"{dst}: with a Keras 3 --template, DST is a .weights.h5 or .keras file")
+    if kind == KERAS_ZIP and not template.lower().endswith(".keras"):
+        raise UsageError(f"{dst}: a .keras DST needs a .keras --template (its config.json and metadata.json)")
+    if not to_keras and not is_keras_path(src):
+        raise UsageError(f"{src}: with a TF --template, SRC is a Keras 3 file (.weights.h5, .keras, .weights.json)")
+    with open_checkpoint(src) as s, open_checkpoint(template) as t:
+        tf, kc = (s, t) if to_keras else (t, s)
+        if not isinstance(kc, KerasCheckpoint):  # pragma: no cover - is_keras_path said so
+            raise UsageError(f"{template}: not a Keras 3 file")
+        mapping = map_keras(tf, kc)
+        missing, unused = (mapping.keras_left, mapping.tf_left) if to_keras else (mapping.tf_left, mapping.keras_left)
+        _check(mapping, src, template, missing, unused, allow_missing, allow_unused)
+        result = KerasResult(dst, kind or TF, mapping, dry_run, kept=list(missing), unused=list(unused))
+        result.filled = len(mapping.pairs)
+        ids = checkpoint_identity(s) if not to_keras or not isinstance(s, KerasCheckpoint) else list(s.files)
+        ids += list(t.files) if isinstance(t, KerasCheckpoint) else checkpoint_identity(t)
+        if dry_run:
+            _check_dst(dst, kind, force, ids)
+            return result
+        values = {(k if to_keras else tk): (s, tk if to_keras else k) for tk, k in mapping.pairs}
+        if kind is None:
+            result.files = _write_tf(dst, t, values, force, ids, sync)
+        else:
+            result.files = _write_keras(dst, kind, t, values, force, ids, sync)
+    return result
+
+
+def _check_dst(dst: str, kind: str | None, force: bool, ids: list[str]) -> None:
+    from ckptool.io.urls import storage_for
+
+    storage, path = storage_for(dst)
+    check_destination(storage, [path] if kind else [path + ".index"], force=force, sources=ids, label=dst)
+
+
+def _fill_h5(path: str, values: dict[str, Any]) -> None:
+    """Replace the datasets of the h5 file at ``path`` (a copy of the template) in place."""
+    import numpy as np
+
+    h5py = import_h5py()
+    with h5py.File(path, "r+") as h5:
+        for name, (ck, key) in values.items():
+            arr = np.ascontiguousarray(ck.read(key))
+            ds = h5[name]
+            if ds.dtype.kind == "V" and arr.dtype.itemsize == ds.dtype.itemsize:
+                arr = arr.view(ds.dtype)  # Keras's bfloat16: a 2-byte opaque type
+            elif arr.dtype != ds.dtype:
+                arr = arr.astype(ds.dtype)  # same dtype name (checked by the mapping): byte order only
+            ds[()] = arr
+
+
+def _write_keras(dst: str, kind: str, template: KerasCheckpoint, values: dict[str, Any], force: bool,
+                 ids: list[str], sync: bool) -> list[str]:
+    from ckptool.io.urls import storage_for
+
+    storage, path = storage_for(dst)
+    check_destination(storage, [path], force=force, sources=ids, label=dst)
+    storage.makedirs(storage.dirname(path))
+    f = AtomicFile(storage, path, sync=sync)
+    scratch = f.name + ".h5" if kind == KERAS_ZIP else f.name
+    try:
+        if template.path.lower().endswith(".keras"):
+            with zipfile.ZipFile(template.path) as zt, zt.open(WEIGHTS_MEMBER) as m, open(scratch, "wb") as out:
+                shutil.copyfileobj(m, out)
+        elif template.path.lower().endswith(".weights.json"):
+            raise UsageError(f"{template.path}: a sharded template is not supported; save the template unsharded")
+        else:
+            with open(template.path, "rb") as m, open(scratch, "wb") as out:
+                shutil.copyfileobj(m, out)
+        _fill_h5(scratch, values)
+        if kind == KERAS_ZIP:
+            with zipfile.ZipFile(template.path) as zt, \
+                    zipfile.ZipFile(f.writer(), "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zo:
+                for info in zt.infolist():
+                    if info.filename == WEIGHTS_MEMBER:
+                        zo.write(scratch, WEIGHTS_MEMBER)
+                    else:
+                        zo.writestr(info, zt.read(info.filename))
+        publish([f])
+    except BaseException:
+        f.discard()
+        raise
+    finally:
+        if kind == KERAS_ZIP and os.path.exists(scratch):
+            os.remove(scratch)
+    return [path]
+
+
+def _write_tf(dst: str, template: Any, values: dict[str, Any], force: bool, ids: list[str], sync: bool) -> list[str]:
+    from ckptool.ops.write.writer import BundleWriter
+
+    with BundleWriter(dst, force=force, sync=sync, sources=ids) as w:
+        for v in template.variables():
+            ck, key = values.get(v.name, (template, v.name))
+            w.add(v.name, ck.read(key))
+        res = w.finish()
+    return list(res.files)
+
+
+def no_template_message(src: str, dst: str) -> str:
+    return (f"{dst}: converting to a Keras 3 file needs --template: the file the new Keras 3 model writes "
+            f"(model.save_weights('NEW.weights.h5') or model.save('NEW.keras'), untrained is fine); {src}'s "
+            "variables are then placed by structure")
+
+
+__all__ = ["KERAS_H5", "KERAS_ZIP", "KerasResult", "convert_keras", "keras_target", "no_template_message"]

@@ -1,0 +1,296 @@
+"""Which variable of a Keras 2 (tf.keras / tf_keras) TF-format checkpoint is which dataset of a
+Keras 3 weights file: the structural mapping behind ``convert --template`` both ways.
+
+TF side: the object graph (``_CHECKPOINTABLE_OBJECT_GRAPH``), whose child order is creation
+order. Keras side: the HDF5 tree, whose write order is the object-header addresses. At each
+object: its own variables in creation order (TF's variable children <-> Keras's ``vars/0..``);
+then its sub-objects, first those with the same attribute name on both sides (leading ``_``
+ignored: ``_query_dense`` is Keras 3's ``query_dense``), then the rest in order, containers
+opened (Functional/Sequential ``layer-K`` sorted by K, list attributes on both sides, Keras's
+``layers`` group). Optimizer state: TF >= 2.11 (``_iterations``, ``_learning_rate``,
+``_variables/1..``) and the legacy layout (``iter``, ``learning_rate``, slots per variable) onto
+Keras 3's ``optimizer/vars/N`` (iterations, learning_rate, then the slots per trainable variable).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ckptool.format.objgraph import OBJECT_GRAPH_KEY, VARIABLE_VALUE, ObjectGraph
+from ckptool.ops.read.checkpoint import Checkpoint
+from ckptool.ops.read.keras import KerasCheckpoint
+
+_LAYER_K = re.compile(r"^layer-(\d+)$")
+_LAYER_W = re.compile(r"^layer_with_weights-(\d+)$")
+#: Legacy (tf.keras < 2.11) optimizer hyperparameters: Keras 3 keeps them in the config, not as state.
+_HYPER = {"beta_1", "beta_2", "decay", "epsilon", "rho", "momentum", "initial_accumulator_value"}
+
+
+@dataclass
+class Mapping:
+    """``pairs`` (TF key, Keras dataset); what is left on either side; ``problems`` (count or
+    shape/dtype mismatches, each naming both sides); ``ignored`` TF keys that Keras 3 does not keep."""
+
+    pairs: list[tuple[str, str]] = field(default_factory=list)
+    tf_left: list[str] = field(default_factory=list)
+    keras_left: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _KNode:
+    path: str
+    own: dict[int, str] = field(default_factory=dict)  # vars/i -> dataset name
+    children: dict[str, _KNode] = field(default_factory=dict)
+    order: tuple[int, int] = (1 << 62, 0)
+    is_object: bool = False  # has a 'vars' group (every saveable object has one)
+
+    def datasets(self) -> list[str]:
+        out = list(self.own.values())
+        for c in self.children.values():
+            out.extend(c.datasets())
+        return out
+
+
+def _keras_tree(kc: KerasCheckpoint) -> _KNode:
+    root = _KNode("")
+    for name, e in kc.entries.items():
+        parts = name.split("/")
+        node = root
+        for i, seg in enumerate(parts[:-1]):
+            if seg == "vars" and i == len(parts) - 2:
+                break
+            node = node.children.setdefault(seg, _KNode("/".join(parts[:i + 1])))
+        if len(parts) >= 2 and parts[-2] == "vars" and parts[-1].isdigit():
+            node.own[int(parts[-1])] = name
+        else:  # a dataset outside a vars group: kept as its own leaf, matched by nothing
+            node.children.setdefault(parts[-1], _KNode(name)).own[-1] = name
+    for g in kc.groups:
+        node = root
+        for seg in g.split("/") if g else []:
+            node = node.children.setdefault(seg, _KNode(node.path + "/" + seg if node.path else seg))
+        node.is_object = True
+
+    def settle(n: _KNode) -> tuple[int, int]:
+        best = min((kc.entries[d].file, kc.entries[d].addr) for d in n.own.values()) if n.own else (1 << 62, 0)
+        for c in n.children.values():
+            best = min(best, settle(c))
+        n.order = best
+        return best
+    settle(root)
+    return root
+
+
+class _Matcher:
+    def __init__(self, graph: ObjectGraph, tf: Checkpoint, kc: KerasCheckpoint):
+        self.g = graph
+        self.tf = tf
+        self.kc = kc
+        self.out = Mapping()
+        self.var_key: dict[int, str] = {}
+        for n in graph.nodes:
+            for a in n.attributes:
+                if a.name == VARIABLE_VALUE:
+                    self.var_key[n.id] = a.checkpoint_key
+        self.claimed: set[int] = set()
+        self._has: dict[int, bool] = {}
+        self.model_order: list[int] = []  # TF variable nodes in model order (for legacy slots)
+        self.k_of: dict[int, str] = {}
+
+    def tf_order(self, nid: int, seen: set[int]) -> None:
+        """TF variables under ``nid`` in model order (own variables, then sub-objects): the order of
+        ``model.trainable_variables``, which the legacy optimizer's slots follow."""
+        seen.add(nid)
+        kids = self.g.nodes[nid].children
+        for _, c in kids:
+            if c in self.var_key and c not in seen:
+                seen.add(c)
+                self.model_order.append(c)
+        for _, c in self._tf_subs(nid, claimed=False):
+            if c not in seen:
+                self.tf_order(c, seen)
+
+    def has_vars(self, nid: int, seen: frozenset[int] = frozenset()) -> bool:
+        if nid in self.var_key:
+            return nid not in self.claimed
+        if nid in seen:
+            return False
+        seen = seen | {nid}
+        return any(c not in self.claimed and self.has_vars(c, seen) for _, c in self.g.nodes[nid].children)
+
+    def pair(self, nid: int, kname: str) -> None:
+        key = self.var_key[nid]
+        self.claimed.add(nid)
+        self.out.pairs.append((key, kname))
+        self.k_of[nid] = kname
+        tv, ke = self.tf.variable(key), self.kc.entries[kname]
+        kv = self.kc.variable(kname)
+        if tuple(tv.shape) != tuple(ke.shape) or tv.dtype != kv.dtype:
+            self.out.problems.append(f"shape mismatch: {key} is {tv.dtype} {list(tv.shape)}, "
+                                     f"{kname} is {kv.dtype} {list(ke.shape)}")
+
+    # -- one object --------------------------------------------------------------
+
+    def match(self, nid: int, k: _KNode, where: str) -> None:
+        self.claimed.add(nid)
+        own = [c for _, c in self.g.nodes[nid].children if c in self.var_key and c not in self.claimed]
+        kown = [k.own[i] for i in sorted(k.own)]
+        if len(own) != len(kown):
+            tf_names = [self.var_key[c] for c in own]
+            self.out.problems.append(f"{where or 'the model'}: TF has {len(own)} variables {tf_names}, "
+                                     f"Keras {k.path or 'root'}/vars has {len(kown)} {kown}")
+        for c, kn in zip(own, kown):
+            self.pair(c, kn)
+        self.match_children(self._tf_subs(nid), self._k_subs(k), where)
+
+    def _tf_subs(self, nid: int, claimed: bool = True) -> list[tuple[str, int]]:
+        kids = [(n, c) for n, c in self.g.nodes[nid].children if c not in self.var_key]
+        layers = sorted(((int(m.group(1)), n, c) for n, c in kids if (m := _LAYER_K.match(n))))
+        if layers:  # Functional / Sequential: model.layers order; layer_with_weights-K are the same nodes
+            rest = [(n, c) for n, c in kids if not _LAYER_K.match(n) and not _LAYER_W.match(n)]
+            kids = [(n, c) for _, n, c in layers] + rest
+        out, seen = [], set()
+        for n, c in kids:
+            if c in seen or (claimed and c in self.claimed) or n in ("optimizer", "root", "keras_api"):
+                continue
+            seen.add(c)
+            if not claimed or self.has_vars(c):
+                out.append((n, c))
+        return out
+
+    def _k_subs(self, k: _KNode) -> list[tuple[str, _KNode]]:
+        kids = [(n, c) for n, c in k.children.items() if n != "optimizer" and c.datasets()]
+        return sorted(kids, key=lambda kv: kv[1].order)
+
+    def _tf_container(self, nid: int) -> bool:
+        kids = self.g.nodes[nid].children
+        return bool(kids) and all(n.isdigit() for n, _ in kids) and not any(c in self.var_key for _, c in kids)
+
+    def _tf_items(self, subs: list[tuple[str, int]]) -> list[tuple[str, int]]:
+        out = []
+        for n, c in subs:
+            if self._tf_container(c):
+                kids = sorted(self.g.nodes[c].children, key=lambda x: int(x[0]))
+                out.extend(self._tf_items([(f"{n}/{m}", d) for m, d in kids if self.has_vars(d)]))
+            else:
+                out.append((n, c))
+        return out
+
+    def _k_items(self, subs: list[tuple[str, _KNode]]) -> list[tuple[str, _KNode]]:
+        out = []
+        for n, c in subs:
+            if not c.is_object and c.children:
+                out.extend(self._k_items([(f"{n}/{m}", d) for m, d in self._k_subs(c)]))
+            else:
+                out.append((n, c))
+        return out
+
+    def match_children(self, tsubs: list[tuple[str, int]], ksubs: list[tuple[str, _KNode]], where: str) -> None:
+        kby = {n.lstrip("_"): (n, c) for n, c in ksubs}
+        trest = []
+        used: set[str] = set()
+        for n, c in tsubs:
+            hit = kby.get(n.lstrip("_"))
+            if hit is not None and hit[0] not in used and self._tf_container(c) == (not hit[1].is_object):
+                used.add(hit[0])
+                sub = f"{where}/{n}" if where else n
+                if self._tf_container(c):
+                    self.match_children(self._tf_items([(n, c)]), self._k_items([hit]), sub)
+                else:
+                    self.match(c, hit[1], sub)
+            else:
+                trest.append((n, c))
+        titems = self._tf_items(trest)
+        kitems = self._k_items([(n, c) for n, c in ksubs if n not in used])
+        for (tn, tc), (_, kc) in zip(titems, kitems):
+            self.match(tc, kc, f"{where}/{tn}" if where else tn)
+        if len(titems) != len(kitems):
+            self.out.problems.append(
+                f"{where or 'the model'}: TF has {len(titems)} objects with weights "
+                f"{[n for n, _ in titems]}, Keras has {len(kitems)} {[c.path for _, c in kitems]}")
+
+    # -- the optimizer ------------------------------------------------------------
+
+    def optimizer(self, opt: int | None, k: _KNode | None) -> None:
+        if opt is None or k is None:
+            return
+        self.claimed.add(opt)
+        kv = [k.own[i] for i in sorted(k.own)]
+        kids = dict(self.g.nodes[opt].children)
+        slots: list[int] = []
+        if "_iterations" in kids:
+            it, lr = kids.get("_iterations"), kids.get("_learning_rate")
+            lst = kids.get("_variables")
+            if lst is not None:
+                slots = [c for n, c in sorted(self.g.nodes[lst].children, key=lambda x: int(x[0]) if x[0].isdigit()
+                                              else 1 << 30) if c in self.var_key and c != it]
+        else:
+            it, lr = kids.get("iter"), kids.get("learning_rate")
+            names: list[str] = []
+            by_var: dict[int, dict[str, int]] = {}
+            for s in self.g.nodes[opt].slot_variables:
+                if s.slot_name not in names:
+                    names.append(s.slot_name)
+                by_var.setdefault(s.original_variable_node_id, {})[s.slot_name] = s.slot_variable_node_id
+            for v in self.model_order:
+                slots.extend(by_var[v][n] for n in names if n in by_var.get(v, {}))
+            for n, c in kids.items():
+                if n in _HYPER and c in self.var_key:
+                    self.claimed.add(c)
+                    self.out.ignored.append(self.var_key[c])
+        tf_side = [it, lr] + slots
+        for i, (t, kn) in enumerate(zip(tf_side, kv)):
+            if t is not None and t in self.var_key:
+                self.pair(t, kn)
+            elif i < 2:
+                self.claimed.add(t) if t is not None else None
+        if len(slots) + 2 != len(kv):
+            self.out.problems.append(f"optimizer: TF has {len(slots)} slot variables, Keras "
+                                     f"{k.path}/vars has {max(0, len(kv) - 2)} (after iterations and learning_rate)")
+
+
+def _graph(tf: Checkpoint) -> ObjectGraph:
+    from ckptool.errors import UnsupportedError
+
+    g = tf.object_graph()
+    if g is None:
+        raise UnsupportedError(f"{tf.prefix}: a name-based (TF1) checkpoint has no object graph; mapping onto "
+                               "Keras 3 needs one written by Keras 2 / tf.keras (save_weights, tf.train.Checkpoint)")
+    return g
+
+
+def map_keras(tf: Checkpoint, kc: KerasCheckpoint) -> Mapping:
+    """The mapping between a Keras 2 TF checkpoint and a Keras 3 file of the same model."""
+    g = _graph(tf)
+    m = _Matcher(g, tf, kc)
+    tree = _keras_tree(kc)
+    root = dict(g.nodes[0].children)
+    model = root.get("model", 0) if not any(_LAYER_K.match(n) for n in root) else 0
+    opt = root.get("optimizer", dict(g.nodes[model].children).get("optimizer"))
+    m.tf_order(model, set())
+    m.match(model, tree, "")
+    m.optimizer(opt, tree.children.get("optimizer"))
+    mapped_tf = {t for t, _ in m.out.pairs}
+    mapped_k = {k for _, k in m.out.pairs}
+    ignored = set(m.out.ignored)
+    for v in tf.variables():
+        n = v.name
+        if n in mapped_tf or n in ignored:
+            continue
+        if n == OBJECT_GRAPH_KEY or n.startswith(("save_counter/", "keras_api/", "model/keras_api/")):
+            m.out.ignored.append(n)
+        else:
+            m.out.tf_left.append(n)
+    m.out.keras_left = [n for n in kc.write_order() if n not in mapped_k]
+    return m.out
+
+
+def describe(mapping: Mapping) -> dict[str, Any]:
+    return {"pairs": [{"tf": t, "keras": k} for t, k in mapping.pairs], "tf_unused": mapping.tf_left,
+            "keras_unfilled": mapping.keras_left, "problems": mapping.problems, "ignored": mapping.ignored}
+
+
+__all__ = ["Mapping", "describe", "map_keras"]
