@@ -17,6 +17,9 @@ For each model NAME (functional, sequential, subclassed, mha, embedding) one dir
 ``template.weights.h5`` / ``template.keras``
     the same architecture built in Keras 3, compiled with Adam and the optimizer built,
     untrained (``.keras`` not for the subclassed model, whose class is local to this script).
+``truth.weights.h5``
+    the template after ``set_weights`` with the tf_keras weights and the Adam state assigned (the
+    hand migration): every dataset of a conversion must equal this file's.
 ``expected.npz``
     what the conversion must give: ``w{i}`` = the tf_keras model's ``get_weights()[i]``
     (the order Keras 3's ``get_weights()`` has too), ``iterations``, and ``opt{j}`` = the
@@ -152,6 +155,12 @@ def make(name, out):
     new.save_weights(os.path.join(d, "template.weights.h5"))
     if name != "subclassed":
         new.save(os.path.join(d, "template.keras"))
+    # the hand migration, done by Keras itself: the answer a conversion must give, byte for byte
+    new.set_weights(weights)
+    new.optimizer.variables[0].assign(opt.iterations.numpy())
+    for dst, v in zip(new.optimizer.variables[2:], opt.variables[1:]):
+        dst.assign(v.numpy())
+    new.save_weights(os.path.join(d, "truth.weights.h5"))
     for p in ("tf", "tf_ckpt", "tf_legacy"):  # TF's state files record absolute paths: keep them relative
         state = os.path.join(d, p, "checkpoint")
         if os.path.exists(state):
@@ -172,7 +181,7 @@ def make_misc(out):
     os.makedirs(d)
     keras.utils.set_random_seed(3)
     model, _, _ = build(keras, "sequential")
-    model.save_weights(os.path.join(d, "sharded.weights.json"), max_shard_size=0.0000005)
+    model.save_weights(os.path.join(d, "sharded.weights.json"), max_shard_size=0.0000004)
     L = keras.layers
     bf = keras.Sequential([keras.Input((3,)), L.Dense(4, dtype="bfloat16", name="half")])
     bf.save_weights(os.path.join(d, "bf16.weights.h5"))

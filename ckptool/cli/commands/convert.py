@@ -127,6 +127,8 @@ def _bridge(src: str, dst: str, template: str, dry_run: bool, allow_missing: boo
             click.echo(f"{'(kept from template)':<{width}}  ->  {name}")
         for name in result.unused:
             click.echo(f"{name:<{width}}  ->  (left out)")
+        for line in m.notes:
+            note(f"structure differs: {line}")
         for name in m.ignored:
             click.echo(f"{name:<{width}}  ->  (not carried: Keras keeps no such state)")
         note(f"dry run: {len(m.pairs)} tensors would be written to {dst}; nothing written")

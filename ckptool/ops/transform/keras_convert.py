@@ -64,12 +64,13 @@ def _check(mapping: Mapping, src: str, template: str, missing: list[str], unused
     if mapping.problems:
         more = f" (and {len(mapping.problems) - 1} more)" if len(mapping.problems) > 1 else ""
         raise RefusedError(f"{src} -> template {template}: {mapping.problems[0]}{more}; nothing written")
+    why = f" ({mapping.notes[0]})" if mapping.notes else ""
     if missing and not allow_missing:
         raise RefusedError(f"template {template}: {len(missing)} entries have no source in {src}: "
-                           f"{_shown(missing)}; --allow-missing keeps the template's values")
+                           f"{_shown(missing)}{why}; --allow-missing keeps the template's values")
     if unused and not allow_unused:
         raise RefusedError(f"{src}: {len(unused)} variables have no place in template {template}: "
-                           f"{_shown(unused)}; --allow-unused leaves them out")
+                           f"{_shown(unused)}{why}; --allow-unused leaves them out")
 
 
 def convert_keras(src: str, dst: str, template: str, *, dry_run: bool = False, allow_missing: bool = False,

@@ -30,13 +30,15 @@ _HYPER = {"beta_1", "beta_2", "decay", "epsilon", "rho", "momentum", "initial_ac
 
 @dataclass
 class Mapping:
-    """``pairs`` (TF key, Keras dataset); what is left on either side; ``problems`` (count or
-    shape/dtype mismatches, each naming both sides); ``ignored`` TF keys that Keras 3 does not keep."""
+    """``pairs`` (TF key, Keras dataset); what is left on either side; ``problems`` (shape/dtype
+    mismatches, each naming both sides); ``notes`` (where the structures differ in counts: the
+    surplus is left over); ``ignored`` TF keys that Keras 3 does not keep."""
 
     pairs: list[tuple[str, str]] = field(default_factory=list)
     tf_left: list[str] = field(default_factory=list)
     keras_left: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # where the two structures differ (counts)
     ignored: list[str] = field(default_factory=list)
 
 
@@ -140,7 +142,7 @@ class _Matcher:
         kown = [k.own[i] for i in sorted(k.own)]
         if len(own) != len(kown):
             tf_names = [self.var_key[c] for c in own]
-            self.out.problems.append(f"{where or 'the model'}: TF has {len(own)} variables {tf_names}, "
+            self.out.notes.append(f"{where or 'the model'}: TF has {len(own)} variables {tf_names}, "
                                      f"Keras {k.path or 'root'}/vars has {len(kown)} {kown}")
         for c, kn in zip(own, kown):
             self.pair(c, kn)
@@ -208,7 +210,7 @@ class _Matcher:
         for (tn, tc), (_, kc) in zip(titems, kitems):
             self.match(tc, kc, f"{where}/{tn}" if where else tn)
         if len(titems) != len(kitems):
-            self.out.problems.append(
+            self.out.notes.append(
                 f"{where or 'the model'}: TF has {len(titems)} objects with weights "
                 f"{[n for n, _ in titems]}, Keras has {len(kitems)} {[c.path for _, c in kitems]}")
 
@@ -248,7 +250,7 @@ class _Matcher:
             elif i < 2:
                 self.claimed.add(t) if t is not None else None
         if len(slots) + 2 != len(kv):
-            self.out.problems.append(f"optimizer: TF has {len(slots)} slot variables, Keras "
+            self.out.notes.append(f"optimizer: TF has {len(slots)} slot variables, Keras "
                                      f"{k.path}/vars has {max(0, len(kv) - 2)} (after iterations and learning_rate)")
 
 
@@ -290,7 +292,8 @@ def map_keras(tf: Checkpoint, kc: KerasCheckpoint) -> Mapping:
 
 def describe(mapping: Mapping) -> dict[str, Any]:
     return {"pairs": [{"tf": t, "keras": k} for t, k in mapping.pairs], "tf_unused": mapping.tf_left,
-            "keras_unfilled": mapping.keras_left, "problems": mapping.problems, "ignored": mapping.ignored}
+            "keras_unfilled": mapping.keras_left, "problems": mapping.problems,
+            "notes": mapping.notes, "ignored": mapping.ignored}
 
 
 __all__ = ["Mapping", "describe", "map_keras"]

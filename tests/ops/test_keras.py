@@ -1,0 +1,206 @@
+"""Keras 3 files as checkpoints, and `convert --template` both ways, on the committed fixtures
+(tests/data/keras3/, made by tests/tf_fixtures/generate_keras.py): no TF or Keras needed."""
+
+import os
+import shutil
+import zipfile
+
+import h5py
+import ml_dtypes
+import numpy as np
+import pytest
+
+import ckptool
+from ckptool.errors import CorruptError, RefusedError, UnsupportedError, UsageError
+from ckptool.ops.transform.convert import convert
+from ckptool.ops.transform.keras_convert import convert_keras
+from clirun import completed
+
+DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "keras3")
+MODELS = ["functional", "sequential", "subclassed", "mha", "embedding"]
+
+
+def _bits(a):
+    a = np.ascontiguousarray(np.asarray(a))
+    return a.dtype.name, a.shape, a.reshape(-1).view(np.uint8).tobytes()
+
+
+def _h5_values(path):
+    out = {}
+    with h5py.File(path, "r") as f:
+        f.visititems(lambda n, o: out.__setitem__(n, (o[()], dict(o.attrs))) if isinstance(o, h5py.Dataset) else None)
+    return out
+
+
+def test_reads_weights_h5_names_and_values():
+    p = os.path.join(DATA, "functional", "template.weights.h5")
+    with ckptool.open(p) as ck:
+        names = ck.names()
+        assert "layers/lstm/cell/vars/1" in names and "optimizer/vars/0" in names
+        assert names == sorted(names)
+        v = ck.variable("layers/batch_normalization/vars/3")
+        assert v.dtype == "float32" and v.shape == (8,)
+        assert ck.variable("optimizer/vars/0").dtype == "int64"
+        with h5py.File(p) as f:
+            for n in names:
+                assert _bits(ck.read(n)) == _bits(f[n][()])
+        layers = {lay.path: lay for lay in ck.layers()}
+        assert layers["layers/lstm/cell"].name == "lstm_cell"
+        assert [lay.path for lay in ck.layers()].index("layers/dense") < \
+            [lay.path for lay in ck.layers()].index("layers/lstm")  # write order, not alphabetical
+
+
+def test_keras_zip_gives_classes_from_config():
+    with ckptool.open(os.path.join(DATA, "mha", "template.keras")) as ck:
+        assert ck.config["class_name"] == "Functional"
+        classes = {lay.path: lay.class_name for lay in ck.layers()}
+        assert classes["layers/multi_head_attention"] == "MultiHeadAttention"
+        assert classes["layers/dense"] == "Dense"
+
+
+def test_sharded_and_bfloat16():
+    with ckptool.open(os.path.join(DATA, "misc", "sharded.weights.json")) as ck:
+        assert len(ck.files) == 3  # the index and two shards
+        assert ck.names() == ["layers/conv2d/vars/0", "layers/conv2d/vars/1", "layers/dense/vars/0",
+                              "layers/dense/vars/1"]
+        assert ck.read("layers/dense/vars/0").shape == (48, 2)
+    with ckptool.open(os.path.join(DATA, "misc", "bf16.weights.h5")) as ck, \
+            np.load(os.path.join(DATA, "misc", "bf16_expected.npz")) as z:
+        k = ck.read("layers/dense/vars/0")
+        assert k.dtype == ml_dtypes.bfloat16 and ck.variable("layers/dense/vars/0").dtype == "bfloat16"
+        assert _bits(k.astype(np.float32)) == _bits(z["kernel"])
+
+
+def test_cli_inspect_list_diff_on_keras_files():
+    p = os.path.join(DATA, "mha", "template.keras")
+    for args in (["list-variables", p], ["inspect", p], ["inspect", "--tree", p], ["inspect", "--stats", p],
+                 ["inspect", "--verify", p], ["inspect", "--tensor", "layers/dense/vars/0", p],
+                 ["diff", p, os.path.join(DATA, "mha", "template.weights.h5")]):
+        r = completed(*args)
+        assert r.returncode == 0, (args, r.stderr)
+    assert "layers/multi_head_attention/query_dense/vars/0" in completed("list-variables", p).stdout
+
+
+@pytest.mark.parametrize("suffix", [".safetensors", ".npz"])
+def test_keras_file_to_safetensors_and_npz(tmp_path, suffix):
+    src = os.path.join(DATA, "sequential", "template.weights.h5")
+    dst = str(tmp_path / ("out" + suffix))
+    convert(src, dst)
+    with ckptool.open(src) as ck:
+        want = {n: ck.read(n) for n in ck.names()}
+    if suffix == ".npz":
+        with np.load(dst) as z:
+            got = {n: z[n] for n in z.files}
+    else:
+        from safetensors.numpy import load_file
+        got = load_file(dst)
+    assert sorted(got) == sorted(want)
+    for n in want:
+        assert _bits(got[n]) == _bits(want[n])
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_tf_to_keras3_equals_the_hand_migration(tmp_path, name):
+    """Every dataset (weights and Adam state) equals Keras's own set_weights/assign result."""
+    dst = str(tmp_path / "new.weights.h5")
+    r = convert_keras(os.path.join(DATA, name, "tf", "ckpt"), dst, os.path.join(DATA, name, "template.weights.h5"))
+    assert not r.kept and not r.unused
+    got, truth = _h5_values(dst), _h5_values(os.path.join(DATA, name, "truth.weights.h5"))
+    assert sorted(got) == sorted(truth)
+    for n in truth:
+        assert _bits(got[n][0]) == _bits(truth[n][0]), n
+    with h5py.File(dst) as a, h5py.File(os.path.join(DATA, name, "template.weights.h5")) as b:
+        assert dict(a["vars"].attrs) == dict(b["vars"].attrs)
+
+
+@pytest.mark.parametrize("name", [m for m in MODELS if m != "subclassed"])
+def test_keras_zip_output_keeps_config_and_metadata(tmp_path, name):
+    dst = str(tmp_path / "new.keras")
+    template = os.path.join(DATA, name, "template.keras")
+    convert_keras(os.path.join(DATA, name, "tf", "ckpt"), dst, template)
+    with zipfile.ZipFile(dst) as a, zipfile.ZipFile(template) as b:
+        assert a.namelist() == b.namelist()
+        for m in ("config.json", "metadata.json"):
+            assert a.read(m) == b.read(m)
+    with ckptool.open(dst) as ck:
+        truth = _h5_values(os.path.join(DATA, name, "truth.weights.h5"))
+        for n in truth:
+            assert _bits(ck.read(n)) == _bits(truth[n][0]), n
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_round_trip_back_to_tf_is_the_source(tmp_path, name):
+    src = os.path.join(DATA, name, "tf", "ckpt")
+    mid = str(tmp_path / "k3.weights.h5")
+    back = str(tmp_path / "back" / "ckpt")
+    convert_keras(src, mid, os.path.join(DATA, name, "template.weights.h5"))
+    convert_keras(mid, back, src)
+    with ckptool.open(src) as a, ckptool.open(back) as b:
+        assert a.names() == b.names()
+        for n in a.names():
+            assert _bits(a.read(n)) == _bits(b.read(n)) if a.variable(n).dtype != "string" else \
+                a.read(n).tolist() == b.read(n).tolist()
+
+
+@pytest.mark.parametrize("src", ["tf_ckpt", "tf_legacy/ckpt"])
+def test_checkpoint_and_legacy_layouts_map_completely(tmp_path, src):
+    r = convert_keras(os.path.join(DATA, "functional", src), str(tmp_path / "n.weights.h5"),
+                      os.path.join(DATA, "functional", "template.weights.h5"), dry_run=True)
+    assert len(r.mapping.pairs) == 31 and not r.kept and not r.unused and not os.listdir(tmp_path)
+    opt = [t for t, k in r.mapping.pairs if k.startswith("optimizer/")]
+    assert "iter" in opt[0] and len(opt) == 2 + 2 * 11 - 2 * 2  # BN moving stats have no slots
+
+
+def test_errors_name_both_sides_and_write_nothing(tmp_path):
+    ckpt = os.path.join(DATA, "mha", "tf", "ckpt")
+    dst = tmp_path / "x.weights.h5"
+    with pytest.raises(RefusedError, match="nothing written"):
+        convert_keras(ckpt, str(dst), os.path.join(DATA, "functional", "template.weights.h5"))
+    r = completed("convert", ckpt, dst, "--template", os.path.join(DATA, "sequential", "template.weights.h5"))
+    assert r.returncode == 1 and r.stderr.startswith("ckptool: error: ") and "layers/" in r.stderr
+    assert "VARIABLE_VALUE" in r.stderr or "layer-" in r.stderr
+    r = completed("convert", ckpt, dst)
+    assert r.returncode == 2 and "--template" in r.stderr
+    with pytest.raises(UsageError):
+        convert_keras(ckpt, str(tmp_path / "x.keras"), os.path.join(DATA, "mha", "template.weights.h5"))
+    assert not os.listdir(tmp_path)
+    t = tmp_path / "t.weights.h5"
+    shutil.copy(os.path.join(DATA, "mha", "template.weights.h5"), t)
+    with h5py.File(t, "r+") as h5:
+        h5.create_dataset("extra/vars/0", data=np.zeros(3, np.float32))
+    r = completed("convert", ckpt, dst, "--template", t)
+    assert r.returncode == 1 and "extra/vars/0" in r.stderr and "--allow-missing" in r.stderr and not dst.exists()
+    r = completed("convert", ckpt, dst, "--template", t, "--allow-missing")
+    assert r.returncode == 0 and dst.exists(), r.stderr
+    r = completed("convert", ckpt, dst, "--template", t, "--allow-missing")
+    assert r.returncode == 1 and "--force" in r.stderr
+    # a template without the optimizer: the SRC's Adam state is left over
+    with h5py.File(t, "r+") as h5:
+        del h5["optimizer"], h5["extra"]
+    r = completed("convert", ckpt, tmp_path / "y.weights.h5", "--template", t)
+    assert r.returncode == 1 and "optimizer/_iterations" in r.stderr and "--allow-unused" in r.stderr
+    r = completed("convert", ckpt, tmp_path / "y.weights.h5", "--template", t, "--allow-unused", "--dry-run")
+    assert r.returncode == 0 and "(left out)" in r.stdout and not (tmp_path / "y.weights.h5").exists()
+
+
+def test_refuses_what_keras_refuses(tmp_path):
+    p = tmp_path / "links.weights.h5"
+    with h5py.File(p, "w") as f:
+        f.create_dataset("layers/dense/vars/0", data=np.ones(2, np.float32))
+        f["layers/alias"] = h5py.SoftLink("/layers/dense")
+    with pytest.raises(UnsupportedError, match="SoftLink"):
+        ckptool.open(str(p))
+    p = tmp_path / "ext.weights.h5"
+    with h5py.File(p, "w") as f:
+        f["x"] = h5py.ExternalLink("other.h5", "/y")
+    with pytest.raises(UnsupportedError, match="ExternalLink"):
+        ckptool.open(str(p))
+    p = tmp_path / "bomb.weights.h5"
+    with h5py.File(p, "w") as f:
+        f.create_dataset("vars/0", shape=(1 << 20, 1 << 10), dtype=np.float32)  # 4 GiB declared, nothing stored
+    with pytest.raises(CorruptError, match="more than the file holds"):
+        ckptool.open(str(p))
+    p = tmp_path / "junk.weights.h5"
+    p.write_bytes(b"not hdf5")
+    r = completed("list-variables", p)
+    assert r.returncode == 1 and "HDF5" in r.stderr
