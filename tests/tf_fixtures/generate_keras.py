@@ -112,11 +112,10 @@ def subclassed(k):
 
 
 def make(name, out):
+    import keras
     import numpy as np
     import tensorflow as tf
     import tf_keras
-
-    import keras
 
     d = os.path.join(out, name)
     shutil.rmtree(d, ignore_errors=True)
@@ -172,9 +171,8 @@ def make(name, out):
 
 
 def make_misc(out):
-    import numpy as np
-
     import keras
+    import numpy as np
 
     d = os.path.join(out, "misc")
     shutil.rmtree(d, ignore_errors=True)

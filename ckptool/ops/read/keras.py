@@ -1,6 +1,6 @@
 """Reading Keras 3 weight files as checkpoints: ``X.weights.h5``, ``X.keras`` (a zip holding
 ``config.json``, ``metadata.json`` and ``model.weights.h5``) and sharded ``X.weights.json`` beside
-``X_NNNNN.weights.h5`` (docs/BRIDGES.md in the shared notes; Keras's ``saving_lib``).
+``X_NNNNN.weights.h5``, laid out as Keras 3's ``keras.src.saving.saving_lib`` writes them.
 
 Names are the HDF5 paths of the datasets (``layers/dense/vars/0``). HDF5 is read through h5py,
 the optional extra ``ckptool[keras]``. What Keras refuses is refused here too: soft and external
@@ -217,8 +217,8 @@ class KerasCheckpoint(Checkpoint):
 
     def _open_sharded(self, p: str) -> None:
         try:
-            with open(p, encoding="utf-8") as f:
-                doc = json.load(f)
+            with open(p, encoding="utf-8") as fh:
+                doc = json.load(fh)
         except (OSError, ValueError) as exc:
             raise CorruptError(f"{p}: not a readable sharded-weights index: {exc}") from None
         wmap = doc.get("weight_map") if isinstance(doc, dict) else None
@@ -301,7 +301,7 @@ class KerasCheckpoint(Checkpoint):
         """Each saved object (a ``vars`` group) in write order, with its name and class."""
         classes = layer_classes(self.config) if self.config is not None else {}
         out = []
-        for path, (name, fi, addr) in sorted(self.groups.items(), key=lambda kv: (kv[1][1], kv[1][2])):
+        for path, (name, _fi, _addr) in sorted(self.groups.items(), key=lambda kv: (kv[1][1], kv[1][2])):
             prefix = f"{path}/vars/" if path else "vars/"
             own = [n for n in self.entries if n.startswith(prefix) and "/" not in n[len(prefix):]]
             own.sort(key=lambda n: int(n[len(prefix):]) if n[len(prefix):].isdigit() else 1 << 30)

@@ -107,7 +107,7 @@ def convert_keras(src: str, dst: str, template: str, *, dry_run: bool = False, a
         if kind is None:
             result.files = _write_tf(dst, t, values, force, ids, sync)
         else:
-            result.files = _write_keras(dst, kind, t, values, force, ids, sync)
+            result.files = _write_keras(dst, kind, kc, values, force, ids, sync)
     return result
 
 

@@ -59,7 +59,7 @@ class _KNode:
 
 def _keras_tree(kc: KerasCheckpoint) -> _KNode:
     root = _KNode("")
-    for name, e in kc.entries.items():
+    for name, _e in kc.entries.items():
         parts = name.split("/")
         node = root
         for i, seg in enumerate(parts[:-1]):
