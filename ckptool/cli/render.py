@@ -69,6 +69,14 @@ def print_summary(doc: dict) -> None:
         b = doc["bundle"]
         pairs.append(("bundle", f"version {b['producer']} (min consumer {b['min_consumer']}), "
                                 f"{b['endianness']}-endian"))
+    keras = doc.get("keras")
+    if keras:
+        if keras["keras_version"]:
+            pairs.append(("keras", f"{keras['keras_version']}" + (f", {keras['class_name']}" if keras["class_name"] else "")))
+        for i, lay in enumerate(keras["layers"]):
+            cls = f" ({lay['class']})" if lay["class"] else ""
+            pairs.append(("layers" if i == 0 else "", f"{lay['path'] or '/'}: {lay['name']}{cls}, "
+                                                      f"{_plural(len(lay['variables']), 'variable')}"))
     meta = doc.get("meta_graph")
     if meta:
         pairs.append(("meta graph", f"{display_name(meta['path'])}  {human_bytes(meta['bytes'])}"))
