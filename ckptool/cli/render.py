@@ -72,7 +72,8 @@ def print_summary(doc: dict) -> None:
     keras = doc.get("keras")
     if keras:
         if keras["keras_version"]:
-            pairs.append(("keras", f"{keras['keras_version']}" + (f", {keras['class_name']}" if keras["class_name"] else "")))
+            cls = f", {keras['class_name']}" if keras["class_name"] else ""
+            pairs.append(("keras", f"{keras['keras_version']}{cls}"))
         for i, lay in enumerate(keras["layers"]):
             cls = f" ({lay['class']})" if lay["class"] else ""
             pairs.append(("layers" if i == 0 else "", f"{lay['path'] or '/'}: {lay['name']}{cls}, "

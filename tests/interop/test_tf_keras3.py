@@ -6,7 +6,6 @@ checkpoint, its Keras 3 templates and expected.npz (tf_keras's get_weights() and
 
 import os
 import shutil
-import subprocess
 import sys
 
 import numpy as np
@@ -21,6 +20,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "tf_
 import generate_keras as gen  # noqa: E402
 
 from ckptool.ops.transform.keras_convert import convert_keras  # noqa: E402
+from clirun import completed  # noqa: E402
 
 pytestmark = pytest.mark.interop
 
@@ -126,7 +126,7 @@ def test_cli_errors_write_nothing(tmp_path):
     dst = tmp_path / "x.weights.h5"
 
     def run(*args):
-        return subprocess.run([sys.executable, "-m", "ckptool.cli", *args], capture_output=True, text=True)
+        return completed(*args)
 
     r = run("convert", ckpt, str(dst), "--template", os.path.join(DATA, "functional", "template.weights.h5"))
     assert r.returncode == 1 and "nothing written" in r.stderr and "layers/" in r.stderr, r.stderr
@@ -142,3 +142,29 @@ def test_cli_errors_write_nothing(tmp_path):
     assert r.returncode == 1 and "layers/extra/vars/0" in r.stderr and not dst.exists(), r.stderr
     r = run("convert", ckpt, str(dst), "--template", str(tmp_path / "t.weights.h5"), "--allow-missing")
     assert r.returncode == 0 and dst.exists(), r.stderr
+
+
+@pytest.mark.parametrize("name", ["functional", "sequential", "embedding"])
+def test_savedmodel_without_template(tmp_path, name):
+    """tf_keras model.save(dir): the layout from keras_metadata.pb, loaded by Keras 3 bit-exactly."""
+    tf_keras.utils.set_random_seed(3)
+    old, x, y = gen.build(tf_keras, name)
+    old.compile(optimizer=tf_keras.optimizers.Adam(0.01), loss="mse")
+    old.fit(x, y, batch_size=8, epochs=1, verbose=0)
+    old.save(str(tmp_path / "sm"), save_format="tf")
+    r = completed("convert", tmp_path / "sm", tmp_path / "new.weights.h5")
+    assert r.returncode == 0, r.stderr
+    model = _keras3_model(name)
+    model.load_weights(str(tmp_path / "new.weights.h5"))
+    for i, (a, b) in enumerate(zip(model.get_weights(), old.get_weights())):
+        assert _bits(a) == _bits(b), f"{name}: weight {i}"
+    assert int(model.optimizer.iterations.numpy()) == int(old.optimizer.iterations.numpy())
+    for j, (a, b) in enumerate(zip(model.optimizer.variables[2:], old.optimizer.variables[1:])):
+        assert _bits(a.numpy()) == _bits(b.numpy()), f"{name}: optimizer slot {j}"
+
+
+def test_savedmodel_subclassed_needs_a_template(tmp_path):
+    old, x, _ = gen.build(tf_keras, "subclassed")
+    old.save(str(tmp_path / "sm"), save_format="tf")
+    r = completed("convert", tmp_path / "sm", tmp_path / "new.weights.h5")
+    assert r.returncode == 2 and "--template" in r.stderr and not (tmp_path / "new.weights.h5").exists()

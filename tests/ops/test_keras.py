@@ -204,3 +204,23 @@ def test_refuses_what_keras_refuses(tmp_path):
     p.write_bytes(b"not hdf5")
     r = completed("list-variables", p)
     assert r.returncode == 1 and "HDF5" in r.stderr
+
+
+@pytest.mark.parametrize("name", ["functional", "sequential"])
+def test_no_template_from_keras_metadata(tmp_path, name):
+    """A Functional/Sequential SavedModel: the layout from keras_metadata.pb equals Keras's own."""
+    dst = str(tmp_path / "new.weights.h5")
+    r = completed("convert", os.path.join(DATA, name, "savedmodel"), dst)
+    assert r.returncode == 0, r.stderr
+    got, truth = _h5_values(dst), _h5_values(os.path.join(DATA, name, "truth.weights.h5"))
+    assert sorted(got) == sorted(truth)
+    for n in truth:
+        assert _bits(got[n][0]) == _bits(truth[n][0]), n
+
+
+def test_no_template_says_plainly_when_one_is_needed(tmp_path):
+    r = completed("convert", os.path.join(DATA, "functional", "tf", "ckpt"), tmp_path / "x.weights.h5")
+    assert r.returncode == 2 and "keras_metadata.pb" in r.stderr and "--template" in r.stderr
+    r = completed("convert", os.path.join(DATA, "functional", "savedmodel"), tmp_path / "x.keras")
+    assert r.returncode == 2 and "--template" in r.stderr
+    assert not os.listdir(tmp_path)

@@ -10,6 +10,10 @@ For each model NAME (functional, sequential, subclassed, mha, embedding) one dir
     the tf_keras model (built, trained 3 steps with Adam on fixed data), written by
     ``model.save_weights(prefix)`` (TF format: ``layer_with_weights-K`` keys and the
     optimizer under ``optimizer/``).
+``savedmodel/``
+    (functional and sequential) the same model through tf_keras ``model.save(dir)``: its
+    ``variables/`` and ``keras_metadata.pb`` (``saved_model.pb`` is left out: ckptool reads neither
+    it nor the rest, and it is most of the size).
 ``tf_ckpt/ckpt-1``
     (functional only) the same state through ``tf.train.Checkpoint(model=, optimizer=)``
     (a ``model/`` prefix); ``tf_legacy/ckpt`` the same model trained with the legacy Adam
@@ -126,6 +130,12 @@ def make(name, out):
     model.fit(x, y, batch_size=8, epochs=1, steps_per_epoch=2, verbose=0)
     model.train_on_batch(x[:8], y[:8])
     model.save_weights(os.path.join(d, "tf", "ckpt"))
+    if name in ("functional", "sequential"):
+        sm = os.path.join(d, "savedmodel")
+        model.save(sm, save_format="tf")
+        for extra in ("saved_model.pb", "fingerprint.pb", "assets"):  # ckptool reads variables/ and keras_metadata.pb
+            p = os.path.join(sm, extra)
+            shutil.rmtree(p) if os.path.isdir(p) else os.remove(p)
     weights = model.get_weights()
     opt = model.optimizer
     expected = {f"w{i}": w for i, w in enumerate(weights)}

@@ -79,7 +79,9 @@ def command(src: str, dst: str, to: str | None, match: tuple[str, ...], exclude:
       ckptool convert model.safetensors back/ckpt-1
       ckptool convert runs/ckpt-9 half/ckpt-9 --cast float32=bfloat16
     """
-    if template is not None:
+    from ckptool.ops.transform.keras_convert import keras_target
+
+    if template is not None or keras_target(dst) is not None:
         _bridge(src, dst, template, dry_run, allow_missing, allow_unused, force, no_sync, as_json)
         return
     if dry_run or allow_missing or allow_unused:
@@ -108,7 +110,7 @@ def command(src: str, dst: str, to: str | None, match: tuple[str, ...], exclude:
          f"{human_bytes(result.nbytes)} in {len(result.files)} files")
 
 
-def _bridge(src: str, dst: str, template: str, dry_run: bool, allow_missing: bool, allow_unused: bool,
+def _bridge(src: str, dst: str, template: str | None, dry_run: bool, allow_missing: bool, allow_unused: bool,
             force: bool, no_sync: bool, as_json: bool) -> None:
     from ckptool.ops.transform.keras_convert import convert_keras
 
@@ -134,4 +136,5 @@ def _bridge(src: str, dst: str, template: str, dry_run: bool, allow_missing: boo
         note(f"dry run: {len(m.pairs)} tensors would be written to {dst}; nothing written")
         return
     kept = f", {len(result.kept)} kept from the template" if result.kept else ""
-    note(f"converted {src} -> {dst} ({result.format}, shaped like {template}): {result.filled} tensors{kept}")
+    shaped = f"shaped like {template}" if template else "layout from keras_metadata.pb"
+    note(f"converted {src} -> {dst} ({result.format}, {shaped}): {result.filled} tensors{kept}")

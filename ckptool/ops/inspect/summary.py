@@ -137,8 +137,8 @@ def summary(ck, path: str | None = None) -> dict:
     else:
         doc["files"] = [{"path": p, "bytes": storage.size(p)} for p in ck.files]
     if ck.format == "keras":  # a Keras 3 file (ops/read/keras.py): its saved objects, names and classes
-        meta = ck.metadata if isinstance(ck.metadata, dict) else {}
-        doc["keras"] = {"keras_version": meta.get("keras_version"),
+        kmeta = ck.metadata if isinstance(ck.metadata, dict) else {}
+        doc["keras"] = {"keras_version": kmeta.get("keras_version"),
                         "class_name": ck.config.get("class_name") if isinstance(ck.config, dict) else None,
                         "layers": [lay.to_json() for lay in ck.layers()]}
     meta = meta_graph_filename(ck.prefix)

@@ -73,12 +73,16 @@ def _check(mapping: Mapping, src: str, template: str, missing: list[str], unused
                            f"{_shown(unused)}{why}; --allow-unused leaves them out")
 
 
-def convert_keras(src: str, dst: str, template: str, *, dry_run: bool = False, allow_missing: bool = False,
+def convert_keras(src: str, dst: str, template: str | None, *, dry_run: bool = False, allow_missing: bool = False,
                   allow_unused: bool = False, force: bool = False, sync: bool = True) -> KerasResult:
     """Convert ``src`` into ``dst`` shaped like ``template``; see the module doc."""
     from ckptool.ops.read.reader import open as open_checkpoint
 
     kind = keras_target(dst)
+    if template is None:
+        if kind != KERAS_H5:
+            raise UsageError(no_template_message(src, dst))
+        return _from_metadata(src, dst, dry_run, allow_unused, force, sync)
     to_keras = is_keras_path(template)
     if kind is not None and not to_keras:
         raise UsageError(f"{dst}: a Keras 3 DST needs a Keras 3 --template (NEW.weights.h5 or NEW.keras, "
@@ -125,7 +129,8 @@ def _fill_h5(path: str, values: dict[str, Any]) -> None:
     h5py = import_h5py()
     with h5py.File(path, "r+") as h5:
         for name, (ck, key) in values.items():
-            arr = np.ascontiguousarray(ck.read(key))
+            arr = np.asarray(ck.read(key))
+            arr = arr if arr.flags.c_contiguous else arr.copy(order="C")
             ds = h5[name]
             if ds.dtype.kind == "V" and arr.dtype.itemsize == ds.dtype.itemsize:
                 arr = arr.view(ds.dtype)  # Keras's bfloat16: a 2-byte opaque type
@@ -180,6 +185,48 @@ def _write_tf(dst: str, template: Any, values: dict[str, Any], force: bool, ids:
             w.add(v.name, ck.read(key))
         res = w.finish()
     return list(res.files)
+
+
+def _from_metadata(src: str, dst: str, dry_run: bool, allow_unused: bool, force: bool, sync: bool) -> KerasResult:
+    """No template: the layout from a SavedModel's keras_metadata.pb (ops/transform/keras_synth.py)."""
+    from ckptool.format.objkeys import OBJECT_GRAPH_KEY
+    from ckptool.io.urls import storage_for
+    from ckptool.ops.read.reader import open as open_checkpoint
+    from ckptool.ops.transform.keras_synth import plan, write_h5
+
+    with open_checkpoint(src) as ck:
+        pairs, groups = plan(ck, src)
+        mapping = Mapping(pairs=pairs)
+        mapped = {t for t, _ in pairs}
+        for v in ck.variables():
+            if v.name in mapped:
+                continue
+            if v.name == OBJECT_GRAPH_KEY or v.name.startswith(("save_counter/", "keras_api/")) or \
+                    v.name.startswith("optimizer/") and v.name.split("/")[1] in _LEGACY_HYPER:
+                mapping.ignored.append(v.name)
+            else:
+                mapping.tf_left.append(v.name)
+        _check(mapping, src, "(from keras_metadata.pb)", [], mapping.tf_left, False, allow_unused)
+        result = KerasResult(dst, KERAS_H5, mapping, dry_run, unused=list(mapping.tf_left))
+        result.filled = len(pairs)
+        ids = checkpoint_identity(ck)
+        storage, path = storage_for(dst)
+        check_destination(storage, [path], force=force, sources=ids, label=dst)
+        if dry_run:
+            return result
+        storage.makedirs(storage.dirname(path))
+        f = AtomicFile(storage, path, sync=sync)
+        try:  # h5py writes the temporary by its own name; the AtomicFile syncs and renames it
+            write_h5(f.name, ck, pairs, groups)
+            publish([f])
+        except BaseException:
+            f.discard()
+            raise
+        result.files = [path]
+    return result
+
+
+_LEGACY_HYPER = {"beta_1", "beta_2", "decay", "epsilon", "rho", "momentum", "initial_accumulator_value"}
 
 
 def no_template_message(src: str, dst: str) -> str:

@@ -222,36 +222,47 @@ class _Matcher:
         self.claimed.add(opt)
         kv = [k.own[i] for i in sorted(k.own)]
         kids = dict(self.g.nodes[opt].children)
-        slots: list[int] = []
-        if "_iterations" in kids:
-            it, lr = kids.get("_iterations"), kids.get("_learning_rate")
-            lst = kids.get("_variables")
-            if lst is not None:
-                slots = [c for n, c in sorted(self.g.nodes[lst].children, key=lambda x: int(x[0]) if x[0].isdigit()
-                                              else 1 << 30) if c in self.var_key and c != it]
-        else:
-            it, lr = kids.get("iter"), kids.get("learning_rate")
-            names: list[str] = []
-            by_var: dict[int, dict[str, int]] = {}
-            for s in self.g.nodes[opt].slot_variables:
-                if s.slot_name not in names:
-                    names.append(s.slot_name)
-                by_var.setdefault(s.original_variable_node_id, {})[s.slot_name] = s.slot_variable_node_id
-            for v in self.model_order:
-                slots.extend(by_var[v][n] for n in names if n in by_var.get(v, {}))
-            for n, c in kids.items():
-                if n in _HYPER and c in self.var_key:
-                    self.claimed.add(c)
-                    self.out.ignored.append(self.var_key[c])
-        tf_side = [it, lr] + slots
-        for i, (t, kn) in enumerate(zip(tf_side, kv)):
-            if t is not None and t in self.var_key:
+        tf_side = optimizer_slots(self.g, opt, self.model_order, self.var_key, partial=True)
+        for n, c in kids.items():
+            if n in _HYPER and c in self.var_key and "_iterations" not in kids:
+                self.claimed.add(c)
+                self.out.ignored.append(self.var_key[c])
+        for t, kn in zip(tf_side, kv):
+            if t is not None:
                 self.pair(t, kn)
-            elif i < 2:
-                self.claimed.add(t) if t is not None else None
-        if len(slots) + 2 != len(kv):
-            self.out.notes.append(f"optimizer: TF has {len(slots)} slot variables, Keras "
-                                     f"{k.path}/vars has {max(0, len(kv) - 2)} (after iterations and learning_rate)")
+        if len(tf_side) != len(kv):
+            self.out.notes.append(f"optimizer: TF has {len(tf_side) - 2} slot variables, Keras "
+                                  f"{k.path}/vars has {max(0, len(kv) - 2)} (after iterations and learning_rate)")
+
+
+def optimizer_slots(g: ObjectGraph, opt: int, model_order: list[int], var_key: dict[int, str],
+                    partial: bool = False) -> list[Any]:
+    """The TF variable nodes of an optimizer in Keras 3's ``optimizer/vars`` order: iterations,
+    learning_rate, then the slots per trainable variable. TF >= 2.11: ``_variables/1..`` in
+    order; legacy: each variable's slots (``m``, ``v``, ...) in ``model_order``. A missing
+    iterations or learning_rate is None with ``partial``, else the answer is empty."""
+    kids = dict(g.nodes[opt].children)
+    slots: list[int] = []
+    if "_iterations" in kids:
+        it, lr = kids.get("_iterations"), kids.get("_learning_rate")
+        lst = kids.get("_variables")
+        if lst is not None:
+            slots = [c for n, c in sorted(g.nodes[lst].children, key=lambda x: int(x[0]) if x[0].isdigit()
+                                          else 1 << 30) if c in var_key and c != it]
+    else:
+        it, lr = kids.get("iter"), kids.get("learning_rate")
+        names: list[str] = []
+        by_var: dict[int, dict[str, int]] = {}
+        for s in g.nodes[opt].slot_variables:
+            if s.slot_name not in names:
+                names.append(s.slot_name)
+            by_var.setdefault(s.original_variable_node_id, {})[s.slot_name] = s.slot_variable_node_id
+        for v in model_order:
+            slots.extend(by_var[v][n] for n in names if n in by_var.get(v, {}))
+    head = [x if x is not None and x in var_key else None for x in (it, lr)]
+    if None in head and not partial:
+        return []
+    return head + slots
 
 
 def _graph(tf: Checkpoint) -> ObjectGraph:

@@ -1,0 +1,73 @@
+"""A SavedModel's ``keras_metadata.pb`` (written by Keras 2 / tf.keras): a ``SavedMetadata``
+message, ``repeated SavedObject nodes = 1``, each ``SavedObject`` holding ``node_id = 2``,
+``node_path = 3`` (``root.layer_with_weights-0.cell``), ``identifier = 4``
+(``_tf_keras_layer``) and ``metadata = 5`` (a JSON document with ``class_name`` and ``name``).
+Decoded from the wire format directly (no generated code for it)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from ckptool.errors import CorruptError
+from ckptool.format.coding import decode_varint
+
+
+@dataclass
+class KerasNode:
+    node_id: int
+    path: str  # "root", "root.layer-0", "root.layer_with_weights-2.cell"
+    identifier: str
+    class_name: str
+    name: str
+
+
+def _fields(buf: memoryview, where: str) -> list[tuple[int, int | memoryview]]:
+    out: list[tuple[int, int | memoryview]] = []
+    pos, end = 0, len(buf)
+    while pos < end:
+        tag, pos = decode_varint(buf, pos, end, what=where)
+        wire, number = tag & 7, tag >> 3
+        if wire == 0:
+            value, pos = decode_varint(buf, pos, end, what=where)
+            out.append((number, value))
+        elif wire == 2:
+            n, pos = decode_varint(buf, pos, end, what=where)
+            if pos + n > end:
+                raise CorruptError(f"{where}: a field runs past the end")
+            out.append((number, buf[pos:pos + n]))
+            pos += n
+        elif wire in (1, 5):
+            pos += 8 if wire == 1 else 4
+        else:
+            raise CorruptError(f"{where}: unsupported protobuf wire type {wire}")
+    if pos != end:
+        raise CorruptError(f"{where}: truncated")
+    return out
+
+
+def parse(data: bytes, where: str = "keras_metadata.pb") -> list[KerasNode]:
+    """The nodes of a ``keras_metadata.pb``, in file order."""
+    nodes = []
+    for number, value in _fields(memoryview(data), where):
+        if number != 1 or isinstance(value, int):
+            continue
+        node_id, path, ident, meta = 0, "", "", ""
+        for n, v in _fields(value, where):
+            if n == 2 and isinstance(v, int):
+                node_id = v
+            elif isinstance(v, memoryview) and n in (3, 4, 5):
+                text = bytes(v).decode("utf-8", "replace")
+                path, ident, meta = (text, ident, meta) if n == 3 else (path, text, meta) if n == 4 \
+                    else (path, ident, text)
+        try:
+            doc = json.loads(meta) if meta else {}
+        except ValueError:
+            raise CorruptError(f"{where}: node {path!r}: metadata is not JSON") from None
+        cls = doc.get("class_name", "") if isinstance(doc, dict) else ""
+        name = doc.get("name", "") if isinstance(doc, dict) else ""
+        nodes.append(KerasNode(node_id, path, ident, str(cls), str(name)))
+    return nodes
+
+
+__all__ = ["KerasNode", "parse"]
