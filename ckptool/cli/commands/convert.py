@@ -81,7 +81,7 @@ def command(src: str, dst: str, to: str | None, match: tuple[str, ...], exclude:
     """
     from ckptool.ops.transform.keras_convert import keras_target
 
-    if template is not None or keras_target(dst) is not None:
+    if template is not None or (keras_target(dst) is not None and to is None):
         _bridge(src, dst, template, dry_run, allow_missing, allow_unused, force, no_sync, as_json)
         return
     if dry_run or allow_missing or allow_unused:
@@ -124,7 +124,8 @@ def _bridge(src: str, dst: str, template: str | None, dry_run: bool, allow_missi
         width = max((len(a) for a, _ in m.pairs), default=0)
         for tf_name, keras_name in m.pairs:
             a, b = (tf_name, keras_name) if result.format != "tf" else (keras_name, tf_name)
-            click.echo(f"{a:<{width}}  ->  {b}")
+            shape = m.shapes.get(keras_name)
+            click.echo(f"{a:<{width}}  ->  {b}  {shape if shape is not None else ''}".rstrip())
         for name in result.kept:
             click.echo(f"{'(kept from template)':<{width}}  ->  {name}")
         for name in result.unused:

@@ -137,6 +137,50 @@ def layer_classes(config: Any) -> dict[str, str]:
     return out
 
 
+class _ZipWindow(io.RawIOBase):
+    """A stored (uncompressed) zip member as a seekable read-only file, for h5py: positioned
+    reads of the archive, never the whole member in memory."""
+
+    def __init__(self, path: str, info: zipfile.ZipInfo):
+        super().__init__()
+        self._f = open(path, "rb")  # noqa: SIM115 - closed by close()
+        self._f.seek(info.header_offset)
+        head = self._f.read(30)
+        if len(head) != 30 or head[:4] != b"PK\x03\x04":
+            self._f.close()
+            raise CorruptError(f"{path}: member {info.filename}: bad local header")
+        start = info.header_offset + 30 + int.from_bytes(head[26:28], "little") + int.from_bytes(head[28:30], "little")
+        self._start, self._size, self._pos = start, info.file_size, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        base = {0: 0, 1: self._pos, 2: self._size}[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def readinto(self, b: Any) -> int:
+        n = max(0, min(len(b), self._size - self._pos))
+        if n == 0:
+            return 0
+        data = os.pread(self._f.fileno(), n, self._start + self._pos)
+        b[:len(data)] = data
+        self._pos += len(data)
+        return len(data)
+
+    def close(self) -> None:
+        if not self._f.closed:
+            self._f.close()
+        super().close()
+
+
 class KerasCheckpoint(Checkpoint):
     """A Keras 3 weights file, read as a checkpoint (names are HDF5 paths)."""
 
@@ -153,6 +197,7 @@ class KerasCheckpoint(Checkpoint):
         self.metadata: Any = None
         self._h5: list[Any] = []
         self._zip: zipfile.ZipFile | None = None
+        self._windows: list[_ZipWindow] = []
         try:
             self._open()
         except BaseException:
@@ -210,10 +255,15 @@ class KerasCheckpoint(Checkpoint):
                         setattr(self, attr, json.loads(zf.read(member)))
                     except ValueError as exc:
                         raise CorruptError(f"{p}: {member} is not JSON: {exc}") from None
-            data = zf.read(WEIGHTS_MEMBER)
+            info = zf.getinfo(WEIGHTS_MEMBER)
+            if info.compress_type == zipfile.ZIP_STORED:  # as Keras writes it: read in place
+                source: Any = _ZipWindow(p, info)
+                self._windows.append(source)
+            else:
+                source = io.BytesIO(zf.read(WEIGHTS_MEMBER))
         except zipfile.BadZipFile as exc:
             raise CorruptError(f"{p}: not a .keras (zip) file: {exc}") from None
-        self._add_h5(io.BytesIO(data), f"{p}:{WEIGHTS_MEMBER}", len(data))
+        self._add_h5(source, f"{p}:{WEIGHTS_MEMBER}", info.file_size)
 
     def _open_sharded(self, p: str) -> None:
         try:
@@ -252,6 +302,9 @@ class KerasCheckpoint(Checkpoint):
         if self._zip is not None:
             self._zip.close()
             self._zip = None
+        for w in self._windows:
+            w.close()
+        self._windows = []
 
     def __repr__(self) -> str:
         return f"<ckptool.Checkpoint keras {self.path!r}>"

@@ -93,7 +93,11 @@ def convert(src: str, dst: str, *, to: str | None = None, match=(), exclude=(), 
         raise UsageError(no_template_message(src, dst))
     opened = open_specs(src, keep_slices)
     try:
-        ids = checkpoint_identity(opened.checkpoint) if opened.checkpoint is not None else [src]
+        from ckptool.ops.read.keras import KerasCheckpoint
+
+        ck = opened.checkpoint
+        ids = list(ck.files) if isinstance(ck, KerasCheckpoint) else \
+            checkpoint_identity(ck) if ck is not None else [src]
         _check_not_source(dst, ids)
         fmt = target_format(dst, to)
         if fmt not in FORMATS:

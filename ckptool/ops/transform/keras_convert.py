@@ -68,6 +68,10 @@ def _check(mapping: Mapping, src: str, template: str, missing: list[str], unused
     if missing and not allow_missing:
         raise RefusedError(f"template {template}: {len(missing)} entries have no source in {src}: "
                            f"{_shown(missing)}{why}; --allow-missing keeps the template's values")
+    if unused and not allow_unused and all(n.startswith(("optimizer/", "model/optimizer/")) for n in unused):
+        raise RefusedError(f"{src}: its optimizer state ({len(unused)} variables: {_shown(unused)}) has no place in "
+                           f"template {template}{why}: save the template with the optimizer built "
+                           "(model.optimizer.build(model.trainable_variables)), or --allow-unused leaves it out")
     if unused and not allow_unused:
         raise RefusedError(f"{src}: {len(unused)} variables have no place in template {template}: "
                            f"{_shown(unused)}{why}; --allow-unused leaves them out")
@@ -196,7 +200,7 @@ def _from_metadata(src: str, dst: str, dry_run: bool, allow_unused: bool, force:
 
     with open_checkpoint(src) as ck:
         pairs, groups = plan(ck, src)
-        mapping = Mapping(pairs=pairs)
+        mapping = Mapping(pairs=pairs, shapes={k: list(ck.variable(t).shape) for t, k in pairs})
         mapped = {t for t, _ in pairs}
         for v in ck.variables():
             if v.name in mapped:

@@ -35,6 +35,7 @@ class Mapping:
     surplus is left over); ``ignored`` TF keys that Keras 3 does not keep."""
 
     pairs: list[tuple[str, str]] = field(default_factory=list)
+    shapes: dict[str, list[int]] = field(default_factory=dict)  # Keras dataset -> its shape
     tf_left: list[str] = field(default_factory=list)
     keras_left: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
@@ -130,6 +131,7 @@ class _Matcher:
         self.k_of[nid] = kname
         tv, ke = self.tf.variable(key), self.kc.entries[kname]
         kv = self.kc.variable(kname)
+        self.out.shapes[kname] = list(ke.shape)
         if tuple(tv.shape) != tuple(ke.shape) or tv.dtype != kv.dtype:
             self.out.problems.append(f"shape mismatch: {key} is {tv.dtype} {list(tv.shape)}, "
                                      f"{kname} is {kv.dtype} {list(ke.shape)}")
@@ -302,7 +304,8 @@ def map_keras(tf: Checkpoint, kc: KerasCheckpoint) -> Mapping:
 
 
 def describe(mapping: Mapping) -> dict[str, Any]:
-    return {"pairs": [{"tf": t, "keras": k} for t, k in mapping.pairs], "tf_unused": mapping.tf_left,
+    return {"pairs": [{"tf": t, "keras": k, "shape": mapping.shapes.get(k)} for t, k in mapping.pairs],
+            "tf_unused": mapping.tf_left,
             "keras_unfilled": mapping.keras_left, "problems": mapping.problems,
             "notes": mapping.notes, "ignored": mapping.ignored}
 
