@@ -41,7 +41,8 @@ from ckptool.cli.common import (
 @click.option("--template", metavar="TEMPLATE",
               help="Keras 3 bridge: TF checkpoint -> DST.weights.h5 / DST.keras shaped like TEMPLATE (what the "
                    "Keras 3 model saved), or Keras 3 SRC -> TF checkpoint DST shaped like TEMPLATE (the old "
-                   "tf.keras checkpoint). Variables are placed by structure.")
+                   "tf.keras checkpoint). Variables are placed by structure. Without it, a Functional or Sequential "
+                   "SavedModel converts to DST.weights.h5 from its keras_metadata.pb.")
 @click.option("--dry-run", is_flag=True, help="With --template: print the mapping (SRC name -> DST name, shape), "
                                               "write nothing.")
 @click.option("--allow-missing", is_flag=True,
