@@ -283,7 +283,14 @@ def map_keras(tf: Checkpoint, kc: KerasCheckpoint) -> Mapping:
     m = _Matcher(g, tf, kc)
     tree = _keras_tree(kc)
     root = dict(g.nodes[0].children)
-    model = root.get("model", 0) if not any(_LAYER_K.match(n) for n in root) else 0
+    model = 0
+    if not any(_LAYER_K.match(n) for n in root):
+        # tf.train.Checkpoint(model=..., optimizer=...): the model is the root's one other child with
+        # variables (under any name), unless the Keras file has that name (a subclassed model's attribute)
+        kids = [(n, c) for n, c in root.items()
+                if n not in ("optimizer", "root") and c not in m.var_key and m.has_vars(c)]
+        if len(kids) == 1 and kids[0][0].lstrip("_") not in {k.lstrip("_") for k in tree.children}:
+            model = kids[0][1]
     opt = root.get("optimizer", dict(g.nodes[model].children).get("optimizer"))
     m.tf_order(model, set())
     m.match(model, tree, "")
