@@ -68,7 +68,9 @@ def _check(mapping: Mapping, src: str, template: str, missing: list[str], unused
     if missing and not allow_missing:
         raise RefusedError(f"template {template}: {len(missing)} entries have no source in {src}: "
                            f"{_shown(missing)}{why}; --allow-missing keeps the template's values")
-    if unused and not allow_unused and all(n.startswith(("optimizer/", "model/optimizer/")) for n in unused):
+    no_optimizer = not any(k.startswith("optimizer/") for _, k in mapping.pairs)
+    if unused and not allow_unused and no_optimizer and all(n.startswith(("optimizer/", "model/optimizer/"))
+                                                            for n in unused):
         raise RefusedError(f"{src}: its optimizer state ({len(unused)} variables: {_shown(unused)}) has no place in "
                            f"template {template}{why}: save the template with the optimizer built "
                            "(model.optimizer.build(model.trainable_variables)), or --allow-unused leaves it out")
@@ -206,7 +208,7 @@ def _from_metadata(src: str, dst: str, dry_run: bool, allow_unused: bool, force:
             if v.name in mapped:
                 continue
             if v.name == OBJECT_GRAPH_KEY or v.name.startswith(("save_counter/", "keras_api/")) or \
-                    v.name.startswith("optimizer/") and v.name.split("/")[1] in _LEGACY_HYPER:
+                    v.name.startswith("optimizer/") and v.name.split("/")[1] in _NOT_STATE:
                 mapping.ignored.append(v.name)
             else:
                 mapping.tf_left.append(v.name)
@@ -230,7 +232,9 @@ def _from_metadata(src: str, dst: str, dry_run: bool, allow_unused: bool, force:
     return result
 
 
-_LEGACY_HYPER = {"beta_1", "beta_2", "decay", "epsilon", "rho", "momentum", "initial_accumulator_value"}
+#: optimizer variables Keras 3 keeps as config, not state: legacy hyperparameters, a schedule's current value
+_NOT_STATE = {"beta_1", "beta_2", "decay", "epsilon", "rho", "momentum", "initial_accumulator_value",
+              "_current_learning_rate"}
 
 
 def no_template_message(src: str, dst: str) -> str:

@@ -24,7 +24,8 @@ from ckptool.ops.read.keras import KerasCheckpoint
 
 _LAYER_K = re.compile(r"^layer-(\d+)$")
 _LAYER_W = re.compile(r"^layer_with_weights-(\d+)$")
-#: Legacy (tf.keras < 2.11) optimizer hyperparameters: Keras 3 keeps them in the config, not as state.
+#: Legacy (tf.keras < 2.11) optimizer hyperparameters: Keras 3 keeps them in the config, not as state
+#: (as it keeps a schedule's current value, TF >= 2.11's ``_current_learning_rate``).
 _HYPER = {"beta_1", "beta_2", "decay", "epsilon", "rho", "momentum", "initial_accumulator_value"}
 
 
@@ -226,23 +227,23 @@ class _Matcher:
         kids = dict(self.g.nodes[opt].children)
         tf_side = optimizer_slots(self.g, opt, self.model_order, self.var_key, partial=True)
         for n, c in kids.items():
-            if n in _HYPER and c in self.var_key and "_iterations" not in kids:
+            if c in self.var_key and (n in _HYPER and "_iterations" not in kids or n == "_current_learning_rate"):
                 self.claimed.add(c)
                 self.out.ignored.append(self.var_key[c])
         for t, kn in zip(tf_side, kv):
             if t is not None:
                 self.pair(t, kn)
         if len(tf_side) != len(kv):
-            self.out.notes.append(f"optimizer: TF has {len(tf_side) - 2} slot variables, Keras "
-                                  f"{k.path}/vars has {max(0, len(kv) - 2)} (after iterations and learning_rate)")
+            self.out.notes.append(f"optimizer: TF has {len(tf_side)} variables (iterations, learning rate, "
+                                  f"slots), Keras {k.path}/vars has {len(kv)}")
 
 
 def optimizer_slots(g: ObjectGraph, opt: int, model_order: list[int], var_key: dict[int, str],
                     partial: bool = False) -> list[Any]:
     """The TF variable nodes of an optimizer in Keras 3's ``optimizer/vars`` order: iterations,
-    learning_rate, then the slots per trainable variable. TF >= 2.11: ``_variables/1..`` in
-    order; legacy: each variable's slots (``m``, ``v``, ...) in ``model_order``. A missing
-    iterations or learning_rate is None with ``partial``, else the answer is empty."""
+    learning_rate (none under a schedule), then the slots per trainable variable. TF >= 2.11:
+    ``_variables/1..`` in order; legacy: each variable's slots (``m``, ``v``, ...) in
+    ``model_order``. A missing iterations is None with ``partial``, else the answer is empty."""
     kids = dict(g.nodes[opt].children)
     slots: list[int] = []
     if "_iterations" in kids:
@@ -261,10 +262,10 @@ def optimizer_slots(g: ObjectGraph, opt: int, model_order: list[int], var_key: d
             by_var.setdefault(s.original_variable_node_id, {})[s.slot_name] = s.slot_variable_node_id
         for v in model_order:
             slots.extend(by_var[v][n] for n in names if n in by_var.get(v, {}))
-    head = [x if x is not None and x in var_key else None for x in (it, lr)]
-    if None in head and not partial:
-        return []
-    return head + slots
+    if it is None or it not in var_key:
+        return [None] + slots if partial else []
+    # a learning-rate schedule keeps no learning_rate variable, in tf.keras as in Keras 3
+    return [it] + ([lr] if lr is not None and lr in var_key else []) + slots
 
 
 def _graph(tf: Checkpoint) -> ObjectGraph:
