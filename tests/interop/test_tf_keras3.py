@@ -168,3 +168,33 @@ def test_savedmodel_subclassed_needs_a_template(tmp_path):
     old.save(str(tmp_path / "sm"), save_format="tf")
     r = completed("convert", tmp_path / "sm", tmp_path / "new.weights.h5")
     assert r.returncode == 2 and "--template" in r.stderr and not (tmp_path / "new.weights.h5").exists()
+
+
+def _optimizer(k, which):
+    o = k.optimizers
+    return {"sgd_momentum": lambda: o.SGD(0.01, momentum=0.9), "rmsprop": lambda: o.RMSprop(0.01),
+            "adamw": lambda: o.AdamW(0.01), "amsgrad": lambda: o.Adam(0.01, amsgrad=True),
+            "schedule": lambda: o.Adam(o.schedules.ExponentialDecay(0.01, 10, 0.9))}[which]()
+
+
+@pytest.mark.parametrize("which", ["sgd_momentum", "rmsprop", "adamw", "amsgrad", "schedule"])
+def test_other_optimizers(tmp_path, which):
+    """Slots of other optimizers, and a schedule (no learning_rate variable on either side)."""
+    tf_keras.utils.set_random_seed(4)
+    old, x, y = gen.build(tf_keras, "sequential")
+    old.compile(optimizer=_optimizer(tf_keras, which), loss="mse")
+    old.fit(x, y, batch_size=8, epochs=1, verbose=0)
+    old.save_weights(str(tmp_path / "tf" / "ckpt"))
+    new, _, _ = gen.build(keras, "sequential")
+    new.compile(optimizer=_optimizer(keras, which), loss="mse")
+    new.optimizer.build(new.trainable_variables)
+    new.save_weights(str(tmp_path / "t.weights.h5"))
+    convert_keras(str(tmp_path / "tf" / "ckpt"), str(tmp_path / "o.weights.h5"), str(tmp_path / "t.weights.h5"))
+    new.load_weights(str(tmp_path / "o.weights.h5"))
+    for a, b in zip(new.get_weights(), old.get_weights()):
+        assert _bits(a) == _bits(b)
+    kv, tv = new.optimizer.variables, old.optimizer.variables
+    first = 1 if which == "schedule" else 2
+    assert len(kv) - first == len(tv) - 1 and int(kv[0].numpy()) == int(tv[0].numpy())
+    for a, b in zip(kv[first:], tv[1:]):
+        assert _bits(a.numpy()) == _bits(b.numpy())
