@@ -9,6 +9,8 @@ import h5py
 import ml_dtypes
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import ckptool
 from ckptool.errors import CorruptError, RefusedError, UnsupportedError, UsageError
@@ -224,3 +226,71 @@ def test_no_template_says_plainly_when_one_is_needed(tmp_path):
     r = completed("convert", os.path.join(DATA, "functional", "savedmodel"), tmp_path / "x.keras")
     assert r.returncode == 2 and "--template" in r.stderr
     assert not os.listdir(tmp_path)
+
+
+def test_hostile_h5_layouts_are_errors_not_tracebacks(tmp_path):
+    p = tmp_path / "cycle.weights.h5"
+    with h5py.File(p, "w") as f:
+        g = f.create_group("layers/dense")
+        g.create_dataset("vars/0", data=np.ones(2, np.float32))
+        g["back"] = f["layers"]  # a hard link to an ancestor: a cycle
+    with pytest.raises(CorruptError, match="reached twice"):
+        ckptool.open(str(p))
+    p = tmp_path / "null.weights.h5"
+    with h5py.File(p, "w") as f:
+        f.create_dataset("vars/0", data=h5py.Empty("f4"))
+    with pytest.raises(UnsupportedError, match="null dataspace"):
+        ckptool.open(str(p))
+    p = tmp_path / "strings.weights.h5"
+    with h5py.File(p, "w") as f:
+        f.create_dataset("vars/0", data=np.array([b"a", b"bc"], dtype=h5py.string_dtype()))
+    with ckptool.open(str(p)) as ck:  # HDF5 strings read as TF strings: bytes
+        assert ck.variable("vars/0").dtype == "string" and ck.read("vars/0").tolist() == [b"a", b"bc"]
+    p = tmp_path / "compound.weights.h5"
+    with h5py.File(p, "w") as f:
+        f.create_dataset("vars/0", data=np.zeros(2, dtype=[("a", "i4"), ("b", "f4")]))
+    r = completed("list-variables", p)
+    assert r.returncode == 1 and r.stderr.startswith("ckptool: error: ") and "vars/0" in r.stderr, r.stderr
+    src = open(os.path.join(DATA, "mha", "template.weights.h5"), "rb").read()
+    for cut in (100, 1000, len(src) // 2, len(src) - 100):
+        p = tmp_path / f"cut{cut}.weights.h5"
+        p.write_bytes(src[:cut])
+        r = completed("inspect", "--verify", p)
+        assert r.returncode == 1 and r.stderr.startswith("ckptool: error: ") and "Traceback" not in r.stderr, r.stderr
+    z = tmp_path / "bad.keras"
+    z.write_bytes(b"PK\x03\x04 not really a zip")
+    r = completed("inspect", z)
+    assert r.returncode == 1 and "zip" in r.stderr
+
+
+_DTYPES = ["float16", "float32", "float64", "int8", "int32", "int64", "uint8", "bool", "bfloat16"]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(["layers/dense", "layers/dense_1", "layers/lstm/cell", "optimizer", ""]),
+                          st.sampled_from(_DTYPES), st.lists(st.integers(0, 4), max_size=3)),
+                min_size=1, max_size=8))
+def test_reader_equals_h5py_on_random_files(tmp_path, items):
+    """Any file laid out as Keras lays one out: names, dtypes, shapes and values as h5py reads them
+    (bfloat16 as Keras writes it: a 2-byte opaque type with a dtype attribute)."""
+    p = tmp_path / "r.weights.h5"
+    rng = np.random.default_rng(len(items))
+    want = {}
+    counts: dict = {}
+    with h5py.File(p, "w") as f:
+        for group, dt, shape in items:
+            i = counts.setdefault(group, 0)
+            counts[group] += 1
+            name = f"{group}/vars/{i}" if group else f"vars/{i}"
+            value = (rng.standard_normal(shape) * 50).astype(ml_dtypes.bfloat16 if dt == "bfloat16" else dt)
+            want[name] = (dt, value)
+            if dt == "bfloat16":
+                f.create_dataset(name, data=value).attrs["dtype"] = "bfloat16"
+            else:
+                f.create_dataset(name, data=value)
+    with ckptool.open(str(p)) as ck:
+        assert ck.names() == sorted(want)
+        for name, (dt, value) in want.items():
+            v = ck.variable(name)
+            assert (v.dtype, v.shape) == (dt, value.shape)
+            assert _bits(ck.read(name)) == _bits(value)

@@ -76,7 +76,15 @@ def _attr_text(value: Any) -> str:
 
 def scan_h5(h5: Any, where: str, size: int, file_index: int = 0) -> tuple[list[_Entry], dict[str, tuple[str, int]]]:
     """Every dataset of an open h5 file (links and layouts checked as Keras checks them), and
-    every ``vars`` group's owner path -> (its ``name`` attribute, address)."""
+    every ``vars`` group's owner path -> (its ``name`` attribute, address). A damaged file is
+    a CorruptError, whatever h5py raised."""
+    try:
+        return _scan(h5, where, size, file_index)
+    except (OSError, ValueError, KeyError, RuntimeError, TypeError) as exc:
+        raise CorruptError(f"{where}: damaged HDF5 file: {exc}") from None
+
+
+def _scan(h5: Any, where: str, size: int, file_index: int) -> tuple[list[_Entry], dict[str, tuple[str, int]]]:
     import ml_dtypes
     import numpy as np
 
@@ -84,6 +92,7 @@ def scan_h5(h5: Any, where: str, size: int, file_index: int = 0) -> tuple[list[_
     entries: list[_Entry] = []
     groups: dict[str, tuple[str, int]] = {}
     stack = [("", h5)]
+    seen_groups: set[int] = set()
     while stack:
         base, group = stack.pop()
         for name in group:
@@ -94,6 +103,9 @@ def scan_h5(h5: Any, where: str, size: int, file_index: int = 0) -> tuple[list[_
             obj = group[name]
             addr = int(h5py.h5o.get_info(obj.id).addr)
             if isinstance(obj, h5py.Group):
+                if addr in seen_groups:  # a hard link back into the tree: Keras would loop too
+                    raise CorruptError(f"{where}: group {full!r} is reached twice (a hard-linked group)")
+                seen_groups.add(addr)
                 if name == "vars":
                     groups[base] = (_attr_text(obj.attrs.get("name", "")), addr)
                 stack.append((full, obj))
@@ -108,7 +120,9 @@ def scan_h5(h5: Any, where: str, size: int, file_index: int = 0) -> tuple[list[_
             dt = obj.dtype
             if dt.kind == "V" and dt.itemsize == 2 and _attr_text(obj.attrs.get("dtype", "")) == "bfloat16":
                 dt = np.dtype(ml_dtypes.bfloat16)
-            shape = tuple(int(d) for d in obj.shape) if obj.shape is not None else ()
+            if obj.shape is None:
+                raise UnsupportedError(f"{where}: dataset {full!r} is empty (a null dataspace), not an array")
+            shape = tuple(int(d) for d in obj.shape)
             declared = dt.itemsize
             for d in shape:
                 declared *= d
