@@ -163,6 +163,9 @@ def test_errors_name_both_sides_and_write_nothing(tmp_path):
     assert "VARIABLE_VALUE" in r.stderr or "layer-" in r.stderr
     r = completed("convert", ckpt, dst)
     assert r.returncode == 2 and "--template" in r.stderr
+    r = completed("convert", ckpt, dst, "--template", os.path.join(DATA, "mha", "template.weights.h5"), "--cast",
+                  "float32=bfloat16")
+    assert r.returncode == 2 and "--cast" in r.stderr
     with pytest.raises(UsageError):
         convert_keras(ckpt, str(tmp_path / "x.keras"), os.path.join(DATA, "mha", "template.weights.h5"))
     assert not os.listdir(tmp_path)

@@ -83,6 +83,13 @@ def command(src: str, dst: str, to: str | None, match: tuple[str, ...], exclude:
     from ckptool.ops.transform.keras_convert import keras_target
 
     if template is not None or (keras_target(dst) is not None and to is None):
+        given = [flag for flag, on in (("--to", to), ("--match", match), ("--exclude", exclude), ("--cast", casts),
+                                       ("--allow-overflow", allow_overflow), ("--names", names != "full"),
+                                       ("--shards", shards != 1), ("--keep-slices", keep_slices),
+                                       ("--skip-unsupported", skip_unsupported)) if on]
+        if given:
+            raise click.UsageError(f"{given[0]} does not go with a Keras 3 conversion (--template, or a "
+                                   ".weights.h5/.keras DST): the template decides what is written")
         _bridge(src, dst, template, dry_run, allow_missing, allow_unused, force, no_sync, as_json)
         return
     if dry_run or allow_missing or allow_unused:
