@@ -198,3 +198,45 @@ def test_other_optimizers(tmp_path, which):
     assert len(kv) - first == len(tv) - 1 and int(kv[0].numpy()) == int(tv[0].numpy())
     for a, b in zip(kv[first:], tv[1:]):
         assert _bits(a.numpy()) == _bits(b.numpy())
+
+
+@pytest.mark.parametrize("form", ["weights.h5", "keras"])
+def test_template_with_unbuilt_optimizer(tmp_path, form):
+    """The template saved right after compile (Keras 3 wrote only iterations and learning_rate):
+    the Adam moments are added, and Keras 3 loads them."""
+    name = "functional"
+    new, _, _ = gen.build(keras, name)
+    new.compile(optimizer=keras.optimizers.Adam(0.01), loss="mse")
+    template = str(tmp_path / f"t.{form}")
+    new.save_weights(template) if form == "weights.h5" else new.save(template)
+    dst = str(tmp_path / f"o.{form}")
+    convert_keras(os.path.join(DATA, name, "tf", "ckpt"), dst, template)
+    if form == "keras":
+        model = keras.saving.load_model(dst)
+    else:
+        model = _keras3_model(name)
+        model.load_weights(dst)
+    _check_keras3(model, name)
+
+
+def test_plain_sgd_and_no_optimizer_in_template(tmp_path):
+    """tf.keras keeps momentum slots for a plain SGD, Keras 3 none: they are not carried; a template
+    without an optimizer takes the weights alone."""
+    tf_keras.utils.set_random_seed(4)
+    old, x, y = gen.build(tf_keras, "sequential")
+    old.compile(optimizer=tf_keras.optimizers.SGD(0.01), loss="mse")
+    old.fit(x, y, batch_size=8, epochs=1, verbose=0)
+    old.save_weights(str(tmp_path / "tf" / "ckpt"))
+    for compiled in (True, False):
+        new, _, _ = gen.build(keras, "sequential")
+        if compiled:
+            new.compile(optimizer=keras.optimizers.SGD(0.01), loss="mse")
+            new.optimizer.build(new.trainable_variables)
+        new.save_weights(str(tmp_path / f"t{compiled}.weights.h5"))
+        dst = str(tmp_path / f"o{compiled}.weights.h5")
+        convert_keras(str(tmp_path / "tf" / "ckpt"), dst, str(tmp_path / f"t{compiled}.weights.h5"))
+        new.load_weights(dst)
+        for a, b in zip(new.get_weights(), old.get_weights()):
+            assert _bits(a) == _bits(b)
+        if compiled:
+            assert int(new.optimizer.iterations.numpy()) == int(old.optimizer.iterations.numpy())

@@ -179,13 +179,41 @@ def test_errors_name_both_sides_and_write_nothing(tmp_path):
     assert r.returncode == 0 and dst.exists(), r.stderr
     r = completed("convert", ckpt, dst, "--template", t, "--allow-missing")
     assert r.returncode == 1 and "--force" in r.stderr
-    # a template without the optimizer: the SRC's Adam state is left over
+    # a SRC variable the template has no place for: refused unless --allow-unused
     with h5py.File(t, "r+") as h5:
-        del h5["optimizer"], h5["extra"]
+        del h5["extra"], h5["layers/dense/vars/1"]
     r = completed("convert", ckpt, tmp_path / "y.weights.h5", "--template", t)
-    assert r.returncode == 1 and "optimizer/_iterations" in r.stderr and "--allow-unused" in r.stderr
+    assert r.returncode == 1 and "layer_with_weights-1/bias" in r.stderr and "--allow-unused" in r.stderr, r.stderr
     r = completed("convert", ckpt, tmp_path / "y.weights.h5", "--template", t, "--allow-unused", "--dry-run")
     assert r.returncode == 0 and "(left out)" in r.stdout and not (tmp_path / "y.weights.h5").exists()
+
+
+def test_optimizer_state_when_both_sides_have_it(tmp_path):
+    """A template without an optimizer takes the weights alone; one whose optimizer was not built
+    (only iterations and learning_rate saved) gets the slots added in Keras 3's order."""
+    name = "functional"
+    ckpt = os.path.join(DATA, name, "tf", "ckpt")
+    t = tmp_path / "t.weights.h5"
+    shutil.copy(os.path.join(DATA, name, "template.weights.h5"), t)
+    with h5py.File(t, "r+") as h5:
+        del h5["optimizer"]
+    r = completed("convert", ckpt, tmp_path / "w.weights.h5", "--template", t)
+    assert r.returncode == 0 and "not carried" in r.stderr, r.stderr
+    got = _h5_values(tmp_path / "w.weights.h5")
+    assert not any(n.startswith("optimizer") for n in got) and len(got) == 11
+    shutil.copy(os.path.join(DATA, name, "template.weights.h5"), t)
+    with h5py.File(t, "r+") as h5:
+        for i in range(2, len(h5["optimizer/vars"])):
+            del h5[f"optimizer/vars/{i}"]
+    r = completed("convert", ckpt, tmp_path / "o.weights.h5", "--template", t)
+    assert r.returncode == 0 and "added" in r.stderr, r.stderr
+    got, truth = _h5_values(tmp_path / "o.weights.h5"), _h5_values(os.path.join(DATA, name, "truth.weights.h5"))
+    assert sorted(got) == sorted(truth)
+    for n in truth:
+        assert _bits(got[n][0]) == _bits(truth[n][0]), n
+    # the way back from a Keras file without slots keeps the TF template's (not carried)
+    r = completed("convert", t, tmp_path / "back" / "ckpt", "--template", ckpt)
+    assert r.returncode == 0, r.stderr
 
 
 def test_refuses_what_keras_refuses(tmp_path):

@@ -134,6 +134,10 @@ def _bridge(src: str, dst: str, template: str | None, dry_run: bool, allow_missi
             a, b = (tf_name, keras_name) if result.format != "tf" else (keras_name, tf_name)
             shape = m.shapes.get(keras_name)
             click.echo(f"{a:<{width}}  ->  {b}  {shape if shape is not None else ''}".rstrip())
+        for tf_name, keras_name in m.added:
+            click.echo(f"{tf_name:<{width}}  ->  {keras_name}  {m.shapes.get(keras_name)}  (added)")
+        for name in m.not_carried:
+            click.echo(f"{name:<{width}}  ->  (not carried: the other side has no optimizer state)")
         for name in result.kept:
             click.echo(f"{'(kept from template)':<{width}}  ->  {name}")
         for name in result.unused:
@@ -142,8 +146,10 @@ def _bridge(src: str, dst: str, template: str | None, dry_run: bool, allow_missi
             note(f"structure differs: {line}")
         for name in m.ignored:
             click.echo(f"{name:<{width}}  ->  (not carried: Keras keeps no such state)")
-        note(f"dry run: {len(m.pairs)} tensors would be written to {dst}; nothing written")
+        note(f"dry run: {len(m.pairs) + len(m.added)} tensors would be written to {dst}; nothing written")
         return
+    for line in m.notes:
+        note(line)
     kept = f", {len(result.kept)} kept from the template" if result.kept else ""
     shaped = f"shaped like {template}" if template else "layout from keras_metadata.pb"
     note(f"converted {src} -> {dst} ({result.format}, {shaped}): {result.filled} tensors{kept}")

@@ -103,17 +103,18 @@ def convert_keras(src: str, dst: str, template: str | None, *, dry_run: bool = F
         tf, kc = (s, t) if to_keras else (t, s)
         if not isinstance(kc, KerasCheckpoint):  # pragma: no cover - is_keras_path said so
             raise UsageError(f"{template}: not a Keras 3 file")
-        mapping = map_keras(tf, kc)
+        mapping = map_keras(tf, kc, to_keras)
         missing, unused = (mapping.keras_left, mapping.tf_left) if to_keras else (mapping.tf_left, mapping.keras_left)
         _check(mapping, src, template, missing, unused, allow_missing, allow_unused)
         result = KerasResult(dst, kind or TF, mapping, dry_run, kept=list(missing), unused=list(unused))
-        result.filled = len(mapping.pairs)
+        result.filled = len(mapping.pairs) + len(mapping.added)
         ids = checkpoint_identity(s) if not to_keras or not isinstance(s, KerasCheckpoint) else list(s.files)
         ids += list(t.files) if isinstance(t, KerasCheckpoint) else checkpoint_identity(t)
         if dry_run:
             _check_dst(dst, kind, force, ids)
             return result
         values = {(k if to_keras else tk): (s, tk if to_keras else k) for tk, k in mapping.pairs}
+        values.update({k: (s, tk) for tk, k in mapping.added})  # new datasets (an unbuilt optimizer's slots)
         if kind is None:
             result.files = _write_tf(dst, t, values, force, ids, sync)
         else:
@@ -129,7 +130,9 @@ def _check_dst(dst: str, kind: str | None, force: bool, ids: list[str]) -> None:
 
 
 def _fill_h5(path: str, values: dict[str, Any]) -> None:
-    """Replace the datasets of the h5 file at ``path`` (a copy of the template) in place."""
+    """Replace the datasets of the h5 file at ``path`` (a copy of the template) in place; a name
+    the template lacks is created (an unbuilt optimizer's slots, after its existing datasets)."""
+    import ml_dtypes
     import numpy as np
 
     h5py = import_h5py()
@@ -137,6 +140,11 @@ def _fill_h5(path: str, values: dict[str, Any]) -> None:
         for name, (ck, key) in values.items():
             arr = np.asarray(ck.read(key))
             arr = arr if arr.flags.c_contiguous else arr.copy(order="C")
+            if name not in h5:
+                ds = h5.create_dataset(name, data=arr)
+                if arr.dtype == ml_dtypes.bfloat16:
+                    ds.attrs["dtype"] = "bfloat16"
+                continue
             ds = h5[name]
             if ds.dtype.kind == "V" and arr.dtype.itemsize == ds.dtype.itemsize:
                 arr = arr.view(ds.dtype)  # Keras's bfloat16: a 2-byte opaque type

@@ -41,6 +41,8 @@ class Mapping:
     keras_left: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # where the two structures differ (counts)
+    added: list[tuple[str, str]] = field(default_factory=list)  # (TF key, new Keras dataset): unbuilt optimizer
+    not_carried: list[str] = field(default_factory=list)  # optimizer state only one side has
     ignored: list[str] = field(default_factory=list)
 
 
@@ -219,9 +221,10 @@ class _Matcher:
 
     # -- the optimizer ------------------------------------------------------------
 
-    def optimizer(self, opt: int | None, k: _KNode | None) -> None:
-        if opt is None or k is None:
-            return
+    def optimizer(self, opt: int, k: _KNode, extend: bool) -> None:
+        """Both sides have optimizer state: pair it. When the Keras side has no slots (its optimizer
+        was not built: only iterations and learning_rate were saved) the TF slots are, with
+        ``extend`` (Keras is the destination), added after them in Keras 3's order; else not carried."""
         self.claimed.add(opt)
         kv = [k.own[i] for i in sorted(k.own)]
         kids = dict(self.g.nodes[opt].children)
@@ -230,10 +233,26 @@ class _Matcher:
             if c in self.var_key and (n in _HYPER and "_iterations" not in kids or n == "_current_learning_rate"):
                 self.claimed.add(c)
                 self.out.ignored.append(self.var_key[c])
+        head = 1 + ("_learning_rate" in kids or "learning_rate" in kids)
         for t, kn in zip(tf_side, kv):
             if t is not None:
                 self.pair(t, kn)
-        if len(tf_side) != len(kv):
+        if len(kv) == head and len(tf_side) > head:
+            extra = [t for t in tf_side[head:] if t is not None]
+            if extend:
+                for i, t in enumerate(extra, start=head):
+                    name = f"{k.path}/vars/{i}"
+                    self.claimed.add(t)
+                    self.out.added.append((self.var_key[t], name))
+                    self.out.shapes[name] = list(self.tf.variable(self.var_key[t]).shape)
+                self.out.notes.append(f"optimizer: {k.path}/vars holds no slots (the optimizer was not built "
+                                      f"before saving); the {len(extra)} slot variables are added after its "
+                                      "iterations and learning rate, in Keras 3's order")
+            else:
+                self.claimed.update(extra)
+                self.out.not_carried += [self.var_key[t] for t in extra]
+                self.out.notes.append(f"optimizer: {k.path}/vars holds no slots; the TF slots are not carried")
+        elif len(tf_side) != len(kv):
             self.out.notes.append(f"optimizer: TF has {len(tf_side)} variables (iterations, learning rate, "
                                   f"slots), Keras {k.path}/vars has {len(kv)}")
 
@@ -278,8 +297,38 @@ def _graph(tf: Checkpoint) -> ObjectGraph:
     return g
 
 
-def map_keras(tf: Checkpoint, kc: KerasCheckpoint) -> Mapping:
-    """The mapping between a Keras 2 TF checkpoint and a Keras 3 file of the same model."""
+def _optimizer_nodes(g: ObjectGraph, opt: int, var_key: dict[int, str]) -> list[int]:
+    """Every variable of an optimizer: reachable from its node, and its legacy slot variables."""
+    out, seen, stack = [], {opt}, [opt]
+    while stack:
+        for _, c in g.nodes[stack.pop()].children:
+            if c in var_key and c not in out:
+                out.append(c)
+            elif c not in seen:
+                seen.add(c)
+                stack.append(c)
+    out += [s.slot_variable_node_id for s in g.nodes[opt].slot_variables if s.slot_variable_node_id in var_key]
+    return out
+
+
+def _slots_expected(kc: KerasCheckpoint) -> bool:
+    """Whether the Keras 3 optimizer, built, has slots after iterations and learning_rate (its
+    ``config.json`` says, else its name): not a plain SGD (tf.keras keeps momentum slots for
+    one, Keras 3 none), nor one with EMA or gradient accumulation (other variables first)."""
+    comp = kc.config.get("compile_config") if isinstance(kc.config, dict) else None
+    opt = comp.get("optimizer") if isinstance(comp, dict) else None
+    if isinstance(opt, dict) and isinstance(opt.get("config"), dict):
+        c = opt["config"]
+        if c.get("use_ema") or c.get("gradient_accumulation_steps"):
+            return False
+        return not (opt.get("class_name") == "SGD" and not c.get("momentum"))
+    name = kc.groups.get("optimizer", ("",))[0]
+    return not name.lower().startswith("sgd")
+
+
+def map_keras(tf: Checkpoint, kc: KerasCheckpoint, to_keras: bool = True) -> Mapping:
+    """The mapping between a Keras 2 TF checkpoint and a Keras 3 file of the same model
+    (``to_keras``: the Keras file is the destination, which may gain optimizer slots)."""
     g = _graph(tf)
     m = _Matcher(g, tf, kc)
     tree = _keras_tree(kc)
@@ -295,9 +344,18 @@ def map_keras(tf: Checkpoint, kc: KerasCheckpoint) -> Mapping:
     opt = root.get("optimizer", dict(g.nodes[model].children).get("optimizer"))
     m.tf_order(model, set())
     m.match(model, tree, "")
-    m.optimizer(opt, tree.children.get("optimizer"))
-    mapped_tf = {t for t, _ in m.out.pairs}
-    mapped_k = {k for _, k in m.out.pairs}
+    kopt = tree.children.get("optimizer")
+    tf_opt = _optimizer_nodes(g, opt, m.var_key) if opt is not None else []
+    k_opt = kopt.datasets() if kopt is not None else []
+    if tf_opt and k_opt and kopt is not None and opt is not None:
+        m.optimizer(opt, kopt, to_keras and _slots_expected(kc))
+    elif tf_opt or k_opt:  # optimizer state on one side only: carried when both sides have it
+        m.claimed.update(tf_opt)
+        m.out.not_carried += [m.var_key[t] for t in tf_opt] + k_opt
+        m.out.notes.append(f"optimizer state not carried: only the {'TF checkpoint' if tf_opt else 'Keras file'} "
+                           "has it")
+    mapped_tf = {t for t, _ in m.out.pairs} | {t for t, _ in m.out.added} | set(m.out.not_carried)
+    mapped_k = {k for _, k in m.out.pairs} | set(m.out.not_carried)
     ignored = set(m.out.ignored)
     for v in tf.variables():
         n = v.name
@@ -315,7 +373,9 @@ def describe(mapping: Mapping) -> dict[str, Any]:
     return {"pairs": [{"tf": t, "keras": k, "shape": mapping.shapes.get(k)} for t, k in mapping.pairs],
             "tf_unused": mapping.tf_left,
             "keras_unfilled": mapping.keras_left, "problems": mapping.problems,
-            "notes": mapping.notes, "ignored": mapping.ignored}
+            "notes": mapping.notes, "ignored": mapping.ignored,
+            "added": [{"tf": t, "keras": k, "shape": mapping.shapes.get(k)} for t, k in mapping.added],
+            "not_carried": mapping.not_carried}
 
 
 __all__ = ["Mapping", "describe", "map_keras"]
