@@ -64,16 +64,11 @@ def _check(mapping: Mapping, src: str, template: str, missing: list[str], unused
     if mapping.problems:
         more = f" (and {len(mapping.problems) - 1} more)" if len(mapping.problems) > 1 else ""
         raise RefusedError(f"{src} -> template {template}: {mapping.problems[0]}{more}; nothing written")
-    why = f" ({mapping.notes[0]})" if mapping.notes else ""
+    notes = [n for n in mapping.notes if not n.startswith("optimizer")] or mapping.notes
+    why = f" ({notes[0]})" if notes else ""
     if missing and not allow_missing:
         raise RefusedError(f"template {template}: {len(missing)} entries have no source in {src}: "
                            f"{_shown(missing)}{why}; --allow-missing keeps the template's values")
-    no_optimizer = not any(k.startswith("optimizer/") for _, k in mapping.pairs)
-    if unused and not allow_unused and no_optimizer and all(n.startswith(("optimizer/", "model/optimizer/"))
-                                                            for n in unused):
-        raise RefusedError(f"{src}: its optimizer state ({len(unused)} variables: {_shown(unused)}) has no place in "
-                           f"template {template}{why}: save the template with the optimizer built "
-                           "(model.optimizer.build(model.trainable_variables)), or --allow-unused leaves it out")
     if unused and not allow_unused:
         raise RefusedError(f"{src}: {len(unused)} variables have no place in template {template}: "
                            f"{_shown(unused)}{why}; --allow-unused leaves them out")
@@ -108,8 +103,7 @@ def convert_keras(src: str, dst: str, template: str | None, *, dry_run: bool = F
         _check(mapping, src, template, missing, unused, allow_missing, allow_unused)
         result = KerasResult(dst, kind or TF, mapping, dry_run, kept=list(missing), unused=list(unused))
         result.filled = len(mapping.pairs) + len(mapping.added)
-        ids = checkpoint_identity(s) if not to_keras or not isinstance(s, KerasCheckpoint) else list(s.files)
-        ids += list(t.files) if isinstance(t, KerasCheckpoint) else checkpoint_identity(t)
+        ids = [f for ck in (s, t) for f in (ck.files if isinstance(ck, KerasCheckpoint) else checkpoint_identity(ck))]
         if dry_run:
             _check_dst(dst, kind, force, ids)
             return result
