@@ -1,4 +1,4 @@
-"""A SavedModel's ``keras_metadata.pb`` (written by Keras 2 / tf.keras): a ``SavedMetadata``
+"""A SavedModel's ``keras_metadata.pb`` (written by Keras 2 / tf.keras; docs/FORMAT.md §14.3): a ``SavedMetadata``
 message, ``repeated SavedObject nodes = 1``, each ``SavedObject`` holding ``node_id = 2``,
 ``node_path = 3`` (``root.layer_with_weights-0.cell``), ``identifier = 4``
 (``_tf_keras_layer``) and ``metadata = 5`` (a JSON document with ``class_name`` and ``name``).

@@ -1,6 +1,7 @@
 """Reading Keras 3 weight files as checkpoints: ``X.weights.h5``, ``X.keras`` (a zip holding
 ``config.json``, ``metadata.json`` and ``model.weights.h5``) and sharded ``X.weights.json`` beside
-``X_NNNNN.weights.h5``, laid out as Keras 3's ``keras.src.saving.saving_lib`` writes them.
+``X_NNNNN.weights.h5``, laid out as Keras 3's ``keras.src.saving.saving_lib`` writes them
+(docs/FORMAT.md §14.1).
 
 Names are the HDF5 paths of the datasets (``layers/dense/vars/0``). HDF5 is read through h5py,
 the optional extra ``ckptool[keras]``. What Keras refuses is refused here too: soft and external

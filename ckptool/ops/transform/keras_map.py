@@ -1,5 +1,6 @@
 """Which variable of a Keras 2 (tf.keras / tf_keras) TF-format checkpoint is which dataset of a
-Keras 3 weights file: the structural mapping behind ``convert --template`` both ways.
+Keras 3 weights file: the structural mapping behind ``convert --template`` both ways
+(docs/FORMAT.md §14).
 
 TF side: the object graph (``_CHECKPOINTABLE_OBJECT_GRAPH``), whose child order is creation
 order. Keras side: the HDF5 tree, whose write order is the object-header addresses. At each
