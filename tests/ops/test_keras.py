@@ -325,3 +325,12 @@ def test_reader_equals_h5py_on_random_files(tmp_path, items):
             v = ck.variable(name)
             assert (v.dtype, v.shape) == (dt, value.shape)
             assert _bits(ck.read(name)) == _bits(value)
+
+
+def test_without_h5py_the_error_names_the_extra(monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "h5py", None)  # import h5py raises ImportError
+    r = completed("list-variables", os.path.join(DATA, "mha", "template.weights.h5"))
+    assert r.returncode == 1 and "ckptool[keras]" in r.stderr and "h5py" in r.stderr, r.stderr
+    r = completed("inspect", os.path.join(DATA, "mha", "template.keras"))
+    assert r.returncode == 1 and "ckptool[keras]" in r.stderr
