@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 from ckptool.errors import CorruptError
 from ckptool.format.coding import decode_varint
@@ -20,6 +21,7 @@ class KerasNode:
     identifier: str
     class_name: str
     name: str
+    optimizer: dict[str, Any] | None = None  # the root's training_config.optimizer_config, if any
 
 
 def _fields(buf: memoryview, where: str) -> list[tuple[int, int | memoryview]]:
@@ -66,7 +68,9 @@ def parse(data: bytes, where: str = "keras_metadata.pb") -> list[KerasNode]:
             raise CorruptError(f"{where}: node {path!r}: metadata is not JSON") from None
         cls = doc.get("class_name", "") if isinstance(doc, dict) else ""
         name = doc.get("name", "") if isinstance(doc, dict) else ""
-        nodes.append(KerasNode(node_id, path, ident, str(cls), str(name)))
+        train = doc.get("training_config") if isinstance(doc, dict) else None
+        opt = train.get("optimizer_config") if isinstance(train, dict) else None
+        nodes.append(KerasNode(node_id, path, ident, str(cls), str(name), opt if isinstance(opt, dict) else None))
     return nodes
 
 

@@ -203,9 +203,11 @@ def _from_metadata(src: str, dst: str, dry_run: bool, allow_unused: bool, force:
     from ckptool.ops.transform.keras_synth import plan, write_h5
 
     with open_checkpoint(src) as ck:
-        pairs, groups = plan(ck, src)
-        mapping = Mapping(pairs=pairs, shapes={k: list(ck.variable(t).shape) for t, k in pairs})
-        mapped = {t for t, _ in pairs}
+        pairs, groups, dropped = plan(ck, src)
+        mapping = Mapping(pairs=pairs, shapes={k: list(ck.variable(t).shape) for t, k in pairs}, not_carried=dropped)
+        if dropped:
+            mapping.notes.append(f"optimizer: Keras 3 keeps no slots for a plain SGD; {len(dropped)} not carried")
+        mapped = {t for t, _ in pairs} | set(dropped)
         for v in ck.variables():
             if v.name in mapped:
                 continue

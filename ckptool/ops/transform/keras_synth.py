@@ -53,9 +53,10 @@ def _resolve(g: ObjectGraph, path: str) -> int | None:
     return nid
 
 
-def plan(ck: Checkpoint, src: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """``(pairs, groups)``: (TF key, Keras dataset path) in write order, and (group path, the
-    ``name`` attribute of its ``vars``); a UsageError saying why when a template is needed."""
+def plan(ck: Checkpoint, src: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]], list[str]]:
+    """``(pairs, groups, dropped)``: (TF key, Keras dataset path) in write order, (group path, the
+    ``name`` attribute of its ``vars``), and TF keys Keras 3 keeps no place for (a plain SGD's
+    momentum slots); a UsageError saying why when a template is needed."""
     from ckptool.format.keras_metadata import parse
     from ckptool.ops.transform.keras_map import optimizer_slots
 
@@ -133,12 +134,28 @@ def plan(ck: Checkpoint, src: str) -> tuple[list[tuple[str, str]], list[tuple[st
             pairs.append((var_key[v], f"{group}/vars/{i}"))
             order.append(v)
     opt = dict(g.nodes[0].children).get("optimizer")
+    dropped: list[str] = []
     if opt is not None:
         tf_side = optimizer_slots(g, opt, order, var_key)
+        if tf_side and not _keras3_has_slots(root.optimizer):  # Keras 3 keeps no slots for a plain SGD
+            kids = dict(g.nodes[opt].children)
+            head = 1 + ("_learning_rate" in kids or "learning_rate" in kids)
+            dropped = [var_key[t] for t in tf_side[head:]]
+            tf_side = tf_side[:head]
         if tf_side:
             groups.append(("optimizer", "optimizer"))
             pairs += [(var_key[t], f"optimizer/vars/{i}") for i, t in enumerate(tf_side)]
-    return pairs, groups
+    return pairs, groups, dropped
+
+
+def _keras3_has_slots(optimizer: dict[str, Any] | None) -> bool:
+    """False for what Keras 3 builds without slots (a plain SGD: tf.keras keeps momentum slots for
+    one anyway). Unknown optimizers are taken to have them."""
+    if not optimizer:
+        return True
+    cls = str(optimizer.get("class_name", "")).rsplit(">", 1)[-1]
+    cfg = optimizer.get("config")
+    return not (cls == "SGD" and not (cfg.get("momentum") if isinstance(cfg, dict) else 0))
 
 
 def write_h5(path: str, ck: Checkpoint, pairs: list[tuple[str, str]], groups: list[tuple[str, str]]) -> None:
