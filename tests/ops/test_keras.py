@@ -334,3 +334,15 @@ def test_without_h5py_the_error_names_the_extra(monkeypatch):
     assert r.returncode == 1 and "ckptool[keras]" in r.stderr and "h5py" in r.stderr, r.stderr
     r = completed("inspect", os.path.join(DATA, "mha", "template.keras"))
     assert r.returncode == 1 and "ckptool[keras]" in r.stderr
+
+
+def test_savedmodel_with_template_has_no_structural_notes(tmp_path):
+    """A SavedModel's object graph lists the variables again (``variables``, ``keras_api``): they
+    are the same objects, not layers of their own."""
+    dst = str(tmp_path / "n.weights.h5")
+    r = convert_keras(os.path.join(DATA, "functional", "savedmodel"), dst,
+                      os.path.join(DATA, "functional", "template.weights.h5"))
+    assert not r.mapping.notes and not r.kept and not r.unused
+    got, truth = _h5_values(dst), _h5_values(os.path.join(DATA, "functional", "truth.weights.h5"))
+    for n in truth:
+        assert _bits(got[n][0]) == _bits(truth[n][0]), n

@@ -25,6 +25,9 @@ from ckptool.ops.read.keras import KerasCheckpoint
 
 _LAYER_K = re.compile(r"^layer-(\d+)$")
 _LAYER_W = re.compile(r"^layer_with_weights-(\d+)$")
+#: Children that are not layers: the optimizer, the root's self-reference, and what a SavedModel adds
+#: beside the attributes (lists of the same variables, Keras's own bookkeeping).
+_NOT_LAYERS = {"optimizer", "root", "keras_api", "variables", "trainable_variables", "non_trainable_variables"}
 #: Legacy (tf.keras < 2.11) optimizer hyperparameters: Keras 3 keeps them in the config, not as state
 #: (as it keeps a schedule's current value, TF >= 2.11's ``_current_learning_rate``).
 _HYPER = {"beta_1", "beta_2", "decay", "epsilon", "rho", "momentum", "initial_accumulator_value"}
@@ -162,7 +165,7 @@ class _Matcher:
             kids = [(n, c) for _, n, c in layers] + rest
         out, seen = [], set()
         for n, c in kids:
-            if c in seen or (claimed and c in self.claimed) or n in ("optimizer", "root", "keras_api"):
+            if c in seen or (claimed and c in self.claimed) or n in _NOT_LAYERS:
                 continue
             seen.add(c)
             if not claimed or self.has_vars(c):
@@ -211,10 +214,15 @@ class _Matcher:
                     self.match(c, hit[1], sub)
             else:
                 trest.append((n, c))
-        titems = self._tf_items(trest)
         kitems = self._k_items([(n, c) for n, c in ksubs if n not in used])
-        for (tn, tc), (_, kc) in zip(titems, kitems):
-            self.match(tc, kc, f"{where}/{tn}" if where else tn)
+        titems, k_iter = [], iter(kitems)
+        for tn, tc in self._tf_items(trest):
+            if not self.has_vars(tc):  # everything it holds was matched through an earlier path
+                continue
+            titems.append((tn, tc))
+            kc = next(k_iter, None)
+            if kc is not None:
+                self.match(tc, kc[1], f"{where}/{tn}" if where else tn)
         if len(titems) != len(kitems):
             self.out.notes.append(
                 f"{where or 'the model'}: TF has {len(titems)} objects with weights "
