@@ -18,7 +18,7 @@ from ckptool.ops.read.v2 import BundleCheckpoint
 
 
 def open(path: str, storage=None) -> Checkpoint:
-    """Open a checkpoint given any CHECKPOINT argument form (see (README, ); a Keras 3 file
+    """Open a checkpoint given any CHECKPOINT argument form (see the README); a Keras 3 file
     (``.weights.h5``, ``.keras``, ``.weights.json``) opens as a :class:`KerasCheckpoint`."""
     if isinstance(path, str) and is_keras_path(path):
         from ckptool.ops.read.keras import open_keras
