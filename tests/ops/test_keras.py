@@ -346,3 +346,21 @@ def test_savedmodel_with_template_has_no_structural_notes(tmp_path):
     got, truth = _h5_values(dst), _h5_values(os.path.join(DATA, "functional", "truth.weights.h5"))
     for n in truth:
         assert _bits(got[n][0]) == _bits(truth[n][0]), n
+
+
+def test_dry_run_prints_the_mapping_and_equals_the_real_run(tmp_path):
+    import json
+    src = os.path.join(DATA, "functional", "tf", "ckpt")
+    template = os.path.join(DATA, "functional", "template.weights.h5")
+    dst = tmp_path / "n.weights.h5"
+    r = completed("convert", src, dst, "--template", template, "--dry-run")
+    assert r.returncode == 0 and not dst.exists()
+    line = next(x for x in r.stdout.splitlines() if x.startswith("layer_with_weights-2/cell/recurrent_kernel/"))
+    assert line.split() == ["layer_with_weights-2/cell/recurrent_kernel/.ATTRIBUTES/VARIABLE_VALUE", "->",
+                            "layers/lstm/cell/vars/1", "[5,", "20]"]
+    dry = json.loads(completed("convert", src, dst, "--template", template, "--dry-run", "--json").stdout)
+    real = json.loads(completed("convert", src, dst, "--template", template, "--json").stdout)
+    assert dst.exists() and real["files"] == [str(dst)]
+    for doc in (dry, real):
+        doc.pop("dry_run"), doc.pop("files")
+    assert dry == real

@@ -129,23 +129,22 @@ def _bridge(src: str, dst: str, template: str | None, dry_run: bool, allow_missi
         return
     m = result.mapping
     if dry_run:
-        width = max((len(a) for a, _ in m.pairs), default=0)
-        for tf_name, keras_name in m.pairs:
-            a, b = (tf_name, keras_name) if result.format != "tf" else (keras_name, tf_name)
-            shape = m.shapes.get(keras_name)
-            click.echo(f"{a:<{width}}  ->  {b}  {shape if shape is not None else ''}".rstrip())
-        for tf_name, keras_name in m.added:
-            click.echo(f"{tf_name:<{width}}  ->  {keras_name}  {m.shapes.get(keras_name)}  (added)")
-        for name in m.not_carried:
-            click.echo(f"{name:<{width}}  ->  (not carried: the other side has no optimizer state)")
-        for name in result.kept:
-            click.echo(f"{'(kept from template)':<{width}}  ->  {name}")
-        for name in result.unused:
-            click.echo(f"{name:<{width}}  ->  (left out)")
+        back = result.format == "tf"  # Keras 3 -> TF: the Keras names are the source's
+        rows = [((k, t) if back else (t, k), m.shapes.get(k), "") for t, k in m.pairs]
+        rows += [((t, k), m.shapes.get(k), "(added)") for t, k in m.added]
+        gone = "(kept from the template)" if back else "(not carried: Keras keeps no such state)"
+        other = ([(n, "(kept from the template)") for n in result.kept] if back else
+                 [("(kept from the template)", n) for n in result.kept])
+        other += [(n, "(left out)") for n in result.unused]
+        other += [(n, "(not carried: only one side has optimizer state)") for n in m.not_carried]
+        other += [(n, gone) for n in m.ignored]
+        width = max([len(a) for (a, _), _, _ in rows] + [len(a) for a, _ in other], default=0)
+        for (a, b), shape, tag in rows:
+            click.echo(f"{a:<{width}}  ->  {b}  {shape if shape is not None else ''}  {tag}".rstrip())
+        for a, b in other:
+            click.echo(f"{a:<{width}}  ->  {b}")
         for line in m.notes:
             note(f"structure differs: {line}")
-        for name in m.ignored:
-            click.echo(f"{name:<{width}}  ->  (not carried: Keras keeps no such state)")
         note(f"dry run: {len(m.pairs) + len(m.added)} tensors would be written to {dst}; nothing written")
         return
     for line in m.notes:
