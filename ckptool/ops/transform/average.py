@@ -120,6 +120,9 @@ def average(paths, out: str, *, last: int | None = None, strip_optimizer: bool =
             progress: Callable[[int, int], None] | None = None) -> AverageResult:
     """Average ``paths`` into ``out`` (see the module doc); ``progress(done_bytes, total_bytes)``
     as output tensors are written."""
+    from ckptool.format import bundle
+    from ckptool.io.atomic import check_destination, checkpoint_identity
+    from ckptool.io.urls import storage_for
     from ckptool.ops.read.reader import BundleCheckpoint
     from ckptool.ops.read.reader import open as open_checkpoint
     from ckptool.ops.write.writer import BundleWriter
@@ -129,6 +132,10 @@ def average(paths, out: str, *, last: int | None = None, strip_optimizer: bool =
     try:
         for p in inputs:
             cks.append(open_checkpoint(p))
+        # the one same-file rule: the output is none of the inputs (through any link), not even with --force
+        sources = [f for ck in cks for f in checkpoint_identity(ck)]
+        out_storage, out_path = storage_for(out)
+        check_destination(out_storage, [bundle.index_filename(out_path)], force=force, sources=sources, label=out)
         _check_agree(cks, inputs)
         newest = cks[-1]
         plan, opt, graph_bytes = _plan(newest, strip_optimizer)
@@ -150,7 +157,7 @@ def average(paths, out: str, *, last: int | None = None, strip_optimizer: bool =
         averaged = set(result.averaged)
         total = sum(newest.variable(n).nbytes for n, t in plan.items() if t is not None) if progress else 0
         done = 0
-        with BundleWriter(out, num_shards=num_shards, force=force, sync=sync) as w:
+        with BundleWriter(out, num_shards=num_shards, force=force, sync=sync, sources=sources) as w:
             for name, target in plan.items():
                 if target is None:
                     continue
