@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import ckptool
 from ckptool.errors import RefusedError
-from ckptool.ops.transform.average import average
+from ckptool.ops.transform.average import average, running_mean
 from clirun import completed
 
 
@@ -67,3 +67,80 @@ def test_average_to_an_unrelated_existing_checkpoint_with_force_still_works(tmp_
     assert completed("average", a, b, "-o", out).returncode == 1
     assert completed("average", a, b, "-o", out, "--force").returncode == 0
     assert _read_w(out) == [2.0] * 4
+
+
+# ---------------------------------------------------------------------------- the mean itself
+
+FLOAT_DTYPES = [np.float64, np.float32, np.float16, ml_dtypes.bfloat16]
+_finite64 = st.floats(allow_nan=False, allow_infinity=False, width=64)
+
+
+def _bits(a):
+    a = np.asarray(a)
+    return a.view(np.dtype(f"u{a.dtype.itemsize}")).tolist()
+
+
+def _mean(arrays):
+    dtype = np.asarray(arrays[0]).dtype
+    return running_mean(iter(arrays)).astype(dtype)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_finite64, min_size=1, max_size=6), st.integers(2, 9), st.sampled_from(FLOAT_DTYPES))
+def test_mean_of_n_copies_is_the_input_bit_for_bit(xs, n, dtype):
+    with np.errstate(over="ignore"):
+        x = np.array(xs, np.float64).astype(dtype)  # beyond float16's range: inf, which must come back too
+    assert _bits(_mean([x.copy() for _ in range(n)])) == _bits(x)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(_finite64, min_size=3, max_size=3), min_size=1, max_size=7), st.sampled_from(FLOAT_DTYPES))
+def test_finite_inputs_give_a_finite_mean_within_their_bounds(rows, dtype):
+    with np.errstate(over="ignore"):
+        arrays = [np.array(r, np.float64).astype(dtype) for r in rows]
+    arrays = [np.where(np.isfinite(a.astype(np.float64)), a, np.zeros_like(a)) for a in arrays]  # finite in dtype
+    got = _mean(arrays).astype(np.float64)
+    stack = np.stack([a.astype(np.float64) for a in arrays])
+    assert np.isfinite(got).all()
+    assert (got >= stack.min(axis=0)).all() and (got <= stack.max(axis=0)).all()
+
+
+@pytest.mark.parametrize("xs, want", [([0.1] * 3, 0.1), ([1.7e308, 1.7e308], 1.7e308), ([-1.7e308] * 5, -1.7e308),
+                                      ([1.7e308, -1.7e308], 0.0), ([1.7e308, 1.7e308, -1.7e308], 1.7e308 / 3),
+                                      ([5e-324] * 4, 5e-324), ([1.0, 2.0], 1.5)])
+def test_hostile_float64_means(xs, want):
+    got = _mean([np.array([x]) for x in xs])[0]
+    assert got == pytest.approx(want, rel=1e-15) and np.isfinite(got)
+    if len(set(xs)) == 1:
+        assert got == xs[0]
+
+
+def test_inf_and_nan_inputs_as_an_ieee_sum():
+    a = np.array([np.inf, np.inf, np.nan, 1.0, -np.inf])
+    b = np.array([2.0, -np.inf, 1.0, np.inf, -np.inf])
+    got = _mean([a, b])
+    assert got[0] == np.inf and np.isnan(got[1]) and np.isnan(got[2]) and got[3] == np.inf and got[4] == -np.inf
+
+
+def test_average_cli_gives_identical_float64_inputs_back(tmp_path):
+    x = np.array([0.1, 1.7e308, -1.7e308, 5e-324, 1 / 3], np.float64)
+    paths = []
+    for i in range(3):
+        paths.append(str(tmp_path / "run" / f"ckpt-{i + 1}"))
+        ckptool.write(paths[-1], {"w": x}, sync=False)
+    ckptool.write(str(tmp_path / "far" / "ckpt-1"), {"w": -x}, sync=False)
+    r = completed("average", *paths, "-o", tmp_path / "avg")
+    assert r.returncode == 0, r.stderr
+    with ckptool.open(str(tmp_path / "avg")) as ck:
+        assert _bits(ck.read("w")) == _bits(x)
+    assert completed("average", paths[0], str(tmp_path / "far" / "ckpt-1"), "-o", tmp_path / "avg2").returncode == 0
+    with ckptool.open(str(tmp_path / "avg2")) as ck:
+        got = ck.read("w")
+    assert np.isfinite(got).all() and (got == 0).all()
+
+
+def test_blocks_cover_a_tensor_larger_than_one_block(tmp_path):
+    from ckptool.ops.transform import average as mod
+    a = np.arange(mod.BLOCK * 2 + 7, dtype=np.float64).reshape(-1, 1)
+    b = a * 3
+    assert (_mean([a, b]) == a * 2).all()

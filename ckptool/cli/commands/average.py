@@ -17,7 +17,7 @@ from ckptool.cli.common import display_name, emit_json, human_bytes, json_option
 @click.option("--shards", type=click.IntRange(min=1), default=1, show_default=True, metavar="N",
               help="Spread the data over N data files.")
 @click.option("--dry-run", is_flag=True, help="Say what would be averaged, copied and dropped; write nothing.")
-@click.option("--force", is_flag=True, help="Replace an existing checkpoint at PREFIX.")
+@click.option("--force", is_flag=True, help="Replace an existing checkpoint at PREFIX (never an input).")
 @no_sync_option()
 @json_option("Print {inputs, newest, prefix, averaged, from_newest, dropped, files, bytes} as JSON.")
 def command(inputs: tuple[str, ...], out: str, last: int | None, strip_optimizer: bool, shards: int,
@@ -25,12 +25,14 @@ def command(inputs: tuple[str, ...], out: str, last: int | None, strip_optimizer
     """Average checkpoints into one (float tensors in float64, the rest from the newest).
 
     \b
-    Float tensors are averaged in float64 and rounded once to their dtype;
-    integers, booleans, strings, the object graph and optimizer state come
-    from the newest input (the highest step, else the last given). The
-    inputs must have the same names, shapes and dtypes. One tensor of one
-    input is in memory at a time. TF restores the output as it would the
-    newest input.
+    Float tensors are averaged in float64 (a running mean: identical inputs
+    come back bit for bit, finite inputs give a finite mean within their
+    bounds) and rounded once to their dtype; integers, booleans, strings,
+    the object graph and optimizer state come from the newest input (the
+    highest step, else the last given). The inputs must have the same names,
+    shapes and dtypes. One tensor of one input is in memory at a time. TF
+    restores the output as it would the newest input. PREFIX is never one
+    of the inputs (through any link), not even with --force.
 
     \b
     Examples:

@@ -1,24 +1,30 @@
 """Checkpoint averaging: the library side of ``ckptool average``.
 
 Float tensors (float16, bfloat16, float32, float64, float8) of every input
-are summed in float64, divided by the number of inputs and rounded once to
-their dtype (nearest even, as ``astype``). Everything else (integers,
+are averaged in float64 as a running mean (:func:`running_mean`: n identical
+inputs give that input back bit for bit, finite inputs a finite mean within
+their bounds) and rounded once to their dtype (nearest even, as ``astype``). Everything else (integers,
 booleans, strings, the object graph) and the optimizer state come from the
 newest input, as stored; ``strip_optimizer`` drops the optimizer state
 (``ckptool.ops.transform.slots``). The inputs must agree on names, shapes and dtypes.
 
-Streaming: for each tensor, one input's value at a time is read and added to
-a float64 accumulator, so memory holds one tensor and its accumulator, never
-the N checkpoints.
+Streaming: for each tensor, one input's value at a time is read and folded into
+a float64 running mean (in blocks, so temporaries stay small), so memory holds one
+tensor and its mean, never the N checkpoints.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, UsageError
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
 FLOATS = ("float16", "bfloat16", "float32", "float64", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz",
           "float8_e4m3b11fnuz", "float8_e5m2fnuz")
@@ -188,17 +194,74 @@ def average(paths, out: str, *, last: int | None = None, strip_optimizer: bool =
 
 
 def _mean(cks, name: str):
-    """The float64 mean of ``name`` over the inputs, rounded once to its dtype."""
+    """The mean of ``name`` over the inputs (:func:`running_mean`), rounded once to its dtype."""
+    dtypes: list[Any] = []
+
+    def values() -> Iterator[Any]:
+        for ck in cks:
+            value = ck.read(name)
+            dtypes.append(value.dtype)
+            yield value
+
+    mean = running_mean(values())
+    return mean.astype(dtypes[0])
+
+
+#: Elements updated per step of :func:`running_mean`: its temporaries are this big, not a tensor big.
+BLOCK = 1 << 16
+
+
+def running_mean(values: Iterable[NDArray[Any]]) -> NDArray[np.float64]:
+    """The float64 mean of equally shaped arrays, taken one at a time (memory: the mean and one input).
+
+    The running mean ``m += (x - m) / k`` rather than a sum divided at the end: for n identical
+    inputs every step adds exactly 0, so the mean is the input bit for bit (a float64 sum is not:
+    0.1 three times sums to 0.30000000000000004, and 1.7e308 twice to inf). Each step lands
+    between ``m`` and ``x``, so the mean stays within the inputs' bounds and finite inputs give a
+    finite mean; where ``x - m`` itself overflows (opposite signs near the float64 limit), the
+    step is ``x / k - m / k``. An infinite or NaN input makes that element inf or NaN as IEEE
+    sums would (inf and finite: inf; +inf and -inf: NaN).
+    """
     import numpy as np
 
-    first = cks[0].read(name)
-    dtype = first.dtype
-    acc = first.astype(np.float64)
-    del first
-    for ck in cks[1:]:
-        np.add(acc, ck.read(name), out=acc)  # cast in the ufunc's buffers: no float64 copy
-    acc /= len(cks)
-    return acc.astype(dtype)
+    acc: NDArray[np.float64] | None = None
+    k = 0
+    for value in values:
+        x = np.asarray(value)
+        k += 1
+        if acc is None:
+            acc = np.array(x, dtype=np.float64)  # a copy: never a view of the input
+            continue
+        if x.shape != acc.shape:
+            raise CkptError(f"cannot average shapes {list(acc.shape)} and {list(x.shape)}")
+        flat_acc, flat_x = acc.reshape(-1), x.reshape(-1)
+        for lo in range(0, flat_acc.size, BLOCK):
+            _step(flat_acc[lo:lo + BLOCK], flat_x[lo:lo + BLOCK], k)
+    if acc is None:
+        raise CkptError("cannot average nothing")
+    return acc
+
+
+def _step(m: NDArray[np.float64], x: NDArray[Any], k: int) -> None:
+    """``m`` (a block of the running mean, updated in place) takes in its ``k``-th input ``x``."""
+    import numpy as np
+
+    x = x.astype(np.float64, copy=False)
+    with np.errstate(over="ignore", invalid="ignore"):
+        d = np.subtract(x, m)
+        finite = np.isfinite(d)
+        if finite.all():
+            d /= k
+            np.add(m, d, out=m, where=d != 0)  # not m + 0.0: that turns -0.0 into 0.0
+            return
+        xf, mf = np.isfinite(x), np.isfinite(m)
+        over = ~finite & xf & mf  # both finite, the difference beyond float64: halve first
+        d /= k
+        d[over] = x[over] / k - m[over] / k
+        special = ~(xf & mf)  # an inf or NaN: what the IEEE sum makes of it
+        d[special] = 0.0
+        m[special] += x[special]
+        np.add(m, d, out=m, where=d != 0)
 
 
 def _stored_bytes(ck, name: str, raw: bool, graph_bytes) -> int:
