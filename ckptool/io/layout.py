@@ -226,6 +226,36 @@ def list_checkpoints(storage: Storage, directory: str, damaged: bool = False) ->
     return out
 
 
+def list_v1_checkpoints(storage: Storage, directory: str, damaged: bool = False) -> list[str]:
+    """Prefixes of the V1 checkpoints in ``directory``: a file with no other checkpoint role
+    that parses as a V1 table (the file ``P``), or shards ``P-NNNNN-of-NNNNN`` whose first
+    parses as one (the spec ``P-?????-of-NNNNN``). Content decides, never the name alone.
+
+    ``damaged`` (for verification) also lists such a file that does not parse when its
+    ``P.meta`` lies beside it: a checkpoint, broken, not a stray file."""
+    try:
+        names = sorted(storage.listdir(directory or "."))
+    except (CkptError, OSError):
+        return []
+    present = set(names)
+    out: list[str] = []
+    for name in names:
+        role = file_role(name)
+        if role is None and name != "checkpoint":
+            base = name
+        elif role is not None and role[1] == V1_FILE:
+            base = role[0]
+        else:
+            continue
+        prefix = _join(storage, directory, base)
+        if prefix in out:
+            continue
+        if is_v1_table(storage, _join(storage, directory, name)) or (
+                damaged and meta_graph_filename(base) in present and storage.isfile(_join(storage, directory, name))):
+            out.append(prefix)
+    return out
+
+
 # --------------------------------------------------------------------------- recorded paths
 
 

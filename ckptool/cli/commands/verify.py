@@ -26,11 +26,20 @@ def command(paths: tuple[str, ...], recursive: bool, jobs: int | None, as_json: 
     counts must be present, every tensor's CRC32C must match, and the slices
     of each partitioned variable must cover its full shape exactly once.
     Exit 0 when all are sound; 1 naming each damaged checkpoint and tensor
-    (the others are still checked).
+    (the others are still checked), and 1 naming each directory below PATH
+    that cannot be listed or entered. V1 checkpoints are checked too.
+
+    \b
+    A tree with no checkpoint at all prints "no checkpoints found under
+    PATH" and exits 0, as prune --recursive does on it: nothing to check is
+    not damage, and the line still reaches a cron mail. A PATH that does not
+    exist, or a directory named without --recursive that holds no
+    checkpoint, is reported and exits 1.
 
     \b
     JSON: {"ok", "checkpoints", "damaged", "results": [{"prefix", "ok",
-    "tensors", "bytes", "errors": [{"name", "error"}]}]}.
+    "tensors", "bytes", "errors": [{"name", "error"}]}], "unreadable":
+    [{"path", "error"}]}.
     """
     from ckptool.cli.main import Failed
     from ckptool.cli.progress import progress_bar
@@ -61,9 +70,18 @@ def command(paths: tuple[str, ...], recursive: bool, jobs: int | None, as_json: 
             click.echo(f"DAMAGED  {display_name(r.prefix)}")
             for p in r.problems:
                 click.echo(f"  {display_name(p.name) if p.name else '(checkpoint)'}: {display_name(p.error)}")
-    if not report.checkpoints:
-        raise Failed("verify: no checkpoint found under " + ", ".join(display_name(p) for p in paths))
-    if not report.ok:
+        for u in report.unreadable:
+            click.echo(f"UNREADABLE  {display_name(u.path)}: {display_name(u.error)}")
+        if not report.checkpoints and not report.unreadable:
+            click.echo("no checkpoints found under " + ", ".join(display_name(p) for p in paths))
+    failures = []
+    if report.unreadable:
+        n = len(report.unreadable)
+        failures.append(f"cannot read {n} director{'y' if n == 1 else 'ies'}: "
+                        + ", ".join(display_name(u.path) for u in report.unreadable))
+    if report.damaged:
         bad = report.damaged
-        raise Failed(f"verify: {len(bad)} of {len(report.checkpoints)} checkpoints damaged: "
-                     + ", ".join(display_name(r.prefix) for r in bad))
+        failures.append(f"{len(bad)} of {len(report.checkpoints)} checkpoints damaged: "
+                        + ", ".join(display_name(r.prefix) for r in bad))
+    if failures:
+        raise Failed("verify: " + "; ".join(failures))

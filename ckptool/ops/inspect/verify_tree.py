@@ -1,10 +1,12 @@
 """Verifying many checkpoints: ``ckptool verify PATH... [--recursive]`` (issue 20).
 
 A PATH is a checkpoint in any CHECKPOINT form, or a directory: every
-checkpoint it holds (``--recursive``: and every directory below it, symlinks
-to directories not followed). Each is verified in full by
+checkpoint it holds, V2 and V1 (``--recursive``: and every directory below it,
+symlinks to directories not followed). Each is verified in full by
 :func:`ckptool.ops.inspect.verify.verify`; one that cannot even be opened is reported
-as damaged, and the others are still checked.
+as damaged, and the others are still checked. A directory below PATH that cannot
+be listed or entered is reported as unreadable (the report is then not ok); a tree
+that holds no checkpoint at all gives an empty report, not a damaged one.
 """
 
 from __future__ import annotations
@@ -14,18 +16,30 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from ckptool.errors import CkptError
-from ckptool.io.layout import list_checkpoints
+from ckptool.io.layout import list_checkpoints, list_v1_checkpoints
 from ckptool.io.urls import storage_for
 from ckptool.ops.inspect.verify import Problem, VerifyReport, verify
 
 
 @dataclass
+class Unreadable:
+    """A directory below a PATH that could not be listed or entered."""
+
+    path: str
+    error: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"path": self.path, "error": self.error}
+
+
+@dataclass
 class TreeReport:
     checkpoints: list[VerifyReport] = field(default_factory=list)
+    unreadable: list[Unreadable] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return all(r.ok for r in self.checkpoints)
+        return all(r.ok for r in self.checkpoints) and not self.unreadable
 
     @property
     def damaged(self) -> list[VerifyReport]:
@@ -33,10 +47,11 @@ class TreeReport:
 
     def to_json(self) -> dict:
         return {"ok": self.ok, "checkpoints": len(self.checkpoints), "damaged": len(self.damaged),
-                "results": [r.to_json() for r in self.checkpoints]}
+                "results": [r.to_json() for r in self.checkpoints],
+                "unreadable": [u.to_json() for u in self.unreadable]}
 
 
-def _directories(storage, top: str, recursive: bool) -> Iterator[str]:
+def _directories(storage, top: str, recursive: bool, unreadable: list[Unreadable]) -> Iterator[str]:
     if not recursive:
         yield top
         return
@@ -44,29 +59,35 @@ def _directories(storage, top: str, recursive: bool) -> Iterator[str]:
         dirs = {storage.dirname(p) for p in storage.find(top)}
         yield from sorted(dirs | {top})
         return
-    for d, subdirs, _ in os.walk(top, followlinks=False):  # onerror: unreadable dirs are skipped
+
+    def cannot(exc: OSError) -> None:
+        unreadable.append(Unreadable(str(exc.filename or top), exc.strerror or str(exc)))
+
+    for d, subdirs, _ in os.walk(top, onerror=cannot, followlinks=False):
         subdirs.sort()
+        if not os.access(d, os.R_OK | os.X_OK):  # listed, but its files cannot be opened
+            unreadable.append(Unreadable(d, os.strerror(13)))
+            continue
         yield d
 
 
-def targets(path: str, recursive: bool = False) -> list[str]:
+def targets(path: str, recursive: bool = False, unreadable: list[Unreadable] | None = None) -> list[str]:
     """The checkpoints ``path`` names: itself when it is no directory; else every
-    checkpoint in it (and, ``recursive``, below it); a directory holding none but
-    that CHECKPOINT resolution accepts (a SavedModel, a V1 checkpoint) gives itself."""
+    checkpoint in it, V2 and V1 (and, ``recursive``, below it); a directory holding none
+    that CHECKPOINT resolution may still accept (a SavedModel) gives itself when not
+    ``recursive``. Directories that cannot be read are appended to ``unreadable``."""
     storage, p = storage_for(path)
     if not storage.isdir(p):
         return [path]
     out: list[str] = []
-    for d in _directories(storage, p, recursive):
+    for d in _directories(storage, p, recursive, unreadable if unreadable is not None else []):
         try:
-            found = list_checkpoints(storage, d, damaged=True)
+            found = list_checkpoints(storage, d, damaged=True) + list_v1_checkpoints(storage, d, damaged=True)
         except CkptError:
             continue
         out.extend(found)
         if not found and d == p and not recursive:
             out.append(d)
-    if not out and recursive:
-        out.append(p)
     return sorted(dict.fromkeys(out))
 
 
@@ -81,7 +102,7 @@ def verify_paths(paths, recursive: bool = False,
     report = TreeReport()
     seen = set()
     for path in paths:
-        for target in targets(path, recursive):
+        for target in targets(path, recursive, report.unreadable):
             if target in seen:
                 continue
             seen.add(target)
