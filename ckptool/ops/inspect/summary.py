@@ -7,7 +7,15 @@ from dataclasses import dataclass
 
 from ckptool.errors import CkptError, CorruptError
 from ckptool.format import bundle
-from ckptool.io.layout import checkpoint_files, list_checkpoints, meta_graph_filename, resolve_recorded, step_of
+from ckptool.io.layout import (
+    checkpoint_exists,
+    checkpoint_files,
+    list_checkpoints,
+    list_v1_checkpoints,
+    meta_graph_filename,
+    resolve_recorded,
+    step_of,
+)
 from ckptool.io.state import read_state, resolve, state_path
 
 
@@ -59,7 +67,7 @@ def directory_state(directory: str, storage) -> dict | None:
     state = read_state(directory, storage)
     if state is None:
         return None
-    on_disk = set(list_checkpoints(storage, directory))
+    on_disk = set(list_checkpoints(storage, directory)) | set(list_v1_checkpoints(storage, directory))
 
     def where(p: str) -> str:
         # a recorded absolute path of a moved directory: the same name inside it (the layout's rule)
@@ -75,7 +83,7 @@ def directory_state(directory: str, storage) -> dict | None:
     out = []
     order = lambda p: (step_of(p) is None, step_of(p) or 0, p not in listed, p)  # noqa: E731
     for prefix in sorted(on_disk | set(listed), key=order):
-        present = prefix in on_disk or storage.isfile(prefix + bundle.INDEX_SUFFIX)
+        present = prefix in on_disk or checkpoint_exists(storage, prefix)  # V2 index or V1 files
         size = None
         mtime = None
         if present:
