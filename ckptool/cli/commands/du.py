@@ -35,7 +35,9 @@ def command(root: str, max_to_keep: int, keep_every_n_hours, keep_steps_every, m
     *.index): the number of complete checkpoints, their bytes (each file
     counted once, hard links too; other programs' files are not counted),
     the temporary files killed writers left (TEMP; prune --clean-temp),
-    the latest step and its age, and what 'ckptool prune ROOT --recursive'
+    the latest step and its age (from the state file's timestamps where it
+    records them, as prune's retention reads them; else the file's time),
+    and what 'ckptool prune ROOT --recursive'
     would free with the effective policy (a hard-linked file only when its
     last link would go). Largest first, then a total.
     Nothing is changed.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -39,7 +40,8 @@ def du(root: str, *, max_to_keep: int | None = 5, keep_every_n_hours: float | No
        storage=None) -> list[RunUsage]:
     """Per run directory below ROOT: complete checkpoints (V1 included), the bytes of their
     files (each file counted once, hard links included), temporary files of writers apart,
-    the latest and its age, and what prune would free with the effective policy (a
+    the latest and its age (from the timestamp retention uses: the state file's where it
+    records them, else the file's mtime), and what prune would free with the effective policy (a
     hard-linked file only when its last link would go). Sorted by bytes, largest first."""
     if storage is None:
         storage, root = storage_for(root)
@@ -52,8 +54,9 @@ def du(root: str, *, max_to_keep: int | None = 5, keep_every_n_hours: float | No
     for d in list(plan.runs) + list(plan.errors):
         r = plan.runs.get(d)
         try:
+            stamps: dict[str, float] = {}
             if r is not None and r.listing is not None:
-                listing, latest = r.listing, r.latest
+                listing, latest, stamps = r.listing, r.latest, r.timestamps
             else:
                 with open_dir(storage, d) as h:
                     listing = scan(h)
@@ -77,9 +80,11 @@ def du(root: str, *, max_to_keep: int | None = 5, keep_every_n_hours: float | No
             ranked = sorted(listing.complete, key=lambda b: (step_of(b) if step_of(b) is not None else -1,
                                                              listing.mtime(b) or 0))
             latest = ranked[-1] if ranked else None
-        mt = listing.mtime(latest) if latest else None
+        # the age retention sees: the state file's timestamp where it has them, else the .index mtime
+        ts = stamps.get(latest, listing.mtime(latest)) if latest else None
+        age = None if ts is None or not math.isfinite(ts) else max(0.0, now - ts)
         out.append(RunUsage(d, len(listing.complete), total, storage.join(d, latest) if latest else None,
-                            step_of(latest) if latest else None, None if mt is None else max(0.0, now - mt),
+                            step_of(latest) if latest else None, age,
                             r.bytes_freed if r is not None else None, plan.errors.get(d),
                             len(listing.temps), listing.temp_bytes()))
     out.sort(key=lambda u: (-u.bytes, u.directory))

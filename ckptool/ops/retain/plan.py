@@ -251,6 +251,8 @@ class PruneResult:
     policy: dict = field(default_factory=dict)
     listing: DirListing | None = field(default=None, repr=False, compare=False)
     latest: str | None = field(default=None, repr=False, compare=False)
+    #: base -> the timestamp retention used (the state file's where it has them, else the mtime): du's age
+    timestamps: dict[str, float] = field(default_factory=dict, repr=False, compare=False)
     best: dict | None = None  # keep-best: ckptool.ops.retain.metrics.BestPins.to_json(), when asked
 
     def to_json(self) -> dict:

@@ -202,6 +202,7 @@ def run(storage, d, policy: R.Policy, *, now: float, dry_run: bool, scan_all: bo
     res.best = plan.best.to_json() if plan.best is not None else None  # keep-best
     decision = plan.decision
     res.latest = plan.latest_base
+    res.timestamps = {e.name: e.timestamp for e in (*decision.kept, *decision.preserved, *decision.deleted)}  # du
     res.skipped = [c.name for c in plan.unsafe]
     res.missing = plan.missing
     gone = {e.name for e in decision.deleted}
