@@ -133,7 +133,9 @@ def read_records(data: Buffer, where: str = "<bytes>") -> tuple[list[memoryview]
 
 
 def parse_event(payload: Buffer) -> Any:
-    """An ``Event`` proto from a record's bytes, or None when they are no valid Event."""
+    """An ``Event`` proto from a record's bytes, or None when they are no valid Event (the
+    protobuf runtime's reading: the reference :mod:`ckptool.format.event_wire` is tested against;
+    ckptool itself reads records with the latter)."""
     from ckptool.format.protos.event_pb2 import Event
 
     event = Event()
@@ -197,27 +199,38 @@ def scalars(data: Buffer, where: str = "<bytes>") -> tuple[list[Scalar], list[st
 
 
 def reader_scalars(reader: RecordReader) -> tuple[list[Scalar], list[str]]:
-    """Every scalar of the records ``reader`` yields, in file order, and the problems met.
+    """Every scalar of the records ``reader`` yields, in file order, and the problems met
+    (see :func:`iter_scalars`)."""
+    problems: list[str] = []
+    found = list(iter_scalars(reader, problems))
+    return found, problems
 
-    A record that is no valid Event is skipped (and counted in one message); the
-    framing's first damage ends the reading (the records before it are kept).
+
+def iter_scalars(reader: RecordReader, problems: list[str]) -> Iterator[Scalar]:
+    """The scalars of the records ``reader`` yields, one at a time, in file order; what went
+    wrong is appended to ``problems`` once the iteration ends.
+
+    Each record is read from its wire bytes (:func:`ckptool.format.event_wire.record_scalars`),
+    never parsed into message objects: memory is a small multiple of the largest record,
+    whatever it holds. A record that is no valid Event is skipped (and counted in one
+    message); the framing's first damage ends the reading (the records before it are kept).
     """
-    out: list[Scalar] = []
+    from ckptool.format.event_wire import record_scalars
+
     bad = []
     for i, payload in enumerate(reader):
-        event = parse_event(payload)
-        if event is None:
+        found = record_scalars(payload)
+        if found is None:
             bad.append(i)
             continue
-        out.extend(event_scalars(event))
-    problems = []
+        for tag, step, value, wall_time in found:
+            yield Scalar(tag, step, value, wall_time)
     if bad:
         problems.append(f"{reader.where}: {len(bad)} record(s) that are not valid Event protos skipped "
                         f"(first: record {bad[0]})")
     if reader.problem:
         problems.append(f"{reader.problem}; the rest of the file skipped ({reader.count} records read)")
-    return out, problems
 
 
-__all__ = ["RecordReader", "Scalar", "encode_record", "event_scalars", "parse_event", "read_records", "reader_scalars",
-           "scalars", "tensor_scalar"]
+__all__ = ["RecordReader", "Scalar", "encode_record", "event_scalars", "iter_scalars", "parse_event", "read_records",
+           "reader_scalars", "scalars", "tensor_scalar"]

@@ -23,13 +23,14 @@ lists the names found.
 from __future__ import annotations
 
 import fnmatch
-import json
 import math
+import re
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ckptool.errors import CkptError, CkptWarning, MissingError
-from ckptool.format.events import RecordReader, reader_scalars
+from ckptool.format.events import RecordReader, iter_scalars
 from ckptool.io.storage import LOCAL
 from ckptool.io.urls import storage_for
 from ckptool.ops.retain.keep_best import BestSpec, choose_best
@@ -70,71 +71,114 @@ def _rel_dir(directory: str, path: str, storage) -> str:
     return "" if rel in (".", "") else rel
 
 
-def _read_events(storage, path: str):
-    """The scalars of one event file, read in chunks (event files with images grow large)."""
-    reader = storage.open_reader(path)
-    try:
-        return reader_scalars(RecordReader(reader.read, reader.size, path))
-    finally:
-        reader.close()
-
-
 def event_series(directory: str, storage=LOCAL, files=None) -> dict[str, dict[int, float]]:
     """Series name -> {step: value} of every scalar in the event files below ``directory``
-    (or in ``files``; a file directly given names its series by tag alone)."""
+    (or in ``files``; a file directly given names its series by tag alone).
+
+    Each file is read in chunks and each scalar folded into the series as it is read:
+    memory is the series plus a small multiple of the largest record (event files with
+    images grow large; one record may hold a million values)."""
     best: dict[str, dict[int, tuple]] = {}
     for order, path in enumerate(find_event_files(directory, storage) if files is None else files):
+        rel = _rel_dir(directory, path, storage) if files is None else ""
+        problems: list[str] = []
         try:
-            found, problems = _read_events(storage, path)
+            reader = storage.open_reader(path)
+            try:
+                for i, s in enumerate(iter_scalars(RecordReader(reader.read, reader.size, path), problems)):
+                    name = f"{rel}/{s.tag}" if rel else s.tag
+                    series = best.setdefault(name, {})
+                    key = (s.wall_time, order, i)
+                    if s.step not in series or series[s.step][0] <= key:
+                        series[s.step] = (key, s.value)
+            finally:
+                reader.close()
         except (CkptError, OSError) as exc:
             _warn(f"{path}: cannot read ({exc}); skipped")
             continue
         for p in problems:
             _warn(p)
-        rel = _rel_dir(directory, path, storage) if files is None else ""
-        for i, s in enumerate(found):
-            name = f"{rel}/{s.tag}" if rel else s.tag
-            series = best.setdefault(name, {})
-            key = (s.wall_time, order, i)
-            if s.step not in series or series[s.step][0] <= key:
-                series[s.step] = (key, s.value)
     return {name: {step: v for step, (_, v) in s.items()} for name, s in best.items()}
 
 
 def jsonl_series(path: str, storage=None) -> dict[str, dict[int, float]]:
-    """Metric name -> {step: value} of a JSON Lines file of ``{"step": N, name: value, ...}``."""
+    """Metric name -> {step: value} of a JSON Lines file of ``{"step": N, name: value, ...}``.
+
+    Read a chunk at a time and a line at a time, and of each line only its top-level
+    numbers are built (:func:`ckptool.format.jsonl.top_level_numbers`): memory is a small
+    multiple of the longest line, whatever it holds."""
+    from ckptool.format.jsonl import top_level_numbers
+
     if storage is None:
         storage, path = storage_for(path)
-    raw = storage.read_bytes(path)
     out: dict[str, dict[int, float]] = {}
     bad = []
-    for lineno, line in enumerate(raw.split(b"\n"), 1):
-        if not line.strip():
-            continue
-        try:
-            doc = json.loads(line.decode("utf-8"))
-        except (ValueError, UnicodeDecodeError, RecursionError):
-            bad.append(lineno)
-            continue
-        step = doc.get("step") if isinstance(doc, dict) else None
-        if isinstance(step, float) and step.is_integer():
-            step = int(step)
-        if isinstance(step, bool) or not isinstance(step, int):
-            bad.append(lineno)
-            continue
-        for key, value in doc.items():
-            if key == "step" or isinstance(value, bool) or not isinstance(value, (int, float)):
+    reader = storage.open_reader(path)
+    try:
+        for lineno, line in enumerate(_lines(reader), 1):
+            if line == "":
                 continue
-            try:
-                value = float(value)
-            except OverflowError:
+            doc = top_level_numbers(line) if line is not None else None
+            step = doc.get("step") if doc is not None else None
+            if isinstance(step, float) and step.is_integer():
+                step = int(step)
+            if not isinstance(step, int):
+                bad.append(lineno)
                 continue
-            if not math.isnan(value):
-                out.setdefault(key, {})[step] = value
+            for key, value in doc.items():  # type: ignore[union-attr]
+                if key == "step" or value is None:
+                    continue
+                try:
+                    value = float(value)
+                except OverflowError:
+                    continue
+                if not math.isnan(value):
+                    out.setdefault(key, {})[step] = value
+    finally:
+        reader.close()
     if bad:
         _warn(f"{path}: {len(bad)} line(s) that are not a JSON object with an integer \"step\" skipped "
               f"(first: line {bad[0]})")
     return out
+
+
+_BLANK = re.compile(rb"[ \t\n\r\x0b\x0c]*")
+LINE_CHUNK = 1 << 20
+
+
+def _lines(reader, chunk: int = LINE_CHUNK) -> Iterator[str | None]:
+    """The lines of a file (split at ``\\n``), decoded: ``""`` for a blank one, None for one
+    that is not UTF-8. One line and one chunk are in memory at a time."""
+    pending = bytearray()
+    pos, size = 0, reader.size
+
+    def done() -> str | None:
+        text = None if _BLANK.fullmatch(pending) is None else ""
+        if text is None:
+            try:
+                text = pending.decode("utf-8")
+            except UnicodeDecodeError:
+                text = None
+        pending.clear()
+        return text
+
+    while pos < size:
+        raw = reader.read(pos, min(chunk, size - pos))
+        if not len(raw):
+            break
+        pos += len(raw)
+        view = memoryview(raw).cast("B")
+        start = 0
+        while True:
+            i = raw.find(b"\n", start)
+            if i < 0:
+                pending += view[start:]
+                break
+            pending += view[start:i]
+            yield done()
+            start = i + 1
+    if pending:
+        yield done()
 
 
 def select_series(series: dict[str, dict[int, float]], metric: str, where: str) -> tuple[str, dict[int, float]]:
