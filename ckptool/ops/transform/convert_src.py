@@ -153,10 +153,23 @@ def _safetensors(src: str) -> Opened:
             if s.name in seen:
                 raise CorruptError(f"{src}: tensor {s.name!r} is given twice (header and __metadata__)")
             seen.add(s.name)
+            if s.name == OBJECT_GRAPH_KEY:
+                _check_graph(src, s)
     except BaseException:
         f.close()
         raise
     return Opened(specs, f.close)
+
+
+def _check_graph(src: str, spec: Spec) -> None:
+    """The object graph a .safetensors file carries is a string scalar that parses, as
+    every reader of the output expects (else one error line, not a traceback later)."""
+    from ckptool.format.objgraph import ObjectGraph
+
+    if spec.dtype != "string" or tuple(spec.shape) != ():
+        raise CorruptError(f"{src}: {OBJECT_GRAPH_KEY} is not a string scalar ({spec.dtype} {list(spec.shape)})")
+    data = spec.stored if spec.stored is not None else spec.load().reshape(())[()]
+    ObjectGraph.parse(bytes(data), f"{src}: {OBJECT_GRAPH_KEY}")
 
 
 def _tf_name(dtype, where: str) -> str:
