@@ -15,8 +15,9 @@ list-variables, inspect (summary, --tensor/--all-tensors, --stats, --verify,
 --tree), diff, convert to tf/npz/safetensors, rewrite-names, prune (plain,
 --scan, --recursive, --keep, --dry-run), state (show, --rebuild, --relative),
 du, save, ``prune --keep-best 1 --metric TAG --dry-run`` over mutated
-TF-written event files (fuzz/events.py); or the library (open, variables,
-read, verify) directly.
+TF-written event files (fuzz/events.py), average, rm and ``prune --clean-temp``
+beside lookalike and genuine temporaries (fuzz/retain_ops.py, with its
+deletion oracle); or the library (open, variables, read, verify) directly.
 
 The oracle (:func:`execute`): the command ends with exit 0/1/2 or a
 :class:`ckptool.errors.CkptError` (``--debug`` cases re-raise it); any other
@@ -41,6 +42,7 @@ import json
 import os
 import pathlib
 import random
+import re
 import shutil
 import stat
 import sys
@@ -49,21 +51,26 @@ import warnings
 from dataclasses import dataclass, field
 
 from ckptool.errors import CkptError
-from fuzz import engine
+from fuzz import engine, retain_ops
 from fuzz import events as fuzz_events
 
 ROOT = engine.ROOT
 OPS = ("list", "inspect", "read", "verify", "stats", "tree", "diff", "convert-tf", "convert-npz",
-       "convert-safetensors", "rewrite", "prune", "prune-recursive", "state", "du", "save", "api", "prune-best")
+       "convert-safetensors", "rewrite", "prune", "prune-recursive", "state", "du", "save", "api", "prune-best",
+       *retain_ops.NEW_OPS)
 READ_ONLY = {"list", "inspect", "read", "verify", "stats", "tree", "diff", "convert-tf", "convert-npz",
-             "convert-safetensors", "rewrite", "du", "save", "api"}
+             "convert-safetensors", "rewrite", "du", "save", "api", "average"}
 #: The options that make an op what it is: the minimizer (fuzz/pool.py) never drops them,
 #: so a kept ``prune-recursive`` case still runs ``prune --recursive``.
 OP_FLAGS = {"read": ("--all-tensors", "--tensor"), "verify": ("--verify",), "stats": ("--stats",),
             "tree": ("--tree",), "convert-tf": ("--to",), "convert-npz": ("--to",),
             "convert-safetensors": ("--to",), "prune-recursive": ("--recursive",), "save": ("--from",),
-            "prune-best": ("--keep-best", "--metric", "--dry-run")}
+            "prune-best": ("--keep-best", "--metric", "--dry-run"), **retain_ops.OP_FLAGS}
 TEMP_MARKERS = (".tempstate", ".tmp", "_temp", ".part")
+#: A temporary a writer leaves (by the end of its name, so that a checkpoint named
+#: ``sweep.tmp1-3`` or ``model_temp-5`` is none): TF's and ckptool's ``.tempstate<N>``,
+#: ``.tmp<hex>`` of a state-file write, ``P_temp[_<32 hex>]/`` staging, ``.part`` on S3.
+TEMP_NAME = re.compile(r"(\.tempstate[0-9]+|\.tmp[0-9a-f]+|\.part)$|_temp(_[0-9a-f]{32})?(/|$)")
 SPARSE_SIZE = 2 << 30
 
 
@@ -272,12 +279,16 @@ def make_case(number: int, seed: int = 0) -> Case:
     s = seeds[rng.randrange(len(seeds))]
     files: dict[str, object] = {}
     desc = [f"op {op}", f"seed {s.name}"]
-    n_ck = rng.choice((1, 2, 3, 4)) if op.startswith(("prune", "state", "du")) else rng.choice((1, 1, 2))
+    n_ck = rng.choice((1, 2, 3, 4)) if op.startswith(("prune", "state", "du", "rm", "average")) else \
+        rng.choice((1, 1, 2))
     if op == "prune-best":  # steps the event files hold values at, and some they do not
         steps = sorted(rng.sample(fuzz_events.EVENT_STEPS + (1, 150, 2000), n_ck))
     else:
         steps = sorted(rng.sample(range(1, 40), n_ck))
-    names = [f"ckpt-{st}" for st in steps]
+    base = "ckpt"
+    if op in retain_ops.NEW_OPS:  # checkpoint names that look like temporaries or globs are checkpoints
+        base = rng.choice(("ckpt", "ckpt", "model_temp", "ckpt[a]", "sweep.tmp1"))
+    names = [f"{base}-{st}" for st in steps]
     victim = rng.randrange(n_ck) if rng.random() < 0.85 else None
     for i, name in enumerate(names):
         if i == victim:
@@ -314,7 +325,8 @@ def make_case(number: int, seed: int = 0) -> Case:
         planted.append(side)
         desc.append(f"planted {side}")
     elif r < 0.32:
-        target = rng.choice(sorted(k for k in files if k.startswith("run/ckpt")))
+        target = rng.choice(sorted(k for k in files if k.startswith("run/ckpt") or
+                                   any(k == f"run/{n}" or k.startswith((f"run/{n}.", f"run/{n}-")) for n in names)))
         files[target] = rng.choice(({"fifo": 1}, {"dir": 1}, {"symlink": "../outside/precious"},
                                     {"symlink": "/dev/zero"}, {"symlink": "nowhere"}))
         desc.append(f"{target} is {files[target]}")
@@ -330,16 +342,33 @@ def make_case(number: int, seed: int = 0) -> Case:
         files[f"run/ckpt-50.index.tempstate{rng.randrange(1000)}"] = b"half written"
         files["run/ckpt-50.data-00000-of-00001.tempstate1"] = b"x" * 10
         desc.append("a killed writer's temporaries")
-    argv, d = _argv(rng, op, names, s.v1, has_state, files)
-    desc.append(d)
-    meta = _roles(argv, op, names, (not has_state and n_ck == 1) or valid_state)
+    if op in retain_ops.NEW_OPS:
+        meta = {"protect": [], "dst": None}
+        retain_ops.plant(rng, files, names, s.files, s.prefix, planted, meta)
+        files["runlink"] = {"symlink": "run"}
+        if op == "average":
+            argv = retain_ops.average_argv(rng, files, names, victim, meta)
+        elif op == "rm":
+            argv = retain_ops.rm_argv(rng, files, names, meta)
+        else:
+            argv = retain_ops.clean_temp_argv(rng, files, names, planted, meta)
+        desc.append("argv " + " ".join(argv)[:300])
+    else:
+        argv, d = _argv(rng, op, names, s.v1, has_state, files)
+        desc.append(d)
+        meta = _roles(argv, op, names, (not has_state and n_ck == 1) or valid_state)
     if rng.random() < 0.7 and op != "api":
         argv = ["--debug"] + argv
     return Case(number, op, argv, files, "; ".join(desc)[:2000], planted, meta)
 
 
+_FILE_SUFFIX = re.compile(r"(\.index|\.data-[0-9]{5}-of-[0-9]{5}|\.meta)?(\.tempstate[0-9]+)?$")
+
+
 def _prefix_of(rel: str) -> str:
-    return os.path.basename(rel).split(".", 1)[0]
+    """The checkpoint prefix a file name belongs to (``sweep.tmp1-3.index`` -> ``sweep.tmp1-3``)."""
+    base = os.path.basename(rel)
+    return base[: _FILE_SUFFIX.search(base).start()]  # type: ignore[union-attr]
 
 
 def _roles(argv: list[str], op: str, names: list[str], latest_known: bool) -> dict:
@@ -548,6 +577,8 @@ def run_case(case: Case, base: pathlib.Path, timeout: float = 5.0) -> str:
         _rmtree(d)
     d.mkdir(parents=True)
     materialize(case, d)
+    if case.meta.get("aged"):
+        retain_ops.age(d)
     before = tree_state(d)
     argv = [a.replace("{D}", str(d)) for a in case.argv]
     exc: BaseException | None = None
@@ -614,9 +645,10 @@ def _check(case: Case, d, before, after, code, out, err) -> None:
                and not (may_write and k.startswith("run/") and _prefix_of(k) == dst and k not in case.planted)]
         if src:
             raise Failure(f"changed-source@{op}", f"a reading command changed {src[:5]}")
-    temps = [k for k in after if k not in before and any(m in os.path.basename(k) for m in TEMP_MARKERS)]
+    temps = [k for k in after if k not in before and TEMP_NAME.search(k) and not k.startswith("run/.ckptool")]
     if temps:
         raise Failure(f"left-temporary@{op}", f"exit {code}: {temps[:5]}")
+    retain_ops.check(case, d, before, after, code, Failure)
 
 
 def _rmtree(d: pathlib.Path) -> None:

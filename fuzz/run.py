@@ -9,7 +9,8 @@ The default target, ``ops`` (fuzz/ops.py): each case builds a directory tree
 (mutated TF-written checkpoints, state file, .ckptool.toml, files that are
 not ours, symlinks, FIFOs) and runs one command in-process (list-variables,
 inspect, --tensor, --stats, --verify, --tree, diff, convert to tf, npz and
-safetensors, rewrite-names, prune, state, du, save, or the library). Case N
+safetensors, rewrite-names, prune, state, du, save, prune --keep-best, average,
+rm, prune --clean-temp, or the library). Case N
 is a pure function of (seed, N). ``--keep`` minimizes one case of each new
 failure class and saves it under tests/data/fuzz_regressions/, where
 tests/robustness/test_fuzz_regressions.py replays it.
