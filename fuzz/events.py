@@ -7,8 +7,9 @@ case (in ``run/``, in a log directory named by ``--metrics``, or as one event fi
 one or more of them mutated by :func:`mutate_events`: raw bytes, truncation, record
 payloads mutated and re-framed with valid CRCs (so the Event parser sees them), Event
 fields set to hostile values (steps, wall times, NaN/inf, tensor dtypes, shapes and
-contents, tags), impossible record lengths, duplicated and reordered records. The
-command is always a ``--dry-run``: the oracle then also holds it to changing nothing.
+contents, tags), impossible record lengths, duplicated and reordered records. A
+``--dry-run`` is held to changing nothing; a real prune to deleting only checkpoint files
+(fuzz/retain_ops.py), never an event file.
 """
 
 from __future__ import annotations
@@ -187,7 +188,7 @@ def event_tree(rng: random.Random, files: dict, names: list[str]) -> tuple[list[
 
 
 def keep_best_argv(rng: random.Random, files: dict, names: list[str]) -> tuple[list[str], str]:
-    """``prune {D}/run --keep-best N --metric TAG --dry-run`` with event files in ``files``."""
+    """``prune {D}/run --keep-best N --metric TAG [--dry-run]`` with event files in ``files``."""
     extra, desc = event_tree(rng, files, names)
     if rng.random() < 0.7:  # reach the metric code: most cases get a sound state file, no policy file
         paths = "".join(f'all_model_checkpoint_paths: "{n}"\n' for n in names)
@@ -196,7 +197,9 @@ def keep_best_argv(rng: random.Random, files: dict, names: list[str]) -> tuple[l
         desc += "; state valid"
     keep = rng.choice(("1", "1", "1", "1", "2", "2", "3")) if rng.random() < 0.9 else rng.choice(("0", "2" * 30))
     tag = rng.choice(GOOD_TAGS) if rng.random() < 0.75 else rng.choice(TAGS)
-    a = ["prune", "{D}/run", "--keep-best", keep, "--metric", tag, "--dry-run"] + extra
+    a = ["prune", "{D}/run", "--keep-best", keep, "--metric", tag] + extra
+    if rng.random() < 0.6:  # else a real prune: fuzz/retain_ops.py's deletion oracle holds it
+        a.insert(6, "--dry-run")
     if rng.random() < 0.4:
         a += ["--mode", rng.choice(("min", "max", "max", "max", "max", "median"))]
     if rng.random() < 0.5:

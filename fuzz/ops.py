@@ -65,7 +65,7 @@ READ_ONLY = {"list", "inspect", "read", "verify", "stats", "tree", "diff", "conv
 OP_FLAGS = {"read": ("--all-tensors", "--tensor"), "verify": ("--verify",), "stats": ("--stats",),
             "tree": ("--tree",), "convert-tf": ("--to",), "convert-npz": ("--to",),
             "convert-safetensors": ("--to",), "prune-recursive": ("--recursive",), "save": ("--from",),
-            "prune-best": ("--keep-best", "--metric", "--dry-run"), **retain_ops.OP_FLAGS}
+            "prune-best": ("--keep-best", "--metric"), **retain_ops.OP_FLAGS}
 TEMP_MARKERS = (".tempstate", ".tmp", "_temp", ".part")
 #: A temporary a writer leaves (by the end of its name, so that a checkpoint named
 #: ``sweep.tmp1-3`` or ``model_temp-5`` is none): TF's and ckptool's ``.tempstate<N>``,
@@ -357,6 +357,8 @@ def make_case(number: int, seed: int = 0) -> Case:
         argv, d = _argv(rng, op, names, s.v1, has_state, files)
         desc.append(d)
         meta = _roles(argv, op, names, (not has_state and n_ck == 1) or valid_state)
+        if op == "prune-best" and "--dry-run" not in argv:
+            meta["deletable"] = [f for n in names for f in retain_ops.checkpoint_files(files, n)]
     if rng.random() < 0.7 and op != "api":
         argv = ["--debug"] + argv
     return Case(number, op, argv, files, "; ".join(desc)[:2000], planted, meta)
