@@ -28,6 +28,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from typing_extensions import Buffer
 
+#: A record up to this size has its scalars listed in one reading; a larger one is read twice
+#: (validated, then its scalars yielded one at a time), so memory stays a multiple of the record.
+SMALL_RECORD = 1 << 16
 MAX_DEPTH = 100  # nested groups in an unknown field: the runtime's recursion limit
 _HALF, _BFLOAT16, _BOOL = 19, 14, 10
 #: ScalarTensor's repeated numeric fields: number -> (wire type unpacked, width or 0 for varints)
@@ -65,11 +68,25 @@ def _fields(buf: memoryview, pos: int, end: int) -> Iterator[tuple[int, int, int
     """``(number, wire, a, b)`` per field of the message ``buf[pos:end]``: ``a`` is the varint's
     value for wire type 0, else ``buf[a:b]`` holds the field's bytes. Groups are skipped."""
     while pos < end:
-        tag, pos = _varint(buf, pos, end)
+        tag = buf[pos]
+        if tag < 0x80:  # the one-byte tag of every field of the schema: no call
+            pos += 1
+        else:
+            tag, pos = _varint(buf, pos, end)
         number, wire = tag >> 3, tag & 7
         if number == 0 or tag > 0xFFFFFFFF:
             raise _Invalid
-        if wire == 0:
+        if wire == 2:
+            n = buf[pos] if pos < end else 0x80
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _varint(buf, pos, end)
+            if n > end - pos:
+                raise _Invalid
+            yield number, 2, pos, pos + n
+            pos += n
+        elif wire == 0:
             v, pos = _varint(buf, pos, end)
             yield number, 0, v, pos
         elif wire == 1 or wire == 5:
@@ -77,12 +94,6 @@ def _fields(buf: memoryview, pos: int, end: int) -> Iterator[tuple[int, int, int
             if pos + n > end:
                 raise _Invalid
             yield number, wire, pos, pos + n
-            pos += n
-        elif wire == 2:
-            n, pos = _varint(buf, pos, end)
-            if n > end - pos:
-                raise _Invalid
-            yield number, 2, pos, pos + n
             pos += n
         elif wire == 3:
             pos = _skip_group(buf, pos, end, number)
@@ -236,7 +247,7 @@ def _metadata(buf: memoryview, a: int, b: int) -> None:
             _utf8(buf, x, y)
 
 
-def _value(buf: memoryview, a: int, b: int, emit: Callable[[str, float], None] | None) -> None:
+def _value(buf: memoryview, a: int, b: int, emit: Callable[[tuple[str, float]], None] | None) -> None:
     tag = ""
     kind = 0  # the oneof: 2 simple_value, 8 tensor
     simple = 0.0
@@ -258,10 +269,10 @@ def _value(buf: memoryview, a: int, b: int, emit: Callable[[str, float], None] |
         return
     value = float(simple) if kind == 2 else tensor.value() if tensor is not None else None
     if value is not None and value == value:  # NaN: no order, never a value
-        emit(tag, value)
+        emit((tag, value))
 
 
-def _summary(buf: memoryview, a: int, b: int, emit: Callable[[str, float], None] | None) -> None:
+def _summary(buf: memoryview, a: int, b: int, emit: Callable[[tuple[str, float]], None] | None) -> None:
     for num, wire, x, y in _fields(buf, a, b):
         if num == 1 and wire == 2:
             _value(buf, x, y, emit)
@@ -274,6 +285,9 @@ def record_scalars(payload: Buffer) -> Iterator[tuple[str, int, float, float]] |
     buf = memoryview(payload).cast("B")
     wall, step, what = 0.0, 0, 0
     summaries: list[tuple[int, int]] = []
+    small = len(buf) <= SMALL_RECORD  # its scalars are kept from the first reading: no second
+    found: list[tuple[str, float]] = []
+    collect = found.append if small else None
     try:
         for num, wire, x, y in _fields(buf, 0, len(buf)):
             if num == 1 and wire == 1:
@@ -284,14 +298,20 @@ def record_scalars(payload: Buffer) -> Iterator[tuple[str, int, float, float]] |
                 if num == 3:
                     _utf8(buf, x, y)
                 what, summaries = num, []
+                found.clear()
             elif num == 5 and wire == 2:
                 if what != 5:
                     what, summaries = 5, []
-                _summary(buf, x, y, None)  # validate now: a bad record yields nothing
+                    found.clear()
+                _summary(buf, x, y, collect)  # validate now: a bad record yields nothing
                 summaries.append((x, y))
     except _Invalid:
         return None
-    return _emit_all(buf, summaries if what == 5 else [], step, float(wall))
+    if what != 5:
+        return iter(())
+    if small:
+        return ((tag, step, v, float(wall)) for tag, v in found)
+    return _emit_all(buf, summaries, step, float(wall))
 
 
 def _emit_all(buf: memoryview, summaries: list[tuple[int, int]], step: int,
@@ -300,7 +320,7 @@ def _emit_all(buf: memoryview, summaries: list[tuple[int, int]], step: int,
     for a, b in summaries:
         for num, wire, x, y in _fields(buf, a, b):
             if num == 1 and wire == 2:
-                _value(buf, x, y, lambda tag, v: out.append((tag, v)))
+                _value(buf, x, y, out.append)
                 while out:
                     tag, v = out.pop()
                     yield tag, step, v, wall
