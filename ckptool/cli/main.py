@@ -139,6 +139,10 @@ def main(argv=None) -> None:
     except click.Abort:
         click.echo("ckptool: aborted", err=True)
         sys.exit(130)
+    except click.exceptions.NoArgsIsHelpError as exc:
+        # bare `ckptool` (or a group without its command): click's help text, as written, not an error line
+        click.echo(exc.ctx.get_help(), err=True)
+        sys.exit(exc.exit_code)
     except click.ClickException as exc:
         message = escape(exc.format_message())  # a value given on the command line may hold a newline
         exc.format_message = lambda: message  # type: ignore[method-assign]
