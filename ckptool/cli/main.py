@@ -32,6 +32,7 @@ COMMANDS = {
     "verify": "verify",
     "average": "average",
     "rm": "rm",
+    "man": "man",
 }
 
 
