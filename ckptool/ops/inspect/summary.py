@@ -106,8 +106,9 @@ def directory_state(directory: str, storage) -> dict | None:
 def summary(ck, path: str | None = None) -> dict:
     """What ``inspect`` prints by default, as a JSON-ready dict.
 
-    ``path`` is the CHECKPOINT argument as given: when it is a directory with
-    a ``checkpoint`` state file, the state is included.
+    ``path`` is the CHECKPOINT argument as given: the state of the directory it
+    names, or else of the directory holding the checkpoint, is included when that
+    directory has a ``checkpoint`` state file.
     """
     storage = ck.storage
     variables = ck.variables()
@@ -140,9 +141,10 @@ def summary(ck, path: str | None = None) -> dict:
     doc["meta_graph"] = None
     if storage.isfile(meta):
         doc["meta_graph"] = {"path": meta, "bytes": storage.size(meta), **_meta_versions(storage, meta)}
-    doc["state"] = None
-    if path is not None and storage.isdir(path.rstrip("/") or "/"):
-        doc["state"] = directory_state(path.rstrip("/") or "/", storage)
+    # the state of the directory given, else of the one holding the checkpoint (runs/ckpt-5: runs/)
+    given = None if path is None else (path.rstrip("/") or "/")
+    directory = given if given is not None and storage.isdir(given) else storage.dirname(ck.prefix)
+    doc["state"] = directory_state(directory, storage)
     return doc
 
 
