@@ -110,6 +110,16 @@ def print_tensor(name: str, dtype: str, shape, value, full: bool) -> None:
     click.echo(np.array2string(np.asarray(value), **opts) if value.shape else _scalar(value))
 
 
+def print_object_graph_value(name: str, dtype: str, shape, nbytes: int, root, title: str) -> None:
+    """The object graph tensor: its tree (``root``, when asked for by name), else a pointer to
+    ``--tree``; never its serialized bytes on one line."""
+    click.echo(style(f"{display_name(name)}  {dtype}  {format_shape(shape)}", bold=True))
+    if root is None:
+        click.echo(f"(the serialized object graph, {human_bytes(nbytes)}: shown by inspect --tree)")
+    else:
+        print_tree(root, None, title)
+
+
 def _scalar(value) -> str:
     item = value.reshape(()).item() if hasattr(value, "reshape") else value
     return repr(item) if isinstance(item, bytes) else str(value.reshape(()) if hasattr(value, "reshape") else value)
