@@ -81,7 +81,7 @@ def print_summary(doc: dict) -> None:
     _kv(pairs)
     if state:
         rows = [(str(c["step"]) if c["step"] is not None else "-", c["time"] or "-", human_bytes(c["bytes"]),
-                 c["status"], display_name(c["path"] or c["prefix"])) for c in state["checkpoints"]]
+                 c["status"], display_name(c["path"] or c["prefix"])) for c in state["entries"]]
         click.echo("")
         for line in _table(("STEP", "TIME", "SIZE", "STATUS", "PATH"), rows, right=(0, 2)):
             click.echo(line)

@@ -15,7 +15,7 @@ def test_inspect_of_a_prefix_shows_its_directorys_state(example):
         assert [r.split()[0] for r in rows] == ["3", "4", "5"], arg
         assert rows[-1].split()[-2:] == ["latest", "ckpt-5"]
         doc = json.loads(completed("inspect", arg, "--json").stdout)
-        assert [c["step"] for c in doc["state"]["checkpoints"]] == [3, 4, 5]
+        assert [c["step"] for c in doc["state"]["entries"]] == [3, 4, 5]
 
 
 def test_inspect_of_a_prefix_without_a_state_file_has_no_state(example):

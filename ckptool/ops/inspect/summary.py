@@ -99,7 +99,7 @@ def directory_state(directory: str, storage) -> dict | None:
         "path": state_path(directory, storage),
         "model_checkpoint_path": state.model_checkpoint_path,
         "last_preserved_timestamp": finite(state.last_preserved_timestamp) or None,
-        "checkpoints": [c.to_json() for c in out],
+        "entries": [c.to_json() for c in out],
     }
 
 
