@@ -11,6 +11,7 @@ from ckptool.cli.common import (
     json_option,
     no_sync_option,
     note,
+    plural,
     warn,
 )
 
@@ -80,7 +81,7 @@ def command(src: str, dst: str, to: str | None, match: tuple[str, ...], exclude:
     for name in result.skipped:
         note(f"skipped {name}")
     for name, n in result.overflow.items():
-        warn(f"{name}: {n} values overflowed to inf in the cast")
+        warn(f"{name}: {plural(n, 'value')} overflowed to inf in the cast")
     cast = f", {len(result.cast)} cast" if result.cast else ""
-    note(f"converted {src} -> {result.dst} ({result.format}): {result.tensors} tensors{cast}, "
-         f"{human_bytes(result.nbytes)} in {len(result.files)} files")
+    note(f"converted {src} -> {result.dst} ({result.format}): {plural(result.tensors, 'tensor')}{cast}, "
+         f"{human_bytes(result.nbytes)} in {plural(len(result.files), 'file')}")

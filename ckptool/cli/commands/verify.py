@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from ckptool.cli.common import display_name, emit_json, human_bytes, jobs_option, json_option
+from ckptool.cli.common import display_name, emit_json, human_bytes, jobs_option, json_option, plural
 
 
 @click.command("verify")
@@ -56,7 +56,8 @@ def command(paths: tuple[str, ...], recursive: bool, jobs: int | None, as_json: 
     else:
         for r in report.checkpoints:
             if r.ok:
-                click.echo(f"ok       {display_name(r.prefix)}  ({r.tensors} tensors, {human_bytes(r.bytes)})")
+                what = f"{plural(r.tensors, 'tensor')}, {human_bytes(r.bytes)}"
+                click.echo(f"ok       {display_name(r.prefix)}  ({what})")
                 continue
             click.echo(f"DAMAGED  {display_name(r.prefix)}")
             for p in r.problems:
@@ -65,5 +66,5 @@ def command(paths: tuple[str, ...], recursive: bool, jobs: int | None, as_json: 
         raise Failed("verify: no checkpoint found under " + ", ".join(display_name(p) for p in paths))
     if not report.ok:
         bad = report.damaged
-        raise Failed(f"verify: {len(bad)} of {len(report.checkpoints)} checkpoints damaged: "
+        raise Failed(f"verify: {len(bad)} of {plural(len(report.checkpoints), 'checkpoint')} damaged: "
                      + ", ".join(display_name(r.prefix) for r in bad))
