@@ -153,7 +153,7 @@ def print_verify(report) -> None:
     if report.ok:
         click.echo(f"ok: {plural(report.tensors, 'tensor')}, {human_bytes(report.bytes)} read, every checksum matches")
     else:
-        names = sorted({p.name for p in report.problems})
+        names = report.damaged()
         click.echo(f"corrupt: {len(names)} of {plural(report.tensors, 'tensor')}: "
                    + ", ".join(display_name(n) for n in names))
 

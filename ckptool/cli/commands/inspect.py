@@ -54,7 +54,8 @@ def command(checkpoint: str, as_json: bool, tensors: tuple[str, ...], all_tensor
     valid UTF-8, else {"base64": "..."}. --stats gives an array of
     {"name", "dtype", "shape", "count", "min", "max", "mean", "std",
     "nan", "inf", "zeros"}; --verify {"prefix", "ok", "tensors", "bytes",
-    "errors": [{"name", "error"}]}; --tree nested nodes {"name", "path",
+    "errors": [{"name", "error"}]} (a missing data shard: one error, name "",
+    with the "tensors" stored there); --tree nested nodes {"name", "path",
     "parameters", "bytes", "tensor", "attributes", "slots", "children"}.
     """
     import ckptool
@@ -89,7 +90,7 @@ def command(checkpoint: str, as_json: bool, tensors: tuple[str, ...], all_tensor
             else:
                 render.print_verify(report)
             if not report.ok:
-                bad = len({p.name for p in report.problems})
+                bad = len(report.damaged())
                 raise Failed(f"{ck.prefix}: verification failed: {bad} of {report.tensors} tensors corrupt")
             return
         from ckptool.ops.inspect import inspection
