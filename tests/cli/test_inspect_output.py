@@ -47,3 +47,15 @@ def test_json_keeps_the_object_graph_value_exact(example):
     docs = json.loads(completed("inspect", example / "ckpt-5", "--all-tensors", "--json").stdout)
     graph = next(d for d in docs if d["name"] == "_CHECKPOINTABLE_OBJECT_GRAPH")
     assert graph["value"]  # the bytes, as text or base64
+
+
+def test_a_prefix_is_inspected_whatever_its_directorys_state(example):
+    (example / "ckpt-3.data-00000-of-00001").unlink()
+    (example / "ckpt-3.data-00000-of-00001").symlink_to("nowhere")  # a sibling's dangling file
+    out = completed("inspect", example / "ckpt-5")
+    assert out.returncode == 0, out.stderr
+    (example / "checkpoint").write_text("garbage {{{")
+    out = completed("inspect", example / "ckpt-5")
+    assert out.returncode == 0 and "STEP" not in out.stdout
+    assert "ckptool: warning: the directory's state is not shown: " in out.stderr
+    assert completed("inspect", example).returncode == 1  # the directory itself: its state is the argument

@@ -80,7 +80,7 @@ def directory_state(directory: str, storage) -> dict | None:
         mtime = None
         if present:
             files = checkpoint_files(storage, prefix)
-            size = sum(storage.size(f) for f in files)
+            size = sum(_size_or_zero(storage, f) for f in files)
             idx = prefix + bundle.INDEX_SUFFIX
             mtime = storage.mtime(idx) if storage.isfile(idx) else (storage.mtime(files[0]) if files else None)
         ts = stamps.get(prefix, mtime)
@@ -101,6 +101,15 @@ def directory_state(directory: str, storage) -> dict | None:
         "last_preserved_timestamp": finite(state.last_preserved_timestamp) or None,
         "entries": [c.to_json() for c in out],
     }
+
+
+def _size_or_zero(storage, path: str) -> int:
+    """The size of a file of a listed checkpoint; 0 for one that went or is a dangling symlink
+    (the state is shown beside every checkpoint inspected: it must not fail on a sibling)."""
+    try:
+        return storage.size(path)
+    except (OSError, CkptError):
+        return 0
 
 
 def summary(ck, path: str | None = None) -> dict:
@@ -143,8 +152,18 @@ def summary(ck, path: str | None = None) -> dict:
         doc["meta_graph"] = {"path": meta, "bytes": storage.size(meta), **_meta_versions(storage, meta)}
     # the state of the directory given, else of the one holding the checkpoint (runs/ckpt-5: runs/)
     given = None if path is None else (path.rstrip("/") or "/")
-    directory = given if given is not None and storage.isdir(given) else storage.dirname(ck.prefix)
-    doc["state"] = directory_state(directory, storage)
+    if given is not None and storage.isdir(given):
+        doc["state"] = directory_state(given, storage)
+    else:  # a sibling's trouble (a state file that does not parse) must not fail this checkpoint's summary
+        try:
+            doc["state"] = directory_state(storage.dirname(ck.prefix), storage)
+        except CkptError as exc:
+            import warnings
+
+            from ckptool.errors import CkptWarning
+
+            warnings.warn(f"the directory's state is not shown: {exc}", CkptWarning, stacklevel=2)
+            doc["state"] = None
     return doc
 
 
