@@ -29,7 +29,13 @@ class MissingError(CkptError, FileNotFoundError):
 
 
 class TensorNotFoundError(CkptError, KeyError):
-    """A tensor name is not in the checkpoint."""
+    """A tensor name is not in the checkpoint. ``name`` is the name asked for and ``suggestions``
+    the checkpoint's names closest to it, best first (also in the message: "did you mean ...?")."""
+
+    def __init__(self, *args: object, name: str | None = None, suggestions: tuple[str, ...] | list[str] = ()) -> None:
+        super().__init__(*args)
+        self.name = name
+        self.suggestions = list(suggestions)
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0]) if self.args else ""

@@ -143,7 +143,25 @@ def error(message: str) -> None:
     click.echo(f"ckptool: error: {escape(message)}", err=True)
 
 
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``n`` and its noun, agreeing: '1 file', '2 files', '0 files' (``many`` for the irregular:
+    plural(n, "entry", "entries")). Every count in human output goes through it."""
+    return f"{n} {word}" if n == 1 else f"{n} {many or word + 's'}"
+
+
+def human_time(ts: float | None) -> str:
+    """The one time format of human output: ISO 8601 UTC, one token (2026-12-02T19:06:35Z), as
+    --json's "time"; "-" when there is none, the raw number when it names no representable time."""
+    from ckptool.ops.inspect.summary import iso_time
+
+    if ts is None:
+        return "-"
+    iso = iso_time(ts)
+    return f"{ts!r} (not a valid time)" if iso is None else iso
+
+
 def human_bytes(n: int | None) -> str:
+    """The one size format of human output (1024-based: '973 B', '4.4 KiB'); --json has exact bytes."""
     if n is None:
         return "-"
     step = 1024.0

@@ -141,6 +141,25 @@ def write(root: str) -> list[str]:
     return sorted(files)
 
 
+def install_man_pages(directory: str, pages: dict[str, str] | None = None) -> list[str]:
+    """Write the man pages into ``directory`` (made if absent), each atomically; the ckptool pages
+    already there are replaced, and a page of a command that no longer exists is removed."""
+    from ckptool.io.atomic import write_bytes
+    from ckptool.io.storage import LOCAL
+
+    pages = man_pages() if pages is None else pages
+    os.makedirs(directory, exist_ok=True)
+    for old in os.listdir(directory):
+        if (old == f"{PROG}.1" or old.startswith(f"{PROG}-")) and old.endswith(".1") and old not in pages:
+            os.remove(os.path.join(directory, old))
+    written = []
+    for name, text in sorted(pages.items()):
+        path = os.path.join(directory, name)
+        write_bytes(LOCAL, path, text.encode("utf-8"))
+        written.append(path)
+    return written
+
+
 if __name__ == "__main__":  # pragma: no cover
     for rel in write(sys.argv[1] if len(sys.argv) > 1 else "."):
         print(rel)

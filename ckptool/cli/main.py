@@ -32,6 +32,7 @@ COMMANDS = {
     "verify": "verify",
     "average": "average",
     "rm": "rm",
+    "man": "man",
 }
 
 
@@ -139,6 +140,10 @@ def main(argv=None) -> None:
     except click.Abort:
         click.echo("ckptool: aborted", err=True)
         sys.exit(130)
+    except click.exceptions.NoArgsIsHelpError as exc:
+        # bare `ckptool` (or a group without its command): click's help text, as written, not an error line
+        click.echo(exc.ctx.get_help(), err=True)
+        sys.exit(exc.exit_code)
     except click.ClickException as exc:
         message = escape(exc.format_message())  # a value given on the command line may hold a newline
         exc.format_message = lambda: message  # type: ignore[method-assign]

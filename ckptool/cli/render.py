@@ -6,7 +6,17 @@ from typing import Any
 
 import click
 
-from ckptool.cli.common import display_name, error, format_shape, human_bytes, human_count, note, style
+from ckptool.cli.common import (
+    display_name,
+    error,
+    format_shape,
+    human_bytes,
+    human_count,
+    human_time,
+    note,
+    plural,
+    style,
+)
 
 
 def _table(header, rows, right=()) -> list[str]:
@@ -33,7 +43,7 @@ def print_variables(variables) -> None:
         click.echo("\n".join(lines[i:i + 4096]))
     params = sum(v.numel for v in variables)
     total = sum(v.nbytes for v in variables)
-    note(f"# {len(variables)} variables, {params} parameters, {total} bytes ({human_bytes(total)})")
+    note(f"# {plural(len(variables), 'variable')}, {plural(params, 'parameter')}, {human_bytes(total)}")
 
 
 def _kv(pairs) -> None:
@@ -52,19 +62,19 @@ def print_summary(doc: dict) -> None:
         total = sum(s["bytes"] or 0 for s in shards)
         pairs.append(("shards", f"{len(shards)}, {human_bytes(total)}"))
         for s in shards:
-            size = "missing" if s["bytes"] is None else f"{s['bytes']} bytes"
+            size = "missing" if s["bytes"] is None else human_bytes(s["bytes"])
             pairs.append(("", f"{display_name(s['path'])}  {size}"))
     else:
         for i, f in enumerate(doc["files"]):
-            pairs.append(("files" if i == 0 else "", f"{display_name(f['path'])}  {f['bytes']} bytes"))
+            pairs.append(("files" if i == 0 else "", f"{display_name(f['path'])}  {human_bytes(f['bytes'])}"))
     part = f" ({doc['partitioned']} partitioned)" if doc["partitioned"] else ""
     pairs += [("variables", f"{doc['variables']}{part}"),
               ("parameters", _count(doc["parameters"])),
-              ("bytes", f"{doc['bytes']} ({human_bytes(doc['bytes'])})")]
+              ("bytes", human_bytes(doc["bytes"]))]
     for i, (name, d) in enumerate(doc["dtypes"].items()):
         pairs.append(("dtypes" if i == 0 else "",
-                      f"{name}: {_plural(d['variables'], 'variable')}, {_plural(d['parameters'], 'parameter')}, "
-                      f"{_plural(d['bytes'], 'byte')}"))
+                      f"{name}: {plural(d['variables'], 'variable')}, {plural(d['parameters'], 'parameter')}, "
+                      f"{human_bytes(d['bytes'])}"))
     if doc["format"] == "V2":
         b = doc["bundle"]
         pairs.append(("bundle", f"version {b['producer']} (min consumer {b['min_consumer']}), "
@@ -89,8 +99,8 @@ def print_summary(doc: dict) -> None:
         pairs.append(("state", display_name(state["path"])))
     _kv(pairs)
     if state:
-        rows = [(str(c["step"]) if c["step"] is not None else "-", c["time"] or "-", human_bytes(c["bytes"]),
-                 c["status"], display_name(c["path"] or c["prefix"])) for c in state["checkpoints"]]
+        rows = [(str(c["step"]) if c["step"] is not None else "-", human_time(c["timestamp"]), human_bytes(c["bytes"]),
+                 c["status"], display_name(c["path"] or c["prefix"])) for c in state["entries"]]
         click.echo("")
         for line in _table(("STEP", "TIME", "SIZE", "STATUS", "PATH"), rows, right=(0, 2)):
             click.echo(line)
@@ -99,10 +109,6 @@ def print_summary(doc: dict) -> None:
 def _count(n: int) -> str:
     short = human_count(n)
     return str(n) if short == str(n) else f"{n} ({short})"
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def print_tensor(name: str, dtype: str, shape, value, full: bool) -> None:
@@ -117,6 +123,16 @@ def print_tensor(name: str, dtype: str, shape, value, full: bool) -> None:
     if value.dtype.names:  # quantized: show the integers
         value = value[value.dtype.names[0]]
     click.echo(np.array2string(np.asarray(value), **opts) if value.shape else _scalar(value))
+
+
+def print_object_graph_value(name: str, dtype: str, shape, nbytes: int, root, title: str) -> None:
+    """The object graph tensor: its tree (``root``, when asked for by name), else a pointer to
+    ``--tree``; never its serialized bytes on one line."""
+    click.echo(style(f"{display_name(name)}  {dtype}  {format_shape(shape)}", bold=True))
+    if root is None:
+        click.echo(f"(the serialized object graph, {human_bytes(nbytes)}: shown by inspect --tree)")
+    else:
+        print_tree(root, None, title)
 
 
 def _scalar(value) -> str:
@@ -144,10 +160,11 @@ def print_verify(report) -> None:
     for p in report.problems:
         error(p.error)
     if report.ok:
-        click.echo(f"ok: {report.tensors} tensors, {report.bytes} bytes read, every checksum matches")
+        click.echo(f"ok: {plural(report.tensors, 'tensor')}, {human_bytes(report.bytes)} read, every checksum matches")
     else:
-        names = sorted({p.name for p in report.problems})
-        click.echo(f"corrupt: {len(names)} of {report.tensors} tensors: " + ", ".join(display_name(n) for n in names))
+        names = report.damaged()
+        click.echo(f"corrupt: {len(names)} of {plural(report.tensors, 'tensor')}: "
+                   + ", ".join(display_name(n) for n in names))
 
 
 def print_tree(root, depth: int | None, title: str) -> None:
@@ -196,14 +213,14 @@ def print_tree(root, depth: int | None, title: str) -> None:
     w2 = max(len(x[2]) for x in lines)
     for text, ds, params, size in lines:
         click.echo(f"{text.ljust(w0)}  {ds.ljust(w1)}  {params.rjust(w2)}  {size}".rstrip())
-    note(f"# {root.parameters} parameters, {root.bytes} bytes ({human_bytes(root.bytes)}); "
+    note(f"# {plural(root.parameters, 'parameter')}, {human_bytes(root.bytes)}; "
          f"subtree totals include the slot variables an optimizer owns")
 
 
 def _node_label(node, depth, level, title=None) -> str:
     label = display_name(title if title is not None else node.name)
     if node.owned_slots:
-        label += f" (+{node.owned_slots} slots)"
+        label += f" (+{plural(node.owned_slots, 'slot')})"
     has_more = bool(node.children or node.attributes or node.slots)
     if depth is not None and level >= depth and has_more:
         label += " …"
@@ -231,7 +248,8 @@ def print_diff(report) -> None:
         rows.append(("~", display_name(c["name"]), ", ".join(parts)))
     for v in report.values:
         m = "" if v.max_abs_diff is None else f", max abs diff {v.max_abs_diff:.6g}"
-        rows.append(("~", display_name(v.name), f"values: {v.differing} of {v.count} elements differ{m}"))
+        differ = "differs" if v.differing == 1 else "differ"
+        rows.append(("~", display_name(v.name), f"values: {v.differing} of {plural(v.count, 'element')} {differ}{m}"))
     rows.sort(key=lambda r: (r[1], r[0]))
     colors = {"-": "red", "+": "green", "~": "yellow"}
     width = max([len(r[1]) for r in rows] + [0])

@@ -44,6 +44,81 @@ def encode_tensor_name_slice(name: bytes, sl: Slice) -> bytes:
     return b"".join(parts)
 
 
+def _decode_signed(buf: bytes, pos: int) -> tuple[int, int]:
+    """The inverse of :func:`_signed_num_increasing`: (value, position after it)."""
+    if pos >= len(buf):
+        raise ValueError("truncated")
+    neg = not buf[pos] & 0x80
+    flip = 0xFF if neg else 0
+    head = ((buf[pos] ^ flip) << 8) | ((buf[pos + 1] ^ flip) if pos + 1 < len(buf) else 0)
+    n = 0
+    while n < 16 and head & (0x8000 >> n):
+        n += 1
+    if not 1 <= n <= 10 or pos + n > len(buf):
+        raise ValueError("bad length")
+    raw = bytearray(b ^ flip for b in buf[pos:pos + n])
+    h0, h1 = _SIGNED_HEADERS[n - 1]
+    raw[0] ^= h0
+    if n > 1:
+        raw[1] ^= h1
+    x = int.from_bytes(raw, "big")
+    return (~x if neg else x), pos + n
+
+
+def decode_tensor_name_slice(key: bytes) -> tuple[bytes, Slice] | None:
+    """The inverse of :func:`encode_tensor_name_slice`: (name, slice), or None when ``key`` is
+    not a well-formed slice key."""
+    if not key.startswith(b"\x00"):
+        return None
+    try:
+        name, pos = bytearray(), 1
+        while True:
+            b = key[pos]
+            if b == 0x00:
+                if key[pos + 1] == 0x01:
+                    pos += 2
+                    break
+                if key[pos + 1] != 0xFF:
+                    return None
+                name.append(0x00)
+                pos += 2
+            elif b == 0xFF:
+                if key[pos + 1] != 0x00:
+                    return None
+                name.append(0xFF)
+                pos += 2
+            else:
+                name.append(b)
+                pos += 1
+        width = key[pos]
+        rank = int.from_bytes(key[pos + 1:pos + 1 + width], "big")
+        pos += 1 + width
+        if rank > 64:
+            return None
+        dims = []
+        for _ in range(rank):
+            start, pos = _decode_signed(key, pos)
+            length, pos = _decode_signed(key, pos)
+            dims.append((start, length))
+    except (IndexError, ValueError):
+        return None
+    return (bytes(name), tuple(dims)) if pos == len(key) else None
+
+
+def slice_text(name: str, sl: Slice) -> str:
+    """A slice of tensor ``name`` as users write it: ``emb/weights[0:4,:]`` (':' a whole dimension)."""
+    return name + "[" + ",".join(":" if length == -1 else f"{start}:{start + length}" for start, length in sl) + "]"
+
+
+def key_text(key: bytes) -> str:
+    """An index key as error messages name it: a tensor name as it is, the key of one slice of a
+    partitioned tensor as ``name[0:4,:]``, never as its encoded bytes."""
+    decoded = decode_tensor_name_slice(key) if key.startswith(b"\x00") else None
+    if decoded is None:
+        return key.decode("utf-8", "surrogateescape")
+    return slice_text(decoded[0].decode("utf-8", "surrogateescape"), decoded[1])
+
+
 def slice_region(sl: Slice, shape: Sequence[int]) -> tuple[slice, ...]:
     """numpy index of a slice inside the full tensor; an error if out of bounds."""
     out = []

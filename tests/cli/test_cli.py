@@ -44,7 +44,7 @@ def test_list_variables_golden_text(run):
                    "dense/kernel     float32  [4,3]  48\n"
                    "embedding/table  float64  [5,2]  80\n"
                    "global_step      int64    []     8\n")
-    assert err == "# 4 variables, 26 parameters, 148 bytes (148 B)\n"
+    assert err == "# 4 variables, 26 parameters, 148 B\n"
 
 
 def test_list_variables_json_and_filters(run, small):

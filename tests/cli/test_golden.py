@@ -11,7 +11,9 @@ point in-process (tests/clirun.py), exit codes included.
 """
 
 import difflib
+import json
 import os
+import pathlib
 import time
 
 import pytest
@@ -20,6 +22,19 @@ from golden.cases import CASES, GOLDEN, normalize
 from clirun import run
 
 REGEN = os.environ.get("CKPTOOL_GOLDEN_REGEN") == "1"
+SCHEMAS = pathlib.Path(__file__).resolve().parents[2] / "docs" / "json"
+
+
+def check_schema(command: str, doc) -> None:
+    """``doc`` (a --json document of ``command``) is valid against docs/json/<command>.schema.json."""
+    import jsonschema
+
+    schema = json.loads((SCHEMAS / f"{command}.schema.json").read_text(encoding="utf-8"))
+    jsonschema.validate(doc, schema, cls=jsonschema.Draft202012Validator)
+
+
+def command_of(argv) -> str:
+    return next(a for a in argv if not a.startswith("-"))
 HOW = "PYTHONPATH=$PWD python -m tests.golden.regen"
 
 
@@ -30,6 +45,7 @@ def test_golden(name, tmp_path, capsys):
     for argv, want in steps:
         code, out, err = run(capsys, *argv)
         assert code == want, f"ckptool {' '.join(argv)}: exit {code}, expected {want}\n{err}"
+    check_schema(command_of(steps[-1][0]), json.loads(out))  # the raw document, before normalization
     got = normalize(out, tmp_path, (start, time.time()))
     path = GOLDEN / f"{name}.json"
     if REGEN:

@@ -58,7 +58,7 @@ def test_save_npz_npy(capsys, tmp_path, srcs):
 def test_save_text_output(capsys, tmp_path, srcs):
     code, out, err = run(capsys, "save", str(tmp_path / "ck"), "--from", str(srcs / "step.npy"), "--no-state")
     # a status line: stderr; stdout carries data only (none here)
-    assert code == 0 and out == "" and err.startswith(f"saved {tmp_path / 'ck'}: 1 variables, 8 B in 2 files")
+    assert code == 0 and out == "" and err.startswith(f"saved {tmp_path / 'ck'}: 1 variable, 8 B in 2 files")
 
 
 def test_save_safetensors_keeps_bfloat16_and_float8(capsys, tmp_path):

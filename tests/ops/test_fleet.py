@@ -112,8 +112,9 @@ def test_cli_report_json_exit_code_and_dry_run(tree, capsys):
     code, out, err = run(capsys, "prune", str(root), "--recursive", "--dry-run", "--json", "--exclude", "exp1*")
     assert code == 1 and "exp04" in err and "directories failed" in err
     doc = json.loads(out)
-    assert doc["dry_run"] and str(root / "exp04") in doc["directories"] and "error" in doc["directories"][str(root / "exp04")]
-    assert not any("exp1" in os.path.relpath(d, root) for d in doc["directories"])
+    dirs = {d["directory"]: d for d in doc["directories"]}
+    assert doc["dry_run"] and str(root / "exp04") in dirs and dirs[str(root / "exp04")]["error"]
+    assert not any("exp1" in os.path.relpath(d, root) for d in dirs)
     assert doc["total"]["deleted"] > 0 and doc["total"]["bytes_freed"] > 0
     assert files(root) == before
     code, out, err = run(capsys, "prune", str(root), "--recursive")

@@ -151,7 +151,7 @@ def test_toml_and_recursive(tmp_path, capsys):
     assert indexes(root / "a") == ["ckpt-2", "ckpt-4", "ckpt-5"]
     assert indexes(root / "b") == ["ckpt-3", "ckpt-5"]
     doc = json.loads(out)
-    assert doc["directories"][str(root / "a")]["best"]["best"] == [{"checkpoint": "ckpt-2", "step": 2, "value": 0.1}]
+    assert {d["directory"]: d for d in doc["directories"]}[str(root / "a")]["best"]["best"] == [{"checkpoint": "ckpt-2", "step": 2, "value": 0.1}]
     (root / "b" / ".ckptool.toml").write_text('mode = "median"\n')
     code, out, err = run(capsys, "prune", root, "--recursive")
     assert code == 1 and "mode" in err

@@ -14,9 +14,10 @@ After each kill:
 - a rerun of the same command (``--force`` when the index made it) succeeds and
   the new checkpoint holds exactly the saved values.
 
-convert (V2 -> V2 resharded, V1 -> V2, -> .npz, -> .safetensors; fresh and ``--force`` over
-an old DST) runs in children forked from a fork server (``faults.run_armed``), the same
-injection at a fraction of the cost; its checks are in :class:`_Convert`.
+Every run but those killed at random moments (a fresh interpreter there, its start-up among
+the moments) is a child forked from a fork server (``faults.run_armed``): the same injection at
+a fraction of the cost. convert (V2 -> V2 resharded, V1 -> V2, -> .npz, -> .safetensors; fresh
+and ``--force`` over an old DST) has its checks in :class:`_Convert`.
 """
 
 import importlib.util
@@ -50,21 +51,58 @@ VALUES = {"w": np.arange(12, dtype=np.float32).reshape(3, 4), "b": np.array([b"x
 KILLS = {"event": 0, "random": 0, "by_command": {}}  # by_command: name -> [at events, at random]
 
 
+@pytest.fixture
+def tmp_path(tmp_path_factory):
+    """This module's scratch trees in memory where the machine has a tmpfs (as fuzz/ does): the
+    commands run exactly as on a disk, fsyncs included (every one an injection point), but a
+    fsync costs nothing there, and the hundreds of runs here otherwise wait on the disk."""
+    if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
+        import tempfile
+
+        d = pathlib.Path(tempfile.mkdtemp(prefix="ckptool-crash-", dir="/dev/shm"))
+        yield d
+        shutil.rmtree(d, ignore_errors=True)
+    else:
+        yield tmp_path_factory.mktemp("crash")
+
+
 def _killed(command, kind="event"):
     KILLS[kind] += 1
     KILLS["by_command"].setdefault(command, [0, 0])[kind == "random"] += 1
 
 
 def _run(args, env_extra=None, wait=True):
+    """``ckptool ARGS`` with ``env_extra``'s CKPTOOL_CRASH_AT / CKPTOOL_FAULT_LOG, as a
+    CompletedProcess (stderr: the output). Waited for: in a child of the fork server (the same
+    injection, no interpreter start per run); not waited for (a kill at a random moment, start-up
+    included): a fresh interpreter."""
+    if wait:
+        extra = env_extra or {}
+        code, text = _forked(args, _scratch(), spec=extra.get("CKPTOOL_CRASH_AT", ""),
+                             log=extra.get("CKPTOOL_FAULT_LOG", ""))
+        return subprocess.CompletedProcess(args, code, text, text)
     env = dict(os.environ)
     env.pop("CKPTOOL_CRASH_AT", None)
     env.pop("CKPTOOL_FAULT_LOG", None)
     env.update(env_extra or {})
     env["PYTHONPATH"] = os.pathsep.join([str(FAULTS), str(ROOT), env.get("PYTHONPATH", "")])
     cmd = [sys.executable, "-m", "ckptool", *args]
-    if not wait:
-        return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+_SCRATCH: list[pathlib.Path] = []
+
+
+def _scratch() -> pathlib.Path:
+    """A directory for the forked children's output files (removed at exit)."""
+    if not _SCRATCH:
+        import atexit
+        import tempfile
+
+        d = pathlib.Path(tempfile.mkdtemp(prefix="ckptool-crash-"))
+        atexit.register(shutil.rmtree, d, True)
+        _SCRATCH.append(d)
+    return _SCRATCH[0]
 
 
 def _setup(d):
@@ -251,6 +289,9 @@ def test_rewrite_names_killed_at_every_disk_event(tmp_path, compact):
 # event of every target is killed, before and after, in a few seconds.
 
 _FORK_PRELOAD = ["faults", "ckptool.cli.main", "ckptool.cli.commands.convert", "ckptool.ops.transform.convert",
+                 "ckptool.cli.commands.save", "ckptool.ops.transform.save", "ckptool.cli.commands.prune",
+                 "ckptool.ops.retain.prune", "ckptool.cli.commands.rewrite_names", "ckptool.ops.transform.rename",
+                 "numpy", "ckptool.ops.retain.plan", "ckptool.ops.retain.retention", "ckptool.io.lock",
                  "ckptool.ops.transform.sources", "ckptool.ops.read.reader", "ckptool.ops.write.writer", "zipfile"]
 _CTX = []
 

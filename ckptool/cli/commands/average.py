@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ckptool.cli.common import display_name, emit_json, human_bytes, json_option, no_sync_option, note
+from ckptool.cli.common import display_name, emit_json, human_bytes, json_option, no_sync_option, note, plural
 
 
 @click.command("average")
@@ -57,5 +57,5 @@ def command(inputs: tuple[str, ...], out: str, last: int | None, strip_optimizer
             click.echo(f"drop     {display_name(name)}")
     verb = "would write" if dry_run else "wrote"
     size = f", {human_bytes(res.nbytes)}"
-    note(f"# {verb} {res.prefix}: {len(res.inputs)} inputs, {len(res.averaged)} averaged, "
+    note(f"# {verb} {res.prefix}: {plural(len(res.inputs), 'input')}, {len(res.averaged)} averaged, "
          f"{len(res.from_newest)} from the newest ({res.inputs[-1]}), {len(res.dropped)} dropped{size}")

@@ -11,6 +11,7 @@ from ckptool.cli.common import (
     json_option,
     no_sync_option,
     note,
+    plural,
     warn,
 )
 
@@ -112,10 +113,10 @@ def command(src: str, dst: str, to: str | None, match: tuple[str, ...], exclude:
     for name in result.skipped:
         note(f"skipped {name}")
     for name, n in result.overflow.items():
-        warn(f"{name}: {n} values overflowed to inf in the cast")
+        warn(f"{name}: {plural(n, 'value')} overflowed to inf in the cast")
     cast = f", {len(result.cast)} cast" if result.cast else ""
-    note(f"converted {src} -> {result.dst} ({result.format}): {result.tensors} tensors{cast}, "
-         f"{human_bytes(result.nbytes)} in {len(result.files)} files")
+    note(f"converted {src} -> {result.dst} ({result.format}): {plural(result.tensors, 'tensor')}{cast}, "
+         f"{human_bytes(result.nbytes)} in {plural(len(result.files), 'file')}")
 
 
 def _bridge(src: str, dst: str, template: str | None, dry_run: bool, allow_missing: bool, allow_unused: bool,
@@ -151,4 +152,4 @@ def _bridge(src: str, dst: str, template: str | None, dry_run: bool, allow_missi
         note(line)
     kept = f", {len(result.kept)} kept from the template" if result.kept else ""
     shaped = f"shaped like {template}" if template else "layout from keras_metadata.pb"
-    note(f"converted {src} -> {dst} ({result.format}, {shaped}): {result.filled} tensors{kept}")
+    note(f"converted {src} -> {dst} ({result.format}, {shaped}): {plural(result.filled, 'tensor')}{kept}")

@@ -40,6 +40,11 @@ def command(checkpoint: str, as_json: bool, tensors: tuple[str, ...], all_tensor
     keep_checkpoint_every_n_hours), untracked, or missing.
 
     \b
+    The object graph (_CHECKPOINTABLE_OBJECT_GRAPH, a serialized proto) is
+    not printed as bytes: --tensor draws it as --tree does, --all-tensors
+    names it and points there; --json gives its exact value.
+
+    \b
     JSON: the summary is an object; --tensor NAME given once gives
     {"name", "dtype", "shape", "value"}, more names or --all-tensors an
     array of those. Values are nested lists; floats in the shortest form
@@ -49,7 +54,8 @@ def command(checkpoint: str, as_json: bool, tensors: tuple[str, ...], all_tensor
     valid UTF-8, else {"base64": "..."}. --stats gives an array of
     {"name", "dtype", "shape", "count", "min", "max", "mean", "std",
     "nan", "inf", "zeros"}; --verify {"prefix", "ok", "tensors", "bytes",
-    "errors": [{"name", "error"}]}; --tree nested nodes {"name", "path",
+    "errors": [{"name", "error"}]} (a missing data shard: one error, name "",
+    with the "tensors" stored there); --tree nested nodes {"name", "path",
     "parameters", "bytes", "tensor", "attributes", "slots", "children"}.
     """
     import ckptool
@@ -84,7 +90,7 @@ def command(checkpoint: str, as_json: bool, tensors: tuple[str, ...], all_tensor
             else:
                 render.print_verify(report)
             if not report.ok:
-                bad = len({p.name for p in report.problems})
+                bad = len(report.damaged())
                 raise Failed(f"{ck.prefix}: verification failed: {bad} of {report.tensors} tensors corrupt")
             return
         from ckptool.ops.inspect import inspection
@@ -120,6 +126,10 @@ def command(checkpoint: str, as_json: bool, tensors: tuple[str, ...], all_tensor
                 v = ck.variable(n)
                 if i:
                     click.echo("")
+                if n == inspection.OBJECT_GRAPH_KEY:  # serialized bytes: drawn as --tree draws it
+                    render.print_object_graph_value(v.name, v.dtype, v.shape, v.nbytes,
+                                                    inspection.tree(ck) if tensors else None, _title(ck.prefix))
+                    continue
                 render.print_tensor(v.name, v.dtype, v.shape, ck.read(n), full)
             return
         doc = inspection.summary(ck, checkpoint)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ckptool.cli.common import emit_json, error, escape, human_bytes, json_option, note, verbose
+from ckptool.cli.common import emit_json, error, escape, human_bytes, json_option, note, plural, verbose
 from ckptool.cli.keep_best import best_options, best_spec, note_without_value, reason  # keep-best
 
 
@@ -138,7 +138,7 @@ def command(directory: str, max_to_keep: int, keep_every_n_hours: float | None, 
     for f in result.failed:
         error(f"{f['path']}: cannot delete: {f['error']}")
     if result.failed:
-        raise Failed(f"{len(result.failed)} files could not be deleted")
+        raise Failed(f"{plural(len(result.failed), 'file')} could not be deleted")
 
 
 def render_result(result, prefix: str = "") -> None:
@@ -183,4 +183,5 @@ def _recursive(root, max_to_keep, keep_every_n_hours, keep_steps_every, min_age,
     for _d, msg in tree.errors.items():
         error(msg)
     if tree.errors:
-        raise Failed(f"{len(tree.errors)} of {len(tree.runs) + len(tree.errors)} directories failed")
+        dirs = plural(len(tree.runs) + len(tree.errors), "directory", "directories")
+        raise Failed(f"{len(tree.errors)} of {dirs} failed")

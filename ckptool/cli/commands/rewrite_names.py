@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import click
 
-from ckptool.cli.common import checkpoint_argument, display_name, emit_json, json_option, no_sync_option, note, warn
+from ckptool.cli.common import (
+    checkpoint_argument,
+    display_name,
+    emit_json,
+    json_option,
+    no_sync_option,
+    note,
+    plural,
+    warn,
+)
 
 
 @click.command("rewrite-names")
@@ -137,8 +146,12 @@ def command(src: str, dst: str, map_file: str | None, rules: tuple[str, ...], dr
     how = ""
     if plan.fast_path and not dry_run:
         how = "; data files linked, index rebuilt" if plan.linked else "; data files copied whole, index rebuilt"
-    note(f"# {verb} {plan.dst}: {len(plan.renames)} variables, {renamed} renamed, "
-         f"{len(plan.dropped)} dropped; object graph {plan.object_graph}{how}")
+    # variables counted as list-variables lists them: the object graph tensor is one
+    written = len(plan.renames) + (plan.object_graph != "none")
+    graph = {"none": "name-based (no object graph)", "template": "object graph from the template"}.get(
+        plan.object_graph, f"object graph {plan.object_graph}")
+    note(f"# {verb} {plan.dst}: {plural(written, 'variable')}, {renamed} renamed, "
+         f"{len(plan.dropped)} dropped; {graph}{how}")
 
 
 def read_map(path: str):

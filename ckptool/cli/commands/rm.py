@@ -11,6 +11,7 @@ from ckptool.cli.common import (
     human_bytes,
     json_option,
     note,
+    plural,
 )
 
 
@@ -49,7 +50,7 @@ def command(checkpoints: tuple[str, ...], force: bool, dry_run: bool, as_json: b
     out = click.echo if dry_run else note
     for r in result.removed:
         extra = " (latest)" if r.latest else ""
-        out(f"{verb} {display_name(r.checkpoint)}{extra}  {len(r.files)} files, {human_bytes(r.bytes)}")
+        out(f"{verb} {display_name(r.checkpoint)}{extra}  {plural(len(r.files), 'file')}, {human_bytes(r.bytes)}")
     for d in result.directories:
         if d.state_file in ("updated", "removed"):
             what = "would be" if dry_run else "was"
@@ -57,4 +58,6 @@ def command(checkpoints: tuple[str, ...], force: bool, dry_run: bool, as_json: b
                 note(f"{display_name(d.directory or '.')}/checkpoint {what} removed: no checkpoint left in it")
             elif d.latest_after != d.latest_before:
                 note(f"{display_name(d.directory or '.')}: latest is now {display_name(d.latest_after or '-')}")
-    note(f"{'would free' if dry_run else 'freed'} {human_bytes(result.bytes_freed)}")
+    if len(result.removed) > 1:  # one checkpoint's line has said it all
+        note(f"{'would free' if dry_run else 'freed'} {human_bytes(result.bytes_freed)} in all "
+             f"({plural(len(result.removed), 'checkpoint')})")

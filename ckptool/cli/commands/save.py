@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ckptool.cli.common import emit_json, human_bytes, json_option, no_sync_option, note
+from ckptool.cli.common import emit_json, human_bytes, json_option, no_sync_option, note, plural
 
 
 @click.command("save")
@@ -58,8 +58,8 @@ def command(prefix: str, sources: tuple[str, ...], global_step: int | None, pad_
         emit_json(result.to_json())
         return
     # status, not data: stderr (stdout stays empty, so it can be piped)
-    note(f"saved {result.prefix}: {result.variables} variables, {human_bytes(result.nbytes)} "
-         f"in {len(result.files)} files")
+    note(f"saved {result.prefix}: {plural(result.variables, 'variable')}, {human_bytes(result.nbytes)} "
+         f"in {plural(len(result.files), 'file')}")
     if result.retention is not None:
         for p in result.retention.deleted:
             note(f"deleted {p}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ckptool.cli.common import emit_json, escape, json_option, note
+from ckptool.cli.common import emit_json, escape, human_time, json_option, note, plural
 
 
 @click.command("state")
@@ -41,12 +41,12 @@ def command(directory: str, rebuild: bool, relative: bool, dry_run: bool, as_jso
     doc = None
     if rebuild:
         st = rebuild_state(directory, dry_run=dry_run)
-        note(f"{'would write' if dry_run else 'wrote'} {len(st.all_model_checkpoint_paths)} checkpoints "
+        note(f"{'would write' if dry_run else 'wrote'} {plural(len(st.all_model_checkpoint_paths), 'checkpoint')} "
              f"into {directory}/checkpoint")
         doc = state_document(directory, st) if dry_run else None
     elif relative:
         st, changed = relative_state(directory, dry_run=dry_run)
-        note(f"{len(changed)} paths {'would be' if dry_run else ''} made relative".replace("  ", " "))
+        note(f"{plural(len(changed), 'path')} {'would be' if dry_run else ''} made relative".replace("  ", " "))
         doc = state_document(directory, st) if dry_run else None
     doc = doc if doc is not None else show_state(directory)
     if as_json:
@@ -60,13 +60,5 @@ def command(directory: str, rebuild: bool, relative: bool, dry_run: bool, as_jso
 
 
 def _when(ts: float | None) -> str:
-    """A state-file timestamp as UTC time; "-" when there is none (or it is NaN or infinite),
-    the raw number when it names no representable time (1e300, -1e18: a file can hold any)."""
-    from ckptool.ops.inspect.summary import iso_time
-
-    if ts is None:
-        return "-"
-    iso = iso_time(ts)
-    if iso is None:
-        return f"{ts!r} (not a valid time)"
-    return iso.replace("T", " ").replace("Z", " UTC")
+    """A state-file timestamp in the one time format of human output (cli.common.human_time)."""
+    return human_time(ts)

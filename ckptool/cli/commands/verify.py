@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from ckptool.cli.common import display_name, emit_json, human_bytes, jobs_option, json_option
+from ckptool.cli.common import display_name, emit_json, human_bytes, jobs_option, json_option, plural
 
 
 @click.command("verify")
@@ -65,7 +65,8 @@ def command(paths: tuple[str, ...], recursive: bool, jobs: int | None, as_json: 
     else:
         for r in report.checkpoints:
             if r.ok:
-                click.echo(f"ok       {display_name(r.prefix)}  ({r.tensors} tensors, {human_bytes(r.bytes)})")
+                what = f"{plural(r.tensors, 'tensor')}, {human_bytes(r.bytes)}"
+                click.echo(f"ok       {display_name(r.prefix)}  ({what})")
                 continue
             click.echo(f"DAMAGED  {display_name(r.prefix)}")
             for p in r.problems:
@@ -77,11 +78,11 @@ def command(paths: tuple[str, ...], recursive: bool, jobs: int | None, as_json: 
     failures = []
     if report.unreadable:
         n = len(report.unreadable)
-        failures.append(f"cannot read {n} director{'y' if n == 1 else 'ies'}: "
+        failures.append(f"cannot read {plural(n, 'directory', 'directories')}: "
                         + ", ".join(display_name(u.path) for u in report.unreadable))
     if report.damaged:
         bad = report.damaged
-        failures.append(f"{len(bad)} of {len(report.checkpoints)} checkpoints damaged: "
+        failures.append(f"{len(bad)} of {plural(len(report.checkpoints), 'checkpoint')} damaged: "
                         + ", ".join(display_name(r.prefix) for r in bad))
     if failures:
         raise Failed("verify: " + "; ".join(failures))

@@ -88,7 +88,7 @@ def directory_state(directory: str, storage) -> dict | None:
         mtime = None
         if present:
             files = checkpoint_files(storage, prefix)
-            size = sum(storage.size(f) for f in files)
+            size = sum(_size_or_zero(storage, f) for f in files)
             idx = prefix + bundle.INDEX_SUFFIX
             mtime = storage.mtime(idx) if storage.isfile(idx) else (storage.mtime(files[0]) if files else None)
         ts = stamps.get(prefix, mtime)
@@ -107,15 +107,25 @@ def directory_state(directory: str, storage) -> dict | None:
         "path": state_path(directory, storage),
         "model_checkpoint_path": state.model_checkpoint_path,
         "last_preserved_timestamp": finite(state.last_preserved_timestamp) or None,
-        "checkpoints": [c.to_json() for c in out],
+        "entries": [c.to_json() for c in out],
     }
+
+
+def _size_or_zero(storage, path: str) -> int:
+    """The size of a file of a listed checkpoint; 0 for one that went or is a dangling symlink
+    (the state is shown beside every checkpoint inspected: it must not fail on a sibling)."""
+    try:
+        return storage.size(path)
+    except (OSError, CkptError):
+        return 0
 
 
 def summary(ck, path: str | None = None) -> dict:
     """What ``inspect`` prints by default, as a JSON-ready dict.
 
-    ``path`` is the CHECKPOINT argument as given: when it is a directory with
-    a ``checkpoint`` state file, the state is included.
+    ``path`` is the CHECKPOINT argument as given: the state of the directory it
+    names, or else of the directory holding the checkpoint, is included when that
+    directory has a ``checkpoint`` state file.
     """
     storage = ck.storage
     variables = ck.variables()
@@ -153,9 +163,20 @@ def summary(ck, path: str | None = None) -> dict:
     doc["meta_graph"] = None
     if storage.isfile(meta):
         doc["meta_graph"] = {"path": meta, "bytes": storage.size(meta), **_meta_versions(storage, meta)}
-    doc["state"] = None
-    if path is not None and storage.isdir(path.rstrip("/") or "/"):
-        doc["state"] = directory_state(path.rstrip("/") or "/", storage)
+    # the state of the directory given, else of the one holding the checkpoint (runs/ckpt-5: runs/)
+    given = None if path is None else (path.rstrip("/") or "/")
+    if given is not None and storage.isdir(given):
+        doc["state"] = directory_state(given, storage)
+    else:  # a sibling's trouble (a state file that does not parse) must not fail this checkpoint's summary
+        try:
+            doc["state"] = directory_state(storage.dirname(ck.prefix), storage)
+        except CkptError as exc:
+            import warnings
+
+            from ckptool.errors import CkptWarning
+
+            warnings.warn(f"the directory's state is not shown: {exc}", CkptWarning, stacklevel=2)
+            doc["state"] = None
     return doc
 
 

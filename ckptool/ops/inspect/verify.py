@@ -11,8 +11,8 @@ from typing import TypeVar
 from ckptool.errors import ChecksumError, CkptError
 from ckptool.format import bundle
 from ckptool.format.coding import crc32c, unmask_crc
+from ckptool.format.slices import key_text as _shown
 from ckptool.format.slices import tiling_problem
-from ckptool.ops.read.checkpoint import name_of as _shown
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -31,9 +31,14 @@ BATCH_TENSORS = 512
 class Problem:
     name: str  # the tensor (or "" for the checkpoint as a whole)
     error: str
+    #: for a problem of the checkpoint that damages tensors (missing data shards): those tensors
+    tensors: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
-        return {"name": self.name, "error": self.error}
+        doc: dict = {"name": self.name, "error": self.error}
+        if self.tensors:
+            doc["tensors"] = self.tensors
+        return doc
 
 
 @dataclass
@@ -46,6 +51,10 @@ class VerifyReport:
     @property
     def ok(self) -> bool:
         return not self.problems
+
+    def damaged(self) -> list[str]:
+        """The tensors found damaged, each once, sorted (a missing shard's included)."""
+        return sorted({n for p in self.problems for n in ([p.name] if p.name else []) + p.tensors})
 
     def to_json(self) -> dict:
         return {"prefix": self.prefix, "ok": self.ok, "tensors": self.tensors, "bytes": self.bytes,
@@ -78,11 +87,14 @@ def verify(ck, progress: Callable[[int, int], None] | None = None,
         return _verify_v1(ck, report, progress)
     n_shards = ck.header.num_shards
     missing, ranges = ck.missing_shards()
+    gone = None  # the one problem of the missing shards; the tensors stored there join it, unread
     if missing:
         shown = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in ranges[:5])
         more = f" and {len(ranges) - 5:,} more ranges" if len(ranges) > 5 else ""
-        report.problems.append(Problem("", f"{ck.prefix}: {missing:,} of {n_shards:,} data shards are missing "
-                                           f"(shards {shown}{more})"))
+        are = "is" if missing == 1 else "are"
+        gone = Problem("", f"{ck.prefix}: {missing:,} of {n_shards:,} data shards {are} missing "
+                           f"(shards {shown}{more})")
+        report.problems.append(gone)
     entries, owners = [], {}
     for key in ck.keys():
         try:
@@ -105,6 +117,17 @@ def verify(ck, progress: Callable[[int, int], None] | None = None,
             except CkptError as exc:
                 report.problems.append(Problem(_shown(e.key), str(exc)))
     plain = [e for e in entries if not e.slices]
+    if gone is not None:
+        starts = [a for a, _ in ranges]
+        lost = [e for e in plain if _in_ranges(e.shard_id, starts, ranges)]
+        gone.tensors = sorted({owners.get(e.key, _shown(e.key)) for e in lost})
+        n = len(gone.tensors)
+        gone.error += f"; {n:,} {'tensor is' if n == 1 else 'tensors are'} stored there"
+        lost_keys = {e.key for e in lost}
+        counted = plain
+        plain = [e for e in plain if e.key not in lost_keys]
+    else:
+        counted = plain
     total = sum(e.size for e in plain)
     lock = threading.Lock()
     done = 0
@@ -149,9 +172,17 @@ def verify(ck, progress: Callable[[int, int], None] | None = None,
         workers = default_workers() if ck.storage.concurrent_reads else 1
     for problems in _map_threads(check, batches, max(1, workers)):  # in key order
         report.problems.extend(problems)
-    report.tensors = sum(1 for e in plain if e.key not in owners) + sum(1 for e in entries if e.slices)
+    report.tensors = sum(1 for e in counted if e.key not in owners) + sum(1 for e in entries if e.slices)
     report.bytes = total
     return report
+
+
+def _in_ranges(i: int, starts: list[int], ranges: list[tuple[int, int]]) -> bool:
+    """Whether ``i`` is in one of the sorted, disjoint inclusive ``ranges`` (``starts``: their firsts)."""
+    import bisect
+
+    j = bisect.bisect_right(starts, i) - 1
+    return j >= 0 and ranges[j][0] <= i <= ranges[j][1]
 
 
 def _map_threads(fn: Callable[[T], R], items: list[T], threads: int) -> list[R]:

@@ -140,11 +140,9 @@ class Checkpoint:
         return v
 
     def _not_found(self, name: str) -> TensorNotFoundError:
-        import difflib
+        from ckptool.ops.read.suggest import tensor_not_found
 
-        close = difflib.get_close_matches(name, self.names(), n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        return TensorNotFoundError(f"{self.prefix}: tensor {name!r} not found in checkpoint{hint}")
+        return tensor_not_found(self.prefix, name, self.names())
 
     @property
     def is_object_based(self) -> bool:

@@ -14,7 +14,7 @@ import numpy as np
 
 from ckptool.errors import ChecksumError
 from ckptool.format.coding import crc32c, unmask_crc
-from ckptool.ops.read.checkpoint import name_of
+from ckptool.format.slices import key_text
 
 #: Largest read made at once by statistics and diff.
 CHUNK_BYTES = 8 << 20
@@ -56,7 +56,7 @@ def entry_chunks(ck, e, verify: bool = True, chunk_bytes: int = CHUNK_BYTES,
         done += n
     if verify and crc != unmask_crc(e.crc32c):
         raise ChecksumError(
-            f"{reader.path}: checksum does not match for tensor {name_of(e.key)!r}: stored "
+            f"{reader.path}: checksum does not match for tensor {key_text(e.key)!r}: stored "
             f"{unmask_crc(e.crc32c):08x}, calculated {crc:08x} on {e.size} bytes at offset {e.offset}")
 
 

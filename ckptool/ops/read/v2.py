@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from ckptool.errors import CkptWarning, CorruptError, MissingError, TensorNotFoundError, UnsupportedError
 from ckptool.format import bundle, dtypes, tensors
 from ckptool.format.bundle import Entry
+from ckptool.format.slices import key_text, slice_text
 from ckptool.format.table import read_table
 from ckptool.io.layout import Located
 from ckptool.ops.read.checkpoint import (
@@ -188,7 +189,7 @@ class BundleCheckpoint(Checkpoint):
         key = bundle.encode_tensor_name_slice(full.key, sl)
         if key not in self._index():
             raise CorruptError(
-                f"{self.index_path}: slice {list(sl)} of {name_of(full.key)!r} has no entry in the index"
+                f"{self.index_path}: slice {slice_text(name_of(full.key), sl)!r} has no entry in the index"
             )
         e = self.entry(key)
         if e.slices:
@@ -197,7 +198,7 @@ class BundleCheckpoint(Checkpoint):
             raise CorruptError(f"{self.index_path}: slice of {name_of(full.key)!r} has dtype {e.dtype.name}, "
                                f"the tensor {full.dtype.name}")
         if e.shape != bundle.slice_shape(sl, full.shape):
-            raise CorruptError(f"{self.index_path}: slice {list(sl)} of {name_of(full.key)!r} has shape "
+            raise CorruptError(f"{self.index_path}: slice {slice_text(name_of(full.key), sl)!r} has shape "
                                f"{list(e.shape)}")
         return e
 
@@ -256,7 +257,7 @@ class BundleCheckpoint(Checkpoint):
     def _reader(self, shard_id: int, key: bytes) -> Reader:
         if not 0 <= shard_id < self.header.num_shards:
             raise CorruptError(
-                f"{self.index_path}: entry {name_of(key)!r} names shard {shard_id}, "
+                f"{self.index_path}: entry {key_text(key)!r} names shard {shard_id}, "
                 f"but the header says num_shards = {self.header.num_shards}"
             )
         r = self._readers.get(shard_id)
@@ -266,7 +267,7 @@ class BundleCheckpoint(Checkpoint):
                 if r is None:
                     path = self.shard_path(shard_id)
                     if shard_id in self._missing:
-                        raise MissingError(f"{self._missing[shard_id]} (needed for {name_of(key)!r})")
+                        raise MissingError(f"{self._missing[shard_id]} (needed for {key_text(key)!r})")
                     try:
                         r = self.storage.open_reader(path)
                     except MissingError:
@@ -274,7 +275,7 @@ class BundleCheckpoint(Checkpoint):
                         if r is None:
                             self._missing[shard_id] = (f"{path}: data shard {shard_id} of "
                                                        f"{self.header.num_shards} is missing")
-                            raise MissingError(f"{self._missing[shard_id]} (needed for {name_of(key)!r})") from None
+                            raise MissingError(f"{self._missing[shard_id]} (needed for {key_text(key)!r})") from None
                     self._readers[shard_id] = r
         return r
 
@@ -294,7 +295,7 @@ class BundleCheckpoint(Checkpoint):
     def _check_bounds(self, e: Entry, reader: Reader) -> None:
         if e.offset + e.size > reader.size:
             raise CorruptError(
-                f"{reader.path}: tensor {name_of(e.key)!r} at offset {e.offset} ({e.size} bytes) runs past "
+                f"{reader.path}: tensor {key_text(e.key)!r} at offset {e.offset} ({e.size} bytes) runs past "
                 f"the end of the file ({reader.size} bytes)"
             )
 
@@ -331,7 +332,7 @@ class BundleCheckpoint(Checkpoint):
         if e.dtype.kind == dtypes.STRING:
             return tensors.string_values(buf, e, self.header.big_endian, reader.path, verify)
         if self.header.big_endian:
-            raise UnsupportedError(f"{reader.path}: big-endian variant tensor {name_of(e.key)!r}")
+            raise UnsupportedError(f"{reader.path}: big-endian variant tensor {key_text(e.key)!r}")
         return tensors.variant_values(buf, e, reader.path, verify)
 
     def read(self, name: str, verify: bool = True) -> np.ndarray:

@@ -126,13 +126,13 @@ class TreeResult:
     dry_run: bool = False
 
     def to_json(self) -> dict:
-        runs = {}
-        for d, r in self.runs.items():
+        runs = []  # an array of per-directory objects, as du's "directories"
+        for r in self.runs.values():
             doc = r.to_json()
             doc["counts"] = {"kept": len(r.kept), "deleted": len(r.deleted), "preserved": len(r.preserved)}
-            runs[d] = doc
-        for d, msg in self.errors.items():
-            runs[d] = {"error": msg}
+            doc["error"] = None
+            runs.append(doc)
+        runs += [{"directory": d, "error": msg} for d, msg in self.errors.items()]
         return {"root": self.root, "dry_run": self.dry_run, "directories": runs, "total": self.total()}
 
     def total(self) -> dict:

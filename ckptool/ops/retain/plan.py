@@ -260,7 +260,7 @@ class PruneResult:
                "directory": self.directory, "reasons": dict(self.reasons), "skipped": list(self.skipped),
                "missing": list(self.missing), "failed": list(self.failed), "temp_deleted": list(self.temp_deleted),
                "bytes_freed": self.bytes_freed, "dry_run": self.dry_run,
-               "last_preserved_timestamp": finite(self.last_preserved_timestamp), "policy": dict(self.policy)}
+               "last_preserved_timestamp": finite(self.last_preserved_timestamp) or None, "policy": dict(self.policy)}
         if self.best is not None:  # keep-best
             doc["best"] = self.best
         return doc

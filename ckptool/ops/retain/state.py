@@ -41,7 +41,7 @@ def state_document(directory: str, state: CheckpointState, storage=LOCAL) -> dic
     return {"directory": directory, "model_checkpoint_path": state.model_checkpoint_path,
             "all_model_checkpoint_paths": list(state.all_model_checkpoint_paths),
             "all_model_checkpoint_timestamps": [finite(t) for t in ts],
-            "last_preserved_timestamp": finite(state.last_preserved_timestamp), "entries": entries}
+            "last_preserved_timestamp": finite(state.last_preserved_timestamp) or None, "entries": entries}
 
 
 def show_state(directory: str, storage=None) -> dict:

@@ -176,7 +176,12 @@ def plan_names(names: list[str], rules: list[Rule], drop=(), strip_optimizer=Fal
     plan.renames = sorted(((o, n) for n, o in targets.items()), key=lambda p: p[1])
     plan.unmatched_rules = renamer.unused() + [f"--drop {g}" for g, n in zip(drop, used_drops) if not n]
     if (strict or not allow_unused) and plan.unmatched_rules:
-        raise CkptError("these rules match no source name: " + ", ".join(plan.unmatched_rules)
+        from ckptool.ops.read.suggest import did_you_mean
+
+        hints = {r.text(): did_you_mean(r.old, names).lstrip("; ") for r in renamer.rules
+                 if not r.used and r.kind == EXACT}  # an exact name: the source names it may have meant
+        shown = [f"{u} ({hints[u]})" if hints.get(u) else u for u in plan.unmatched_rules]
+        raise CkptError("these rules match no source name: " + ", ".join(shown)
                         + " (nothing written; --allow-unused accepts them)")
     return plan
 
