@@ -87,7 +87,7 @@ def print_summary(doc: dict) -> None:
         for i, lay in enumerate(keras["layers"]):
             cls = f" ({lay['class']})" if lay["class"] else ""
             pairs.append(("layers" if i == 0 else "", f"{lay['path'] or '/'}: {lay['name']}{cls}, "
-                                                      f"{_plural(len(lay['variables']), 'variable')}"))
+                                                      f"{plural(len(lay['variables']), 'variable')}"))
     meta = doc.get("meta_graph")
     if meta:
         pairs.append(("meta graph", f"{display_name(meta['path'])}  {human_bytes(meta['bytes'])}"))

@@ -25,7 +25,7 @@ def test_existing_v1_checkpoint_is_latest_not_missing(tmp_path, kind, name, move
         _fix_state(d, name)
     r = completed("inspect", d, "--json")
     assert r.returncode == 0, r.stderr
-    rows = json.loads(r.stdout)["state"]["checkpoints"]
+    rows = json.loads(r.stdout)["state"]["entries"]
     assert [(row["prefix"], row["status"]) for row in rows] == [(f"{d}/{name}", "latest")]
     assert rows[0]["bytes"] and rows[0]["bytes"] > 0
     text = completed("inspect", d).stdout
@@ -37,12 +37,12 @@ def test_removed_v1_checkpoint_is_missing_and_untracked_one_is_listed(tmp_path):
     shutil.copytree(os.path.join(V1, "single"), d)
     _fix_state(d, "v1ckpt")
     shutil.copy(d / "v1ckpt", d / "other")  # an untracked V1 checkpoint beside it
-    rows = json.loads(completed("inspect", d / "v1ckpt", "--json").stdout)["state"]
-    assert rows is None  # a prefix argument, not a directory: no state
-    rows = json.loads(completed("inspect", d, "--json").stdout)["state"]["checkpoints"]
+    by_prefix = json.loads(completed("inspect", d / "v1ckpt", "--json").stdout)["state"]["entries"]
+    rows = json.loads(completed("inspect", d, "--json").stdout)["state"]["entries"]
+    assert by_prefix == rows  # a prefix argument shows the state of the directory holding it (issue 32)
     assert {row["prefix"]: row["status"] for row in rows} == {f"{d}/v1ckpt": "latest", f"{d}/other": "untracked"}
     (d / "checkpoint").write_text(f'model_checkpoint_path: "{d}/other"\nall_model_checkpoint_paths: "{d}/gone"\n'
                                   f'all_model_checkpoint_paths: "{d}/other"\n')
-    rows = json.loads(completed("inspect", d, "--json").stdout)["state"]["checkpoints"]
+    rows = json.loads(completed("inspect", d, "--json").stdout)["state"]["entries"]
     status = {row["prefix"]: row["status"] for row in rows}
     assert status[f"{d}/gone"] == "missing" and status[f"{d}/other"] == "latest"
