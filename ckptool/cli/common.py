@@ -29,7 +29,9 @@ def no_sync_option():
 def jobs_option():
     return click.option("-j", "--jobs", type=click.IntRange(min=1), metavar="N",
                         help="Read and check on N threads (default: one per core; 1 on a disk "
-                             "that is slow to seek).")
+                             "that is slow to seek). On an object store (s3://, gs://...): N ranged "
+                             "GETs of up to 8 MiB in flight (default 8); memory is bounded by them "
+                             "(N x 8 MiB).")
 
 
 def emit_json(doc) -> None:

@@ -29,7 +29,9 @@ import posixpath
 import threading
 import time
 import uuid
-from typing import Any
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, MissingError, UnsupportedError
 from ckptool.io.atomic import ANY
@@ -46,10 +48,14 @@ from ckptool.io.remote_files import (  # noqa: F401 - re-exported
     _missing_backend,
     _requests,
     _short,
+    prefetching,
     protocol_of,
     split_url,
 )
-from ckptool.io.storage import Writer
+from ckptool.io.storage import Reader, Writer
+
+if TYPE_CHECKING:
+    from ckptool.io.prefetch import PrefetchStats
 
 #: Seconds for which size/mtime may answer from the directory listing that just named
 #: the file (prune lists a directory, then asks each file's size and mtime: one LIST
@@ -146,6 +152,7 @@ class RemoteStorage:
         self.protocol = protocol
         self.scheme = protocol + "://"
         self._listed: dict[str, tuple[float, dict[str, Any]]] = {}  # url -> (monotonic time, ls entry)
+        self.last_prefetch: PrefetchStats | None = None
 
     def __repr__(self) -> str:
         return f"<ckptool RemoteStorage {self.scheme}>"
@@ -302,6 +309,15 @@ class RemoteStorage:
 
     def open_reader(self, path: str) -> RemoteReader:
         return RemoteReader(self.fs, path)
+
+    def prefetch(self, ranges: Iterable[tuple[Reader, int, int]],
+                 jobs: int | None = None) -> AbstractContextManager[None]:
+        """Fetch the planned reads ahead, ``jobs`` ranged GETs of up to 8 MiB in flight
+        (:mod:`ckptool.io.prefetch`); the counts of the last plan stay in ``last_prefetch``."""
+        def keep(stats: PrefetchStats) -> None:
+            self.last_prefetch = stats
+
+        return prefetching(ranges, jobs, keep)
 
     # -- writing -------------------------------------------------------------
 

@@ -5,7 +5,7 @@ translation of backend exceptions into ckptool's (:mod:`ckptool.io.remote` holds
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -13,9 +13,12 @@ from ckptool.errors import CkptError, MissingError, UnsupportedError
 from ckptool.io.storage import raise_truncated
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from typing_extensions import Buffer
 
     from ckptool.format.coding import AnyBuffer
+    from ckptool.io.prefetch import Prefetcher, PrefetchStats
 
 #: pip extra per protocol (pyproject.toml's optional dependencies).
 EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs"}
@@ -107,11 +110,24 @@ class RemoteReader:
         self._win_start = 0
         self._next = -1  # where the last read ended
         self._ahead = 0
+        self.plan: Prefetcher | None = None  # set while a prefetch plan covers this object
+
+    def get(self, start: int, end: int) -> bytes:
+        """Bytes ``[start, end)`` in one ranged GET (a prefetch plan's worker threads call it)."""
+        with _requests(self.path, f"read {end - start} bytes at offset {start}"):
+            data: bytes = self.fs.cat_file(self.path, start=start, end=end)
+        with self._lock:
+            self.requests += 1
+            self.bytes_fetched += len(data)
+        return data
 
     def readinto(self, offset: int, buf: AnyBuffer) -> None:
         """Fill ``buf`` from ``offset``; a short object is a CorruptError."""
         view = memoryview(buf).cast("B")  # type: ignore[arg-type]  # an ndarray is a Buffer (AnyBuffer)
         want = len(view)
+        plan = self.plan
+        if plan is not None and plan.readinto(self, offset, view):
+            return
         with self._lock:
             start = offset - self._win_start
             if want and 0 <= start and start + want <= len(self._win):
@@ -164,6 +180,29 @@ class RemoteReader:
 
     def close(self) -> None:
         pass
+
+
+@contextmanager
+def prefetching(ranges: Iterable[tuple[Any, int, int]], jobs: int | None,
+                on_stats: Callable[[PrefetchStats], None] | None = None) -> Iterator[None]:
+    """While open, the planned ``(RemoteReader, offset, size)`` reads are fetched ahead, ``jobs``
+    ranged GETs in flight (see :mod:`ckptool.io.prefetch`); ``on_stats`` gets the counts at the end."""
+    from ckptool.io.prefetch import DEFAULT_JOBS, Prefetcher
+
+    plan = [(r, off, n) for r, off, n in ranges if isinstance(r, RemoteReader)]
+    pf = Prefetcher(plan, lambda r, start, end: r.get(start, end), jobs or DEFAULT_JOBS)
+    readers = {id(r): r for r, _, _ in plan}
+    saved = {k: r.plan for k, r in readers.items()}
+    for r in readers.values():
+        r.plan = pf
+    try:
+        yield
+    finally:
+        pf.close()
+        for k, r in readers.items():
+            r.plan = saved[k]
+        if on_stats is not None:
+            on_stats(pf.stats)
 
 
 class RemoteWriter:

@@ -10,6 +10,7 @@ import numpy as np
 
 from ckptool.format import dtypes
 from ckptool.ops.read.chunks import CHUNK_BYTES, tensor_chunks
+from ckptool.ops.read.plan import prefetch
 
 
 @dataclass
@@ -75,6 +76,14 @@ class _Acc:
 
     def std(self) -> float:
         return math.sqrt(max(self.m2, 0.0) / self.finite) * self.scale
+
+
+def tensors_stats(ck, names: list[str], chunk_bytes: int = CHUNK_BYTES, jobs: int | None = None,
+                  on_bytes: Callable[[int], None] | None = None) -> list[dict]:
+    """:func:`tensor_stats` of each of ``names``, in order, their data fetched ahead on an
+    object store (``jobs`` ranged GETs in flight; memory bounded by those)."""
+    with prefetch(ck, names, jobs, fixed_only=True):
+        return [tensor_stats(ck, n, chunk_bytes, on_bytes) for n in names]
 
 
 def tensor_stats(ck, name: str, chunk_bytes: int = CHUNK_BYTES,

@@ -13,6 +13,7 @@ from ckptool.format import bundle
 from ckptool.format.coding import crc32c, unmask_crc
 from ckptool.format.slices import tiling_problem
 from ckptool.ops.read.checkpoint import name_of as _shown
+from ckptool.ops.read.plan import prefetch_entries
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -145,10 +146,13 @@ def verify(ck, progress: Callable[[int, int], None] | None = None,
                 out.append(Problem(owners.get(e.key, _shown(e.key)), str(exc)))
         return out
 
-    if workers is None:
-        workers = default_workers() if ck.storage.concurrent_reads else 1
-    for problems in _map_threads(check, batches, max(1, workers)):  # in key order
-        report.problems.extend(problems)
+    # Local files: ``workers`` threads read and check (one per core by default). An object
+    # store: one thread checks while ``workers`` ranged GETs are in flight (the storage's
+    # default when not given), fetched ahead in key order.
+    threads = (workers or default_workers()) if ck.storage.concurrent_reads else 1
+    with prefetch_entries(ck, plain, jobs=None if ck.storage.concurrent_reads else workers):
+        for problems in _map_threads(check, batches, max(1, threads)):  # in key order
+            report.problems.extend(problems)
     report.tensors = sum(1 for e in plain if e.key not in owners) + sum(1 for e in entries if e.slices)
     report.bytes = total
     return report
