@@ -29,6 +29,9 @@ READ_CHUNK = 64 << 20
 #: to the second; a lone read (one tensor) fetches exactly its range.
 READAHEAD_MIN = 256 << 10
 READAHEAD_MAX = 8 << 20
+#: An object up to this size whose first read is at its end (a table's footer, read
+#: before the whole index) is fetched whole by that read: one GET instead of two.
+WHOLE_MAX = 4 << 20
 #: A file being written is kept in memory up to this size and PUT in one request;
 #: past it, it streams to the store as a multipart upload completed at close.
 PUT_LIMIT = 16 << 20
@@ -121,6 +124,13 @@ class RemoteReader:
             self.bytes_fetched += len(data)
         return data
 
+    def _get_locked(self, start: int, end: int) -> bytes:
+        with _requests(self.path, f"read {end - start} bytes at offset {start}"):
+            data: bytes = self.fs.cat_file(self.path, start=start, end=end)
+        self.requests += 1
+        self.bytes_fetched += len(data)
+        return data
+
     def readinto(self, offset: int, buf: AnyBuffer) -> None:
         """Fill ``buf`` from ``offset``; a short object is a CorruptError."""
         view = memoryview(buf).cast("B")  # type: ignore[arg-type]  # an ndarray is a Buffer (AnyBuffer)
@@ -134,6 +144,15 @@ class RemoteReader:
                 view[:] = self._win[start: start + want]
                 self._next = offset + want
                 return
+            if (want and not self.requests and offset + want == self.size <= WHOLE_MAX
+                    and self.size > want):
+                # a small object read from its end first (a table's footer): the rest follows
+                # at once (read_table reads the whole index next), so one GET takes it all
+                self._win, self._win_start = self._get_locked(0, self.size), 0
+                if len(self._win) == self.size:
+                    view[:] = self._win[offset:offset + want]
+                    self._next = offset + want
+                    return
             sequential = offset == self._next
             self._next = offset + want
             if not sequential or want >= READAHEAD_MAX:
