@@ -127,7 +127,8 @@ def tf_read_all(prefix: str) -> None:
     reader = tf.train.load_checkpoint(prefix)
     total = 0
     for name in sorted(reader.get_variable_to_shape_map()):
-        total += reader.get_tensor(name).nbytes  # BundleReader checks each tensor's CRC32C
+        value = reader.get_tensor(name)  # BundleReader checks each tensor's CRC32C
+        total += value.nbytes if hasattr(value, "nbytes") else len(value)  # a string scalar comes as bytes
     _report(time.perf_counter() - t0, bytes=total)
 
 
