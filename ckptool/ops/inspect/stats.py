@@ -81,9 +81,34 @@ class _Acc:
 def tensors_stats(ck, names: list[str], chunk_bytes: int = CHUNK_BYTES, jobs: int | None = None,
                   on_bytes: Callable[[int], None] | None = None) -> list[dict]:
     """:func:`tensor_stats` of each of ``names``, in order, their data fetched ahead on an
-    object store (``jobs`` ranged GETs in flight; memory bounded by those)."""
+    object store (``jobs`` ranged GETs in flight; memory bounded by those). Small tensors
+    are done in batches (:mod:`ckptool.ops.inspect.stats_small`), with the same values."""
+    from ckptool.ops.inspect.stats_small import BATCH_BYTES, batch_stats, batchable
+
+    out: list = [None] * len(names)
+    batch: list = []
+    size = 0
+
+    def single(name: str) -> dict:
+        return tensor_stats(ck, name, chunk_bytes, on_bytes)
+
     with prefetch(ck, names, jobs, fixed_only=True):
-        return [tensor_stats(ck, n, chunk_bytes, on_bytes) for n in names]
+        for i, name in enumerate(names):
+            e = batchable(ck, name)
+            if e is None:
+                if batch:  # read in order: the batch before this tensor
+                    batch_stats(ck, batch, out, single, on_bytes)
+                    batch, size = [], 0
+                out[i] = single(name)
+                continue
+            batch.append((i, name, e))
+            size += e.size
+            if size >= BATCH_BYTES:
+                batch_stats(ck, batch, out, single, on_bytes)
+                batch, size = [], 0
+        if batch:
+            batch_stats(ck, batch, out, single, on_bytes)
+    return out
 
 
 def tensor_stats(ck, name: str, chunk_bytes: int = CHUNK_BYTES,
