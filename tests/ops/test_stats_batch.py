@@ -33,6 +33,9 @@ def tensors(draw):
             if n and draw(st.booleans()):
                 with np.errstate(over="ignore"):  # 3e38 is an infinity in float16
                     a[rng.integers(0, n)] = draw(st.sampled_from(SPECIAL))
+            if n and draw(st.booleans()):  # zeros of both signs: which one min/max give
+                a[rng.integers(0, n, size=max(1, n // 2))] = draw(st.sampled_from([0.0, -0.0]))
+                a[rng.integers(0, n, size=max(1, n // 2))] = draw(st.sampled_from([0.0, -0.0]))
         elif np.dtype(dt).kind == "b":
             a = rng.integers(0, 2, n).astype(dt)
         elif np.dtype(dt).kind == "c":
@@ -50,7 +53,7 @@ def _same(ck, names):
     assert json.dumps(batched) == json.dumps(one)  # bit for bit, NaN/None and int/float kinds alike
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(tensors(), st.integers(1, 3))
 def test_batched_statistics_equal_the_one_tensor_path(tmp_path_factory, values, shards):
     d = tmp_path_factory.mktemp("stats")

@@ -122,6 +122,9 @@ def _floats(a: np.ndarray) -> list[dict | None]:
     ok = np.isfinite(lo) & np.isfinite(hi)  # a NaN makes both NaN; an infinity is one of them
     zeros = a.shape[1] - np.count_nonzero(a, axis=1)
     lo64, hi64 = lo.astype(np.float64), hi.astype(np.float64)
+    for r in np.flatnonzero(ok & ((lo64 == 0) | (hi64 == 0))).tolist():
+        row = a[r].astype(np.float64)  # which of 0.0 and -0.0 min/max give: as on the tensor alone
+        lo64[r], hi64[r] = row.min(), row.max()
     biggest = np.where(ok, np.maximum(np.abs(lo64), np.abs(hi64)), 0.0)
     mean, std, _ = _scaled(a, biggest)
     out: list[dict | None] = []
