@@ -71,7 +71,9 @@ def verify(ck, progress: Callable[[int, int], None] | None = None,
     listing of the directory); the slices of each partitioned tensor tile its
     shape exactly once; every tensor's bytes match its CRC32C. Tensors are read
     by ``workers`` threads (default: one per core), each with at most one
-    ``chunk_bytes`` buffer, so memory stays bounded. ``progress(done_bytes,
+    ``chunk_bytes`` buffer, so memory stays bounded; on an object store, one
+    thread checks while ``workers`` ranged GETs (default 8) fetch ahead in key
+    order, memory bounded by those in flight. ``progress(done_bytes,
     total_bytes)`` is called as data is read, from any of those threads.
     """
     report = VerifyReport(ck.prefix)
