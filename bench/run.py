@@ -527,6 +527,65 @@ def table(results: list[Result]) -> str:
     return "\n".join(lines)
 
 
+def merge_results(old: str, all_rows: list[Row], results: list[Result], header: str) -> str:
+    """RESULTS.md with the rows of ``results`` re-measured: their table lines replaced (or
+    added, in the harness's row order), the others kept with the run that measured them."""
+    lines = old.splitlines()
+    table_rows = {ln.split(" | ", 1)[0][2:]: ln for ln in lines if ln.startswith("| ") and " | " in ln}
+    head_end = next(i for i, ln in enumerate(lines) if ln.startswith("| operation"))
+    old_head = [ln for ln in lines[2:head_end] if ln.strip()]
+    fresh = {r.row.label: line for r, line in zip(results, table(results).splitlines()[2:])}
+    body = [line for row in all_rows
+            for line in ([fresh[row.label]] if row.label in fresh else
+                         [table_rows[row.label]] if row.label in table_rows else [])]
+    keys = ", ".join(r.row.key for r in results)
+    head = old_head + [f"Re-measured rows ({keys}): " + header.replace("\n", "; ")]
+    notes_old = {ln[2:].split(":", 1)[0]: ln for ln in lines if ln.startswith("- ") and ":" in ln
+                 and not ln.startswith("- s3-")}
+    notes = [f"- {row.key}: {row.note}" if row.label in fresh and row.note else notes_old.get(row.key, "")
+             for row in all_rows if row.label in fresh or row.label in table_rows]
+    s3_lines = [f"- {r.row.key}: {requests_line(r)}" for r in results if r.row.probe and r.ck]
+    s3_old = [ln for ln in lines if ln.startswith("- s3-") and ln.split(":", 1)[0][2:] not in
+              {r.row.key for r in results}]
+    out = ["# Benchmark results", "", *head, "", "| " + " | ".join(table([]).splitlines()[0][2:-2].split(" | "))
+           + " |", table([]).splitlines()[1], *body]
+    if s3_lines or s3_old:
+        out += ["", "Object-store rows, as the server counted them (every run; targets: >= 4 GETs in flight, "
+                "<= 1.1x the data's bytes):", *s3_old, *s3_lines]
+    out += ["", "Baselines:", *[n for n in notes if n]]
+    return "\n".join(out) + "\n"
+
+
+def sync_readme(results_md: str) -> None:
+    """The README's benchmark table (from its ``Date:`` line to the table's end) as in RESULTS.md."""
+    path = os.path.join(ROOT, "README.md")
+    try:
+        with open(path) as f:
+            readme = f.read().splitlines()
+    except OSError:
+        return
+    res = results_md.splitlines()
+    start_r = next((i for i, ln in enumerate(res) if ln.startswith("Date:")), None)
+    end_r = next((i for i, ln in enumerate(res) if ln.startswith("| ") and i + 1 < len(res)
+                  and not res[i + 1].startswith("|")), None)
+    start = next((i for i, ln in enumerate(readme) if ln.startswith("Date:")), None)
+    if start_r is None or end_r is None or start is None:
+        return
+    end = next(i for i in range(start, len(readme)) if readme[i].startswith("| ")
+               and (i + 1 == len(readme) or not readme[i + 1].startswith("|")))
+    block = res[start_r:end_r + 1]
+    extra = next((i for i in range(end_r + 1, len(res)) if res[i].startswith("Object-store rows")), None)
+    if extra is not None:  # the object-store counts follow the table
+        stop = next((i for i in range(extra, len(res)) if not res[i].strip()), len(res))
+        block += [""] + res[extra:stop]
+        while end + 1 < len(readme) and (not readme[end + 1].strip() and end + 2 < len(readme)
+                                         and readme[end + 2].startswith("Object-store rows")
+                                         or readme[end + 1].startswith(("Object-store rows", "- s3-"))):
+            end += 1
+    with open(path, "w") as f:
+        f.write("\n".join(readme[:start] + block + readme[end + 1:]) + "\n")
+
+
 def machine() -> dict:
     cpu = platform.processor() or "?"
     try:
@@ -648,9 +707,16 @@ def main(argv=None) -> int:
                  "<= 1.1x the data's bytes):\n" + "\n".join(s3_lines) + "\n")
     print(text)
     if args.write_results:
-        notes = "\n".join(f"- {r.row.key}: {r.row.note}" for r in results if r.row.note)
-        with open(os.path.join(HERE, "RESULTS.md"), "w") as f:
-            f.write("# Benchmark results\n\n" + text + "\nBaselines:\n" + notes + "\n")
+        path = os.path.join(HERE, "RESULTS.md")
+        if only and os.path.exists(path):  # some rows re-measured: the others kept as they were
+            with open(path) as f:
+                doc = merge_results(f.read(), all_rows, results, header)
+        else:
+            notes = "\n".join(f"- {r.row.key}: {r.row.note}" for r in results if r.row.note)
+            doc = "# Benchmark results\n\n" + text + "\nBaselines:\n" + notes + "\n"
+        with open(path, "w") as f:
+            f.write(doc)
+        sync_readme(doc)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"header": header, "rows": [
