@@ -194,7 +194,7 @@ class Prefetcher:
                 view[done:done + n] = data[lo:lo + n]
                 done += n
                 r.read += n
-                if r.read >= r.end - r.start:
+                if r.read >= r.end - r.start or i != chain[-1]:  # read up to its end: done with
                     self._free(r)
             return True
 

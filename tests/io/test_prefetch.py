@@ -156,3 +156,16 @@ def test_any_plan_reads_back_exactly(sizes, jobs, request, chunk):
         pf.close()
     assert store.bytes() == sum(sizes)
     assert pf.stats.max_held <= max(jobs * request, request * 5 // 4 + 1)
+
+
+def test_one_job_a_read_across_two_requests_after_a_skip_does_not_wait_forever():
+    obj = Obj(os.urandom(1 << 16))
+    store = Store()
+    pf = Prefetcher([(obj, 0, 1 << 16)], store.fetch, jobs=1, request_bytes=1 << 14)
+    try:
+        # the head of the first request is never read; the read spans the first two
+        assert _read(pf, obj, 1000, 1 << 14) == obj.data[1000: 1000 + (1 << 14)]
+        assert _read(pf, obj, 1000 + (1 << 14), 5000) == obj.data[1000 + (1 << 14): 6000 + (1 << 14)]
+    finally:
+        pf.close()
+    assert store.bytes() <= 1 << 16 and pf.stats.max_in_flight == 1
