@@ -98,11 +98,12 @@ def _short(exc: Exception) -> str:
 class RemoteReader:
     """Ranged reads from one object: each read is one (or, when large, a few) ranged GETs."""
 
-    def __init__(self, fs: Any, path: str):
+    def __init__(self, fs: Any, path: str, info: dict[str, Any] | None = None):
         self.fs = fs
         self.path = path
-        with _requests(path, "open"):
-            info = fs.info(path)
+        if info is None:  # else: what the storage was told a moment ago (size, type)
+            with _requests(path, "open"):
+                info = fs.info(path)
         if info.get("type") == "directory":
             raise MissingError(f"{path}: is a directory, not a data file")
         self.size = int(info.get("size") or 0)

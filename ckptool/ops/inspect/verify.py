@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -79,13 +80,12 @@ def verify(ck, progress: Callable[[int, int], None] | None = None,
     report = VerifyReport(ck.prefix)
     if ck.format != "V2":
         return _verify_v1(ck, report, progress)
-    n_shards = ck.header.num_shards
-    missing, ranges = ck.missing_shards()
-    if missing:
-        shown = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in ranges[:5])
-        more = f" and {len(ranges) - 5:,} more ranges" if len(ranges) > 5 else ""
-        report.problems.append(Problem("", f"{ck.prefix}: {missing:,} of {n_shards:,} data shards are missing "
-                                           f"(shards {shown}{more})"))
+    with ExitStack() as fetching:
+        return _verify_v2(ck, report, progress, chunk_bytes, workers, fetching)
+
+
+def _verify_v2(ck, report: VerifyReport, progress: Callable[[int, int], None] | None, chunk_bytes: int,
+               workers: int | None, fetching: ExitStack) -> VerifyReport:
     entries, owners = [], {}
     for key in ck.keys():
         try:
@@ -108,6 +108,18 @@ def verify(ck, progress: Callable[[int, int], None] | None = None,
             except CkptError as exc:
                 report.problems.append(Problem(_shown(e.key), str(exc)))
     plain = [e for e in entries if not e.slices]
+    # Local files: ``workers`` threads read and check (one per core by default). An object
+    # store: one thread checks while ``workers`` ranged GETs are in flight (the storage's
+    # default when not given), fetched ahead in key order from here on (while the shards
+    # are listed).
+    fetching.enter_context(prefetch_entries(ck, plain, jobs=None if ck.storage.concurrent_reads else workers))
+    n_shards = ck.header.num_shards
+    missing, ranges = ck.missing_shards()
+    if missing:
+        shown = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in ranges[:5])
+        more = f" and {len(ranges) - 5:,} more ranges" if len(ranges) > 5 else ""
+        report.problems.insert(0, Problem("", f"{ck.prefix}: {missing:,} of {n_shards:,} data shards are "
+                                              f"missing (shards {shown}{more})"))
     total = sum(e.size for e in plain)
     lock = threading.Lock()
     done = 0
@@ -148,13 +160,9 @@ def verify(ck, progress: Callable[[int, int], None] | None = None,
                 out.append(Problem(owners.get(e.key, _shown(e.key)), str(exc)))
         return out
 
-    # Local files: ``workers`` threads read and check (one per core by default). An object
-    # store: one thread checks while ``workers`` ranged GETs are in flight (the storage's
-    # default when not given), fetched ahead in key order.
     threads = (workers or default_workers()) if ck.storage.concurrent_reads else 1
-    with prefetch_entries(ck, plain, jobs=None if ck.storage.concurrent_reads else workers):
-        for problems in _map_threads(check, batches, max(1, threads)):  # in key order
-            report.problems.extend(problems)
+    for problems in _map_threads(check, batches, max(1, threads)):  # in key order
+        report.problems.extend(problems)
     report.tensors = sum(1 for e in plain if e.key not in owners) + sum(1 for e in entries if e.slices)
     report.bytes = total
     return report
