@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import click
 
-from ckptool.cli.common import checkpoint_argument, display_name, emit_json, json_option, no_sync_option, note, warn
+from ckptool.cli.common import (
+    REMOTE_READS,
+    checkpoint_argument,
+    display_name,
+    emit_json,
+    json_option,
+    no_sync_option,
+    note,
+    warn,
+)
 
 
-@click.command("rewrite-names")
+@click.command("rewrite-names", epilog=REMOTE_READS)
 @checkpoint_argument("src")
 @click.argument("dst", metavar="DST")
 @click.option("--map", "map_file", metavar="FILE", type=click.Path(dir_okay=False, allow_dash=True),
