@@ -539,7 +539,12 @@ def merge_results(old: str, all_rows: list[Row], results: list[Result], header: 
             for line in ([fresh[row.label]] if row.label in fresh else
                          [table_rows[row.label]] if row.label in table_rows else [])]
     keys = ", ".join(r.row.key for r in results)
-    head = old_head + [f"Re-measured rows ({keys}): " + header.replace("\n", "; ")]
+    ran = {r.row.key for r in results}
+
+    def stale(line: str) -> bool:  # an earlier re-measurement of only rows measured again now
+        return line.startswith("Re-measured rows (") and set(line[18:].split(")", 1)[0].split(", ")) <= ran
+
+    head = [ln for ln in old_head if not stale(ln)] + [f"Re-measured rows ({keys}): " + header.replace("\n", "; ")]
     notes_old = {ln[2:].split(":", 1)[0]: ln for ln in lines if ln.startswith("- ") and ":" in ln
                  and not ln.startswith("- s3-")}
     notes = [f"- {row.key}: {row.note}" if row.label in fresh and row.note else notes_old.get(row.key, "")
