@@ -96,7 +96,9 @@ class Side(Protocol):
     makes one of any source ``convert`` reads (``.safetensors``, ``.npz``, ``.npy``, ...)."""
 
     prefix: str
-    checkpoint: Checkpoint | None  # an open checkpoint's reads can be fetched ahead
+
+    @property
+    def checkpoint(self) -> Checkpoint | None: ...  # an open checkpoint's reads are fetched ahead
 
     def variables(self) -> Sequence[Tensor]: ...
 
