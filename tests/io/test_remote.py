@@ -778,3 +778,17 @@ def test_s3_convert_diff_average_rewrite_read_in_parallel_values_exact(run, slow
         for n, a in tensors.items():
             b = (a + 1).astype(np.float64)
             np.testing.assert_array_equal(ck.read(n), ((a.astype(np.float64) + b) / 2).astype(np.float32))
+
+
+def test_memory_stats_of_many_small_tensors_match_local_each_byte_once(run, mem, tmp_path):
+    fs, root = mem
+    rng = np.random.default_rng(3)
+    tensors = {f"v{i:04d}": rng.standard_normal(int(rng.integers(1, 300))).astype(np.float32) for i in range(1500)}
+    tensors["big"] = rng.standard_normal(300_000)
+    ckptool.write(str(tmp_path / "ckpt"), tensors, sync=False)
+    ckptool.write(f"{root}/ckpt", tensors)
+    local, _ = run("inspect", tmp_path / "ckpt", "--stats", "--json")
+    there, _ = run("inspect", f"{root}/ckpt", "--stats", "--json", "-j", "3")
+    assert json.loads(there) == json.loads(local)
+    st = remote.storage_for_url(root).last_prefetch
+    assert st.bytes_fetched == sum(a.nbytes for a in tensors.values()) and st.max_in_flight <= 3
