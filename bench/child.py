@@ -127,7 +127,8 @@ def tf_read_all(prefix: str) -> None:
     reader = tf.train.load_checkpoint(prefix)
     total = 0
     for name in sorted(reader.get_variable_to_shape_map()):
-        total += reader.get_tensor(name).nbytes  # BundleReader checks each tensor's CRC32C
+        value = reader.get_tensor(name)  # BundleReader checks each tensor's CRC32C
+        total += value.nbytes if hasattr(value, "nbytes") else len(value)  # a string scalar comes as bytes
     _report(time.perf_counter() - t0, bytes=total)
 
 
@@ -164,6 +165,55 @@ def tf_write(out: str, n: str, elems: str) -> None:
     t0 = time.perf_counter()
     ckpt.write(out)
     _report(time.perf_counter() - t0, cold=cold)
+
+
+def tf_write_obj(prefix: str, kind: str, n: str, elems: str) -> None:
+    """An object-based workload: ``tf.train.Checkpoint(...).write(prefix)`` of ``n`` big
+    variables (``kind`` "big": the arrays of big_arrays, as attributes ``layer_NNN``) or
+    ``n`` small ones ("many": the values of many_spec in nested modules
+    ``model.block_BBB.layer_LL.{kernel,bias,moving_mean,step}``)."""
+    tf = _tf()
+    from workloads import big_arrays, many_spec, obj_var_name
+
+    if kind == "big":
+        ckpt = tf.train.Checkpoint(**{name.split("/")[0]: tf.Variable(a) for name, a in big_arrays(int(n), int(elems))})
+    else:
+        model = tf.Module()
+        for i, (_, value) in enumerate(many_spec(int(n))):
+            block, layer, attr = obj_var_name(i)
+            if not hasattr(model, block):
+                setattr(model, block, tf.Module())
+            b = getattr(model, block)
+            if not hasattr(b, layer):
+                setattr(b, layer, tf.Module())
+            setattr(getattr(b, layer), attr, tf.Variable(value))
+        ckpt = tf.train.Checkpoint(model=model)
+    t0 = time.perf_counter()
+    ckpt.write(prefix)
+    _report(time.perf_counter() - t0)
+
+
+def raw_s3_get(url: str, jobs: str = "8", mib: str = "8") -> None:
+    """The floor for the object-store rows: every data file under the checkpoint's directory
+    downloaded with s3fs in ``mib`` MiB ranged GETs, ``jobs`` in flight (bytes discarded).
+    Imports included in the process time, as the ckptool side pays its own."""
+    import fsspec
+
+    fs = fsspec.filesystem("s3", use_listings_cache=False)
+    t0 = time.perf_counter()
+    directory, base = url.rsplit("/", 1)
+    ranges = []
+    for path in sorted(fs.find(directory)):
+        if path.rsplit("/", 1)[1].startswith(base + ".data-"):
+            size, step = fs.size(path), int(mib) << 20
+            ranges += [(path, s, min(size, s + step)) for s in range(0, size, step)]
+    from concurrent.futures import ThreadPoolExecutor
+
+    total = 0
+    with ThreadPoolExecutor(int(jobs)) as ex:
+        for data in ex.map(lambda r: fs.cat_file(r[0], start=r[1], end=r[2]), ranges):
+            total += len(data)
+    _report(time.perf_counter() - t0, bytes=total)
 
 
 def tf_rename(src: str, out: str, mapfile: str) -> None:
@@ -214,7 +264,8 @@ def tf_import() -> None:
 
 
 OPS = {f.__name__: f for f in (ck_read_all, ck_list, ck_list_warm, ck_write, raw_write, ck_verify, tf_read_all, tf_list,
-                               tf_list_warm, tf_write, tf_rename, tf_prune, tf_import, ck_retention)}
+                               tf_list_warm, tf_write, tf_rename, tf_prune, tf_import, ck_retention, tf_write_obj,
+                               raw_s3_get)}
 
 if __name__ == "__main__":
     OPS[sys.argv[1]](*sys.argv[2:])

@@ -116,6 +116,7 @@ class Tools:
         tf_env.pop("PYTHONPATH", None)
         self.tf_env = tf_env
         self._help: dict[str, str | None] = {}
+        self.workloads: dict[str, str] = {}
 
     def cli(self, *args: str) -> list[str]:
         return [*self.ckptool, *args]
@@ -136,6 +137,15 @@ class Tools:
     def missing(self, needs: list[str]) -> str | None:
         """Why a row cannot run yet (a missing library function, command or option), else None."""
         for need in needs:
+            if need.startswith("work:"):
+                if not self.workloads.get(need[5:]):
+                    return f"workload {need[5:]} not built (it needs TensorFlow)"
+                continue
+            if need == "s3":
+                r = subprocess.run([self.py, "-c", "import s3fs"], capture_output=True, env=self.ck_env)
+                if r.returncode != 0:
+                    return "s3fs not installed (pip install -e '.[s3]')"
+                continue
             if need.startswith("lib:"):
                 r = subprocess.run([self.py, "-c", f"import ckptool; ckptool.{need[4:]}"],
                                    capture_output=True, env=self.ck_env)
@@ -181,9 +191,57 @@ class Row:
     note: str = ""
     base_is_ck: bool = False  # the "TF" column is a ckptool baseline (e.g. one thread)
     best: bool = False  # report the best of at least BEST_RUNS runs of each side (see the write rows)
+    probe: object = None  # callable after every measurement: a dict kept in the sample's extra
+    data_bytes: int = 0  # bytes of tensor data the row reads (the object-store rows' bytes ratio)
 
 
-def rows(t: Tools, w: dict, sizes: dict, out: str) -> list[Row]:
+class S3Server:
+    """bench/s3server.py on 127.0.0.1 serving the object-store workload (50 ms to first byte,
+    90 MiB/s per connection, as S3 documents per request), started when a row needs it."""
+
+    LATENCY, RATE_MIB = 0.05, 90
+
+    def __init__(self, root: str):
+        self.root = root
+        self.proc: subprocess.Popen | None = None
+        self.url = ""
+
+    def start(self, tools: Tools) -> None:
+        if self.proc is not None:
+            return
+        self.proc = subprocess.Popen([sys.executable, os.path.join(HERE, "s3server.py"), self.root,
+                                      "--latency", str(self.LATENCY), "--rate-mib", str(self.RATE_MIB)],
+                                     stdout=subprocess.PIPE, text=True)
+        port = int(self.proc.stdout.readline())
+        self.url = f"http://127.0.0.1:{port}"
+        tools.ck_env.update(AWS_ENDPOINT_URL=self.url, AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench",
+                            AWS_DEFAULT_REGION="us-east-1")
+        for k in ("AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "AWS_SESSION_TOKEN"):
+            tools.ck_env.pop(k, None)
+
+    def _call(self, method: str) -> dict:
+        import urllib.request
+
+        with urllib.request.urlopen(urllib.request.Request(self.url + "/__stats__", method=method,
+                                                           data=b"" if method == "POST" else None)) as r:
+            return json.loads(r.read())
+
+    def reset(self) -> None:
+        self._call("POST")
+
+    def stats(self) -> dict:
+        doc = self._call("GET")
+        return {"s3_max_in_flight": doc["max_in_flight"], "s3_bytes": doc["bytes"], "s3_gets": doc["gets"],
+                "s3_requests": doc["requests"]}
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait(10)
+            self.proc = None
+
+
+def rows(t: Tools, w: dict, sizes: dict, out: str, s3: S3Server | None = None) -> list[Row]:
     big, many, cdir, runs = w["big"], w["many"], w["dir"], w["runs"]
     n, elems = str(sizes["big_tensors"]), str(sizes["big_elems"])
     nbytes = sizes["big_tensors"] * sizes["big_elems"] * 4
@@ -215,6 +273,19 @@ def rows(t: Tools, w: dict, sizes: dict, out: str) -> list[Row]:
         for p in avg_in:
             for f in (".index", ".data-00000-of-00001"):
                 os.link(big + f, p + f)
+
+    obj_map = os.path.join(os.path.dirname(out), "rename-map-obj.json")
+    with open(obj_map, "w") as f:
+        json.dump({f"layer_{i:03d}/.ATTRIBUTES/VARIABLE_VALUE": f"renamed_{i:03d}/.ATTRIBUTES/VARIABLE_VALUE"
+                   for i in range(sizes["big_tensors"])}, f)
+    s3_bytes = sizes["s3_tensors"] * sizes["s3_elems"] * 4
+    s3_size = f"{s3_bytes / 2**20:g} MiB, {sizes['s3_tensors']} tensors"
+    obj_many = w.get("obj_many", "")
+    obj_big = w.get("obj_big", "")
+    s3 = s3 or S3Server(w["s3_root"])
+
+    def s3_reset():
+        s3.reset()
 
     many_n = f"{sizes['many']:,}"
     ndir = f"{sizes['dir_ckpts']:,}"
@@ -273,6 +344,28 @@ def rows(t: Tools, w: dict, sizes: dict, out: str) -> list[Row]:
             t.cli("rewrite-names", big, os.path.join(out, "r"), "--map", mapfile),
             t.tf_child("tf_rename", big, os.path.join(out, "r"), mapfile), "wall", "ratio<=0.03",
             ["rewrite-names --map"], clean, note="TF: load_checkpoint, get_tensor all, SaveV2 (process)"),
+        Row("rewrite-obj", f"rewrite-names on {size} object-based, tf.train.Checkpoint (process)",
+            t.cli("rewrite-names", obj_big, os.path.join(out, "r"), "--map", obj_map),
+            t.tf_child("tf_rename", obj_big, os.path.join(out, "r"), obj_map), "wall", "ratio<=0.03",
+            ["rewrite-names --map", "work:obj_big"], clean,
+            note="object-based (the graph rewritten); TF: load_checkpoint, get_tensor all, SaveV2 (process)"),
+        Row("stats-obj", f"`inspect --stats --json` {sizes['obj_many']:,} object-based variables, "
+                         f"tf.train.Checkpoint (process) vs TF reading all of them (process, TF import included)",
+            t.cli("inspect", obj_many, "--stats", "--json"), t.tf_child("tf_read_all", obj_many),
+            "wall", "ratio<=1.0", ["inspect --stats", "work:obj_many"],
+            note="object-based beside stats-20000 (name-based); TF: load_checkpoint + get_tensor loop"),
+        Row("s3-verify", f"`ckptool verify` s3:// {s3_size} vs a raw parallel download of the same bytes "
+                         "(process; local S3 server: 50 ms to first byte, 90 MiB/s per connection; "
+                         "\"TF\" column: the raw download)",
+            t.cli("-q", "verify", w["s3"]), t.child("raw_s3_get", w["s3"], "8", "8"), "wall", "ratio<=1.25",
+            ["verify", "s3"], s3_reset, base_is_ck=True, probe=s3.stats, data_bytes=s3_bytes,
+            note="raw: s3fs, 8 MiB ranged GETs, 8 in flight, imports included; targets also >= 4 GETs "
+                 "in flight, <= 1.1x bytes"),
+        Row("s3-stats", f"`inspect --stats` s3:// {s3_size} vs the raw parallel download (process; "
+                        "as s3-verify)",
+            t.cli("inspect", w["s3"], "--stats"), t.child("raw_s3_get", w["s3"], "8", "8"), "wall", "ratio<=2.0",
+            ["inspect --stats", "s3"], s3_reset, base_is_ck=True, probe=s3.stats, data_bytes=s3_bytes,
+            note="as s3-verify"),
         Row("listcli", f"`list-variables` {many_n} variables (process)",
             t.cli("list-variables", many), [t.tf_python, "-m", "tensorflow.python.tools.inspect_checkpoint",
                                             f"--file_name={many}", "--all_tensor_names"] if t.tf_python else None,
@@ -379,8 +472,26 @@ def run_row(res: Result, repeat: int, tools: Tools, progress) -> None:
             except RunFailed as exc:
                 res.failed = f"{'ckptool' if which == 'ck' else 'TF'}: {exc}"
                 return
+            if row.probe:
+                s.extra.update(row.probe())
             getattr(res, which).append(s)
             progress(f"  {row.key} {which} #{i + 1}: {res.seconds([s])[0]:.3f} s, {s.peak_mb:.0f} MB")
+
+
+def requests_line(res: Result) -> str:
+    """The object-store counts of a row's runs: most GETs in flight, bytes over the data."""
+    parts = []
+    for which, name in (("ck", "ckptool"), ("tf", "raw")):
+        xs = [s.extra for s in getattr(res, which) if "s3_bytes" in s.extra]
+        if not xs:
+            continue
+        flight = [x["s3_max_in_flight"] for x in xs]
+        ratio = [x["s3_bytes"] / res.row.data_bytes for x in xs]
+        gets = [x["s3_gets"] for x in xs]
+        met = min(flight) >= 4 and max(ratio) <= 1.1
+        parts.append(f"{name}: {min(flight)}-{max(flight)} GETs in flight, {min(gets)}-{max(gets)} GETs, "
+                     f"{max(ratio):.3f}x bytes" + (f" (met: {'yes' if met else 'NO'})" if which == "ck" else ""))
+    return "; ".join(parts) or "no counts"
 
 
 def fmt_s(x: float | None) -> str:
@@ -414,6 +525,70 @@ def table(results: list[Result]) -> str:
             r.verdict() + (f" (failed: {r.failed})" if r.failed else ""),
             fmt_mb(r.peak("ck")), fmt_mb(r.peak("tf")), sp]) + " |")
     return "\n".join(lines)
+
+
+def merge_results(old: str, all_rows: list[Row], results: list[Result], header: str) -> str:
+    """RESULTS.md with the rows of ``results`` re-measured: their table lines replaced (or
+    added, in the harness's row order), the others kept with the run that measured them."""
+    lines = old.splitlines()
+    table_rows = {ln.split(" | ", 1)[0][2:]: ln for ln in lines if ln.startswith("| ") and " | " in ln}
+    head_end = next(i for i, ln in enumerate(lines) if ln.startswith("| operation"))
+    old_head = [ln for ln in lines[2:head_end] if ln.strip()]
+    fresh = {r.row.label: line for r, line in zip(results, table(results).splitlines()[2:])}
+    body = [line for row in all_rows
+            for line in ([fresh[row.label]] if row.label in fresh else
+                         [table_rows[row.label]] if row.label in table_rows else [])]
+    keys = ", ".join(r.row.key for r in results)
+    ran = {r.row.key for r in results}
+
+    def stale(line: str) -> bool:  # an earlier re-measurement of only rows measured again now
+        return line.startswith("Re-measured rows (") and set(line[18:].split(")", 1)[0].split(", ")) <= ran
+
+    head = [ln for ln in old_head if not stale(ln)] + [f"Re-measured rows ({keys}): " + header.replace("\n", "; ")]
+    notes_old = {ln[2:].split(":", 1)[0]: ln for ln in lines if ln.startswith("- ") and ":" in ln
+                 and not ln.startswith("- s3-")}
+    notes = [f"- {row.key}: {row.note}" if row.label in fresh and row.note else notes_old.get(row.key, "")
+             for row in all_rows if row.label in fresh or row.label in table_rows]
+    s3_lines = [f"- {r.row.key}: {requests_line(r)}" for r in results if r.row.probe and r.ck]
+    s3_old = [ln for ln in lines if ln.startswith("- s3-") and ln.split(":", 1)[0][2:] not in
+              {r.row.key for r in results}]
+    out = ["# Benchmark results", "", *head, "", "| " + " | ".join(table([]).splitlines()[0][2:-2].split(" | "))
+           + " |", table([]).splitlines()[1], *body]
+    if s3_lines or s3_old:
+        out += ["", "Object-store rows, as the server counted them (every run; targets: >= 4 GETs in flight, "
+                "<= 1.1x the data's bytes):", *s3_old, *s3_lines]
+    out += ["", "Baselines:", *[n for n in notes if n]]
+    return "\n".join(out) + "\n"
+
+
+def sync_readme(results_md: str) -> None:
+    """The README's benchmark table (from its ``Date:`` line to the table's end) as in RESULTS.md."""
+    path = os.path.join(ROOT, "README.md")
+    try:
+        with open(path) as f:
+            readme = f.read().splitlines()
+    except OSError:
+        return
+    res = results_md.splitlines()
+    start_r = next((i for i, ln in enumerate(res) if ln.startswith("Date:")), None)
+    end_r = next((i for i, ln in enumerate(res) if ln.startswith("| ") and i + 1 < len(res)
+                  and not res[i + 1].startswith("|")), None)
+    start = next((i for i, ln in enumerate(readme) if ln.startswith("Date:")), None)
+    if start_r is None or end_r is None or start is None:
+        return
+    end = next(i for i in range(start, len(readme)) if readme[i].startswith("| ")
+               and (i + 1 == len(readme) or not readme[i + 1].startswith("|")))
+    block = res[start_r:end_r + 1]
+    extra = next((i for i in range(end_r + 1, len(res)) if res[i].startswith("Object-store rows")), None)
+    if extra is not None:  # the object-store counts follow the table
+        stop = next((i for i in range(extra, len(res)) if not res[i].strip()), len(res))
+        block += [""] + res[extra:stop]
+        while end + 1 < len(readme) and (not readme[end + 1].strip() and end + 2 < len(readme)
+                                         and readme[end + 2].startswith("Object-store rows")
+                                         or readme[end + 1].startswith(("Object-store rows", "- s3-"))):
+            end += 1
+    with open(path, "w") as f:
+        f.write("\n".join(readme[:start] + block + readme[end + 1:]) + "\n")
 
 
 def machine() -> dict:
@@ -471,7 +646,8 @@ def main(argv=None) -> int:
     log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
     t0 = time.perf_counter()
     log(f"bench: building workloads under {work} (reused when present)")
-    w = workloads.build_all(work, sizes)
+    w = workloads.build_all(work, sizes, tools.tf_python)
+    tools.workloads = w
     log(f"bench: workloads ready in {time.perf_counter() - t0:.1f} s")
     for key in ("big", "many", "big_sharded"):
         warm(w[key])
@@ -482,7 +658,8 @@ def main(argv=None) -> int:
     # under PYTHONDONTWRITEBYTECODE would otherwise compile every module on every start.
     compileall.compile_dir(os.path.join(ROOT, "ckptool"), quiet=1)
     out = os.path.join(work, "out")
-    all_rows = rows(tools, w, sizes, out)
+    s3 = S3Server(w["s3_root"])
+    all_rows = rows(tools, w, sizes, out, s3)
     only = {k for k in args.only.split(",") if k}
     unknown = only - {r.key for r in all_rows}
     if unknown:
@@ -499,10 +676,17 @@ def main(argv=None) -> int:
             log(f"bench: {row.key}: skipped ({res.skipped})")
         else:
             log(f"bench: {row.key}: {row.label}")
-            run_row(res, args.repeat, tools, log)
+            if row.probe:
+                s3.start(tools)
+            try:
+                run_row(res, args.repeat, tools, log)
+            finally:
+                if row.probe:
+                    log(f"  {row.key}: {requests_line(res)}")
             if res.failed:
                 log(f"bench: {row.key}: FAILED: {res.failed}")
         results.append(res)
+    s3.stop()
     if os.path.lexists(out):
         shutil.rmtree(out)
     load_after = os.getloadavg()
@@ -522,11 +706,22 @@ def main(argv=None) -> int:
         f"{load_before[0]:.2f}/{load_after[0]:.2f}; spread = (max-min)/median"
     )
     text = header + "\n\n" + table(results) + "\n"
+    s3_lines = [f"- {r.row.key}: {requests_line(r)}" for r in results if r.row.probe and r.ck]
+    if s3_lines:
+        text += ("\nObject-store rows, as the server counted them (every run; targets: >= 4 GETs in flight, "
+                 "<= 1.1x the data's bytes):\n" + "\n".join(s3_lines) + "\n")
     print(text)
     if args.write_results:
-        notes = "\n".join(f"- {r.row.key}: {r.row.note}" for r in results if r.row.note)
-        with open(os.path.join(HERE, "RESULTS.md"), "w") as f:
-            f.write("# Benchmark results\n\n" + text + "\nBaselines:\n" + notes + "\n")
+        path = os.path.join(HERE, "RESULTS.md")
+        if only and os.path.exists(path):  # some rows re-measured: the others kept as they were
+            with open(path) as f:
+                doc = merge_results(f.read(), all_rows, results, header)
+        else:
+            notes = "\n".join(f"- {r.row.key}: {r.row.note}" for r in results if r.row.note)
+            doc = "# Benchmark results\n\n" + text + "\nBaselines:\n" + notes + "\n"
+        with open(path, "w") as f:
+            f.write(doc)
+        sync_readme(doc)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"header": header, "rows": [

@@ -31,6 +31,9 @@ FULL = {
     "stats_sizes": (5_000, 20_000, 80_000),  # statistics rows: linear in variables
     "big_shards": 8,  # the verify-on-every-core row: the 1 GiB in 8 shards
     "retention_sizes": (1_000, 10_000, 100_000),  # retention decisions: linear in checkpoints
+    "s3_tensors": 64,  # the object-store rows: 64 float32 tensors ...
+    "s3_elems": 1024 * 1024,  # ... of 4 MiB: 256 MiB
+    "obj_many": 20_000,  # object-based variables (written with tf.train.Checkpoint)
 }
 
 #: ``--quick``: the same shapes of work, about a tenth the size.
@@ -45,6 +48,9 @@ QUICK = {
     "stats_sizes": (500, 2_000, 8_000),
     "big_shards": 8,
     "retention_sizes": (1_000, 10_000, 100_000),
+    "s3_tensors": 16,
+    "s3_elems": 1024 * 1024,  # 64 MiB
+    "obj_many": 2_000,
 }
 
 #: Toy sizes for the smoke test.
@@ -59,6 +65,9 @@ TOY = {
     "stats_sizes": (20, 40, 80),
     "big_shards": 2,
     "retention_sizes": (10, 100),
+    "s3_tensors": 4,
+    "s3_elems": 1024,
+    "obj_many": 40,
 }
 
 #: Epoch of the synthetic step times (2026-01-01T00:00:00Z) and the step spacing.
@@ -220,6 +229,43 @@ def build_runs(root: str, dirs: int, per: int) -> str:
     return top
 
 
+def build_s3(root: str, n: int, elems: int) -> str:
+    """``root/bkt/run/ckpt``: the object-store rows' checkpoint (``n`` float32 tensors of
+    ``elems``), under a directory that ``bench/s3server.py ROOT`` serves as bucket ``bkt``.
+    Returns its URL, ``s3://bkt/run/ckpt``."""
+    build_big(os.path.join(root, "bkt", "run"), n, elems)
+    return "s3://bkt/run/ckpt"
+
+
+def obj_var_name(i: int) -> tuple[str, str, str]:
+    """``(block, layer, kind)`` of object-based variable ``i`` (the shapes of many_spec)."""
+    block, layer = divmod(i, 100)
+    return f"block_{block:03d}", f"layer_{layer:02d}", ("kernel", "bias", "moving_mean", "step")[i % 4]
+
+
+def build_obj(root: str, kind: str, n: int, elems: int, tf_python: str | None) -> str | None:
+    """``root/ckpt``: an object-based checkpoint written by ``tf.train.Checkpoint.write``
+    (with ``tf_python``: bench/child.py tf_write_obj): ``kind`` "big", ``n`` float32
+    variables of ``elems`` (the arrays of :func:`big_arrays`), or "many", ``n`` small
+    variables (the values of :func:`many_spec`) nested in dicts. None without TensorFlow."""
+    params = {"kind": f"obj_{kind}", "n": n, "elems": elems}
+    prefix = os.path.join(root, "ckpt")
+    if _marker_ok(root, params):
+        return prefix
+    if not tf_python:
+        return None
+    import subprocess
+
+    _fresh(root)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+    env.pop("PYTHONPATH", None)
+    child = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child.py")
+    subprocess.run([tf_python, child, "tf_write_obj", prefix, kind, str(n), str(elems)], check=True, env=env,
+                   stdout=subprocess.DEVNULL)
+    _mark(root, params)
+    return prefix
+
+
 def copy_tree(src: str, dst: str) -> None:
     """A fresh copy of a workload directory (for destructive operations), mtimes kept."""
     if os.path.lexists(dst):
@@ -227,10 +273,17 @@ def copy_tree(src: str, dst: str) -> None:
     shutil.copytree(src, dst)
 
 
-def build_all(work: str, sizes: dict) -> dict[str, str]:
-    """Build (or reuse) every workload under ``work``; the paths the harness measures."""
+def build_all(work: str, sizes: dict, tf_python: str | None = None) -> dict[str, str]:
+    """Build (or reuse) every workload under ``work``; the paths the harness measures (the
+    object-based ones need ``tf_python``: absent without it and not built before)."""
     os.makedirs(work, exist_ok=True)
+    obj = {"obj_big": build_obj(os.path.join(work, "obj_big"), "big", sizes["big_tensors"], sizes["big_elems"],
+                                tf_python),
+           "obj_many": build_obj(os.path.join(work, "obj_many"), "many", sizes["obj_many"], 0, tf_python)}
     return {
+        **{k: v for k, v in obj.items() if v is not None},
+        "s3_root": os.path.join(work, "s3"),
+        "s3": build_s3(os.path.join(work, "s3"), sizes["s3_tensors"], sizes["s3_elems"]),
         "big": build_big(os.path.join(work, "big"), sizes["big_tensors"], sizes["big_elems"]),
         "many": build_many(os.path.join(work, "many"), sizes["many"]),
         "dir": build_ckpt_dir(os.path.join(work, "dir"), sizes["dir_ckpts"]),

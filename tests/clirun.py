@@ -35,15 +35,21 @@ def completed(*args) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(["ckptool", *argv], code, stdout, stderr)
 
 
-_NUMPY_PROBE = ("import sys\nfrom ckptool.cli.main import main\n"
-                "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
-                "print('numpy' in sys.modules)\n")
+_IMPORT_PROBE = ("import sys\nfrom ckptool.cli.main import main\n"
+                 "module, args = sys.argv[1], sys.argv[2:]\n"
+                 "try:\n    main(args)\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+                 "print(module in sys.modules)\n")
+
+
+def imports_module(module: str, *args) -> bool:
+    """Whether ``ckptool ARGS...``, run to success in a fresh python, imported ``module``."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-c", _IMPORT_PROBE, module, *(str(a) for a in args)],
+                         capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=root), timeout=120)
+    assert out.returncode == 0, (args, out.stderr)
+    return out.stdout.splitlines()[-1] == "True"
 
 
 def imports_numpy(*args) -> bool:
     """Whether ``ckptool ARGS...``, run to success in a fresh python, imported numpy."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    out = subprocess.run([sys.executable, "-c", _NUMPY_PROBE, *(str(a) for a in args)], capture_output=True,
-                         text=True, env=dict(os.environ, PYTHONPATH=root), timeout=120)
-    assert out.returncode == 0, (args, out.stderr)
-    return out.stdout.splitlines()[-1] == "True"
+    return imports_module("numpy", *args)

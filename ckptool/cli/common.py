@@ -26,10 +26,18 @@ def no_sync_option():
                              "cut may lose the output. For scratch outputs.")
 
 
+#: The epilog of the commands that stream tensors from a checkpoint without a --jobs option.
+REMOTE_READS = ("On an object store (s3://, gs://...), the tensors are fetched ahead: 8 ranged GETs of up "
+                "to 8 MiB in flight, adjacent tensors in one GET, each byte once; memory is bounded by "
+                "them (64 MiB).")
+
+
 def jobs_option():
     return click.option("-j", "--jobs", type=click.IntRange(min=1), metavar="N",
                         help="Read and check on N threads (default: one per core; 1 on a disk "
-                             "that is slow to seek).")
+                             "that is slow to seek). On an object store (s3://, gs://...): N ranged "
+                             "GETs of up to 8 MiB in flight (default 8); memory is bounded by them "
+                             "(N x 8 MiB).")
 
 
 def emit_json(doc) -> None:

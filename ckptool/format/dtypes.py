@@ -145,8 +145,12 @@ def from_numpy(dtype: np.dtype) -> DType:
         return STRING_DTYPE
     native = dtype.newbyteorder("<") if dtype.byteorder == ">" else dtype
     quantized = native.names is not None  # only TF's own structured dtypes name a quantized type
+    # ml_dtypes is imported on first use: only a dtype it defines can match one of its rows.
+    extension = not quantized and native.type.__module__.split(".")[0] == "ml_dtypes"
     for dt in BY_VALUE.values():
         if dt.kind != FIXED or dt._numpy.startswith("q:") != quantized:
+            continue
+        if dt._numpy.startswith("ml:") != extension:
             continue
         if (_quantized_struct(dt._numpy) if quantized else _numpy_dtype(dt._numpy)) == native:
             return dt

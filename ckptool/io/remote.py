@@ -29,7 +29,9 @@ import posixpath
 import threading
 import time
 import uuid
-from typing import Any
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, MissingError, UnsupportedError
 from ckptool.io.atomic import ANY
@@ -46,10 +48,14 @@ from ckptool.io.remote_files import (  # noqa: F401 - re-exported
     _missing_backend,
     _requests,
     _short,
+    prefetching,
     protocol_of,
     split_url,
 )
-from ckptool.io.storage import Writer
+from ckptool.io.storage import Reader, Writer
+
+if TYPE_CHECKING:
+    from ckptool.io.prefetch import PrefetchStats
 
 #: Seconds for which size/mtime may answer from the directory listing that just named
 #: the file (prune lists a directory, then asks each file's size and mtime: one LIST
@@ -146,6 +152,8 @@ class RemoteStorage:
         self.protocol = protocol
         self.scheme = protocol + "://"
         self._listed: dict[str, tuple[float, dict[str, Any]]] = {}  # url -> (monotonic time, ls entry)
+        self.last_prefetch: PrefetchStats | None = None
+        self._dirs: dict[str, tuple[float, bool]] = {}  # url -> (monotonic time, isdir)
 
     def __repr__(self) -> str:
         return f"<ckptool RemoteStorage {self.scheme}>"
@@ -185,13 +193,16 @@ class RemoteStorage:
     # -- queries -------------------------------------------------------------
 
     def _info(self, path: str) -> dict[str, Any] | None:
-        """The object's info dict, or None when nothing is there."""
+        """The object's info dict, or None when nothing is there (a file's is kept for
+        LISTED_TTL seconds, for the reader opened right after ``isfile``)."""
         with _requests(path, "look up"):
             try:
                 info: dict[str, Any] = self.fs.info(path)
-                return info
             except FileNotFoundError:
                 return None
+        if info.get("type") == "file":
+            self._listed[path] = (time.monotonic(), info)
+        return info
 
     def exists(self, path: str) -> bool:
         return self._info(path) is not None
@@ -201,8 +212,14 @@ class RemoteStorage:
         return info is not None and info.get("type") == "file"
 
     def isdir(self, path: str) -> bool:
+        """A prefix with objects below it? Kept LISTED_TTL seconds (locating asks twice)."""
+        hit = self._dirs.get(path)
+        if hit is not None and time.monotonic() - hit[0] < LISTED_TTL:
+            return hit[1]
         with _requests(path, "look up"):
-            return bool(self.fs.isdir(path))
+            got = bool(self.fs.isdir(path))
+        self._dirs[path] = (time.monotonic(), got)
+        return got
 
     def _ls(self, path: str) -> list[dict[str, Any]]:
         with _requests(path, "list", "no such directory"):
@@ -253,6 +270,7 @@ class RemoteStorage:
 
     def _forget(self, path: str) -> None:
         self._listed.pop(path, None)
+        self._dirs.clear()  # a write or delete may make or empty a directory
 
     def glob(self, directory: str, pattern: str) -> list[str]:
         """Names in ``directory`` matching a glob ``pattern`` (no recursion); one listing."""
@@ -301,7 +319,15 @@ class RemoteStorage:
             return bytes(self.fs.cat_file(path))
 
     def open_reader(self, path: str) -> RemoteReader:
-        return RemoteReader(self.fs, path)
+        hit = self._listed.get(path)
+        fresh = hit is not None and time.monotonic() - hit[0] < LISTED_TTL
+        return RemoteReader(self.fs, path, hit[1] if hit is not None and fresh else None)
+
+    def prefetch(self, ranges: Iterable[tuple[Reader, int, int]],
+                 jobs: int | None = None) -> AbstractContextManager[None]:
+        """Fetch the planned reads ahead, ``jobs`` ranged GETs of up to 8 MiB in flight
+        (:mod:`ckptool.io.prefetch`); the counts of the last plan stay in ``last_prefetch``."""
+        return prefetching(ranges, jobs, lambda stats: setattr(self, "last_prefetch", stats))
 
     # -- writing -------------------------------------------------------------
 

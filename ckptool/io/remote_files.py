@@ -5,7 +5,7 @@ translation of backend exceptions into ckptool's (:mod:`ckptool.io.remote` holds
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -13,9 +13,12 @@ from ckptool.errors import CkptError, MissingError, UnsupportedError
 from ckptool.io.storage import raise_truncated
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from typing_extensions import Buffer
 
     from ckptool.format.coding import AnyBuffer
+    from ckptool.io.prefetch import Prefetcher, PrefetchStats
 
 #: pip extra per protocol (pyproject.toml's optional dependencies).
 EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs"}
@@ -26,6 +29,9 @@ READ_CHUNK = 64 << 20
 #: to the second; a lone read (one tensor) fetches exactly its range.
 READAHEAD_MIN = 256 << 10
 READAHEAD_MAX = 8 << 20
+#: An object up to this size whose first read is at its end (a table's footer, read
+#: before the whole index) is fetched whole by that read: one GET instead of two.
+WHOLE_MAX = 4 << 20
 #: A file being written is kept in memory up to this size and PUT in one request;
 #: past it, it streams to the store as a multipart upload completed at close.
 PUT_LIMIT = 16 << 20
@@ -92,11 +98,12 @@ def _short(exc: Exception) -> str:
 class RemoteReader:
     """Ranged reads from one object: each read is one (or, when large, a few) ranged GETs."""
 
-    def __init__(self, fs: Any, path: str):
+    def __init__(self, fs: Any, path: str, info: dict[str, Any] | None = None):
         self.fs = fs
         self.path = path
-        with _requests(path, "open"):
-            info = fs.info(path)
+        if info is None:  # else: what the storage was told a moment ago (size, type)
+            with _requests(path, "open"):
+                info = fs.info(path)
         if info.get("type") == "directory":
             raise MissingError(f"{path}: is a directory, not a data file")
         self.size = int(info.get("size") or 0)
@@ -107,17 +114,46 @@ class RemoteReader:
         self._win_start = 0
         self._next = -1  # where the last read ended
         self._ahead = 0
+        self.plan: Prefetcher | None = None  # set while a prefetch plan covers this object
+
+    def get(self, start: int, end: int) -> bytes:
+        """Bytes ``[start, end)`` in one ranged GET (a prefetch plan's worker threads call it)."""
+        with _requests(self.path, f"read {end - start} bytes at offset {start}"):
+            data: bytes = self.fs.cat_file(self.path, start=start, end=end)
+        with self._lock:
+            self.requests += 1
+            self.bytes_fetched += len(data)
+        return data
+
+    def _get_locked(self, start: int, end: int) -> bytes:
+        with _requests(self.path, f"read {end - start} bytes at offset {start}"):
+            data: bytes = self.fs.cat_file(self.path, start=start, end=end)
+        self.requests += 1
+        self.bytes_fetched += len(data)
+        return data
 
     def readinto(self, offset: int, buf: AnyBuffer) -> None:
         """Fill ``buf`` from ``offset``; a short object is a CorruptError."""
         view = memoryview(buf).cast("B")  # type: ignore[arg-type]  # an ndarray is a Buffer (AnyBuffer)
         want = len(view)
+        plan = self.plan
+        if plan is not None and plan.readinto(self, offset, view):
+            return
         with self._lock:
             start = offset - self._win_start
             if want and 0 <= start and start + want <= len(self._win):
                 view[:] = self._win[start: start + want]
                 self._next = offset + want
                 return
+            if (want and not self.requests and offset + want == self.size <= WHOLE_MAX
+                    and self.size > want):
+                # a small object read from its end first (a table's footer): the rest follows
+                # at once (read_table reads the whole index next), so one GET takes it all
+                self._win, self._win_start = self._get_locked(0, self.size), 0
+                if len(self._win) == self.size:
+                    view[:] = self._win[offset:offset + want]
+                    self._next = offset + want
+                    return
             sequential = offset == self._next
             self._next = offset + want
             if not sequential or want >= READAHEAD_MAX:
@@ -164,6 +200,29 @@ class RemoteReader:
 
     def close(self) -> None:
         pass
+
+
+@contextmanager
+def prefetching(ranges: Iterable[tuple[Any, int, int]], jobs: int | None,
+                on_stats: Callable[[PrefetchStats], None] | None = None) -> Iterator[None]:
+    """While open, the planned ``(RemoteReader, offset, size)`` reads are fetched ahead, ``jobs``
+    ranged GETs in flight (see :mod:`ckptool.io.prefetch`); ``on_stats`` gets the counts at the end."""
+    from ckptool.io.prefetch import DEFAULT_JOBS, Prefetcher
+
+    plan = [(r, off, n) for r, off, n in ranges if isinstance(r, RemoteReader)]
+    pf = Prefetcher(plan, lambda r, start, end: r.get(start, end), jobs or DEFAULT_JOBS)
+    readers = {id(r): r for r, _, _ in plan}
+    saved = {k: r.plan for k, r in readers.items()}
+    for r in readers.values():
+        r.plan = pf
+    try:
+        yield
+    finally:
+        pf.close()
+        for k, r in readers.items():
+            r.plan = saved[k]
+        if on_stats is not None:
+            on_stats(pf.stats)
 
 
 class RemoteWriter:

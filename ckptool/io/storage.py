@@ -11,6 +11,8 @@ import fnmatch
 import os
 import stat
 import uuid
+from collections.abc import Iterable
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, NoReturn, Protocol
 
 from ckptool.errors import CkptError, MissingError
@@ -94,6 +96,16 @@ class Storage(Protocol):
     def read_if_exists(self, path: str) -> bytes | None: ...
 
     def open_reader(self, path: str) -> Reader: ...
+
+    def prefetch(self, ranges: Iterable[tuple[Reader, int, int]],
+                 jobs: int | None = None) -> AbstractContextManager[None]:
+        """While the returned context is open, the reads ``(reader, offset, size)`` (in the order
+        they will be made, through those readers' ``readinto``/``read``) may be fetched ahead,
+        ``jobs`` requests at a time; memory stays bounded by the requests in flight. Local
+        storage does nothing (positioned reads are already at disk speed); an object store
+        runs ranged GETs in parallel (:mod:`ckptool.io.prefetch`). ``ranges`` may be a
+        generator: it is consumed only by a storage that uses it."""
+        ...
 
     def makedirs(self, path: str) -> None: ...
 
@@ -239,6 +251,10 @@ class LocalStorage:
 
     def open_reader(self, path: str) -> RangeReader:
         return RangeReader(path)
+
+    def prefetch(self, ranges: Iterable[tuple[Reader, int, int]],
+                 jobs: int | None = None) -> AbstractContextManager[None]:
+        return nullcontext()  # the plan is never looked at: local reads cost nothing to plan
 
     def makedirs(self, path: str) -> None:
         if path:

@@ -335,19 +335,36 @@ class Counter:
         self.app = app
         self.lock = threading.Lock()
         self.log: list[dict] = []
+        self.delay = 0.0  # seconds added to each ranged GET (a store's first-byte latency)
+        self.active = 0  # ranged GETs being answered now
+        self.max_active = 0
 
     def __call__(self, environ, start_response):
         rec = {"method": environ["REQUEST_METHOD"], "path": environ.get("PATH_INFO", ""),
                "query": environ.get("QUERY_STRING", ""), "range": environ.get("HTTP_RANGE"), "bytes": 0}
+        ranged = rec["method"] == "GET" and rec["range"] is not None
         with self.lock:
             self.log.append(rec)
-        for chunk in self.app(environ, start_response):
-            rec["bytes"] += len(chunk)
-            yield chunk
+            if ranged:
+                self.active += 1
+                self.max_active = max(self.max_active, self.active)
+        try:
+            if ranged and self.delay:
+                import time
+
+                time.sleep(self.delay)
+            for chunk in self.app(environ, start_response):
+                rec["bytes"] += len(chunk)
+                yield chunk
+        finally:
+            if ranged:
+                with self.lock:
+                    self.active -= 1
 
     def reset(self) -> None:
         with self.lock:
             self.log.clear()
+            self.max_active = 0
 
     def snapshot(self) -> list[dict]:
         with self.lock:
@@ -663,3 +680,115 @@ def test_endpoint_passed_explicitly_to_an_old_botocore(monkeypatch):
     monkeypatch.setattr(remote, "_botocore_reads_endpoint_env", lambda: True)
     assert "client_kwargs" not in remote._default_options("s3")
     assert remote._default_options("s3")["use_listings_cache"] is False
+
+
+# --------------------------------------------------------------------------- parallel ranged reads
+
+
+@pytest.fixture
+def slow_s3(s3):
+    """s3 with 0.2 s before each ranged GET's answer, so that GETs in flight overlap."""
+    fs, root, counter = s3
+    counter.delay = 0.2
+    try:
+        yield s3
+    finally:
+        counter.delay = 0.0
+
+
+def _data_gets(log) -> list[dict]:
+    return [r for r in log if ".data-" in r["path"] and r["method"] == "GET"]
+
+
+def _big(root: str) -> dict:
+    """48 MiB in 24 float32 tensors of 2 MiB, in two shards."""
+    rng = np.random.default_rng(7)
+    tensors = {f"layer_{i:02d}/kernel": rng.standard_normal((512, 1024)).astype(np.float32) for i in range(24)}
+    ckptool.write(f"{root}/big/ckpt-1", tensors, num_shards=2)
+    return tensors
+
+
+@pytest.mark.parametrize("argv", [("verify",), ("inspect", "--stats", "--json")], ids=["verify", "stats"])
+def test_s3_streaming_reads_run_in_parallel_each_byte_once(run, slow_s3, argv):
+    fs, root, counter = slow_s3
+    tensors = _big(root)
+    url = f"{root}/big/ckpt-1"
+    counter.reset()
+    out, _ = run(*argv[:1], url, *argv[1:])
+    log = counter.snapshot()
+    data = sum(t.nbytes for t in tensors.values())
+    fetched = sum(r["bytes"] for r in _data_gets(log))
+    assert data <= fetched <= 1.1 * data  # nothing twice
+    assert counter.max_active >= 4, counter.max_active  # requests in flight at once
+    st = remote.storage_for_url(url).last_prefetch
+    assert st is not None and st.max_in_flight >= 4
+    from ckptool.io.prefetch import DEFAULT_JOBS, REQUEST_BYTES
+
+    assert st.max_held <= DEFAULT_JOBS * REQUEST_BYTES  # memory: bounded by the bytes in flight
+    assert st.bytes_fetched == fetched
+    if argv[0] == "inspect":  # statistics exact, in order
+        rows = json.loads(out)
+        assert [r["name"] for r in rows] == sorted(tensors)
+        for r in rows:
+            a = tensors[r["name"]]
+            assert r["min"] == float(a.min()) and r["max"] == float(a.max())
+            assert r["mean"] == pytest.approx(float(a.astype(np.float64).mean()), rel=1e-12)
+
+
+def test_s3_jobs_bounds_requests_in_flight(run, slow_s3):
+    fs, root, counter = slow_s3
+    _big(root)
+    counter.reset()
+    run("verify", "-j", "2", f"{root}/big/ckpt-1")
+    assert counter.max_active <= 3  # the server sees a GET end just after its client does
+    st = remote.storage_for_url(root).last_prefetch
+    assert st.max_in_flight <= 2 and st.max_held <= 2 * (8 << 20) * 5 // 4
+
+
+def test_s3_convert_diff_average_rewrite_read_in_parallel_values_exact(run, slow_s3, tmp_path):
+    fs, root, counter = slow_s3
+    tensors = _big(root)
+    url = f"{root}/big/ckpt-1"
+    data = sum(t.nbytes for t in tensors.values())
+    for argv in (("convert", url, str(tmp_path / "c" / "ckpt")),
+                 ("rewrite-names", url, str(tmp_path / "r" / "ckpt"), "--rule", r"re:layer_(.*)=block_\1",
+                  "--compact"),
+                 ("save", str(tmp_path / "s" / "ckpt"), "--from", url),
+                 ("diff", url, url)):
+        counter.reset()
+        run(*argv)
+        fetched = sum(r["bytes"] for r in _data_gets(counter.snapshot()))
+        want = 2 * data if argv[0] == "diff" else data
+        assert want <= fetched <= 1.1 * want, argv
+        assert counter.max_active >= 4, (argv, counter.max_active)
+    with ckptool.open(str(tmp_path / "c" / "ckpt")) as ck:
+        for n, a in tensors.items():
+            np.testing.assert_array_equal(ck.read(n), a)
+    with ckptool.open(str(tmp_path / "r" / "ckpt")) as ck:
+        for n, a in tensors.items():
+            np.testing.assert_array_equal(ck.read(n.replace("layer_", "block_")), a)
+    with ckptool.open(str(tmp_path / "s" / "ckpt")) as ck:
+        assert sorted(ck.names()) == sorted(tensors)
+    ckptool.write(f"{root}/big/ckpt-2", {n: a + 1 for n, a in tensors.items()}, num_shards=2)
+    counter.reset()
+    run("average", url, f"{root}/big/ckpt-2", "-o", str(tmp_path / "avg" / "ckpt"))
+    fetched = sum(r["bytes"] for r in _data_gets(counter.snapshot()))
+    assert 2 * data <= fetched <= 2.2 * data and counter.max_active >= 4
+    with ckptool.open(str(tmp_path / "avg" / "ckpt")) as ck:
+        for n, a in tensors.items():
+            b = (a + 1).astype(np.float64)
+            np.testing.assert_array_equal(ck.read(n), ((a.astype(np.float64) + b) / 2).astype(np.float32))
+
+
+def test_memory_stats_of_many_small_tensors_match_local_each_byte_once(run, mem, tmp_path):
+    fs, root = mem
+    rng = np.random.default_rng(3)
+    tensors = {f"v{i:04d}": rng.standard_normal(int(rng.integers(1, 300))).astype(np.float32) for i in range(1500)}
+    tensors["big"] = rng.standard_normal(300_000)
+    ckptool.write(str(tmp_path / "ckpt"), tensors, sync=False)
+    ckptool.write(f"{root}/ckpt", tensors)
+    local, _ = run("inspect", tmp_path / "ckpt", "--stats", "--json")
+    there, _ = run("inspect", f"{root}/ckpt", "--stats", "--json", "-j", "3")
+    assert json.loads(there) == json.loads(local)
+    st = remote.storage_for_url(root).last_prefetch
+    assert st.bytes_fetched == sum(a.nbytes for a in tensors.values()) and st.max_in_flight <= 3

@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import click
 
-from ckptool.cli.common import display_name, emit_json, human_bytes, json_option, no_sync_option, note, plural
+from ckptool.cli.common import (
+    REMOTE_READS,
+    display_name,
+    emit_json,
+    human_bytes,
+    json_option,
+    no_sync_option,
+    note,
+    plural,
+)
 
 
-@click.command("average")
+@click.command("average", epilog=REMOTE_READS)
 @click.argument("inputs", nargs=-1, required=True, metavar="CKPT...|DIR")
 @click.option("-o", "--output", "out", required=True, metavar="PREFIX", help="The checkpoint to write.")
 @click.option("--last", type=click.IntRange(min=1), metavar="N",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ckptool.cli.common import (
+    REMOTE_READS,
     checkpoint_argument,
     emit_json,
     human_bytes,
@@ -16,7 +17,7 @@ from ckptool.cli.common import (
 )
 
 
-@click.command("convert")
+@click.command("convert", epilog=REMOTE_READS)
 @checkpoint_argument("src", metavar="SRC")
 @click.argument("dst", metavar="DST")
 @click.option("--to", "to", type=click.Choice(["tf", "npz", "safetensors"]),

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import click
 
-from ckptool.cli.common import checkpoint_argument, emit_json, json_option
+from ckptool.cli.common import REMOTE_READS, checkpoint_argument, emit_json, json_option
 
 
-@click.command("diff")
+@click.command("diff", epilog=REMOTE_READS)
 @checkpoint_argument("a")
 @checkpoint_argument("b")
 @click.option("--atol", type=click.FloatRange(min=0), default=0.0, show_default=True, metavar="X",

@@ -71,8 +71,8 @@ def command(checkpoint: str, as_json: bool, tensors: tuple[str, ...], all_tensor
         raise click.UsageError(f"{modes[0]} and {modes[1]} cannot be combined")
     if depth is not None and not tree:
         raise click.UsageError("--depth goes with --tree")
-    if jobs is not None and not verify:
-        raise click.UsageError("--jobs goes with --verify")
+    if jobs is not None and not (verify or stats):
+        raise click.UsageError("--jobs goes with --verify or --stats")
     if tensors and all_tensors:
         raise click.UsageError("--tensor and --all-tensors cannot be combined")
     if full and (not (tensors or all_tensors) or stats):
@@ -111,7 +111,7 @@ def command(checkpoint: str, as_json: bool, tensors: tuple[str, ...], all_tensor
             with progress_bar("statistics") as bar:
                 add = increments(bar, sum(v.nbytes for v in map(ck.variable, names)
                                           if v.dtype not in ("string", "variant")))
-                rows = [inspection.tensor_stats(ck, n, on_bytes=add) for n in names]
+                rows = inspection.tensors_stats(ck, names, jobs=jobs, on_bytes=add)
             if as_json:
                 emit_json(rows)
             else:

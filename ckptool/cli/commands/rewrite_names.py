@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ckptool.cli.common import (
+    REMOTE_READS,
     checkpoint_argument,
     display_name,
     emit_json,
@@ -16,7 +17,7 @@ from ckptool.cli.common import (
 )
 
 
-@click.command("rewrite-names")
+@click.command("rewrite-names", epilog=REMOTE_READS)
 @checkpoint_argument("src")
 @click.argument("dst", metavar="DST")
 @click.option("--map", "map_file", metavar="FILE", type=click.Path(dir_okay=False, allow_dash=True),

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import click
 
-from ckptool.cli.common import emit_json, human_bytes, json_option, no_sync_option, note, plural
+from ckptool.cli.common import REMOTE_READS, emit_json, human_bytes, json_option, no_sync_option, note, plural
 
 
-@click.command("save")
+@click.command("save", epilog=REMOTE_READS)
 @click.argument("prefix", metavar="PREFIX")
 @click.option("--from", "sources", multiple=True, required=True, metavar="SRC",
               help="A .npz, .npy (named after the file) or .safetensors file, or a checkpoint "

@@ -21,6 +21,7 @@ import numpy as np
 
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY
 from ckptool.ops.read.chunks import CHUNK_BYTES, tensor_chunks
+from ckptool.ops.read.plan import prefetch
 
 if TYPE_CHECKING:
     from ckptool.ops.read.checkpoint import Checkpoint
@@ -96,6 +97,9 @@ class Side(Protocol):
 
     prefix: str
 
+    @property
+    def checkpoint(self) -> Checkpoint | None: ...  # an open checkpoint's reads are fetched ahead
+
     def variables(self) -> Sequence[Tensor]: ...
 
     def chunks(self, name: str, chunk_bytes: int) -> Iterator[np.ndarray]: ...
@@ -163,15 +167,18 @@ def diff_sides(a: Side, b: Side, atol: float = 0.0, progress: Callable[[int, int
             common.append((name, x, y))
     total = sum(y.nbytes for _, _, y in common)
     done = 0
-    for name, x, y in common:
-        differing, max_abs = _compare(a.chunks(x.name, chunk_bytes), b.chunks(y.name, chunk_bytes), atol, rtol)
-        if differing:
-            report.values.append(ValueChange(name, y.dtype, list(y.shape), y.numel, differing, max_abs))
-        else:
-            report.unchanged += 1
-        done += y.nbytes
-        if progress:
-            progress(done, total)
+    # fetched ahead from an object store, in the order compared
+    with prefetch(a.checkpoint, [x.name for _, x, _ in common]), \
+            prefetch(b.checkpoint, [y.name for _, _, y in common]):
+        for name, x, y in common:
+            differing, max_abs = _compare(a.chunks(x.name, chunk_bytes), b.chunks(y.name, chunk_bytes), atol, rtol)
+            if differing:
+                report.values.append(ValueChange(name, y.dtype, list(y.shape), y.numel, differing, max_abs))
+            else:
+                report.unchanged += 1
+            done += y.nbytes
+            if progress:
+                progress(done, total)
     return report
 
 

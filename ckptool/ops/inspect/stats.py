@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -10,6 +11,7 @@ import numpy as np
 
 from ckptool.format import dtypes
 from ckptool.ops.read.chunks import CHUNK_BYTES, tensor_chunks
+from ckptool.ops.read.plan import prefetch
 
 
 @dataclass
@@ -30,6 +32,8 @@ class _Acc:
     # statistics need anyway, and the values computed are those of the plain formulas.
 
     def add_float(self, f: np.ndarray) -> None:
+        """A chunk of real floats (any width; min, max and zeros are taken at its width, the
+        sums in float64 in a scratch buffer: ``f`` is left as it is)."""
         self.count += f.size
         if f.size == 0:
             return
@@ -43,9 +47,12 @@ class _Acc:
                 return
             lo, hi = float(f.min()), float(f.max())
         self.zeros += f.size - int(np.count_nonzero(f))
+        g = _float64(f)
+        if lo == 0.0 or hi == 0.0:  # which of 0.0 and -0.0 min/max give depends on the width
+            lo, hi = float(g.min()), float(g.max())
         self.lo = lo if self.lo is None else min(self.lo, lo)
         self.hi = hi if self.hi is None else max(self.hi, hi)
-        self._add_finite(f, max(abs(lo), abs(hi)))
+        self._add_finite(g, max(abs(lo), abs(hi)))
 
     def add_int(self, a: np.ndarray) -> None:
         self.count += a.size
@@ -55,19 +62,21 @@ class _Acc:
         self.lo = lo if self.lo is None else min(self.lo, lo)
         self.hi = hi if self.hi is None else max(self.hi, hi)
         self.zeros += a.size - int(np.count_nonzero(a))
-        self._add_finite(a.astype(np.float64), float(max(abs(lo), abs(hi))))
+        self._add_finite(_float64(a), float(max(abs(lo), abs(hi))))
 
     def _add_finite(self, f: np.ndarray, biggest: float) -> None:
-        """Chan et al.'s parallel update of (count, mean, M2), in units of ``scale``."""
+        """Chan et al.'s parallel update of (count, mean, M2), in units of ``scale``; ``f``
+        (float64) is used as scratch space: each step in place, the values those of
+        ``g = f / scale; d = g - mean; d * d``."""
         scale = max(self.scale, math.ldexp(1.0, min(math.frexp(biggest)[1], 1023)) if biggest else 1.0)
         if scale != self.scale:
             self.m2 *= (self.scale / scale) ** 2
             self.scale = scale
-        g = f / scale
+        g = f if scale == 1.0 else np.divide(f, scale, out=f)
         n, tot = f.size, self.finite + f.size
         mean = float(np.add.reduce(g)) / n  # what g.mean() computes, without its Python layer
-        d = g - mean
-        m2 = float(np.add.reduce(d * d))
+        d = np.subtract(g, mean, out=g)
+        m2 = float(np.add.reduce(np.multiply(d, d, out=d)))
         delta = mean - self.mean / scale
         self.mean = (self.mean / scale + delta * n / tot) * scale
         self.m2 += m2 + delta * delta * self.finite * n / tot
@@ -75,6 +84,53 @@ class _Acc:
 
     def std(self) -> float:
         return math.sqrt(max(self.m2, 0.0) / self.finite) * self.scale
+
+
+_SCRATCH = threading.local()
+
+
+def _float64(a: np.ndarray) -> np.ndarray:
+    """``a`` as float64 in this thread's scratch buffer (kept between chunks: a fresh
+    buffer per chunk costs its page faults, as much as the arithmetic)."""
+    buf = getattr(_SCRATCH, "buf", None)
+    if buf is None or buf.size < a.size:
+        buf = _SCRATCH.buf = np.empty(a.size, np.float64)
+    out: np.ndarray = buf[:a.size]
+    np.copyto(out, a.reshape(-1), casting="unsafe")
+    return out
+
+
+def tensors_stats(ck, names: list[str], chunk_bytes: int = CHUNK_BYTES, jobs: int | None = None,
+                  on_bytes: Callable[[int], None] | None = None) -> list[dict]:
+    """:func:`tensor_stats` of each of ``names``, in order, their data fetched ahead on an
+    object store (``jobs`` ranged GETs in flight; memory bounded by those). Small tensors
+    are done in batches (:mod:`ckptool.ops.inspect.stats_small`), with the same values."""
+    from ckptool.ops.inspect.stats_small import BATCH_BYTES, batch_stats, batchable
+
+    out: list = [None] * len(names)
+    batch: list = []
+    size = 0
+
+    def single(name: str) -> dict:
+        return tensor_stats(ck, name, chunk_bytes, on_bytes)
+
+    with prefetch(ck, names, jobs, fixed_only=True):
+        for i, name in enumerate(names):
+            e = batchable(ck, name)
+            if e is None:
+                if batch:  # read in order: the batch before this tensor
+                    batch_stats(ck, batch, out, single, on_bytes)
+                    batch, size = [], 0
+                out[i] = single(name)
+                continue
+            batch.append((i, name, e))
+            size += e.size
+            if size >= BATCH_BYTES:
+                batch_stats(ck, batch, out, single, on_bytes)
+                batch, size = [], 0
+        if batch:
+            batch_stats(ck, batch, out, single, on_bytes)
+    return out
 
 
 def tensor_stats(ck, name: str, chunk_bytes: int = CHUNK_BYTES,
@@ -105,9 +161,9 @@ def tensor_stats(ck, name: str, chunk_bytes: int = CHUNK_BYTES,
         elif kind in "iu":
             acc.add_int(chunk)
         elif kind == "c":
-            acc.add_float(np.abs(chunk).astype(np.float64))
+            acc.add_float(np.abs(chunk))
         elif kind == "f":
-            acc.add_float(chunk.astype(np.float64, copy=False))
+            acc.add_float(chunk)
         else:  # ml_dtypes
             f = chunk.astype(np.float64)
             if dt.name.startswith(("int", "uint")):

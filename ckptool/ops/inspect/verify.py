@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -13,6 +14,7 @@ from ckptool.format import bundle
 from ckptool.format.coding import crc32c, unmask_crc
 from ckptool.format.slices import key_text as _shown
 from ckptool.format.slices import tiling_problem
+from ckptool.ops.read.plan import prefetch_entries
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -79,22 +81,20 @@ def verify(ck, progress: Callable[[int, int], None] | None = None,
     listing of the directory); the slices of each partitioned tensor tile its
     shape exactly once; every tensor's bytes match its CRC32C. Tensors are read
     by ``workers`` threads (default: one per core), each with at most one
-    ``chunk_bytes`` buffer, so memory stays bounded. ``progress(done_bytes,
+    ``chunk_bytes`` buffer, so memory stays bounded; on an object store, one
+    thread checks while ``workers`` ranged GETs (default 8) fetch ahead in key
+    order, memory bounded by those in flight. ``progress(done_bytes,
     total_bytes)`` is called as data is read, from any of those threads.
     """
     report = VerifyReport(ck.prefix)
     if ck.format != "V2":
         return _verify_v1(ck, report, progress)
-    n_shards = ck.header.num_shards
-    missing, ranges = ck.missing_shards()
-    gone = None  # the one problem of the missing shards; the tensors stored there join it, unread
-    if missing:
-        shown = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in ranges[:5])
-        more = f" and {len(ranges) - 5:,} more ranges" if len(ranges) > 5 else ""
-        are = "is" if missing == 1 else "are"
-        gone = Problem("", f"{ck.prefix}: {missing:,} of {n_shards:,} data shards {are} missing "
-                           f"(shards {shown}{more})")
-        report.problems.append(gone)
+    with ExitStack() as fetching:
+        return _verify_v2(ck, report, progress, chunk_bytes, workers, fetching)
+
+
+def _verify_v2(ck, report: VerifyReport, progress: Callable[[int, int], None] | None, chunk_bytes: int,
+               workers: int | None, fetching: ExitStack) -> VerifyReport:
     entries, owners = [], {}
     for key in ck.keys():
         try:
@@ -117,17 +117,27 @@ def verify(ck, progress: Callable[[int, int], None] | None = None,
             except CkptError as exc:
                 report.problems.append(Problem(_shown(e.key), str(exc)))
     plain = [e for e in entries if not e.slices]
-    if gone is not None:
+    n_shards = ck.header.num_shards
+    missing, ranges = ck.missing_shards()
+    counted = plain
+    if missing:  # one problem for the missing shards; the tensors stored there join it, unread
+        shown = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in ranges[:5])
+        more = f" and {len(ranges) - 5:,} more ranges" if len(ranges) > 5 else ""
+        are = "is" if missing == 1 else "are"
+        gone = Problem("", f"{ck.prefix}: {missing:,} of {n_shards:,} data shards {are} missing "
+                           f"(shards {shown}{more})")
+        report.problems.insert(0, gone)
         starts = [a for a, _ in ranges]
         lost = [e for e in plain if _in_ranges(e.shard_id, starts, ranges)]
         gone.tensors = sorted({owners.get(e.key, _shown(e.key)) for e in lost})
         n = len(gone.tensors)
         gone.error += f"; {n:,} {'tensor is' if n == 1 else 'tensors are'} stored there"
         lost_keys = {e.key for e in lost}
-        counted = plain
         plain = [e for e in plain if e.key not in lost_keys]
-    else:
-        counted = plain
+    # Local files: ``workers`` threads read and check (one per core by default). An object
+    # store: one thread checks while ``workers`` ranged GETs are in flight (the storage's
+    # default when not given), fetched ahead in key order from here on.
+    fetching.enter_context(prefetch_entries(ck, plain, jobs=None if ck.storage.concurrent_reads else workers))
     total = sum(e.size for e in plain)
     lock = threading.Lock()
     done = 0
@@ -168,9 +178,8 @@ def verify(ck, progress: Callable[[int, int], None] | None = None,
                 out.append(Problem(owners.get(e.key, _shown(e.key)), str(exc)))
         return out
 
-    if workers is None:
-        workers = default_workers() if ck.storage.concurrent_reads else 1
-    for problems in _map_threads(check, batches, max(1, workers)):  # in key order
+    threads = (workers or default_workers()) if ck.storage.concurrent_reads else 1
+    for problems in _map_threads(check, batches, max(1, threads)):  # in key order
         report.problems.extend(problems)
     report.tensors = sum(1 for e in counted if e.key not in owners) + sum(1 for e in entries if e.slices)
     report.bytes = total

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from ckptool.errors import CkptWarning, CorruptError, MissingError, TensorNotFoundError, UnsupportedError
 from ckptool.format import bundle, dtypes, tensors
 from ckptool.format.bundle import Entry
+from ckptool.format.objgraph import OBJECT_GRAPH_KEY, ObjectGraph
 from ckptool.format.slices import key_text, slice_text
 from ckptool.format.table import read_table
 from ckptool.io.layout import Located
@@ -334,6 +335,18 @@ class BundleCheckpoint(Checkpoint):
         if self.header.big_endian:
             raise UnsupportedError(f"{reader.path}: big-endian variant tensor {key_text(e.key)!r}")
         return tensors.variant_values(buf, e, reader.path, verify)
+
+    def object_graph(self) -> ObjectGraph | None:
+        """The parsed object graph of an object-based checkpoint, else None; its string
+        scalar is decoded without numpy (as :meth:`_varlen_values` reads strings)."""
+        if not self.is_object_based:
+            return None
+        e = self._lookup(OBJECT_GRAPH_KEY)
+        if e.dtype.kind != dtypes.STRING or e.slices or e.numel != 1:
+            raise CorruptError(f"{self.prefix}: {OBJECT_GRAPH_KEY} is not a string scalar "
+                               f"({e.dtype.name} {list(e.shape)})")
+        value = self._varlen_values(e, True)[0]
+        return ObjectGraph.parse(value, f"{self.prefix}: {OBJECT_GRAPH_KEY}")
 
     def read(self, name: str, verify: bool = True) -> np.ndarray:
         e = self._lookup(name)

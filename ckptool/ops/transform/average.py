@@ -16,11 +16,13 @@ tensor and its mean, never the N checkpoints.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, UsageError
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY
+from ckptool.ops.read.plan import DEFAULT_JOBS, prefetch
 
 if TYPE_CHECKING:
     import numpy as np
@@ -163,7 +165,14 @@ def average(paths, out: str, *, last: int | None = None, strip_optimizer: bool =
         averaged = set(result.averaged)
         total = sum(newest.variable(n).nbytes for n, t in plan.items() if t is not None) if progress else 0
         done = 0
-        with BundleWriter(out, num_shards=num_shards, force=force, sync=sync, sources=sources) as w:
+        kept = [n for n, t in plan.items() if t is not None]
+        jobs = max(1, DEFAULT_JOBS // len(cks))  # the inputs share the default requests in flight
+        with ExitStack() as fetching:  # each input's reads fetched ahead from an object store
+            for ck in cks[:-1]:
+                fetching.enter_context(prefetch(ck, result.averaged, jobs))
+            fetching.enter_context(prefetch(newest, kept + [OBJECT_GRAPH_KEY] * (graph_bytes is None), jobs))
+            w = fetching.enter_context(BundleWriter(out, num_shards=num_shards, force=force, sync=sync,
+                                                    sources=sources))
             for name, target in plan.items():
                 if target is None:
                     continue

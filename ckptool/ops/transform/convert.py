@@ -86,6 +86,7 @@ def convert(src: str, dst: str, *, to: str | None = None, match=(), exclude=(), 
     keys without ``/.ATTRIBUTES/VARIABLE_VALUE``, no optimizer state; the
     mapping stays in the metadata, so converting back restores the checkpoint's names.
     """
+    from ckptool.ops.read.plan import prefetch
     from ckptool.ops.transform.convert_src import open_specs
     from ckptool.ops.transform.keras_convert import keras_target, no_template_message
 
@@ -112,19 +113,27 @@ def convert(src: str, dst: str, *, to: str | None = None, match=(), exclude=(), 
         specs = [s for s in opened.specs if _selected(s.name, match, exclude)]
         result = ConvertResult(dst, fmt)
         over = Overflows(allow_overflow)
-        if fmt == TF:
-            _to_tf(dst, specs, result, num_shards, (force, ids), progress, casts, over, sync)
-        elif fmt == NPZ:
-            _to_npz(dst, _supported(specs, NPZ, casts, skip_unsupported, result, dst), result, (force, ids),
-                    skip_unsupported, progress, casts, over, sync)
-        else:
-            from ckptool.ops.transform.convert_st import to_safetensors
-
-            kept = _supported(specs, SAFETENSORS, casts, skip_unsupported, result, dst)
-            to_safetensors(dst, kept, result, (force, ids), progress, casts, over, names, opened, sync)
+        # the read order, fetched ahead from an object store (.safetensors reads strings first)
+        order = sorted(specs, key=lambda s: s.dtype != "string") if fmt == SAFETENSORS else specs
+        with prefetch(opened.checkpoint, [s.name for s in order if s.stored is None]):
+            _write(dst, fmt, specs, result, num_shards, (force, ids), progress, casts, over, sync,
+                   skip_unsupported, names, opened)
         return result
     finally:
         opened.close()
+
+
+def _write(dst, fmt, specs, result, num_shards, force, progress, casts, over, sync, skip, names, opened):
+    if fmt == TF:
+        _to_tf(dst, specs, result, num_shards, force, progress, casts, over, sync)
+    elif fmt == NPZ:
+        _to_npz(dst, _supported(specs, NPZ, casts, skip, result, dst), result, force, skip, progress, casts,
+                over, sync)
+    else:
+        from ckptool.ops.transform.convert_st import to_safetensors
+
+        kept = _supported(specs, SAFETENSORS, casts, skip, result, dst)
+        to_safetensors(dst, kept, result, force, progress, casts, over, names, opened, sync)
 
 
 def _supported(specs, fmt, casts, skip, result, dst):

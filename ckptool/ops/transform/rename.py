@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from ckptool.errors import CkptError, UsageError
 from ckptool.format import bundle
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, ObjectGraph, is_object_key
+from ckptool.ops.read.plan import prefetch
 from ckptool.ops.transform.rename_template import copy_raw
 from ckptool.ops.transform.slots import is_optimizer_name
 
@@ -281,15 +282,16 @@ def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop=(), strip_optim
                           else bundle.HOST_ENDIANNESS) as w:
             total = sum(ck.variable(old).nbytes for old, _ in plan.renames) if progress else 0
             done = 0
-            for old, new in plan.renames:
-                if isinstance(ck, BundleCheckpoint):
-                    e = ck.entry(old.encode("utf-8", "surrogateescape"))
-                    copy_raw(ck, e, new, w)
-                else:
-                    w.add(new, ck.read(old))
-                if progress:
-                    done += ck.variable(old).nbytes
-                    progress(done, total)
+            with prefetch(ck, [old for old, _ in plan.renames]):  # fetched ahead from an object store
+                for old, new in plan.renames:
+                    if isinstance(ck, BundleCheckpoint):
+                        e = ck.entry(old.encode("utf-8", "surrogateescape"))
+                        copy_raw(ck, e, new, w)
+                    else:
+                        w.add(new, ck.read(old))
+                    if progress:
+                        done += ck.variable(old).nbytes
+                        progress(done, total)
             if graph_bytes is not None:
                 w.add(OBJECT_GRAPH_KEY, graph_bytes)
             elif plan.object_graph == "kept":

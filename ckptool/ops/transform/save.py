@@ -10,6 +10,7 @@ from ckptool.errors import CkptError
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, is_object_key, object_key
 from ckptool.io.atomic import checkpoint_identity
 from ckptool.io.urls import storage_for
+from ckptool.ops.read.plan import prefetch
 from ckptool.ops.transform.sources import RawTensor, Source, _record, _wait_lock, open_source
 from ckptool.ops.write.writer import BundleWriter
 
@@ -87,18 +88,19 @@ def save(prefix: str, sources: list[str], *, global_step: int | None = None, pad
         with BundleWriter(target_path, num_shards=num_shards, storage=storage, force=force,
                           object_graph=True, sync=sync, sources=ids) as w:
             for src in opened:
-                for name, value in src.items():
-                    key = plan[id(src)].get(name)
-                    if key is None:
-                        continue  # dropped (a stale object graph)
-                    if isinstance(value, RawTensor):
-                        value.write_to(w, key)
-                        done += value.nbytes
-                    else:
-                        w.add(key, value)
-                        done += len(value) if isinstance(value, bytes) else getattr(value, "nbytes", 0)
-                    if progress is not None:
-                        progress(done, max(total, done))
+                with prefetch(src.checkpoint, src.names()):  # fetched ahead from an object store
+                    for name, value in src.items():
+                        key = plan[id(src)].get(name)
+                        if key is None:
+                            continue  # dropped (a stale object graph)
+                        if isinstance(value, RawTensor):
+                            value.write_to(w, key)
+                            done += value.nbytes
+                        else:
+                            w.add(key, value)
+                            done += len(value) if isinstance(value, bytes) else getattr(value, "nbytes", 0)
+                        if progress is not None:
+                            progress(done, max(total, done))
             written = w.finish()
         retention = _record(storage, target_path, max_to_keep, keep_every_n_hours, now) if state else None
     finally:
