@@ -26,10 +26,20 @@ def no_sync_option():
                              "cut may lose the output. For scratch outputs.")
 
 
-#: The epilog of the commands that stream tensors from a checkpoint without a --jobs option.
-REMOTE_READS = ("On an object store (s3://, gs://...), the tensors are fetched ahead: 8 ranged GETs of up "
-                "to 8 MiB in flight, adjacent tensors in one GET, each byte once; memory is bounded by "
-                "them (64 MiB).")
+#: The epilog of the commands that stream tensors from a checkpoint (with :func:`stream_jobs_option`).
+REMOTE_READS = ("On an object store (s3://, gs://...), the tensors are fetched ahead: --jobs ranged GETs "
+                "(default 8) of up to 8 MiB in flight, adjacent tensors in one GET, each byte once; memory "
+                "is bounded by them (N x 8 MiB; 64 MiB by default). Local files are read as they are "
+                "needed, on one thread; --jobs changes nothing there.")
+
+
+def stream_jobs_option():
+    """-j/--jobs of the commands that stream tensors (convert, average, diff, save, rewrite-names):
+    requests in flight on an object store, nothing on local files."""
+    return click.option("-j", "--jobs", type=click.IntRange(min=1), metavar="N",
+                        help="On an object store (s3://, gs://...): at most N ranged GETs of up to 8 MiB "
+                             "in flight (default 8), shared between the checkpoints read at once; memory "
+                             "is bounded by them (N x 8 MiB). No effect on local files.")
 
 
 def jobs_option():

@@ -792,3 +792,122 @@ def test_memory_stats_of_many_small_tensors_match_local_each_byte_once(run, mem,
     assert json.loads(there) == json.loads(local)
     st = remote.storage_for_url(root).last_prefetch
     assert st.bytes_fetched == sum(a.nbytes for a in tensors.values()) and st.max_in_flight <= 3
+
+
+# --------------------------------------------------------------------------- -j/--jobs of the streaming commands
+
+
+@pytest.fixture
+def counted_gets(monkeypatch):
+    """Every Prefetcher built while open fetches in requests of 64 KiB (many requests from a
+    small checkpoint), each GET held a moment so GETs overlap; records the ``jobs`` each
+    prefetcher was given and the most GETs in flight at once over all of them."""
+    import time
+
+    from ckptool.io import prefetch as prefetch_mod
+
+    seen = {"jobs": [], "active": 0, "max": 0}
+    lock = threading.Lock()
+
+    class Counting(prefetch_mod.Prefetcher):
+        def __init__(self, ranges, fetch, jobs=prefetch_mod.DEFAULT_JOBS, request_bytes=prefetch_mod.REQUEST_BYTES):
+            def counted(r, start, end):
+                with lock:
+                    seen["active"] += 1
+                    seen["max"] = max(seen["max"], seen["active"])
+                try:
+                    time.sleep(0.005)
+                    return fetch(r, start, end)
+                finally:
+                    with lock:
+                        seen["active"] -= 1
+
+            if ranges:
+                seen["jobs"].append(jobs)
+            super().__init__(ranges, counted, jobs, 64 << 10)
+
+    monkeypatch.setattr(prefetch_mod, "Prefetcher", Counting)
+
+    def reset():
+        seen.update(jobs=[], active=0, max=0)
+
+    seen["reset"] = reset
+    return seen
+
+
+def _small(root: str, step: int = 1, add: float = 0.0) -> dict:
+    """24 float32 tensors of 64 KiB."""
+    rng = np.random.default_rng(11)
+    tensors = {f"layer_{i:02d}/kernel": (rng.standard_normal((128, 128)) + add).astype(np.float32)
+               for i in range(24)}
+    ckptool.write(f"{root}/small/ckpt-{step}", tensors)
+    return tensors
+
+
+@pytest.mark.parametrize("jobs", [1, 3])
+def test_memory_jobs_bounds_the_gets_in_flight_of_every_streaming_command(run, mem, tmp_path, counted_gets, jobs):
+    fs, root = mem
+    tensors = _small(root)
+    tensors2 = _small(root, 2, 1.0)
+    url, url2 = f"{root}/small/ckpt-1", f"{root}/small/ckpt-2"
+    for argv in (("convert", url, str(tmp_path / "c" / "ckpt")),
+                 ("convert", url, str(tmp_path / "c.npz")),
+                 ("rewrite-names", url, str(tmp_path / "r" / "ckpt"), "--rule", r"re:layer_(.*)=block_\1",
+                  "--compact"),
+                 ("save", str(tmp_path / "s" / "ckpt"), "--from", url),
+                 ("diff", url, url),
+                 ("average", url, url2, "-o", str(tmp_path / "avg" / "ckpt"))):
+        counted_gets["reset"]()
+        run(*argv, "-j", str(jobs))
+        assert counted_gets["jobs"], argv  # the reads were fetched ahead
+        assert sum(counted_gets["jobs"]) <= max(jobs, len(counted_gets["jobs"])), (argv, counted_gets["jobs"])
+        assert 1 <= counted_gets["max"] <= max(jobs, len(counted_gets["jobs"])), (argv, counted_gets["max"])
+        if jobs > 1 and argv[0] not in ("diff", "average"):
+            assert counted_gets["max"] == jobs, (argv, counted_gets["max"])  # -j N: N in flight
+    for prefix, rename in (("c/ckpt", str), ("s/ckpt", str), ("r/ckpt", lambda n: n.replace("layer_", "block_"))):
+        with ckptool.open(str(tmp_path / prefix)) as ck:
+            for n, a in tensors.items():
+                np.testing.assert_array_equal(ck.read(rename(n)), a)
+    with np.load(tmp_path / "c.npz") as z:
+        assert sorted(z.files) == sorted(tensors)
+    with ckptool.open(str(tmp_path / "avg" / "ckpt")) as ck:
+        for n, a in tensors.items():
+            mean = (a.astype(np.float64) + tensors2[n].astype(np.float64)) / 2
+            np.testing.assert_array_equal(ck.read(n), mean.astype(np.float32))
+
+
+def test_memory_diff_and_average_share_the_default_gets(run, mem, tmp_path, counted_gets):
+    fs, root = mem
+    _small(root)
+    _small(root, 2, 1.0)
+    url, url2 = f"{root}/small/ckpt-1", f"{root}/small/ckpt-2"
+    run("diff", url, url)
+    assert counted_gets["jobs"] == [4, 4]  # 8 in all, as --help says
+    counted_gets["reset"]()
+    run("average", url, url2, "-o", str(tmp_path / "avg" / "ckpt"), "-j", "6")
+    assert counted_gets["jobs"] == [3, 3]
+
+
+@pytest.mark.parametrize("command", ["convert", "average", "diff", "save", "rewrite-names"])
+def test_streaming_commands_say_what_jobs_means(run, command):
+    out, _ = run(command, "--help")
+    flat = " ".join(out.split())
+    assert "-j, --jobs N" in flat
+    assert "N ranged GETs" in flat and "N x 8 MiB" in flat and "No effect on local files" in flat
+
+
+def test_s3_jobs_bounds_the_gets_of_convert_and_diff(run, slow_s3, tmp_path):
+    fs, root, counter = slow_s3
+    tensors = _big(root)
+    url = f"{root}/big/ckpt-1"
+    data = sum(t.nbytes for t in tensors.values())
+    for argv, jobs, want in ((("convert", url, str(tmp_path / "c" / "ckpt")), 2, data),
+                             (("diff", url, url), 4, 2 * data)):
+        counter.reset()
+        run(*argv, "-j", str(jobs))
+        fetched = sum(r["bytes"] for r in _data_gets(counter.snapshot()))
+        assert want <= fetched <= 1.1 * want, argv  # nothing twice
+        assert 2 <= counter.max_active <= jobs + 1, (argv, counter.max_active)  # a GET ends just after
+    with ckptool.open(str(tmp_path / "c" / "ckpt")) as ck:
+        for n, a in tensors.items():
+            np.testing.assert_array_equal(ck.read(n), a)

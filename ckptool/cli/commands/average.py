@@ -13,6 +13,7 @@ from ckptool.cli.common import (
     no_sync_option,
     note,
     plural,
+    stream_jobs_option,
 )
 
 
@@ -27,10 +28,11 @@ from ckptool.cli.common import (
               help="Spread the data over N data files.")
 @click.option("--dry-run", is_flag=True, help="Say what would be averaged, copied and dropped; write nothing.")
 @click.option("--force", is_flag=True, help="Replace an existing checkpoint at PREFIX (never an input).")
+@stream_jobs_option()
 @no_sync_option()
 @json_option("Print {inputs, newest, prefix, averaged, from_newest, dropped, files, bytes} as JSON.")
 def command(inputs: tuple[str, ...], out: str, last: int | None, strip_optimizer: bool, shards: int,
-            dry_run: bool, force: bool, no_sync: bool, as_json: bool) -> None:
+            dry_run: bool, force: bool, jobs: int | None, no_sync: bool, as_json: bool) -> None:
     """Average checkpoints into one (float tensors in float64, the rest from the newest).
 
     \b
@@ -53,7 +55,7 @@ def command(inputs: tuple[str, ...], out: str, last: int | None, strip_optimizer
 
     with progress_bar(f"average -> {out}") as bar:  # a UsageError (a checkpoint given twice, ...) exits 2
         res = average(inputs, out, last=last, strip_optimizer=strip_optimizer, force=force, num_shards=shards,
-                      dry_run=dry_run, sync=not no_sync, progress=bar)
+                      dry_run=dry_run, sync=not no_sync, progress=bar, jobs=jobs)
     if as_json:
         emit_json(res.to_json())
         return

@@ -13,6 +13,7 @@ from ckptool.cli.common import (
     no_sync_option,
     note,
     plural,
+    stream_jobs_option,
     warn,
 )
 
@@ -52,12 +53,13 @@ from ckptool.cli.common import (
 @click.option("--allow-unused", is_flag=True,
               help="With --template: leave out SRC variables the template has no place for (default: refuse).")
 @click.option("--force", is_flag=True, help="Replace an existing DST.")
+@stream_jobs_option()
 @no_sync_option()
 @json_option("Print what was written (dst, format, tensors, bytes, files, skipped; cast, overflow) as JSON.")
 def command(src: str, dst: str, to: str | None, match: tuple[str, ...], exclude: tuple[str, ...],
             casts: tuple[str, ...], allow_overflow: bool, names: str, shards: int, keep_slices: bool,
             skip_unsupported: bool, template: str | None, dry_run: bool, allow_missing: bool, allow_unused: bool,
-            force: bool, no_sync: bool, as_json: bool) -> None:
+            force: bool, jobs: int | None, no_sync: bool, as_json: bool) -> None:
     """Convert SRC (a checkpoint, .npz or .safetensors) to DST.
 
     \b
@@ -107,7 +109,7 @@ def command(src: str, dst: str, to: str | None, match: tuple[str, ...], exclude:
         result = convert(src, dst, to=to, match=match, exclude=exclude, num_shards=shards,
                          keep_slices=keep_slices, force=force, skip_unsupported=skip_unsupported,
                          casts=cast_map, allow_overflow=allow_overflow, names=names, progress=bar,
-                         sync=not no_sync)
+                         sync=not no_sync, jobs=jobs)
     if as_json:
         emit_json(result.to_json())
         return

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ckptool.cli.common import REMOTE_READS, checkpoint_argument, emit_json, json_option
+from ckptool.cli.common import REMOTE_READS, checkpoint_argument, emit_json, json_option, stream_jobs_option
 
 
 @click.command("diff", epilog=REMOTE_READS)
@@ -21,10 +21,11 @@ from ckptool.cli.common import REMOTE_READS, checkpoint_argument, emit_json, jso
               help="An assignment map, as rewrite-names --map reads it: A's names are renamed by it "
                    "before comparing (to check a migration); the object graph is then not compared. "
                    "'-' reads standard input.")
+@stream_jobs_option()
 @json_option("Print {\"a\", \"b\", \"atol\", \"rtol\", \"identical\", \"added\", \"removed\", \"changed\", "
              "\"values\", \"unchanged\"} on stdout.")
 def command(a: str, b: str, atol: float, rtol: float, match: tuple[str, ...], map_file: str | None,
-            as_json: bool) -> None:
+            jobs: int | None, as_json: bool) -> None:
     """Compare A and B: added, removed, changed tensors.
 
     \b
@@ -76,7 +77,7 @@ def command(a: str, b: str, atol: float, rtol: float, match: tuple[str, ...], ma
         sa = stack.enter_context(open_side(a))
         sb = stack.enter_context(open_side(b))
         with progress_bar("comparing") as bar:
-            report = diff_sides(sa, sb, atol=atol, rtol=rtol, match=match, rename=rename, progress=bar)
+            report = diff_sides(sa, sb, atol=atol, rtol=rtol, match=match, rename=rename, progress=bar, jobs=jobs)
     if as_json:
         emit_json(report.to_json())
     else:

@@ -13,6 +13,7 @@ from ckptool.cli.common import (
     no_sync_option,
     note,
     plural,
+    stream_jobs_option,
     warn,
 )
 
@@ -58,12 +59,14 @@ from ckptool.cli.common import (
                    "in the files. The default for a pure rename of a V2 bundle.")
 @click.option("--dry-run", is_flag=True, help="Print the plan; write nothing.")
 @click.option("--force", is_flag=True, help="Replace an existing checkpoint at DST.")
+@stream_jobs_option()
 @no_sync_option()
 @json_option("Print the plan as JSON: {\"src\", \"dst\", \"tensors\": [{\"old\", \"new\"}], \"renamed\", "
              "\"dropped\", \"unmatched_rules\", \"object_graph\", \"fast_path\", ...}.")
 def command(src: str, dst: str, map_file: str | None, rules: tuple[str, ...], drops: tuple[str, ...],
             strip_optimizer: bool, template: str | None, allow_missing: bool, allow_unused: bool, strict: bool,
-            compact: bool, link: bool, dry_run: bool, force: bool, no_sync: bool, as_json: bool) -> None:
+            compact: bool, link: bool, dry_run: bool, force: bool, jobs: int | None, no_sync: bool,
+            as_json: bool) -> None:
     """Write a copy of SRC at DST with its variables renamed.
 
     \b
@@ -116,7 +119,7 @@ def command(src: str, dst: str, map_file: str | None, rules: tuple[str, ...], dr
         plan = rewrite_names(src, dst, parsed, drop=drops, strip_optimizer=strip_optimizer, strict=strict,
                              template=template, dry_run=dry_run, force=force, compact=compact, link=link,
                              allow_unused=allow_unused, allow_missing=allow_missing, sync=not no_sync,
-                             progress=bar)
+                             progress=bar, jobs=jobs)
     for rule in plan.unmatched_rules:
         warn(f"{rule} matches no variable")
     if link and plan.dropped and not dry_run:

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import click
 
-from ckptool.cli.common import REMOTE_READS, emit_json, human_bytes, json_option, no_sync_option, note, plural
+from ckptool.cli.common import (
+    REMOTE_READS,
+    emit_json,
+    human_bytes,
+    json_option,
+    no_sync_option,
+    note,
+    plural,
+    stream_jobs_option,
+)
 
 
 @click.command("save", epilog=REMOTE_READS)
@@ -22,6 +31,7 @@ from ckptool.cli.common import REMOTE_READS, emit_json, human_bytes, json_option
 @click.option("--shards", type=click.IntRange(min=1), default=1, show_default=True, metavar="N",
               help="Spread the data over N data files.")
 @click.option("--force", is_flag=True, help="Replace an existing checkpoint at the target.")
+@stream_jobs_option()
 @no_sync_option()
 @click.option("--no-state", is_flag=True,
               help="Leave the directory's 'checkpoint' state file alone and apply no retention.")
@@ -37,7 +47,7 @@ from ckptool.cli.common import REMOTE_READS, emit_json, human_bytes, json_option
 @json_option("Print what was written (prefix, files, variables, bytes) and the retention result as JSON.")
 def command(prefix: str, sources: tuple[str, ...], global_step: int | None, pad_step_number: bool,
             object_based: bool, shards: int, force: bool, no_sync: bool, no_state: bool, max_to_keep: int,
-            keep_every_n_hours: float, wait: float, as_json: bool) -> None:
+            keep_every_n_hours: float, wait: float, jobs: int | None, as_json: bool) -> None:
     """Write a V2 checkpoint at PREFIX from --from sources.
 
     Names are kept exactly; data goes to temporary files renamed into place
@@ -53,7 +63,7 @@ def command(prefix: str, sources: tuple[str, ...], global_step: int | None, pad_
         result = save(prefix, list(sources), global_step=global_step, pad_step_number=pad_step_number,
                       object_based=object_based, num_shards=shards, force=force, state=not no_state,
                       max_to_keep=max_to_keep or None, keep_every_n_hours=keep_every_n_hours, sync=not no_sync,
-                      lock_timeout=wait, on_lock_wait=_LockNotice(), progress=bar)
+                      lock_timeout=wait, on_lock_wait=_LockNotice(), progress=bar, jobs=jobs)
     if as_json:
         emit_json(result.to_json())
         return

@@ -21,7 +21,7 @@ import numpy as np
 
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY
 from ckptool.ops.read.chunks import CHUNK_BYTES, tensor_chunks
-from ckptool.ops.read.plan import prefetch
+from ckptool.ops.read.plan import DEFAULT_JOBS, prefetch
 
 if TYPE_CHECKING:
     from ckptool.ops.read.checkpoint import Checkpoint
@@ -121,22 +121,23 @@ class CheckpointSide:
 
 def diff(a: Checkpoint, b: Checkpoint, atol: float = 0.0, progress: Callable[[int, int], None] | None = None,
          chunk_bytes: int = CHUNK_BYTES, *, rtol: float = 0.0, match: Sequence[str] = (),
-         rename: Callable[[str], str] | None = None) -> DiffReport:
+         rename: Callable[[str], str] | None = None, jobs: int | None = None) -> DiffReport:
     """Compare open checkpoints ``a`` and ``b`` (see :func:`diff_sides`)."""
     return diff_sides(CheckpointSide(a), CheckpointSide(b), atol, progress, chunk_bytes,
-                      rtol=rtol, match=match, rename=rename)
+                      rtol=rtol, match=match, rename=rename, jobs=jobs)
 
 
 def diff_sides(a: Side, b: Side, atol: float = 0.0, progress: Callable[[int, int], None] | None = None,
                chunk_bytes: int = CHUNK_BYTES, *, rtol: float = 0.0, match: Sequence[str] = (),
-               rename: Callable[[str], str] | None = None) -> DiffReport:
+               rename: Callable[[str], str] | None = None, jobs: int | None = None) -> DiffReport:
     """Compare ``a`` and ``b``; ``progress(done_bytes, total_bytes)`` as values are compared.
 
     Two elements are equal as the module doc says, or when ``|a - b| <= atol + rtol * |b|``
     (numpy's ``isclose``). ``rename`` maps A's names into B's (an assignment map, to check
     a migration): the report names tensors as B does, and the object graph, which a
     migration rebuilds, is not compared. ``match``: compare only names (after ``rename``)
-    matching one of these globs."""
+    matching one of these globs. ``jobs``: ranged GETs in flight reading sides on an object
+    store, shared between the two (default 8 in all)."""
     from ckptool.errors import CkptError
 
     for what, tol in (("--atol", atol), ("--rtol", rtol)):
@@ -168,8 +169,9 @@ def diff_sides(a: Side, b: Side, atol: float = 0.0, progress: Callable[[int, int
     total = sum(y.nbytes for _, _, y in common)
     done = 0
     # fetched ahead from an object store, in the order compared
-    with prefetch(a.checkpoint, [x.name for _, x, _ in common]), \
-            prefetch(b.checkpoint, [y.name for _, _, y in common]):
+    each = max(1, (jobs or DEFAULT_JOBS) // 2)  # the two sides share the requests in flight
+    with prefetch(a.checkpoint, [x.name for _, x, _ in common], each), \
+            prefetch(b.checkpoint, [y.name for _, _, y in common], each):
         for name, x, y in common:
             differing, max_abs = _compare(a.chunks(x.name, chunk_bytes), b.chunks(y.name, chunk_bytes), atol, rtol)
             if differing:

@@ -125,9 +125,10 @@ def _plan(newest, strip_optimizer: bool):
 
 def average(paths, out: str, *, last: int | None = None, strip_optimizer: bool = False, force: bool = False,
             num_shards: int = 1, dry_run: bool = False, sync: bool = True,
-            progress: Callable[[int, int], None] | None = None) -> AverageResult:
+            progress: Callable[[int, int], None] | None = None, jobs: int | None = None) -> AverageResult:
     """Average ``paths`` into ``out`` (see the module doc); ``progress(done_bytes, total_bytes)``
-    as output tensors are written."""
+    as output tensors are written. ``jobs``: ranged GETs in flight reading inputs on an object
+    store, shared between the inputs (at least one each; default 8 in all)."""
     from ckptool.format import bundle
     from ckptool.io.atomic import check_destination, checkpoint_identity
     from ckptool.io.urls import storage_for
@@ -166,11 +167,11 @@ def average(paths, out: str, *, last: int | None = None, strip_optimizer: bool =
         total = sum(newest.variable(n).nbytes for n, t in plan.items() if t is not None) if progress else 0
         done = 0
         kept = [n for n, t in plan.items() if t is not None]
-        jobs = max(1, DEFAULT_JOBS // len(cks))  # the inputs share the default requests in flight
+        each = max(1, (jobs or DEFAULT_JOBS) // len(cks))  # the inputs share the requests in flight
         with ExitStack() as fetching:  # each input's reads fetched ahead from an object store
             for ck in cks[:-1]:
-                fetching.enter_context(prefetch(ck, result.averaged, jobs))
-            fetching.enter_context(prefetch(newest, kept + [OBJECT_GRAPH_KEY] * (graph_bytes is None), jobs))
+                fetching.enter_context(prefetch(ck, result.averaged, each))
+            fetching.enter_context(prefetch(newest, kept + [OBJECT_GRAPH_KEY] * (graph_bytes is None), each))
             w = fetching.enter_context(BundleWriter(out, num_shards=num_shards, force=force, sync=sync,
                                                     sources=sources))
             for name, target in plan.items():

@@ -79,12 +79,14 @@ def _selected(name: str, match, exclude) -> bool:
 def convert(src: str, dst: str, *, to: str | None = None, match=(), exclude=(), num_shards: int = 1,
             keep_slices: bool = False, force: bool = False, skip_unsupported: bool = False,
             casts: dict | None = None, allow_overflow: bool = False, names: str = "full",
-            progress=None, sync: bool = True) -> ConvertResult:
+            progress=None, sync: bool = True, jobs: int | None = None) -> ConvertResult:
     """Convert ``src`` to ``dst`` (format from ``to`` or the suffix); see the module doc.
 
     ``names="short"`` (``.safetensors`` only) stores PyTorch-style names: object
     keys without ``/.ATTRIBUTES/VARIABLE_VALUE``, no optimizer state; the
     mapping stays in the metadata, so converting back restores the checkpoint's names.
+    ``jobs``: ranged GETs in flight when ``src`` is on an object store (default 8; no effect on
+    local files).
     """
     from ckptool.ops.read.plan import prefetch
     from ckptool.ops.transform.convert_src import open_specs
@@ -115,7 +117,7 @@ def convert(src: str, dst: str, *, to: str | None = None, match=(), exclude=(), 
         over = Overflows(allow_overflow)
         # the read order, fetched ahead from an object store (.safetensors reads strings first)
         order = sorted(specs, key=lambda s: s.dtype != "string") if fmt == SAFETENSORS else specs
-        with prefetch(opened.checkpoint, [s.name for s in order if s.stored is None]):
+        with prefetch(opened.checkpoint, [s.name for s in order if s.stored is None], jobs):
             _write(dst, fmt, specs, result, num_shards, (force, ids), progress, casts, over, sync,
                    skip_unsupported, names, opened)
         return result

@@ -230,7 +230,7 @@ def _check_dst(src_ck, dst: str, storage, force: bool) -> None:
 def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop=(), strip_optimizer=False, strict=False,
                   template: str | None = None, dry_run=False, force=False, compact=False, link=False,
                   allow_unused=False, allow_missing=False, sync: bool = True,
-                  progress: Callable[[int, int], None] | None = None) -> Plan:
+                  progress: Callable[[int, int], None] | None = None, jobs: int | None = None) -> Plan:
     """Write SRC's tensors at DST under new names (see the module doc).
 
     Every file is fsynced before the renames unless ``sync=False`` (TF's behaviour,
@@ -243,7 +243,8 @@ def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop=(), strip_optim
 
     ``compact`` / ``link`` choose how tensor bytes reach DST (see the module doc); a
     ``link`` that cannot apply (a V1 SRC, a ``template``) is a UsageError.
-    ``progress(done_bytes, total_bytes)`` as tensors (or whole data files) are copied."""
+    ``progress(done_bytes, total_bytes)`` as tensors (or whole data files) are copied. ``jobs``:
+    ranged GETs in flight when tensors are read from an object store (default 8)."""
     if compact and link:
         raise UsageError("--compact and --link exclude each other")
     if link and template is not None:
@@ -282,7 +283,7 @@ def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop=(), strip_optim
                           else bundle.HOST_ENDIANNESS) as w:
             total = sum(ck.variable(old).nbytes for old, _ in plan.renames) if progress else 0
             done = 0
-            with prefetch(ck, [old for old, _ in plan.renames]):  # fetched ahead from an object store
+            with prefetch(ck, [old for old, _ in plan.renames], jobs):  # fetched ahead from an object store
                 for old, new in plan.renames:
                     if isinstance(ck, BundleCheckpoint):
                         e = ck.entry(old.encode("utf-8", "surrogateescape"))

@@ -55,7 +55,7 @@ def save(prefix: str, sources: list[str], *, global_step: int | None = None, pad
          max_to_keep: int | None = None, keep_every_n_hours: float | None = None,
          now: float | None = None, sync: bool = True, lock_timeout: float | None = None,
          on_lock_wait: Callable[[str, float], None] | None = None,
-         progress: Callable[[int, int], None] | None = None) -> SaveResult:
+         progress: Callable[[int, int], None] | None = None, jobs: int | None = None) -> SaveResult:
     """Write the tensors of ``sources`` as a V2 checkpoint; then update the state file.
 
     With ``object_based``, plain names become ``name/.ATTRIBUTES/VARIABLE_VALUE``
@@ -68,7 +68,8 @@ def save(prefix: str, sources: list[str], *, global_step: int | None = None, pad
 
     The directory's lock is waited for ``lock_timeout`` seconds (None: the lock's default,
     0: not at all), ``on_lock_wait(directory, seconds)`` called while another process
-    holds it. ``progress(done_bytes, total_bytes)`` as tensors are written.
+    holds it. ``progress(done_bytes, total_bytes)`` as tensors are written. ``jobs``: ranged GETs in
+    flight reading a source on an object store (default 8; the sources are read one after the other).
     """
     if not sources:
         raise CkptError("nothing to save: give at least one source")
@@ -88,7 +89,7 @@ def save(prefix: str, sources: list[str], *, global_step: int | None = None, pad
         with BundleWriter(target_path, num_shards=num_shards, storage=storage, force=force,
                           object_graph=True, sync=sync, sources=ids) as w:
             for src in opened:
-                with prefetch(src.checkpoint, src.names()):  # fetched ahead from an object store
+                with prefetch(src.checkpoint, src.names(), jobs):  # fetched ahead from an object store
                     for name, value in src.items():
                         key = plan[id(src)].get(name)
                         if key is None:
