@@ -72,6 +72,11 @@ def _option_lines(ctx: click.Context, cmd: click.Command) -> list[str]:
     return out
 
 
+def _notes(cmd: click.Command) -> list[str]:
+    """The command's epilog (what --help prints after the options) as a NOTES section."""
+    return [".SH NOTES", _paragraphs(cmd.epilog)] if cmd.epilog else []
+
+
 def _header(name: str, summary: str) -> list[str]:
     return [f'.TH "{name.upper()}" "1" "" "{PROG} {__version__}" "User Commands"', ".SH NAME",
             f"{_roff(name)} \\- {_roff(summary)}"]
@@ -86,7 +91,7 @@ def man_pages() -> dict[str, str]:
     lines = _header(PROG, cli.get_short_help_str(200).rstrip("."))
     lines += [".SH SYNOPSIS", f"\\fB{PROG}\\fR [\\fIOPTIONS\\fR] \\fICOMMAND\\fR [\\fIARGS\\fR]...",
               ".SH DESCRIPTION", _paragraphs(cli.help), ".SH OPTIONS", *_option_lines(root_ctx, cli),
-              ".SH COMMANDS"]
+              *_notes(cli), ".SH COMMANDS"]
     for name in names:
         cmd = cli.get_command(root_ctx, name)
         lines += [".TP", f"\\fB{PROG}\\-{_roff(name)}\\fR(1)", _roff(cmd.get_short_help_str(200))]
@@ -98,7 +103,8 @@ def man_pages() -> dict[str, str]:
         usage = " ".join(cmd.collect_usage_pieces(ctx))
         lines = _header(f"{PROG}-{name}", cmd.get_short_help_str(200).rstrip("."))
         lines += [".SH SYNOPSIS", f"\\fB{PROG} {_roff(name)}\\fR {_roff(usage)}",
-                  ".SH DESCRIPTION", _paragraphs(cmd.help), ".SH OPTIONS", *_option_lines(ctx, cmd)]
+                  ".SH DESCRIPTION", _paragraphs(cmd.help), ".SH OPTIONS", *_option_lines(ctx, cmd),
+                  *_notes(cmd)]
         lines += _tail([n for n in names if n != name], with_self=True)
         pages[f"{PROG}-{name}.1"] = "\n".join(lines) + "\n"
     return pages

@@ -52,6 +52,35 @@ def test_every_option_is_in_help_and_in_the_man_page(name):
     assert "ckptool\\-" + name.replace("-", "\\-") + "\\fR(1)" in docs.man_pages()["ckptool.1"]
 
 
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
+@pytest.mark.parametrize("name", sorted(n for n, c in _commands().items() if c.epilog))
+def test_the_epilog_is_in_help_and_in_the_man_page_notes(name):
+    cmd = _commands()[name]
+    help_text = CliRunner().invoke(cli, [name, "--help"]).output
+    page = docs.man_pages()[f"ckptool-{name}.1"]
+    assert _words(cmd.epilog) in _words(help_text)
+    notes = page.split(".SH NOTES\n", 1)[1].split("\n.SH ", 1)[0]
+    assert _words(docs._roff(cmd.epilog)) in _words(notes.replace(".PP", ""))
+    assert page.index(".SH OPTIONS") < page.index(".SH NOTES") < page.index(".SH EXIT STATUS")
+
+
+def test_the_streaming_commands_have_the_remote_reads_note():
+    from ckptool.cli.common import REMOTE_READS
+
+    with_epilog = {n for n, c in _commands().items() if c.epilog == REMOTE_READS}
+    assert with_epilog >= {"convert", "average", "diff", "save", "rewrite-names"}
+    for name in with_epilog:
+        assert "object store" in docs.man_pages()[f"ckptool-{name}.1"].split(".SH NOTES", 1)[1]
+
+
+def test_a_command_without_an_epilog_has_no_notes():
+    assert all(".SH NOTES" not in docs.man_pages()[f"ckptool-{n}.1"] for n, c in _commands().items()
+               if not c.epilog)
+
+
 def test_roff_escapes_leading_dots_and_backslashes():
     assert docs._roff(".TH x\n'quote\na\\b-c") == "\\&.TH x\n\\&'quote\na\\eb\\-c"
 
