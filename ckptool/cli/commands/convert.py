@@ -24,7 +24,9 @@ from ckptool.cli.common import (
 @click.option("--to", "to", type=click.Choice(["tf", "npz", "safetensors"]),
               help="Target format; default from DST's suffix (.npz, .safetensors, else a TF V2 prefix). "
                    "A suffix ckptool does not write (.pt, .bin, .h5, ...) is refused without --to.")
-@click.option("--match", multiple=True, metavar="GLOB", help="Convert only names matching GLOB. Repeatable.")
+@click.option("--match", multiple=True, metavar="GLOB",
+              help="Convert only names matching GLOB. Repeatable. --match and --exclude leaving no tensor "
+                   "is an error naming them (exit 1, nothing written).")
 @click.option("--exclude", multiple=True, metavar="GLOB", help="Leave out names matching GLOB. Repeatable.")
 @click.option("--cast", "casts", multiple=True, metavar="FROM=TO",
               help="Cast every tensor of dtype FROM to TO (float16, bfloat16, float32, float64), "

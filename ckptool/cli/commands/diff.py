@@ -16,7 +16,8 @@ from ckptool.cli.common import REMOTE_READS, checkpoint_argument, emit_json, jso
               help="Values within R times B's magnitude count as equal: |a - b| <= atol + R * |b|, "
                    "as numpy.isclose.")
 @click.option("--match", multiple=True, metavar="GLOB",
-              help="Compare only names (after --map) matching GLOB. Repeatable.")
+              help="Compare only names (after --map) matching GLOB. Repeatable. Matching no name of "
+                   "either side is an error naming the globs (exit 2), not 'identical'.")
 @click.option("--map", "map_file", metavar="FILE", type=click.Path(dir_okay=False, allow_dash=True),
               help="An assignment map, as rewrite-names --map reads it: A's names are renamed by it "
                    "before comparing (to check a migration); the object graph is then not compared. "

@@ -11,7 +11,8 @@ from ckptool.cli.common import checkpoint_argument, emit_json, json_option
 @checkpoint_argument()
 @json_option()
 @click.option("--match", "patterns", multiple=True, metavar="GLOB",
-              help="Only names matching this glob, as fnmatch (repeatable; any may match).")
+              help="Only names matching this glob, as fnmatch (repeatable; any may match). A --match or "
+                   "--regex that selects no variable is an error naming it (exit 1, as grep).")
 @click.option("--regex", metavar="RE", help="Only names in which this regular expression matches (re.search).")
 def command(checkpoint: str, as_json: bool, patterns: tuple[str, ...], regex: str | None) -> None:
     """List the variables of CHECKPOINT, sorted by name, as tf.train.list_variables does.
@@ -26,11 +27,14 @@ def command(checkpoint: str, as_json: bool, patterns: tuple[str, ...], regex: st
     """
     import ckptool
     from ckptool.cli.render import print_variables
-    from ckptool.ops.read.select import compile_filter
+    from ckptool.ops.read.select import compile_filter, filter_words, nothing_selected
 
-    keep = compile_filter(patterns, regex)
+    keep = compile_filter(patterns, regex)  # a bad --regex: a usage error before the checkpoint is read
     with ckptool.open(checkpoint) as ck:
-        variables = [v for v in ck.variables() if keep(v.name)]
+        every = ck.variables()
+    variables = [v for v in every if keep(v.name)]
+    if every and not variables and (patterns or regex):
+        raise nothing_selected(checkpoint, len(every), filter_words(patterns, regex), "variable")
     if as_json:
         emit_json([v.to_json() for v in variables])
     else:

@@ -30,7 +30,8 @@ from ckptool.cli.common import (
                    "or 're:PATTERN=REPL' (full match; \\1 or \\g<name> in REPL). Repeatable; "
                    "applied after --map's rules.")
 @click.option("--drop", "drops", multiple=True, metavar="GLOB",
-              help="Leave out every variable whose (old) name matches GLOB. Repeatable.")
+              help="Leave out every variable whose (old) name matches GLOB. Repeatable. Dropping every "
+                   "variable (with --strip-optimizer too) is an error: nothing is written.")
 @click.option("--strip-optimizer", is_flag=True,
               help="Leave out optimizer state. Name-based: the slots of TF1 optimizers (Adam, Adam_1, "
                    "beta1_power, beta2_power, Momentum, RMSProp, Adagrad, Ftrl, ...) and BERT/LAMB's "

@@ -11,8 +11,6 @@ an element that is NaN on one side only counts as differing.
 
 from __future__ import annotations
 
-import fnmatch
-import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -22,6 +20,7 @@ import numpy as np
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY
 from ckptool.ops.read.chunks import CHUNK_BYTES, tensor_chunks
 from ckptool.ops.read.plan import DEFAULT_JOBS, prefetch
+from ckptool.ops.read.select import compile_filter, filter_words, nothing_selected
 
 if TYPE_CHECKING:
     from ckptool.ops.read.checkpoint import Checkpoint
@@ -148,10 +147,13 @@ def diff_sides(a: Side, b: Side, atol: float = 0.0, progress: Callable[[int, int
     if rename is not None:
         va.pop(OBJECT_GRAPH_KEY, None)
         vb.pop(OBJECT_GRAPH_KEY, None)
-    if match:
-        pats = [re.compile(fnmatch.translate(g)) for g in match]
-        va = {n: v for n, v in va.items() if any(p.match(n) for p in pats)}
-        vb = {n: v for n, v in vb.items() if any(p.match(n) for p in pats)}
+    if match:  # a --match that selects nothing on either side is an error, not "identical"
+        keep = compile_filter(match)
+        total = len(set(va) | set(vb))
+        va = {n: v for n, v in va.items() if keep(n)}
+        vb = {n: v for n, v in vb.items() if keep(n)}
+        if total and not va and not vb:
+            raise nothing_selected(f"{a.prefix} and {b.prefix}", total, filter_words(match))
     report = DiffReport(a.prefix, b.prefix, atol, rtol=rtol)
     common: list[tuple[str, Tensor, Tensor]] = []
     for name in sorted(set(va) | set(vb), key=lambda n: n.encode("utf-8", "surrogateescape")):

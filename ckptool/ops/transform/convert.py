@@ -18,7 +18,6 @@ values overflowing to inf are refused unless ``allow_overflow``.
 
 from __future__ import annotations
 
-import fnmatch
 import os
 from dataclasses import dataclass, field
 
@@ -70,12 +69,6 @@ def target_format(dst: str, to: str | None) -> str:
     return TF
 
 
-def _selected(name: str, match, exclude) -> bool:
-    if match and not any(fnmatch.fnmatchcase(name, g) for g in match):
-        return False
-    return not any(fnmatch.fnmatchcase(name, g) for g in exclude or ())
-
-
 def convert(src: str, dst: str, *, to: str | None = None, match=(), exclude=(), num_shards: int = 1,
             keep_slices: bool = False, force: bool = False, skip_unsupported: bool = False,
             casts: dict | None = None, allow_overflow: bool = False, names: str = "full",
@@ -89,6 +82,7 @@ def convert(src: str, dst: str, *, to: str | None = None, match=(), exclude=(), 
     local files).
     """
     from ckptool.ops.read.plan import prefetch
+    from ckptool.ops.read.select import select
     from ckptool.ops.transform.convert_src import open_specs
     from ckptool.ops.transform.keras_convert import keras_target, no_template_message
 
@@ -112,7 +106,9 @@ def convert(src: str, dst: str, *, to: str | None = None, match=(), exclude=(), 
         casts = dict(casts or {})
         if keep_slices and (fmt != TF or opened.checkpoint is None or not any(s.raw for s in opened.specs)):
             raise CkptError("--keep-slices is for V2 -> V2 conversion only")
-        specs = [s for s in opened.specs if _selected(s.name, match, exclude)]
+        # a --match/--exclude that leaves nothing is an error (ops.read.select), before anything is written
+        kept = set(select([s.name for s in opened.specs], src, tuple(match), None, tuple(exclude), writes=True))
+        specs = [s for s in opened.specs if s.name in kept]
         result = ConvertResult(dst, fmt)
         over = Overflows(allow_overflow)
         # the read order, fetched ahead from an object store (.safetensors reads strings first)

@@ -267,6 +267,11 @@ def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop=(), strip_optim
             return with_template(ck, plan, template, dprefix, storage, strict, dry_run, force, allow_missing,
                                  sync)
         graph = _graph_for(ck.object_graph() if ck.is_object_based else None, plan, strip_optimizer)
+        if plan.dropped and not plan.renames:  # dropped everything: a mistake, as a filter selecting nothing
+            from ckptool.ops.read.select import filter_words, nothing_selected
+
+            words = filter_words(drop=tuple(drop), strip_optimizer=strip_optimizer)
+            raise nothing_selected(src, len(plan.dropped), words, "variable", verb="leaves", writes=True)
         bundle_src = isinstance(ck, BundleCheckpoint)
         if link and not bundle_src:
             raise UsageError(f"--link: {src} is not a V2 bundle (no data files to link); "
