@@ -159,3 +159,43 @@ def test_partitioned_rename_read_by_tf(tmp_path):
     a, b = tf.train.load_checkpoint(src), tf.train.load_checkpoint(dst)
     assert b.get_tensor("embedding/weights").tobytes() == a.get_tensor("emb/weights").tobytes()
     assert b.get_tensor("wide/kernel").tobytes() == a.get_tensor("wide/kernel").tobytes()
+
+
+def _compiled_and_trained(seed):
+    """As examples/make_example.py: a compiled Sequential trained a step with Adam (so the model
+    also tracks its optimizer)."""
+    tf.keras.utils.set_random_seed(seed)
+    model = tf.keras.Sequential([tf.keras.Input((8,)), tf.keras.layers.Dense(16, activation="relu"),
+                                 tf.keras.layers.Dense(2)])
+    opt = tf.keras.optimizers.Adam(1e-2)
+    model.compile(optimizer=opt, loss="mse")
+    x = np.ones((16, 8), np.float32)
+    model.fit(x, np.zeros((16, 2), np.float32), epochs=1, batch_size=16, verbose=0)
+    return model, opt
+
+
+def test_keras_strip_optimizer_keys_the_weights_as_tf_keys_the_model_alone(tmp_path):
+    """The stripped checkpoint holds exactly the model's weights, under the keys TF writes for
+    Checkpoint(model=model) without an optimizer, and TF restores it into a fresh model with
+    every value consumed; by name alone (no graph) the weights are kept, not dropped."""
+    model, opt = _compiled_and_trained(1)
+    src = tf.train.CheckpointManager(tf.train.Checkpoint(model=model, optimizer=opt), str(tmp_path / "src"), 1).save()
+    alone, _ = _keras_like(3)  # the same model, never compiled: no optimizer anywhere
+    alone.set_weights(model.get_weights())
+    want = tf.train.Checkpoint(model=alone).write(str(tmp_path / "alone" / "ckpt"))
+    dst = str(tmp_path / "dst" / "ckpt-1")
+    _run("rewrite-names", src, dst, "--strip-optimizer")
+    keys = {n for n, _ in tf.train.list_variables(dst)}
+    assert keys == {n for n, _ in tf.train.list_variables(want)} | {"save_counter/.ATTRIBUTES/VARIABLE_VALUE"}
+    fresh, _ = _keras_like(2)
+    ck = tf.train.Checkpoint(model=fresh)
+    ck.restore(dst).assert_consumed()
+    assert int(ck.save_counter) == 1
+    for a, b in zip(model.weights, fresh.weights):
+        assert a.numpy().tobytes() == b.numpy().tobytes()
+
+
+def _keras_like(seed):
+    tf.keras.utils.set_random_seed(seed)
+    return tf.keras.Sequential([tf.keras.Input((8,)), tf.keras.layers.Dense(16, activation="relu"),
+                                tf.keras.layers.Dense(2)]), None

@@ -141,9 +141,11 @@ def command(src: str, dst: str, map_file: str | None, rules: tuple[str, ...], dr
         else:
             note(line)
     width = max((len(display_name(o)) for o, n in plan.renames if o != n), default=0)
+    rekeyed = set(plan.rekeyed)
     for old, new in plan.renames:
         if old != new:
-            out(f"{display_name(old):<{width}}  ->  {display_name(new)}")
+            why = f"  {REKEYED}" if old in rekeyed else ""
+            out(f"{display_name(old):<{width}}  ->  {display_name(new)}{why}")
     for name in plan.dropped:
         out(f"{display_name(name):<{width}}  (dropped)")
     verb = "would write" if dry_run else "wrote"
@@ -157,6 +159,10 @@ def command(src: str, dst: str, map_file: str | None, rules: tuple[str, ...], dr
         plan.object_graph, f"object graph {plan.object_graph}")
     note(f"# {verb} {plan.dst}: {plural(written, 'variable')}, {renamed} renamed, "
          f"{len(plan.dropped)} dropped; {graph}{how}")
+
+
+#: the tag of a variable the object graph re-keyed (not a rule): kept, under the key TF would give it
+REKEYED = "(kept; re-keyed: its old key ran through a dropped object)"
 
 
 def read_map(path: str):

@@ -127,6 +127,10 @@ class Plan:
     dst: str
     renames: list[tuple[str, str]] = field(default_factory=list)  # (old, new), sorted by new
     dropped: list[str] = field(default_factory=list)
+    # old keys the object graph moved, not a rule: a kept variable whose key ran through an object
+    # cut out (a Keras model's weight keyed under optimizer/_trainable_variables, with strip_optimizer)
+    # takes the key TF gives it without that object
+    rekeyed: list[str] = field(default_factory=list)
     unmatched_rules: list[str] = field(default_factory=list)
     object_graph: str = "none"  # none | kept | rebuilt | template
     fast_path: bool = False
@@ -140,6 +144,8 @@ class Plan:
                "tensors": [{"old": o, "new": n} for o, n in self.renames],
                "renamed": sum(1 for o, n in self.renames if o != n),
                "dropped": self.dropped, "unmatched_rules": self.unmatched_rules}
+        if self.rekeyed:
+            doc["rekeyed"] = self.rekeyed
         if self.template is not None:
             doc["template"] = self.template
         if self.files:
@@ -212,6 +218,8 @@ def _graph_for(src_graph: ObjectGraph | None, plan: Plan, strip_optimizer: bool)
         if final in targets:
             raise CkptError(f"{targets[final]!r} and {old!r} both land on {final!r} (nothing written)")
         targets[final] = old
+        if final != new:
+            plan.rekeyed.append(old)
         renames.append((old, final))
     plan.dropped.sort()
     plan.renames = sorted(renames, key=lambda p: p[1])

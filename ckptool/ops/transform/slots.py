@@ -20,11 +20,18 @@ key's shape)
 ``AdamW``, ``Nadam``, ``Adamax``       contrib / addons TF1 optimizers
 ``adam_m``, ``adam_v``                 Google BERT's AdamWeightDecayOptimizer, LAMB
 ``optimizer/...`` (first component)    Keras 2 and Keras 3 optimizers in TF2 checkpoints
+                                       (but ``optimizer/_trainable_variables/``: below)
 ``.../.OPTIMIZER_SLOT/...``            TF2 slot variables (any optimizer)
 ====================================  ==============================================
 
 ``global_step`` (and TF2's ``save_counter``) is training bookkeeping, not
-optimizer state: it is kept.
+optimizer state: it is kept. So is ``optimizer/_trainable_variables/...``: a
+Keras 3 optimizer tracks the model's trainable variables under that name, and
+TF keys each variable by its first path breadth first, which for
+``Checkpoint(model=..., optimizer=...)`` runs through the optimizer: those keys
+hold the model's weights. With an object graph they are re-keyed under the
+model when the optimizer is cut out (``ObjectGraph.edited``); by name alone
+they are kept as they are.
 """
 
 from __future__ import annotations
@@ -37,12 +44,16 @@ _SLOT = re.compile(r"(^|.*/)(Adam(_\d+)?|Momentum(_\d+)?|RMSProp(_\d+)?|Adagrad(
                    r"Adadelta(_\d+)?|ProximalAdagrad(_\d+)?|AdamW(_\d+)?|Nadam(_\d+)?|Adamax(_\d+)?|"
                    r"adam_[mv](_\d+)?)$")
 _POWER = re.compile(r"(^|.*/)beta[12]_power(_\d+)?$")
+#: the model's weights, as a Keras 3 optimizer tracks them (not its state)
+MODEL_WEIGHTS_PREFIX = "optimizer/_trainable_variables/"
 
 
 def is_optimizer_name(name: str) -> bool:
     """Whether ``name`` is optimizer state by the table above."""
-    if name.startswith("optimizer/") or f"/{OPTIMIZER_SLOT}/" in name:
+    if f"/{OPTIMIZER_SLOT}/" in name:
         return True
+    if name.startswith("optimizer/"):
+        return not name.startswith(MODEL_WEIGHTS_PREFIX)
     return bool(_SLOT.match(name) or _POWER.match(name))
 
 
