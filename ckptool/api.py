@@ -6,7 +6,9 @@ through to it, and every error raised is a :class:`ckptool.CkptError`.
 Reach them as ``ckptool.verify``, ``ckptool.prune``, ``ckptool.convert``,
 ``ckptool.rewrite_names``, ``ckptool.average`` and ``ckptool.save``. The examples run (as a
 test, in this order) in a directory holding ``runs/``, a copy of the bundled
-``examples/keras_adam`` (ckpt-3, ckpt-4, ckpt-5 and a state file).
+``examples/keras_adam`` (ckpt-3, ckpt-4, ckpt-5 and a state file), and ``keras/``: a tf.keras
+checkpoint ``keras/tf/ckpt`` and ``keras/template.weights.h5``, what the same model saves
+under Keras 3 (tests/data/keras3/sequential).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ if TYPE_CHECKING:
     from ckptool.ops.retain.plan import PruneResult
     from ckptool.ops.transform.average import AverageResult
     from ckptool.ops.transform.convert import ConvertResult
+    from ckptool.ops.transform.keras_convert import KerasResult
     from ckptool.ops.transform.rename import Plan as RenamePlan
     from ckptool.ops.transform.save import SaveResult
 
@@ -61,17 +64,46 @@ def prune(directory: str, *, dry_run: bool = False, **options: Any) -> PruneResu
     return prune_directory(directory, dry_run=dry_run, **options)
 
 
-def convert(src: str, dst: str, **options: Any) -> ConvertResult:
+def convert(src: str, dst: str, *, template: str | None = None, allow_missing: bool = False,
+            allow_unused: bool = False, **options: Any) -> ConvertResult | KerasResult:
     """Write ``src`` (a checkpoint, ``.safetensors``, ``.npz`` or ``.npy``) as ``dst``: a TF
     prefix, ``.npz`` or ``.safetensors`` by its suffix (``ckptool convert``).
 
-    ``options``: ``to`` (the format, overriding the suffix), ``match``/``exclude`` (globs),
-    ``num_shards``, ``casts`` (``{"float32": "bfloat16"}``), ``force`` (overwrite),
-    ``skip_unsupported``, ``names="short"`` (PyTorch-style names in ``.safetensors``).
+    ``options``: ``to`` (the format, overriding the suffix), ``match``/``exclude`` (globs; a
+    filter that selects no tensor is an error), ``num_shards``, ``casts``
+    (``{"float32": "bfloat16"}``), ``force`` (overwrite), ``skip_unsupported``,
+    ``names="short"`` (PyTorch-style names in ``.safetensors``), ``jobs`` (ranged GETs in
+    flight from an object store).
+
+    The Keras 3 bridge (``convert --template``): with ``template``, a tf.keras checkpoint goes
+    to ``dst.weights.h5`` / ``dst.keras`` shaped like ``template`` (what the Keras 3 model
+    saved), or a Keras 3 file goes back to a TF checkpoint shaped like ``template`` (the old
+    tf.keras checkpoint); variables are placed by structure. ``allow_missing`` keeps the
+    template's value where ``src`` fills nothing, ``allow_unused`` leaves out ``src``
+    variables the template has no place for (by default both are errors). A ``.weights.h5``
+    ``dst`` without ``template`` takes the layout from a SavedModel's ``keras_metadata.pb``.
+    The bridge takes ``dry_run``, ``force`` and ``sync`` of the options and returns a
+    :class:`~ckptool.ops.transform.keras_convert.KerasResult` (``.filled``, ``.kept``,
+    ``.unused``, ``.mapping``; ``.to_json()``); the other options are refused with it.
 
         >>> ckptool.convert("runs/ckpt-5", "weights.npz").tensors
         16
+        >>> ckptool.convert("keras/tf/ckpt", "new.weights.h5",
+        ...                 template="keras/template.weights.h5").filled
+        14
     """
+    from ckptool.errors import UsageError
+    from ckptool.ops.transform.keras_convert import BRIDGE_OPTIONS, convert_keras, is_bridge
+
+    if is_bridge(dst, template, options.get("to")):
+        other = sorted(k for k in options if k not in BRIDGE_OPTIONS)
+        if other:
+            raise UsageError(f"{other[0]}= does not go with a Keras 3 conversion (template=, or a .weights.h5/"
+                             ".keras dst): the template decides what is written")
+        return convert_keras(src, dst, template, allow_missing=allow_missing, allow_unused=allow_unused,
+                             **options)
+    if allow_missing or allow_unused:
+        raise UsageError("allow_missing and allow_unused go with template=")
     from ckptool.ops.transform.convert import convert as convert_checkpoint
 
     return convert_checkpoint(src, dst, **options)

@@ -86,9 +86,9 @@ def command(src: str, dst: str, to: str | None, match: tuple[str, ...], exclude:
       ckptool convert model.safetensors back/ckpt-1
       ckptool convert runs/ckpt-9 half/ckpt-9 --cast float32=bfloat16
     """
-    from ckptool.ops.transform.keras_convert import keras_target
+    from ckptool.ops.transform.keras_convert import is_bridge
 
-    if template is not None or (keras_target(dst) is not None and to is None):
+    if is_bridge(dst, template, to):
         given = [flag for flag, on in (("--to", to), ("--match", match), ("--exclude", exclude), ("--cast", casts),
                                        ("--allow-overflow", allow_overflow), ("--names", names != "full"),
                                        ("--shards", shards != 1), ("--keep-slices", keep_slices),

@@ -45,6 +45,17 @@ class KerasResult:
         return doc
 
 
+def is_bridge(dst: str, template: str | None, to: str | None) -> bool:
+    """Whether converting to ``dst`` goes through the Keras 3 bridge (:func:`convert_keras`): a
+    template is given, or ``dst`` is a Keras 3 file whose suffix no target format overrides. The one
+    rule of ``ckptool convert`` and ``ckptool.convert``."""
+    return template is not None or (keras_target(dst) is not None and to is None)
+
+
+#: what :func:`convert_keras` takes besides its paths and allow flags (the rest goes with plain conversion)
+BRIDGE_OPTIONS = ("dry_run", "force", "sync")
+
+
 def keras_target(dst: str) -> str | None:
     low = dst.lower()
     if low.endswith(".weights.h5"):
@@ -247,4 +258,5 @@ def no_template_message(src: str, dst: str) -> str:
             "variables are then placed by structure")
 
 
-__all__ = ["KERAS_H5", "KERAS_ZIP", "KerasResult", "convert_keras", "keras_target", "no_template_message"]
+__all__ = ["BRIDGE_OPTIONS", "KERAS_H5", "KERAS_ZIP", "KerasResult", "convert_keras", "is_bridge", "keras_target",
+           "no_template_message"]
