@@ -106,6 +106,25 @@ def _tree_size(d: LocalDir | PathDir, name: str) -> tuple[int, float]:
     return total, newest
 
 
+def _is_staging(d: LocalDir | PathDir, name: str) -> bool:
+    """``name`` (``P_temp``, ``P_temp_<hex>``) is a directory holding only the part files of a
+    sharded save (:func:`ckptool.io.layout.is_staging_dir`); symlinks are never followed."""
+    st = d.lstat(name)
+    if st is None or not _stat.S_ISDIR(st.st_mode):
+        return False
+    from ckptool.errors import CkptError
+
+    try:
+        with d.subdir(name) as sub:
+            entries = []
+            for n in sub.names():
+                est = sub.lstat(n)
+                entries.append((n, est is not None and _stat.S_ISREG(est.st_mode)))
+    except (CkptError, OSError):
+        return False
+    return L.is_staging_dir(entries)
+
+
 def scan(d: LocalDir | PathDir) -> DirListing:
     """Group the files of the open directory ``d`` (:mod:`ckptool.io.dirfd`) by checkpoint."""
     from ckptool.io.storage import LOCAL
@@ -121,7 +140,7 @@ def scan(d: LocalDir | PathDir) -> DirListing:
     for n in names:
         if n in RESERVED:
             continue
-        if L.is_temp(n):
+        if L.is_temp(n) or (L.staging_owner(n) is not None and _is_staging(d, n)):
             info = _info(d, n, real)
             if info is None:
                 continue

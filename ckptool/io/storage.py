@@ -22,10 +22,12 @@ from ckptool.io.atomic import ANY  # write_bytes_atomic's "whatever the file hol
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from contextlib import AbstractContextManager
 
     from typing_extensions import Buffer, TypedDict, Unpack
 
     from ckptool.format.coding import AnyBuffer
+    from ckptool.io.dirfd import LocalDir, PathDir
     from ckptool.io.lock import DirLock
 
     class LockOptions(TypedDict, total=False):  # DirLock's keywords
@@ -124,6 +126,34 @@ class Storage(Protocol):
     def remove(self, path: str) -> None: ...
 
     def write_bytes_atomic(self, path: str, data: bytes, expect: object = ANY) -> bool: ...
+
+    # -- deletion capabilities (issue 27, helper "deletion"): path identity, file kinds, the lock
+
+    def same_dir(self, a: str, b: str) -> bool:
+        """Whether ``a`` and ``b`` are one directory by identity (device and inode locally,
+        through symlinks; the normalised URL on an object store), never a string compare."""
+        ...
+
+    def path_key(self, path: str) -> str:
+        """A key equal for two spellings of one path (the real path locally)."""
+        ...
+
+    def kind(self, path: str) -> str | None:
+        """``"file"`` (a regular file, through symlinks), ``"dir"``, ``"other"`` (a FIFO, socket,
+        device, a link to one) or None when nothing is there."""
+        ...
+
+    def lock(self, directory: str, **options: Unpack[LockOptions]) -> AbstractContextManager[object]:
+        """DIR's advisory lock (:class:`ckptool.io.lock.DirLock` locally; none on an object store)."""
+        ...
+
+    def open_dir(self, path: str, follow: bool = True) -> LocalDir | PathDir:
+        """DIR held open (by descriptor locally, :class:`ckptool.io.dirfd.PathDir` otherwise)."""
+        ...
+
+    def relpath(self, path: str, start: str) -> str:
+        """``path`` relative to the directory ``start`` ("." when they are one)."""
+        ...
 
 
 class RangeReader:
@@ -326,11 +356,39 @@ class LocalStorage:
         return atomic.write_bytes(self, path, data, sync=sync, expect=expect)
 
     def read_if_exists(self, path: str) -> bytes | None:
+        """The regular file's bytes, None when absent (a FIFO or device is refused, unread)."""
         try:
-            with open(path, "rb") as f:
-                return f.read()
-        except (FileNotFoundError, NotADirectoryError):
+            return self.read_bytes(path)
+        except MissingError:
             return None
+
+    # -- deletion capabilities (issue 27, helper "deletion")
+
+    def same_dir(self, a: str, b: str) -> bool:
+        try:
+            return os.path.samefile(a or ".", b or ".")
+        except OSError:
+            return self.path_key(a) == self.path_key(b)
+
+    def path_key(self, path: str) -> str:
+        return os.path.realpath(path or ".")
+
+    def kind(self, path: str) -> str | None:
+        try:
+            st = os.stat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return "other" if os.path.islink(path) else None
+        except OSError:
+            return "other"
+        return "file" if stat.S_ISREG(st.st_mode) else "dir" if stat.S_ISDIR(st.st_mode) else "other"
+
+    def open_dir(self, path: str, follow: bool = True) -> LocalDir:
+        from ckptool.io.dirfd import LocalDir
+
+        return LocalDir(path, follow)
+
+    def relpath(self, path: str, start: str) -> str:
+        return os.path.relpath(path or ".", start or ".")
 
 
 LOCAL = LocalStorage()

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from ckptool.errors import CkptError, MissingError, UnsupportedError
 from ckptool.io.dirfd import LocalDir, os_error
-from ckptool.io.layout import INDEX, file_role, is_temp
+from ckptool.io.layout import INDEX, file_role
 from ckptool.io.policy import effective_policy
 from ckptool.io.state import STATE_FILENAME
 from ckptool.io.storage import LOCAL
@@ -38,8 +38,9 @@ def _is_run(names: list[str], scan: bool) -> bool:
 def walk_runs(root: str, *, exclude=(), scan: bool = False, one_file_system: bool = False,
               follow_symlinks: bool = False) -> Iterator[LocalDir]:
     """The run directories below a local ROOT (ROOT included), each yielded open (closed
-    when the walk moves on). ``*_temp*`` staging directories and those matching an
-    ``exclude`` glob (against the path relative to ROOT, or the name) are skipped."""
+    when the walk moves on). Every directory is entered (a name with ``_temp`` or ``.tmp`` in
+    it is an ordinary directory) but those matching an ``exclude`` glob (against the path
+    relative to ROOT, or the name)."""
     import os
 
     top = LocalDir(root)
@@ -54,7 +55,7 @@ def walk_runs(root: str, *, exclude=(), scan: bool = False, one_file_system: boo
             subs = []
             for n in names:
                 sub_rel = n if rel == "." else f"{rel}/{n}"
-                if is_temp(n) or _excluded(sub_rel, exclude):
+                if _excluded(sub_rel, exclude):
                     continue
                 st = d.lstat(n)
                 if st is None:
@@ -110,7 +111,7 @@ def _find_remote(storage, root: str, exclude, scan: bool) -> list[str]:
     for path in find(root):
         d, name = path.rsplit("/", 1)
         rel = d[len(root.rstrip("/")) + 1:] if d != root.rstrip("/") else "."
-        if any(is_temp(p) for p in rel.split("/")) or (rel != "." and any(
+        if (rel != "." and any(
                 _excluded("/".join(rel.split("/")[: i + 1]), exclude) for i in range(rel.count("/") + 1))):
             continue
         if _is_run([name], scan):
