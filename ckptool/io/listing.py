@@ -42,6 +42,7 @@ class DirListing:
     temps: list[FileInfo] = field(default_factory=list)
     temp_owner: dict[str, str | None] = field(default_factory=dict)
     real: str = ""
+    special: list[str] = field(default_factory=list)  # names of a checkpoint's files that are no regular file
 
     def mtime(self, base: str) -> float | None:
         """The commit time of checkpoint ``base``: its index's (the V1 file's) mtime."""
@@ -172,8 +173,11 @@ def scan(d: LocalDir | PathDir) -> DirListing:
             if sharded:
                 base = sharded[0]
         info = _info(d, n, real)
-        if info is None or info.is_dir:
-            continue
+        if info is None or info.is_dir or (info.link_out and kind == L.INDEX):
+            if (info is None and d.lstat(n) is not None) or (info is not None and info.link_out):
+                out.special.append(n)  # a FIFO, socket, device, or a link out (refuse_special decides)
+            if info is None or info.is_dir:
+                continue
         out.files.setdefault(base, []).append(info)
     return out
 

@@ -109,10 +109,7 @@ def effective_policy(root: str, directory: str, defaults: dict[str, Any],
     ``keep`` pins of all of them and of the defaults add up. Also the files read."""
     policy = dict(defaults)
     pins = list(defaults.get("keep") or ())
-    if storage is LOCAL:
-        rel = os.path.relpath(directory, root)
-    else:
-        rel = directory[len(root.rstrip("/")) + 1:] if directory.rstrip("/") != root.rstrip("/") else "."
+    rel = storage.relpath(directory, root)
     parts = [] if rel in (".", "") else rel.replace(os.sep, "/").split("/")
     chain = [root] + [storage.join(root, *parts[: i + 1]) for i in range(len(parts))]
     used = []

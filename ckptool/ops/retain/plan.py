@@ -6,21 +6,18 @@ No disk access here beyond what the caller's listing already holds."""
 from __future__ import annotations
 
 import time
-import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, cast
 
-from ckptool.errors import CkptWarning, RefusedError
+from ckptool.errors import RefusedError
 from ckptool.io.layout import resolve_recorded, step_of
 from ckptool.io.listing import DirListing
 from ckptool.io.state import STATE_FILENAME, CheckpointState
 from ckptool.ops.retain import retention as R
+from ckptool.ops.retain.engine import latest_base as _latest_of
+from ckptool.ops.retain.engine import warn
 from ckptool.ops.retain.keep_best import mark_best  # keep-best
 from ckptool.ops.retain.metrics import BestPins, pin_best  # keep-best
-
-
-def warn(msg: str) -> None:
-    warnings.warn(msg, CkptWarning, stacklevel=4)
 
 
 @dataclass
@@ -92,9 +89,7 @@ def make_plan(storage, directory: str, state: CheckpointState | None, listing: D
         warn(f"{storage.join(directory, STATE_FILENAME)}: {n} path{'s' if n != 1 else ''} of another location "
              f"({moved[0].name}{', ...' if n > 1 else ''}: a moved directory?); using the checkpoint"
              f"{'s' if n != 1 else ''} of the same name in {directory}")
-    latest_base = None
-    if state is not None:
-        latest_base = resolve_recorded(storage, directory, state.model_checkpoint_path, warn=False).base
+    latest_base = _latest_of(storage, directory, state)  # the one definition of the latest
     missing: list[str] = []
     missing_bases: set[str] = set()
     # A moved entry is written back by its name here (relative), as `state --relative` would.
