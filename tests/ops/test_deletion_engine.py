@@ -162,3 +162,15 @@ def test_prune_and_rm_share_one_engine():
         src = inspect.getsource(mod)
         assert "STATE_ATTEMPTS = " not in src and "def _norm" not in src and "def delete_checkpoint" not in src
         assert "storage is LOCAL" not in src
+
+
+@pytest.mark.parametrize("extra", [dict(keep=("ckpt-2",)), dict(keep_steps_every=2)])
+def test_kept_beyond_max_to_keep_leaves_the_state_list_not_the_disk(tmp_path, extra):
+    d = make(tmp_path / "run", [1, 2, 3, 4, 5])
+    r = P.prune(str(d), max_to_keep=2, now=T0 + 10, **extra)
+    assert str(d / "ckpt-2") in r.kept and (d / "ckpt-2.index").exists()
+    st = read_state(str(d))
+    assert st.all_model_checkpoint_paths == ["ckpt-4", "ckpt-5"] and st.model_checkpoint_path == "ckpt-5"
+    assert len(st.all_model_checkpoint_timestamps) == 2
+    r = P.prune(str(d), max_to_keep=2, now=T0 + 20, scan=True, **extra)  # found again by scanning
+    assert str(d / "ckpt-2") in r.kept and (d / "ckpt-2.index").exists()

@@ -47,6 +47,7 @@ class Plan:
     with_ts: bool
     latest_base: str | None
     best: BestPins | None = None  # keep-best: when asked
+    unlisted: set[str] = field(default_factory=set)  # kept beyond max_to_keep: on disk, not in the state file
 
 
 def state_entries(storage, directory: str, state: CheckpointState) -> list[Candidate]:
@@ -170,9 +171,23 @@ def make_plan(storage, directory: str, state: CheckpointState | None, listing: D
         if not survivors and not unsafe and new_entry is None:
             raise RefusedError(f"{directory}: refusing a policy that would delete every checkpoint "
                                f"({len(decision.deleted)})")
-    drop = {e.name for e in decision.deleted} | {e.name for e in decision.preserved} | missing_bases
+    unlisted = beyond_max_to_keep(decision)
+    drop = {e.name for e in decision.deleted} | {e.name for e in decision.preserved} | missing_bases | unlisted
     return Plan(decision, names, drop, unsafe, missing, managed, have_ts or scan or new_entry is not None,
-                latest_base, best_found)
+                latest_base, best_found, unlisted)
+
+
+#: Reasons that keep a checkpoint in the state file: TF's own (the newest max_to_keep, the
+#: latest) and min-age (a short wait: the next prune decides again).
+LISTED_REASONS = frozenset({R.MAX_TO_KEEP, R.LATEST, R.MIN_AGE})
+
+
+def beyond_max_to_keep(decision: R.Decision) -> set[str]:
+    """Kept means kept: the checkpoints kept only by a rule beyond TF's (pinned, best,
+    steps-every) leave the state file's all_model_checkpoint_paths, as TF takes its every-N-hours
+    keeps out of it, so that the trainer's next CheckpointManager.save does not delete them. Their
+    files stay; ckptool finds them by scanning (``--scan``, ``du``, ``state --rebuild``)."""
+    return {e.name for e in decision.kept if not LISTED_REASONS & set(decision.reasons.get(e.name, ()))}
 
 
 def merge_state(storage, directory: str, planned: CheckpointState | None, current: CheckpointState | None,
@@ -183,7 +198,7 @@ def merge_state(storage, directory: str, planned: CheckpointState | None, curren
     written = {b: names.get(b, b) for b in names}
     unsafe_names = {c.name for c in plan.unsafe}
     planned_names = set(written.values()) | set(names)
-    placed = [(written.get(e.name, e.name), e.timestamp) for e in decision.kept]
+    placed = [(written.get(e.name, e.name), e.timestamp) for e in decision.kept if e.name not in plan.unlisted]
     extra = []  # entries of the current file we did not plan for (a writer) or refused to touch
     cur_paths = list(current.all_model_checkpoint_paths) if current is not None else []
     cur_ts = list(current.all_model_checkpoint_timestamps) if current is not None else []
