@@ -151,7 +151,8 @@ def test_toml_and_recursive(tmp_path, capsys):
     code, out, err = run(capsys, "prune", root, "--recursive", "--max-to-keep", "2", "--json")
     assert code == 0, err
     assert indexes(root / "a") == ["ckpt-2", "ckpt-4", "ckpt-5"]
-    assert indexes(root / "b") == ["ckpt-3", "ckpt-5"]
+    # issue 27: the flag --max-to-keep 2 beats b's max_to_keep = 1 (as git/restic: a flag beats the file)
+    assert indexes(root / "b") == ["ckpt-3", "ckpt-4", "ckpt-5"]
     doc = json.loads(out)
     assert {d["directory"]: d for d in doc["directories"]}[str(root / "a")]["best"]["best"] == [{"checkpoint": "ckpt-2", "step": 2, "value": 0.1}]
     (root / "b" / ".ckptool.toml").write_text('mode = "median"\n')

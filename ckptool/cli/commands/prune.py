@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from ckptool.cli.common import emit_json, error, escape, human_bytes, json_option, note, plural, verbose
@@ -118,27 +120,45 @@ def command(directory: str, max_to_keep: int, keep_every_n_hours: float | None, 
                      ("--follow-symlinks", follow_symlinks)):
         if on and not recursive:
             raise click.UsageError(f"{flag} needs --recursive")
+    from ckptool.ops.retain.prune import UNSET
+
     best = best_spec(**best_flags)  # keep-best
+    ctx = click.get_current_context()
+    given: dict[str, Any] = {}  # only the flags on the command line: they beat .ckptool.toml, which beats the defaults
+    for name, value in (("max_to_keep", max_to_keep or None), ("keep_every_n_hours", keep_every_n_hours),
+                        ("keep_steps_every", keep_steps_every), ("min_age", min_age)):
+        source = ctx.get_parameter_source(name)
+        given[name] = value if source not in (None, click.core.ParameterSource.DEFAULT) else UNSET
     if recursive:
-        _recursive(directory, max_to_keep, keep_every_n_hours, keep_steps_every, min_age, pinned, scan, exclude,
-                   dry_run, as_json, prune_tree, clean_temp=clean_temp, one_file_system=one_file_system,
-                   follow_symlinks=follow_symlinks, best=best)
+        _recursive(directory, given, pinned, scan, exclude, dry_run, as_json, prune_tree, clean_temp=clean_temp,
+                   one_file_system=one_file_system, follow_symlinks=follow_symlinks, best=best)
         return
 
     from ckptool.cli.progress import progress_bar
 
     with progress_bar(f"prune {directory}", unit="items") as bar:
-        result = prune(directory, max_to_keep=max_to_keep or None, keep_every_n_hours=keep_every_n_hours,
-                       keep_steps_every=keep_steps_every, min_age=min_age, keep=pinned, scan=scan, dry_run=dry_run,
-                       clean_temp=clean_temp, best=best, progress=bar)
+        result = prune(directory, keep=pinned, scan=scan, dry_run=dry_run, clean_temp=clean_temp, best=best,
+                       progress=bar, **given)
     if as_json:
         emit_json(result.to_json())
     elif result.deleted or result.temp_deleted or result.failed or dry_run or verbose():
+        render_sources(result)
         render_result(result)  # with nothing deleted, nothing at all (cron mails every line)
     for f in result.failed:
         error(f"{f['path']}: cannot delete: {f['error']}")
     if result.failed:
         raise Failed(f"{plural(len(result.failed), 'file')} could not be deleted")
+
+
+def render_sources(result, prefix: str = "") -> None:
+    """Where each setting came from: flag, a .ckptool.toml (which), or the default (-v, --dry-run)."""
+    policy = result.policy
+    for key in ("max_to_keep", "keep_every_n_hours", "keep_steps_every", "min_age", "keep"):
+        if key not in result.sources:
+            continue
+        value = policy.get(key)
+        shown = ", ".join(value) if isinstance(value, list) else "none" if value in (None, []) else value
+        note(f"{prefix}policy: {key} = {escape(str(shown))}  ({escape(result.sources[key])})")
 
 
 def render_result(result, prefix: str = "") -> None:
@@ -158,21 +178,21 @@ def render_result(result, prefix: str = "") -> None:
          f"{'to delete' if result.dry_run else 'deleted'}; {verb} {human_bytes(result.bytes_freed)}")
 
 
-def _recursive(root, max_to_keep, keep_every_n_hours, keep_steps_every, min_age, pinned, scan, exclude, dry_run,
-               as_json, prune_tree, **walk) -> None:
+def _recursive(root, given, pinned, scan, exclude, dry_run, as_json, prune_tree, **walk) -> None:
     from ckptool.cli.main import Failed
     from ckptool.cli.progress import progress_bar
 
     with progress_bar(f"prune {root}", unit="items") as bar:  # runs done of runs found
-        tree = prune_tree(root, max_to_keep=max_to_keep or None, keep_every_n_hours=keep_every_n_hours,
-                          keep_steps_every=keep_steps_every, min_age=min_age, keep=pinned, exclude=exclude,
-                          scan=scan, dry_run=dry_run, progress=lambda i, n, d: bar(i, n), **walk)
+        tree = prune_tree(root, keep=pinned, exclude=exclude, scan=scan, dry_run=dry_run,
+                          progress=lambda i, n, d: bar(i, n), **given, **walk)
     anything = any(r.deleted or r.temp_deleted or r.failed for r in tree.runs.values())
     if as_json:
         emit_json(tree.to_json())
     elif anything or dry_run or verbose():
         rows = [(escape(d), str(len(r.kept)), str(len(r.deleted)), str(len(r.preserved)), human_bytes(r.bytes_freed))
                 for d, r in tree.runs.items()]
+        rows += [(escape(d), "-", "-", "-", "no policy") for d in tree.no_policy]
+        rows = sorted(rows)
         t = tree.total()
         head = ("DIRECTORY", "KEPT", "TO DELETE" if dry_run else "DELETED", "PRESERVED",
                 "WOULD FREE" if dry_run else "FREED")
@@ -180,6 +200,12 @@ def _recursive(root, max_to_keep, keep_every_n_hours, keep_steps_every, min_age,
         widths = [max(len(r[i]) for r in rows + [head]) for i in range(5)]
         for r in [head] + rows:
             click.echo("  ".join([r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:], widths[1:])]))
+    if tree.no_policy and not as_json and (dry_run or verbose()):
+        note(f"{len(tree.no_policy)} runs have no .ckptool.toml at or above them and no policy flag was given: "
+             f"left alone")
+    if (dry_run or verbose()) and not as_json:
+        for d, r in tree.runs.items():
+            render_sources(r, prefix=f"{escape(d)}: ")
     for _d, msg in tree.errors.items():
         error(msg)
     if tree.errors:

@@ -14,15 +14,19 @@ import stat as _stat
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, MissingError, UnsupportedError
-from ckptool.io.dirfd import LocalDir, os_error
+from ckptool.io.dirfd import LocalDir, PathDir, os_error
 from ckptool.io.layout import INDEX, file_role
-from ckptool.io.policy import effective_policy
+from ckptool.io.policy import resolve_policy
 from ckptool.io.state import STATE_FILENAME
 from ckptool.io.storage import LOCAL
 from ckptool.io.urls import storage_for
-from ckptool.ops.retain.prune import PruneResult, prune_open
+from ckptool.ops.retain.prune import UNSET, PruneResult, policy_values, prune_open
+
+if TYPE_CHECKING:
+    from ckptool.io.storage import Storage
 
 
 def _excluded(rel: str, exclude) -> bool:
@@ -125,6 +129,7 @@ class TreeResult:
     runs: dict = field(default_factory=dict)  # directory -> PruneResult
     errors: dict = field(default_factory=dict)  # directory -> message
     dry_run: bool = False
+    no_policy: list[str] = field(default_factory=list)  # runs left alone: no policy flag, no .ckptool.toml
 
     def to_json(self) -> dict:
         runs = []  # an array of per-directory objects, as du's "directories"
@@ -134,6 +139,7 @@ class TreeResult:
             doc["error"] = None
             runs.append(doc)
         runs += [{"directory": d, "error": msg} for d, msg in self.errors.items()]
+        runs += [{"directory": d, "error": None, "no_policy": True} for d in self.no_policy]  # left alone
         return {"root": self.root, "dry_run": self.dry_run, "directories": runs, "total": self.total()}
 
     def total(self) -> dict:
@@ -149,13 +155,17 @@ def _message(exc: CkptError | OSError, d: str) -> str:
     return str(os_error(getattr(exc, "filename", None) or d, exc, "prune"))
 
 
-def prune_tree(root: str, *, max_to_keep: int | None = 5, keep_every_n_hours: float | None = None,
-               keep_steps_every: int | None = None, min_age: float | None = None, keep=(), exclude=(),
-               scan: bool = False, dry_run: bool = False, now: float | None = None, storage=None,
-               progress=None, discover_all: bool = False, clean_temp: bool = False,
-               one_file_system: bool = False, follow_symlinks: bool = False, best=None) -> TreeResult:
+def prune_tree(root: str, *, max_to_keep: Any = UNSET, keep_every_n_hours: Any = UNSET,
+               keep_steps_every: Any = UNSET, min_age: Any = UNSET, keep: tuple[str, ...] = (),
+               exclude: tuple[str, ...] = (), scan: bool = False, dry_run: bool = False, now: float | None = None,
+               storage: Storage | None = None, progress: Any = None, discover_all: bool = False,
+               clean_temp: bool = False, one_file_system: bool = False, follow_symlinks: bool = False,
+               best: Any = None) -> TreeResult:
     """``prune --recursive``: each run directory below ROOT pruned as :func:`prune` would, with
-    its effective policy; a directory's failure is recorded and the others still run."""
+    its effective policy (io/policy.resolve_policy: an argument given beats the nearest
+    ``.ckptool.toml``, which beats the default); a directory's failure is recorded and the
+    others still run. Without any policy argument, only runs with a ``.ckptool.toml`` at or
+    above them (from ROOT down) are pruned; the others are listed in ``no_policy``, untouched."""
     if storage is None:
         storage, root = storage_for(root)
     if root != "/" and root.endswith("/") and "://" not in root:
@@ -163,19 +173,22 @@ def prune_tree(root: str, *, max_to_keep: int | None = 5, keep_every_n_hours: fl
     if not storage.isdir(root):
         raise MissingError(f"{root}: no such directory")
     now = time.time() if now is None else now
-    defaults = {"max_to_keep": max_to_keep, "keep_every_n_hours": keep_every_n_hours,
-                "keep_steps_every": keep_steps_every, "min_age": min_age, "keep": list(keep)}
-    if best is not None:  # keep-best (a BestSpec): the flags, overridden by .ckptool.toml as the others
-        defaults.update(keep_best=best.n, metric=best.metric, mode=best.mode, metrics=best.metrics)
+    defaults, explicit = policy_values(max_to_keep, keep_every_n_hours, keep_steps_every, min_age, keep, best)
     out = TreeResult(root, dry_run=dry_run)
     want_scan = scan or discover_all
+    any_policy_flag = bool(explicit)
 
-    def one(d) -> None:
+    def one(d: LocalDir | PathDir) -> None:
         try:
-            pol, _ = effective_policy(root, d.path, defaults, storage)
+            eff = resolve_policy(root, d.path, defaults, storage, explicit)
+            if not any_policy_flag and not eff.files:
+                out.no_policy.append(d.path)
+                return
             run_scan = scan or STATE_FILENAME not in d.names()
-            out.runs[d.path] = prune_open(storage, d, pol, now=now, dry_run=dry_run, scan_all=run_scan,
-                                          clean_temp=clean_temp)
+            res = prune_open(storage, d, eff.policy, now=now, dry_run=dry_run, scan_all=run_scan,
+                             clean_temp=clean_temp)
+            res.sources = eff.sources
+            out.runs[d.path] = res
         except (CkptError, OSError) as exc:
             out.errors[d.path] = _message(exc, d.path)
 
@@ -191,8 +204,6 @@ def prune_tree(root: str, *, max_to_keep: int | None = 5, keep_every_n_hours: fl
             i += 1
             one(d)
     else:
-        from ckptool.io.dirfd import PathDir
-
         runs = _find_remote(storage, root, exclude, want_scan)
         for i, path in enumerate(runs):
             if progress:
@@ -204,6 +215,7 @@ def prune_tree(root: str, *, max_to_keep: int | None = 5, keep_every_n_hours: fl
                 continue
             one(d)
     out.runs = dict(sorted(out.runs.items()))
+    out.no_policy.sort()
     out.errors = dict(sorted(out.errors.items()))
     return out
 

@@ -264,6 +264,7 @@ class PruneResult:
     #: base -> the timestamp retention used (the state file's where it has them, else the mtime): du's age
     timestamps: dict[str, float] = field(default_factory=dict, repr=False, compare=False)
     best: dict | None = None  # keep-best: ckptool.ops.retain.metrics.BestPins.to_json(), when asked
+    sources: dict[str, str] = field(default_factory=dict, repr=False, compare=False)  # setting -> flag/file/default
 
     def to_json(self) -> dict:
         doc = {"kept": list(self.kept), "deleted": list(self.deleted), "preserved": list(self.preserved),

@@ -31,7 +31,7 @@ from ckptool.io.dirfd import LocalDir, open_dir
 from ckptool.io.layout import basename_any, strip_file_suffix
 from ckptool.io.listing import DirListing, FileInfo, scan
 from ckptool.io.lock import DEFAULT_TIMEOUT, is_locked, lock_open
-from ckptool.io.policy import effective_policy
+from ckptool.io.policy import DEFAULT, FLAG, effective_policy, resolve_policy
 from ckptool.io.state import CheckpointState
 from ckptool.io.urls import storage_for
 from ckptool.ops.retain import retention as R
@@ -218,37 +218,66 @@ def _directory(storage, directory: str):
     return storage, directory
 
 
-def prune(directory: str, *, max_to_keep: int | None = 5, keep_every_n_hours: float | None = None,
-          keep_steps_every: int | None = None, min_age: float | None = None, keep=(), scan: bool = False,
-          dry_run: bool = False, now: float | None = None, storage=None, policy_file: bool = True,
-          clean_temp: bool = False, lock_timeout: float | None = 0.0, best=None,
+class _Unset:
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+#: A policy argument not given: a .ckptool.toml may set it, else its default applies.
+UNSET: Any = _Unset()
+#: The defaults of the policy settings (CheckpointManager's max_to_keep; the rest off).
+POLICY_DEFAULTS: dict[str, Any] = {"max_to_keep": 5, "keep_every_n_hours": None, "keep_steps_every": None,
+                                   "min_age": None}
+
+
+def policy_values(max_to_keep: Any = UNSET, keep_every_n_hours: Any = UNSET, keep_steps_every: Any = UNSET,
+                  min_age: Any = UNSET, keep: tuple[str, ...] = (),
+                  best: Any = None) -> tuple[dict[str, Any], set[str]]:
+    """The policy dict of arguments (UNSET ones at their default) and the keys given explicitly."""
+    given = {"max_to_keep": max_to_keep, "keep_every_n_hours": keep_every_n_hours,
+             "keep_steps_every": keep_steps_every, "min_age": min_age}
+    explicit = {k for k, v in given.items() if v is not UNSET}
+    pol: dict[str, Any] = {k: (POLICY_DEFAULTS[k] if v is UNSET else v) for k, v in given.items()}
+    pol["keep"] = list(keep)
+    if best is not None:  # keep-best (a ckptool.ops.retain.keep_best.BestSpec): explicit, as the flags
+        pol.update(keep_best=best.n, metric=best.metric, mode=best.mode, metrics=best.metrics)
+        explicit |= {"keep_best", "metric", "mode"} | ({"metrics"} if best.metrics is not None else set())
+    if pol["max_to_keep"] is not None and pol["max_to_keep"] < 0:
+        raise CkptError(f"max_to_keep must be >= 0, not {pol['max_to_keep']}")
+    if pol["keep_steps_every"] is not None and pol["keep_steps_every"] <= 0:
+        raise CkptError(f"keep_steps_every must be > 0, not {pol['keep_steps_every']}")
+    return pol, explicit
+
+
+def prune(directory: str, *, max_to_keep: Any = UNSET, keep_every_n_hours: Any = UNSET,
+          keep_steps_every: Any = UNSET, min_age: Any = UNSET, keep: tuple[str, ...] = (), scan: bool = False,
+          dry_run: bool = False, now: float | None = None, storage: Storage | None = None, policy_file: bool = True,
+          clean_temp: bool = False, lock_timeout: float | None = 0.0, best: Any = None,
           progress: Callable[[int, int], None] | None = None) -> PruneResult:
     """Apply retention to ``directory`` (see the module docstring for the safety rules).
 
-    ``max_to_keep`` None or 0 keeps every checkpoint in the state; ``min_age`` is in
-    seconds; ``keep`` names checkpoints never deleted, in any CHECKPOINT form (one that
-    names no checkpoint of DIR is an error). With ``policy_file`` DIR's ``.ckptool.toml``
-    overrides these (its pins add up); a file that does not parse stops the run before
-    anything is deleted. ``lock_timeout``: seconds to wait for the directory lock.
+    ``max_to_keep`` None or 0 keeps every checkpoint in the state (default 5); ``min_age`` is
+    in seconds; ``keep`` names checkpoints never deleted, in any CHECKPOINT form (one that
+    names no checkpoint of DIR is an error). Precedence (io/policy.resolve_policy): an argument
+    given beats DIR's ``.ckptool.toml`` (with ``policy_file``), which beats the default; pins
+    add up. A file that does not parse stops the run before anything is deleted.
+    ``lock_timeout``: seconds to wait for the directory lock.
     ``progress(checkpoints_deleted, to_delete)`` as checkpoints are deleted.
     """
     storage, directory = _directory(storage, directory)
-    if max_to_keep is not None and max_to_keep < 0:
-        raise CkptError(f"max_to_keep must be >= 0, not {max_to_keep}")
-    if keep_steps_every is not None and keep_steps_every <= 0:
-        raise CkptError(f"keep_steps_every must be > 0, not {keep_steps_every}")
     now = time.time() if now is None else now
-    pol: dict[str, Any] = {"max_to_keep": max_to_keep, "keep_every_n_hours": keep_every_n_hours,
-           "keep_steps_every": keep_steps_every, "min_age": min_age, "keep": []}
-    if best is not None:  # keep-best (a ckptool.ops.retain.keep_best.BestSpec): the flags, as the others
-        pol.update(keep_best=best.n, metric=best.metric, mode=best.mode, metrics=best.metrics)
+    pol, explicit = policy_values(max_to_keep, keep_every_n_hours, keep_steps_every, min_age, (), best)
+    sources = {k: FLAG if k in explicit else DEFAULT for k in pol}
     if policy_file:
         if not storage.isdir(directory):
             raise MissingError(f"{directory}: no such directory")
-        pol, _ = effective_policy(directory, directory, pol, storage)
+        eff = resolve_policy(directory, directory, pol, storage, explicit)
+        pol, sources = eff.policy, eff.sources
     with open_dir(storage, directory) as d:
-        return prune_open(storage, d, pol, now=now, dry_run=dry_run, scan_all=scan, clean_temp=clean_temp,
-                          pins=tuple(keep), strict_pins=True, lock_timeout=lock_timeout, progress=progress)
+        res = prune_open(storage, d, pol, now=now, dry_run=dry_run, scan_all=scan, clean_temp=clean_temp,
+                         pins=tuple(keep), strict_pins=True, lock_timeout=lock_timeout, progress=progress)
+    res.sources = sources
+    return res
 
 
 def prune_open(storage, d, pol: dict, *, now: float, dry_run: bool, scan_all: bool, clean_temp: bool = False,
@@ -276,9 +305,12 @@ def record_save(directory: str, prefix: str, *, max_to_keep: int | None, keep_ev
     base = storage.basename(prefix)
     if storage.dirname(prefix) and not storage.same_dir(storage.dirname(prefix), directory or "."):
         raise CkptError(f"{prefix}: not in {directory}; cannot record it in that state file")
+    given = {k: v for k, v in (("max_to_keep", max_to_keep), ("keep_every_n_hours", keep_every_n_hours))
+             if v is not None}  # an argument given beats the policy file (io/policy.resolve_policy)
     pol, _ = effective_policy(directory, directory, {"max_to_keep": max_to_keep,
                                                      "keep_every_n_hours": keep_every_n_hours,
-                                                     "keep_steps_every": None, "min_age": None, "keep": []}, storage)
+                                                     "keep_steps_every": None, "min_age": None, "keep": []}, storage,
+                              explicit=given)
     with open_dir(storage, directory) as d:
         policy = R.Policy(pol["max_to_keep"] or None, pol["keep_every_n_hours"] or None, pol["keep_steps_every"],
                           pol["min_age"])
@@ -295,6 +327,9 @@ __all__ = [
     "RetentionResult",
     "delete_checkpoint",
     "finish_journal",
+    "POLICY_DEFAULTS",
+    "UNSET",
+    "policy_values",
     "prune",
     "prune_open",
     "record_save",
