@@ -5,8 +5,9 @@ normalised spelling; no advisory lock; directories are held by path (:class:`Pat
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ckptool.io.dirfd import PathDir
@@ -38,6 +39,14 @@ class PathCapabilities:
 
         me: Storage = self  # type: ignore[assignment]
         return PathDir(me, path)
+
+    def walk_runs(self, root: str, *, exclude: Iterable[str] = (), scan: bool = False,
+                  one_file_system: bool = False, follow_symlinks: bool = False) -> Iterator[PathDir]:
+        """One listing of every file below ROOT (the store's ``find``); no symlinks, one store."""
+        from ckptool.io.walk import walk_paths
+
+        me: Any = self  # a mixin of a storage that has find()
+        return walk_paths(me, me.find(root), root, exclude=exclude, scan=scan)
 
     def relpath(self, path: str, start: str) -> str:
         p, s = path.rstrip("/"), start.rstrip("/")

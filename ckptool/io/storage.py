@@ -21,7 +21,7 @@ from ckptool.io import atomic
 from ckptool.io.atomic import ANY  # write_bytes_atomic's "whatever the file holds now"
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable, Iterator
     from contextlib import AbstractContextManager
 
     from typing_extensions import Buffer, TypedDict, Unpack
@@ -153,6 +153,11 @@ class Storage(Protocol):
 
     def relpath(self, path: str, start: str) -> str:
         """``path`` relative to the directory ``start`` ("." when they are one)."""
+        ...
+
+    def walk_runs(self, root: str, *, exclude: Iterable[str] = (), scan: bool = False,
+                  one_file_system: bool = False, follow_symlinks: bool = False) -> Iterator[LocalDir | PathDir]:
+        """The run directories below ROOT (ROOT included), each yielded open (:mod:`ckptool.io.walk`)."""
         ...
 
 
@@ -389,6 +394,13 @@ class LocalStorage:
 
     def relpath(self, path: str, start: str) -> str:
         return os.path.relpath(path or ".", start or ".")
+
+    def walk_runs(self, root: str, *, exclude: Iterable[str] = (), scan: bool = False,
+                  one_file_system: bool = False, follow_symlinks: bool = False) -> Iterator[LocalDir]:
+        from ckptool.io.walk import walk_local
+
+        return walk_local(root, exclude=exclude, scan=scan, one_file_system=one_file_system,
+                          follow_symlinks=follow_symlinks)
 
 
 LOCAL = LocalStorage()
