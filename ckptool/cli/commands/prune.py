@@ -25,7 +25,7 @@ def _duration(ctx, param, value):
 @click.argument("directory", metavar="DIR", type=click.Path(file_okay=False))
 @click.option("--max-to-keep", type=click.IntRange(min=0), default=5, show_default=True, metavar="K",
               help="Keep the K newest checkpoints of the state file (0 keeps all), as "
-                   "CheckpointManager(max_to_keep=K) / Saver(max_to_keep=K).")
+                   "CheckpointManager(max_to_keep=K) / Saver(max_to_keep=K). Given, it beats .ckptool.toml.")
 @click.option("--keep-every-n-hours", type=click.FloatRange(min=0, min_open=True), default=None, metavar="H",
               help="Of those rotated out, preserve one every H hours (kept on disk, dropped from the "
                    "state file), as keep_checkpoint_every_n_hours. Default: none (CheckpointManager's).")
@@ -43,10 +43,12 @@ def _duration(ctx, param, value):
                    "state file's; the policy is applied over the whole history, ordered by step then age.")
 @click.option("-r", "--recursive", is_flag=True,
               help="DIR is a ROOT: prune every directory below it holding a 'checkpoint' state file "
-                   "(with --scan, any *.index too), each with its effective policy: these flags, "
-                   "overridden by the nearest .ckptool.toml from ROOT down (max_to_keep, "
-                   "keep_every_n_hours, keep_steps_every, min_age, keep = [names]). Symlinked "
-                   "directories are not followed; a failing directory is reported and the rest run.")
+                   "(with --scan, any *.index too), each with its effective policy: the flags given, "
+                   "then the nearest .ckptool.toml from ROOT down (max_to_keep, keep_every_n_hours, "
+                   "keep_steps_every, min_age, keep = [names]), then the defaults. Without a policy "
+                   "flag only runs with a .ckptool.toml at or above them are pruned; the others are "
+                   "listed as 'no policy' and left alone. Symlinked directories are not followed; a "
+                   "failing directory is reported and the rest run.")
 @click.option("--exclude", multiple=True, metavar="GLOB",
               help="With --recursive: skip directories whose path below ROOT (or name) matches GLOB. "
                    "Repeatable.")
@@ -55,8 +57,11 @@ def _duration(ctx, param, value):
 @click.option("--follow-symlinks", is_flag=True,
               help="With --recursive: descend into symlinked directories too (each directory once).")
 @click.option("--clean-temp", is_flag=True,
-              help="Also delete temporary files of killed writers (*.tempstate*, *.tmp*, *_temp* "
-                   "staging directories) older than an hour; never while a writer holds the lock.")
+              help="Also delete the temporary files of killed writers older than an hour, never while a "
+                   "writer holds the lock; exactly: P.index.tempstateN, P.data-NNNNN-of-NNNNN.tempstateN, "
+                   "checkpoint.tmpHEX, ckptool's own temporaries, and a directory named exactly P_temp or "
+                   "P_temp_<32 hex> holding only TF's part-* files. Nothing else (softmax_temp_0.5/, "
+                   "hparams.tmpl and a checkpoint named model_temp-3 are ordinary).")
 @best_options  # keep-best
 @click.option("-n", "--dry-run", is_flag=True, help="Show the plan; change nothing.")
 @json_option('Print {"kept": [...], "deleted": [...], "preserved": [...], "reasons": {...}, '
@@ -74,21 +79,33 @@ def command(directory: str, max_to_keep: int, keep_every_n_hours: float | None, 
     out is preserved if --keep-every-n-hours says so, else deleted with its
     own files (PREFIX.index, PREFIX.data-NNNNN-of-NNNNN, PREFIX.meta; for V1
     the file PREFIX or its shards) and nothing else: PREFIX.json,
-    PREFIX.notes.txt or PREFIX.index.bak beside it stay. DIR/.ckptool.toml
-    applies as with --recursive; one that does not parse stops the run.
-    --keep-steps-every, --min-age and --keep add protection (the union of the
-    rules keeps a checkpoint).
+    PREFIX.notes.txt or PREFIX.index.bak beside it stay; a V1 file only when
+    it parses as one; names compared literally.
+
+    Precedence, as git and restic: a flag given beats DIR/.ckptool.toml,
+    which beats the default (max_to_keep 5); --dry-run and -v print where
+    each setting came from (flag, the file, default). A .ckptool.toml that
+    does not parse stops the run. --keep-steps-every, --min-age and --keep
+    add protection (the union of the rules keeps a checkpoint). Kept means
+    kept: a checkpoint kept beyond the newest K by --keep, --keep-best or
+    --keep-steps-every leaves the state file's list (as TF's every-N-hours
+    keeps do), so the trainer's next save cannot delete it; --scan finds it.
 
     Safe to run from cron: the latest checkpoint is never deleted; a plan that
     would delete every checkpoint is refused; nothing outside DIR is touched
     (state entries with '..', absolute paths elsewhere and symlinks out are
-    left alone with a warning); files being written (*.tempstate*, *.tmp*,
-    *_temp*) are left alone (--clean-temp: those older than an hour go);
-    deletes go through DIR's descriptor, never a path; the state file is rewritten atomically, after re-reading
-    it so that checkpoints a trainer saved meanwhile are kept; an advisory
-    lock (DIR/.ckptool.lock) keeps prunes and saves apart. Nothing is
-    printed when nothing is deleted (-v, --dry-run or --json to see the
-    plan). A file that cannot be deleted is reported, the rest still go.
+    left alone with a warning; paths are compared by identity, through
+    symlinks); temporary files are left alone (--clean-temp: the exact
+    rule above); deletes go through DIR's descriptor, never a path, each
+    checkpoint's index first, after a journal (DIR/.ckptool-prune-pending)
+    names them, so an interrupted prune or rm is finished by the next one;
+    the state file is replaced atomically and only if unchanged since it was
+    re-read, so that checkpoints a trainer saved meanwhile are kept; an
+    advisory lock (DIR/.ckptool.lock) keeps prunes and saves apart; a FIFO
+    or device at the lock, the state file or an index is refused at once.
+    Nothing is printed when nothing is deleted (-v, --dry-run or --json to
+    see the plan). A file that cannot be deleted is reported and its
+    checkpoint is not counted as deleted or freed; the rest still go.
 
     The table says why each checkpoint is kept: latest, max_to_keep,
     every-n-hours, steps-every, min-age, pinned (--keep), best (--keep-best,
