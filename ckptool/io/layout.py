@@ -321,8 +321,10 @@ def locate(path: str, storage: Storage | None = None) -> Located:
 def _locate_prefix(storage: Storage, prefix: str) -> Located | None:
     if storage.isfile(prefix + INDEX_SUFFIX):
         return Located(storage, prefix, V2)
+    if storage.kind(prefix + INDEX_SUFFIX) == "other":  # a FIFO, device or a link to one: refused, unread
+        raise CkptError(f"{prefix}{INDEX_SUFFIX}: not a regular file (a FIFO, socket or device); refusing to read it")
     files = v1_files(storage, prefix)
-    if files and is_v1_table(storage, files[0]):
+    if files:
         return Located(storage, prefix, V1, files)
     return None
 

@@ -7,6 +7,7 @@ directly (positioned reads, atomic renames); other URLs go to fsspec.
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
 import stat
@@ -383,8 +384,10 @@ class LocalStorage:
             st = os.stat(path)
         except (FileNotFoundError, NotADirectoryError):
             return "other" if os.path.islink(path) else None
-        except OSError:
-            return "other"
+        except ValueError:  # a NUL in the path: nothing can be there
+            return None
+        except OSError as exc:
+            return "other" if exc.errno == errno.ELOOP else None  # as isfile: unknown is absent
         return "file" if stat.S_ISREG(st.st_mode) else "dir" if stat.S_ISDIR(st.st_mode) else "other"
 
     def open_dir(self, path: str, follow: bool = True) -> LocalDir:

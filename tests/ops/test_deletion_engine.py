@@ -174,3 +174,15 @@ def test_kept_beyond_max_to_keep_leaves_the_state_list_not_the_disk(tmp_path, ex
     assert len(st.all_model_checkpoint_timestamps) == 2
     r = P.prune(str(d), max_to_keep=2, now=T0 + 20, scan=True, **extra)  # found again by scanning
     assert str(d / "ckpt-2") in r.kept and (d / "ckpt-2.index").exists()
+
+
+def test_every_command_refuses_a_fifo_index_with_one_line(tmp_path, capsys):
+    d = make(tmp_path / "run", [1, 2])
+    os.unlink(d / "ckpt-2.index")
+    os.mkfifo(d / "ckpt-2.index")
+    for argv in (["inspect", d / "ckpt-2"], ["inspect", d], ["list-variables", d / "ckpt-2"], ["rm", d / "ckpt-1"],
+                 ["verify", d / "ckpt-2"], ["prune", d, "--dry-run"]):
+        code, out, err = run(capsys, *argv)
+        lines = err.strip().splitlines()
+        assert code == 1 and len(lines) == 1 and "ckpt-2" in lines[0] and "Traceback" not in err, (argv, err)
+        assert "ckpt-2.index" in out + err
