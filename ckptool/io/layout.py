@@ -118,9 +118,7 @@ def first_entry(storage: Storage, path: str) -> tuple[bytes, bytes] | None:
     except (CkptError, OSError, ValueError):
         return None
     finally:
-        close = getattr(reader, "close", None)
-        if close is not None:
-            close()
+        reader.close()
 
 
 def is_index(storage: Storage, path: str) -> bool:

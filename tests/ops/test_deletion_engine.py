@@ -186,3 +186,15 @@ def test_every_command_refuses_a_fifo_index_with_one_line(tmp_path, capsys):
         lines = err.strip().splitlines()
         assert code == 1 and len(lines) == 1 and "ckpt-2" in lines[0] and "Traceback" not in err, (argv, err)
         assert "ckpt-2.index" in out + err
+
+
+def test_rm_never_deletes_a_text_file_named_like_the_checkpoint(tmp_path, capsys):
+    d = make(tmp_path / "run", [1, 2])
+    (d / "ckpt-1").write_text("my notes about ckpt-1\n")
+    (d / "ckpt-1.notes.txt").write_text("n")
+    res = rm([str(d / "ckpt-1")])
+    assert sorted(os.path.basename(f) for f in res.removed[0].files) == ["ckpt-1.data-00000-of-00001", "ckpt-1.index"]
+    assert (d / "ckpt-1").read_text() == "my notes about ckpt-1\n" and (d / "ckpt-1.notes.txt").exists()
+    (d / "notes").write_text("not a checkpoint")
+    code, out, err = run(capsys, "rm", d / "notes")
+    assert code == 1 and (d / "notes").exists()

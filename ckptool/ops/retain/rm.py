@@ -216,7 +216,11 @@ def _apply(g: _Group, h: LocalDir | PathDir, plan: _Plan, force: bool, dry_run: 
             plan = _plan_state(storage, d, st, listing, g.targets, force)
             return plan.new
 
-        applied = update_state(h, compute, "rm")  # (2)
+        try:
+            applied = update_state(h, compute, "rm")  # (2)
+        except RefusedError:
+            end_journal(h, [])  # nothing deleted: nothing for a later run to finish
+            raise
         status = "none" if raw is None and applied is KEEP else "unchanged" if applied is KEEP else \
             "removed" if applied is None else "updated"
     out.directories.append(DirChange(d, plan.before, plan.after, status))
