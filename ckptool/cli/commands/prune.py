@@ -65,7 +65,8 @@ def _duration(ctx, param, value):
 @best_options  # keep-best
 @click.option("-n", "--dry-run", is_flag=True, help="Show the plan; change nothing.")
 @json_option('Print {"kept": [...], "deleted": [...], "preserved": [...], "reasons": {...}, '
-             '"bytes_freed": N, "best": {...} (--keep-best), ...} as JSON.')
+             '"bytes_freed": N, "best": {...} (--keep-best), "policy_sources": {setting: "flag" | FILE | '
+             '"default"}, ...} as JSON (with --recursive, a run left alone: {"no_policy": true}).')
 def command(directory: str, max_to_keep: int, keep_every_n_hours: float | None, keep_steps_every: int | None,
             min_age: float | None, pinned: tuple[str, ...], scan: bool, recursive: bool, exclude: tuple[str, ...],
             one_file_system: bool, follow_symlinks: bool, clean_temp: bool, dry_run: bool, as_json: bool,
@@ -174,7 +175,7 @@ def render_sources(result, prefix: str = "") -> None:
         if key not in result.sources:
             continue
         value = policy.get(key)
-        shown = ", ".join(value) if isinstance(value, list) else "none" if value in (None, []) else value
+        shown = (", ".join(value) or "none") if isinstance(value, list) else "none" if value is None else value
         note(f"{prefix}policy: {key} = {escape(str(shown))}  ({escape(result.sources[key])})")
 
 
@@ -218,8 +219,9 @@ def _recursive(root, given, pinned, scan, exclude, dry_run, as_json, prune_tree,
         for r in [head] + rows:
             click.echo("  ".join([r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:], widths[1:])]))
     if tree.no_policy and not as_json and (dry_run or verbose()):
-        note(f"{len(tree.no_policy)} runs have no .ckptool.toml at or above them and no policy flag was given: "
-             f"left alone")
+        n = len(tree.no_policy)
+        note(f"{n} run{'s' if n != 1 else ''} with no .ckptool.toml at or above {'them' if n != 1 else 'it'} and "
+             f"no policy flag given: left alone")
     if (dry_run or verbose()) and not as_json:
         for d, r in tree.runs.items():
             render_sources(r, prefix=f"{escape(d)}: ")

@@ -274,6 +274,8 @@ class PruneResult:
                "last_preserved_timestamp": finite(self.last_preserved_timestamp) or None, "policy": dict(self.policy)}
         if self.best is not None:  # keep-best
             doc["best"] = self.best
+        if self.sources:  # where each setting came from: "flag", "default" or a .ckptool.toml's path
+            doc["policy_sources"] = dict(self.sources)
         return doc
 
 
