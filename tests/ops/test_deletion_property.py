@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import ckptool
 from ckptool.errors import CkptWarning
-from ckptool.io.state import read_state, resolve
+from ckptool.io.state import CheckpointState, read_state, resolve, write_state
 from ckptool.ops.retain import fleet as F
 from ckptool.ops.retain import prune as P
 from ckptool.ops.retain.rm import rm
@@ -29,12 +29,13 @@ PIECES = ["a", "b", "model", "ckpt", "_temp", ".tmp", "[", "]", "*", "?", " ", "
 names = st.lists(st.sampled_from(PIECES), min_size=1, max_size=5).map("".join).filter(
     lambda n: n not in (".", "..") and not n.startswith(".") and len(n.encode()) < 60)
 
-runs = st.lists(st.tuples(names, names, st.lists(st.integers(1, 40), min_size=1, max_size=5, unique=True)),
+runs = st.lists(st.tuples(names, names, st.lists(st.integers(1, 40), min_size=1, max_size=5, unique=True),
+                          st.booleans()),  # the state file's paths absolute (TF1 Saver's default)
                 min_size=1, max_size=3, unique_by=lambda r: r[0])
 ops = st.one_of(
-    st.tuples(st.just("prune"), st.integers(1, 4), st.booleans()),
-    st.tuples(st.just("rm"), st.integers(0, 10), st.booleans()),
-    st.tuples(st.just("recursive"), st.integers(1, 4), st.booleans()),
+    st.tuples(st.just("prune"), st.integers(1, 4), st.booleans(), st.booleans()),  # (.., clean_temp, via a link)
+    st.tuples(st.just("rm"), st.integers(0, 10), st.booleans(), st.booleans()),  # (.., force, via a link)
+    st.tuples(st.just("recursive"), st.integers(1, 4), st.booleans(), st.just(False)),
 )
 
 
@@ -50,7 +51,7 @@ def _build(root, spec):
     """The tree, and the model: per run its checkpoints (prefix -> files) in step order, its
     genuine temporaries (with everything below them), and the user files that must stay."""
     model = []
-    for run_name, ck_name, steps in spec:
+    for run_name, ck_name, steps, absolute in spec:
         d = os.path.join(root, run_name)
         os.makedirs(d)
         steps = sorted(steps)
@@ -61,6 +62,11 @@ def _build(root, spec):
             P.record_save(d, os.path.join(d, prefix), max_to_keep=None, keep_every_n_hours=None, now=T0 + i)
             cks[prefix] = {os.path.join(run_name, n) for n in os.listdir(d)
                            if n in (prefix + ".index", prefix + ".data-00000-of-00001")}
+        if absolute:
+            st_ = read_state(d)
+            write_state(d, CheckpointState(os.path.join(d, st_.model_checkpoint_path),
+                                           [os.path.join(d, p) for p in st_.all_model_checkpoint_paths],
+                                           st_.all_model_checkpoint_timestamps, st_.last_preserved_timestamp))
         first = f"{ck_name}-{steps[0]}"
         user = {f"{first}.notes.txt": b"n", f"{first}.index.bak": b"b", "hparams.tmpl": b"h",
                 f"{first}.tempstate12": b"t", "notes.tmp": b"x", f"{ck_name}-{steps[-1] + 1}.index.tmp1": b"y"}
@@ -105,17 +111,24 @@ def _dropped_by_count(run, k):
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(spec=runs, op=ops)
 def test_deletion_removes_exactly_the_dropped_checkpoints_and_genuine_temporaries(spec, op):
-    root = tempfile.mkdtemp()
+    top = tempfile.mkdtemp()
+    root = os.path.join(top, "root")
+    os.mkdir(root)
+    os.symlink(root, os.path.join(top, "link"))  # the same tree reached through a symlink
     try:
         model = _build(root, spec)
         before = _all(root)
         expected_gone: set[str] = set()
-        kind, n, flag = op
+        kind, n, flag, via_link = op
+
+        def where(run):
+            return os.path.join(top, "link", run["run"]) if via_link else run["dir"]
+
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", CkptWarning)
             if kind == "prune":
                 run = model[n % len(model)]
-                P.prune(run["dir"], max_to_keep=n, clean_temp=flag, now=NOW)
+                P.prune(where(run), max_to_keep=n, clean_temp=flag, now=NOW)
                 for p in _dropped_by_count(run, n):
                     expected_gone |= run["cks"][p]
                 if flag:
@@ -127,12 +140,12 @@ def test_deletion_removes_exactly_the_dropped_checkpoints_and_genuine_temporarie
                 latest = victim == prefixes[-1]
                 if latest and not flag:
                     try:
-                        rm([os.path.join(run["dir"], victim)])
+                        rm([os.path.join(where(run), victim)])
                         raise AssertionError("rm deleted the latest without --force")
                     except ckptool.errors.RefusedError:
                         pass
                 else:
-                    rm([os.path.join(run["dir"], victim)], force=flag)
+                    rm([os.path.join(where(run), victim)], force=flag)
                     expected_gone |= run["cks"][victim]
                     if len(prefixes) == 1:  # no checkpoint left: the state file goes too (as documented)
                         expected_gone.add(os.path.join(run["run"], "checkpoint"))
@@ -153,4 +166,4 @@ def test_deletion_removes_exactly_the_dropped_checkpoints_and_genuine_temporarie
             for p in st_.all_model_checkpoint_paths + [st_.model_checkpoint_path]:
                 assert os.path.isfile(resolve(run["dir"], p) + ".index"), (op, p)
     finally:
-        shutil.rmtree(root)
+        shutil.rmtree(top)
