@@ -7,7 +7,6 @@ directly (positioned reads, atomic renames); other URLs go to fsspec.
 
 from __future__ import annotations
 
-import errno
 import fnmatch
 import os
 import stat
@@ -20,6 +19,7 @@ from ckptool.errors import CkptError, MissingError
 from ckptool.format.table import PositionedReader
 from ckptool.io import atomic
 from ckptool.io.atomic import ANY  # write_bytes_atomic's "whatever the file holds now"
+from ckptool.io.localcaps import LocalCapabilities  # the deletion capabilities (issue 27)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
@@ -225,7 +225,7 @@ def raise_truncated(path: str, offset: int, want: int, got: int) -> NoReturn:
     )
 
 
-class LocalStorage:
+class LocalStorage(LocalCapabilities):
     """The local file system."""
 
     sep = os.sep
@@ -367,43 +367,6 @@ class LocalStorage:
             return self.read_bytes(path)
         except MissingError:
             return None
-
-    # -- deletion capabilities (issue 27, helper "deletion")
-
-    def same_dir(self, a: str, b: str) -> bool:
-        try:
-            return os.path.samefile(a or ".", b or ".")
-        except OSError:
-            return self.path_key(a) == self.path_key(b)
-
-    def path_key(self, path: str) -> str:
-        return os.path.realpath(path or ".")
-
-    def kind(self, path: str) -> str | None:
-        try:
-            st = os.stat(path)
-        except (FileNotFoundError, NotADirectoryError):
-            return "other" if os.path.islink(path) else None
-        except ValueError:  # a NUL in the path: nothing can be there
-            return None
-        except OSError as exc:
-            return "other" if exc.errno == errno.ELOOP else None  # as isfile: unknown is absent
-        return "file" if stat.S_ISREG(st.st_mode) else "dir" if stat.S_ISDIR(st.st_mode) else "other"
-
-    def open_dir(self, path: str, follow: bool = True) -> LocalDir:
-        from ckptool.io.dirfd import LocalDir
-
-        return LocalDir(path, follow)
-
-    def relpath(self, path: str, start: str) -> str:
-        return os.path.relpath(path or ".", start or ".")
-
-    def walk_runs(self, root: str, *, exclude: Iterable[str] = (), scan: bool = False,
-                  one_file_system: bool = False, follow_symlinks: bool = False) -> Iterator[LocalDir]:
-        from ckptool.io.walk import walk_local
-
-        return walk_local(root, exclude=exclude, scan=scan, one_file_system=one_file_system,
-                          follow_symlinks=follow_symlinks)
 
 
 LOCAL = LocalStorage()
