@@ -53,13 +53,13 @@ def find_runs(root: str, *, exclude: tuple[str, ...] = (), scan: bool = False, s
 @dataclass
 class TreeResult:
     root: str
-    runs: dict = field(default_factory=dict)  # directory -> PruneResult
-    errors: dict = field(default_factory=dict)  # directory -> message
+    runs: dict[str, PruneResult] = field(default_factory=dict)  # directory -> PruneResult
+    errors: dict[str, str] = field(default_factory=dict)  # directory -> message
     dry_run: bool = False
     no_policy: list[str] = field(default_factory=list)  # runs left alone: no policy flag, no .ckptool.toml
 
-    def to_json(self) -> dict:
-        runs = []  # an array of per-directory objects, as du's "directories"
+    def to_json(self) -> dict[str, Any]:
+        runs: list[dict[str, Any]] = []  # an array of per-directory objects, as du's "directories"
         for r in self.runs.values():
             doc = r.to_json()
             doc["counts"] = {"kept": len(r.kept), "deleted": len(r.deleted), "preserved": len(r.preserved)}
@@ -69,7 +69,7 @@ class TreeResult:
         runs += [{"directory": d, "error": None, "no_policy": True} for d in self.no_policy]  # left alone
         return {"root": self.root, "dry_run": self.dry_run, "directories": runs, "total": self.total()}
 
-    def total(self) -> dict:
+    def total(self) -> dict[str, int]:
         rs = list(self.runs.values())
         return {"directories": len(rs) + len(self.errors), "failed": len(self.errors),
                 "kept": sum(len(r.kept) for r in rs), "deleted": sum(len(r.deleted) for r in rs),

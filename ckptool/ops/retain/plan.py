@@ -279,7 +279,7 @@ class PruneResult:
         return doc
 
 
-def finite(x):
+def finite(x: object) -> float | int | None:
     """JSON has no NaN or infinity: such timestamps (a hostile state file) show as null."""
     import math
 

@@ -69,11 +69,12 @@ def _disk_full(exc: BaseException) -> bool:
     return isinstance(cause, OSError) and cause.errno in _FULL
 
 
-def _disp(storage, directory: str, base: str) -> str:
+def _disp(storage: Storage, directory: str, base: str) -> str:
     return storage.join(directory, base) if directory else base
 
 
-def _pins(storage, directory: str, pins, listing: DirListing, state: CheckpointState | None, strict: bool):
+def _pins(storage: Storage, directory: str, pins: tuple[str, ...], listing: DirListing,
+          state: CheckpointState | None, strict: bool) -> frozenset[str]:
     """Pins as base names; every CHECKPOINT form names one (``ckpt-2``, ``DIR/ckpt-2``,
     ``ckpt-2.index``, an absolute path). With ``strict`` a pin that names no checkpoint of
     DIR is an error."""
@@ -210,7 +211,7 @@ def _delete_all(d: Dir, listing: DirListing, decision: R.Decision, res: PruneRes
     return done, left
 
 
-def _directory(storage, directory: str):
+def _directory(storage: Storage | None, directory: str) -> tuple[Storage, str]:
     if storage is None:
         storage, directory = storage_for(directory)
     if directory != "/" and directory.endswith("/") and "://" not in directory:
@@ -280,9 +281,9 @@ def prune(directory: str, *, max_to_keep: Any = UNSET, keep_every_n_hours: Any =
     return res
 
 
-def prune_open(storage, d, pol: dict, *, now: float, dry_run: bool, scan_all: bool, clean_temp: bool = False,
-               pins=(), strict_pins: bool = False, lock_timeout: float | None = 0.0,
-               progress: Callable[[int, int], None] | None = None) -> PruneResult:
+def prune_open(storage: Storage, d: Dir, pol: dict[str, Any], *, now: float, dry_run: bool, scan_all: bool,
+               clean_temp: bool = False, pins: tuple[str, ...] = (), strict_pins: bool = False,
+               lock_timeout: float | None = 0.0, progress: Callable[[int, int], None] | None = None) -> PruneResult:
     """Prune the open directory ``d`` with the policy dict ``pol`` (the keys of a policy
     file; its ``keep`` pins are lenient), under the directory lock unless ``dry_run``."""
     policy = R.Policy(pol.get("max_to_keep") or None, pol.get("keep_every_n_hours") or None,
@@ -295,7 +296,8 @@ def prune_open(storage, d, pol: dict, *, now: float, dry_run: bool, scan_all: bo
 
 
 def record_save(directory: str, prefix: str, *, max_to_keep: int | None, keep_every_n_hours: float | None,
-                now: float | None = None, storage=None, lock_timeout: float | None = DEFAULT_TIMEOUT) -> PruneResult:
+                now: float | None = None, storage: Storage | None = None,
+                lock_timeout: float | None = DEFAULT_TIMEOUT) -> PruneResult:
     """After saving ``prefix`` (a checkpoint in ``directory``): record it in the state file and
     apply retention, as ``tf.train.CheckpointManager.save`` does (relative paths, timestamps,
     last_preserved_timestamp). No retention unless a policy is given (arguments or the

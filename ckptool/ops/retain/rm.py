@@ -66,7 +66,7 @@ class DirChange:
     latest_after: str | None
     state_file: str  # "updated", "removed", "unchanged", "none" (there is none)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"directory": self.directory, "latest_before": self.latest_before,
                 "latest_after": self.latest_after, "state_file": self.state_file}
 
@@ -83,7 +83,7 @@ class RmResult:
     def bytes_freed(self) -> int:
         return sum(r.bytes for r in self.removed)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"removed": [r.to_json() for r in self.removed], "directories": [d.to_json() for d in self.directories],
                 "bytes_freed": self.bytes_freed, "dry_run": self.dry_run, "failed": list(self.failed),
                 "not_removed": list(self.not_removed)}

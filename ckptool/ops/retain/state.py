@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, MissingError
 from ckptool.io.layout import checkpoint_exists, resolve_recorded, step_of
@@ -31,7 +31,7 @@ def _storage(directory: str, storage: Storage | None) -> tuple[Storage, str]:
     return storage, directory
 
 
-def state_document(directory: str, state: CheckpointState, storage=LOCAL) -> dict:
+def state_document(directory: str, state: CheckpointState, storage: Storage = LOCAL) -> dict[str, Any]:
     """The state as a JSON-able dict, each entry with its existence on disk (a moved
     directory's absolute paths resolve to the checkpoint of the same name here)."""
     entries = []
@@ -51,7 +51,7 @@ def state_document(directory: str, state: CheckpointState, storage=LOCAL) -> dic
             "last_preserved_timestamp": finite(state.last_preserved_timestamp) or None, "entries": entries}
 
 
-def show_state(directory: str, storage=None) -> dict:
+def show_state(directory: str, storage: Storage | None = None) -> dict[str, Any]:
     """The state file of DIR as :func:`state_document`."""
     storage, directory = _storage(directory, storage)
     state = read_state(directory, storage)
