@@ -17,71 +17,30 @@ from dataclasses import dataclass
 
 from ckptool.errors import CkptError, CkptWarning, CorruptError, MissingError
 from ckptool.format.bundle import HEADER_KEY, INDEX_SUFFIX, parse_header
-from ckptool.io.names import (  # the name rules, re-exported: layout is their one entry point
-    DATA as DATA,
-)
-from ckptool.io.names import (
-    INDEX as INDEX,
-)
-from ckptool.io.names import (
-    META as META,
-)
-from ckptool.io.names import (
-    META_SUFFIX as META_SUFFIX,
-)
-from ckptool.io.names import (
-    OWN_FILES as OWN_FILES,
-)
-from ckptool.io.names import (
-    STAGING_PART_RE as STAGING_PART_RE,
-)
-from ckptool.io.names import (
-    STAGING_RE as STAGING_RE,
-)
-from ckptool.io.names import (
-    STEP_RE as STEP_RE,
-)
-from ckptool.io.names import (
-    TEMPSTATE_RE as TEMPSTATE_RE,
-)
-from ckptool.io.names import (
-    TMP_RE as TMP_RE,
-)
-from ckptool.io.names import (
-    V1_FILE as V1_FILE,
-)
-from ckptool.io.names import (
-    V1_SHARD_RE as V1_SHARD_RE,
-)
-from ckptool.io.names import (
-    basename_any as basename_any,
-)
-from ckptool.io.names import (
-    file_role as file_role,
-)
-from ckptool.io.names import (
-    is_staging_dir as is_staging_dir,
-)
-from ckptool.io.names import (
-    is_temp as is_temp,
-)
-from ckptool.io.names import (
-    meta_graph_filename as meta_graph_filename,
-)
-from ckptool.io.names import (
-    owns as owns,
-)
-from ckptool.io.names import (
-    staging_owner as staging_owner,
-)
-from ckptool.io.names import (
-    step_of as step_of,
-)
-from ckptool.io.names import (
-    strip_file_suffix as strip_file_suffix,
-)
-from ckptool.io.names import (
-    temp_owner as temp_owner,
+from ckptool.io.names import (  # the name rules: re-exported (__all__), layout is their one entry point
+    DATA,
+    INDEX,
+    META,
+    META_SUFFIX,
+    OWN_FILES,
+    STAGING_PART_RE,
+    STAGING_RE,
+    STEP_RE,
+    TEMPSTATE_RE,
+    TMP_RE,
+    V1_FILE,
+    V1_SHARD_RE,
+    basename_any,
+    file_role,
+    is_staging_dir,
+    is_temp,
+    meta_graph_filename,
+    owns,
+    prefix_of_dir,
+    staging_owner,
+    step_of,
+    strip_file_suffix,
+    temp_owner,
 )
 from ckptool.io.storage import Storage
 
@@ -382,3 +341,46 @@ def _not_found_message(storage: Storage, path: str) -> str:
     if storage.exists(path):
         return f"{path}: not a checkpoint (no {base}{INDEX_SUFFIX} beside it, not a V1 checkpoint file){hint}"
     return f"{path}: no checkpoint found (no {path}{INDEX_SUFFIX}){hint}"
+
+
+__all__ = [
+    "DATA",
+    "INDEX",
+    "Located",
+    "META",
+    "META_SUFFIX",
+    "OWN_FILES",
+    "Recorded",
+    "STAGING_PART_RE",
+    "STAGING_RE",
+    "STEP_RE",
+    "TEMPSTATE_RE",
+    "TMP_RE",
+    "V1",
+    "V1_FILE",
+    "V1_SHARD_RE",
+    "V2",
+    "basename_any",
+    "checkpoint_exists",
+    "checkpoint_files",
+    "data_shards",
+    "file_role",
+    "first_entry",
+    "is_index",
+    "is_staging_dir",
+    "is_temp",
+    "is_v1_table",
+    "list_checkpoints",
+    "list_v1_checkpoints",
+    "locate",
+    "meta_graph_filename",
+    "names_in",
+    "owns",
+    "prefix_of_dir",
+    "resolve_recorded",
+    "staging_owner",
+    "step_of",
+    "strip_file_suffix",
+    "temp_owner",
+    "v1_files",
+]

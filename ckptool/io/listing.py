@@ -138,18 +138,12 @@ def scan(d: LocalDir | PathDir) -> DirListing:
     if storage is LOCAL and "://" in (d.path or ""):
         storage = storage_for(d.path)[0]
     roles: dict[str, tuple[str, str]] = {}
+    temp_like: list[str] = []
     for n in names:
         if n in RESERVED:
             continue
         if L.is_temp(n) or (L.staging_owner(n) is not None and _is_staging(d, n)):
-            info = _info(d, n, real)
-            if info is None:
-                continue
-            if info.is_dir:
-                info.size, newest = _tree_size(d, n)
-                info.mtime = max(info.mtime, newest)
-            out.temps.append(info)
-            out.temp_owner[n] = L.temp_owner(n)
+            temp_like.append(n)
             continue
         role = L.file_role(n)
         if role is not None:
@@ -158,6 +152,19 @@ def scan(d: LocalDir | PathDir) -> DirListing:
             roles[n] = (n, L.V1_FILE)
             out.v1.add(n)
             out.complete.add(n)
+    bases = {base for base, _ in roles.values()}
+    for n in temp_like:  # a temporary of a writer of P only when P is a checkpoint prefix of DIR
+        owner = L.temp_owner(n)
+        if owner is not None and not L.prefix_of_dir(owner, bases):
+            continue  # an ordinary name (other_temp/ beside no checkpoint 'other'): never touched
+        info = _info(d, n, real)
+        if info is None:
+            continue
+        if info.is_dir:
+            info.size, newest = _tree_size(d, n)
+            info.mtime = max(info.mtime, newest)
+        out.temps.append(info)
+        out.temp_owner[n] = owner
     for n, (base, kind) in roles.items():
         if kind == L.INDEX and L.is_index(storage, d.join(n)):
             out.complete.add(base)

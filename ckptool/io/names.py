@@ -18,7 +18,8 @@ STEP_RE = re.compile(r"-(\d+)$")
 #: ckptool's, also ckptool's ``P.meta.tempstate<N>``); TF's ``checkpoint.tmp<hex>``; ckptool's
 #: own ``<file>.tmp<hex>`` / ``<file>.tempstate<N>`` of its state, journal and policy files;
 #: and a staging directory named exactly ``P_temp`` or ``P_temp_<32 hex>`` holding only the
-#: ``part-NNNNN-of-NNNNN`` files of TF's sharded save (:func:`is_staging_dir`).
+#: ``part-NNNNN-of-NNNNN`` files of TF's sharded save (:func:`is_staging_dir`); ``P`` a checkpoint
+#: prefix of that directory (:func:`prefix_of_dir`, which needs the directory's names).
 TEMPSTATE_RE = re.compile(r"^(?P<head>.+)\.tempstate(?P<n>[0-9]+)$")
 TMP_RE = re.compile(r"^(?P<head>.+)\.tmp(?P<hex>[0-9a-f]+)$")
 STAGING_RE = re.compile(r"^(?P<base>.+)_temp(?:_[0-9a-f]{32})?$")
@@ -89,6 +90,20 @@ def is_staging_dir(entries: list[tuple[str, bool]]) -> bool:
     every one a regular file named as a part of TF's sharded save (``part-00000-of-00002.index``,
     ``part-00000-of-00002.data-00000-of-00001``, their ``.tempstate<N>``)."""
     return bool(entries) and all(regular and STAGING_PART_RE.match(n) is not None for n, regular in entries)
+
+
+def prefix_of_dir(prefix: str, bases: set[str]) -> bool:
+    """Whether ``prefix`` is a checkpoint prefix of a directory whose checkpoint files have the
+    bases ``bases``: one of them, or the next step of one of its runs (``ckpt-7`` beside
+    ``ckpt-6``: the killed save of a new step leaves only its temporaries). ``other`` beside no
+    checkpoint ``other`` is none, so ``other_temp/`` is an ordinary directory."""
+    if prefix in bases:
+        return True
+    m = STEP_RE.search(prefix)
+    if m is None or m.start() == 0:
+        return False
+    stem = prefix[: m.start()]
+    return any((bm := STEP_RE.search(b)) is not None and b[: bm.start()] == stem for b in bases)
 
 
 def file_role(name: str) -> tuple[str, str] | None:

@@ -107,6 +107,11 @@ def test_a_text_file_named_like_a_checkpoint_is_nobodys(tmp_path):
 def test_listing_groups_exact_temporaries_only(tmp_path):
     d = tmp_path
     _write(d / "model_temp-3")
+    _write(d / "ckpt-4")  # ckpt-5's temporaries below: the killed save of the next step
+    other = d / "other_temp"  # a staging-shaped directory of no checkpoint 'other': ordinary
+    other.mkdir()
+    (other / "part-00000-of-00001.index").write_bytes(b"i")
+    (d / "nobody.index.tempstate4").write_bytes(b"t")  # no checkpoint 'nobody' here: ordinary
     (d / "softmax_temp_0.5").mkdir()
     (d / "prompt_templates").mkdir()
     (d / "hparams.tmpl").write_text("x")
@@ -122,3 +127,11 @@ def test_listing_groups_exact_temporaries_only(tmp_path):
     assert sorted(f.name for f in listing.temps) == ["ckpt-5.index.tempstate3", st.name]
     assert listing.temp_owner == {"ckpt-5.index.tempstate3": "ckpt-5", st.name: "ckpt-5"}
     assert "model_temp-3" in listing.complete
+
+
+def test_a_temporary_belongs_to_a_checkpoint_prefix_of_the_directory():
+    bases = {"ckpt-4", "ckpt-6", "model", "m_temp-2"}
+    assert L.prefix_of_dir("ckpt-4", bases) and L.prefix_of_dir("ckpt-7", bases)  # a step of the run
+    assert L.prefix_of_dir("model", bases) and L.prefix_of_dir("m_temp-9", bases)
+    for p in ("other", "ckpt", "model-1", "ckp-4", "-4", "ckpt-4x"):
+        assert not L.prefix_of_dir(p, bases), p

@@ -69,12 +69,14 @@ def _build(root, spec):
                                            st_.all_model_checkpoint_timestamps, st_.last_preserved_timestamp))
         first = f"{ck_name}-{steps[0]}"
         user = {f"{first}.notes.txt": b"n", f"{first}.index.bak": b"b", "hparams.tmpl": b"h",
-                f"{first}.tempstate12": b"t", "notes.tmp": b"x", f"{ck_name}-{steps[-1] + 1}.index.tmp1": b"y"}
+                f"{first}.tempstate12": b"t", "notes.tmp": b"x", f"{ck_name}-{steps[-1] + 1}.index.tmp1": b"y",
+                "zz_nobody.index.tempstate4": b"z"}  # a writer's name, but of no checkpoint prefix here
         for n, data in user.items():
             with open(os.path.join(d, n), "wb") as f:
                 f.write(data)
         for sub, inner in ((f"{first}_temp", "notes.txt"), ("softmax_temp_0.5", "part-00000-of-00001.index"),
-                           (f"{ck_name}_temp_x", "part-00000-of-00001.index")):
+                           (f"{ck_name}_temp_x", "part-00000-of-00001.index"),
+                           ("zz_other_temp", "part-00000-of-00001.index")):  # staging-shaped, of no checkpoint
             os.makedirs(os.path.join(d, sub), exist_ok=True)
             with open(os.path.join(d, sub, inner), "wb") as f:
                 f.write(b"u")

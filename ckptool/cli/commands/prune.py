@@ -60,7 +60,8 @@ def _duration(ctx, param, value):
               help="Also delete the temporary files of killed writers older than an hour, never while a "
                    "writer holds the lock; exactly: P.index.tempstateN, P.data-NNNNN-of-NNNNN.tempstateN, "
                    "checkpoint.tmpHEX, ckptool's own temporaries, and a directory named exactly P_temp or "
-                   "P_temp_<32 hex> holding only TF's part-* files. Nothing else (softmax_temp_0.5/, "
+                   "P_temp_<32 hex> holding only TF's part-* files, P a checkpoint of DIR or the next step "
+                   "of one. Nothing else (softmax_temp_0.5/, "
                    "hparams.tmpl and a checkpoint named model_temp-3 are ordinary).")
 @best_options  # keep-best
 @click.option("-n", "--dry-run", is_flag=True, help="Show the plan; change nothing.")

@@ -12,6 +12,7 @@ from ckptool.io.layout import resolve_recorded, step_of
 from ckptool.io.listing import scan
 from ckptool.io.urls import storage_for
 from ckptool.ops.retain.fleet import prune_tree
+from ckptool.ops.retain.plan import state_entries
 from ckptool.ops.retain.prune import UNSET, read_dir_state
 
 
@@ -64,6 +65,10 @@ def du(root: str, *, max_to_keep=UNSET, keep_every_n_hours=UNSET, keep_steps_eve
                     except CkptError:
                         state = None
                 latest = resolve_recorded(storage, d, state.model_checkpoint_path, warn=False).base if state else None
+                if state is not None and len(state.all_model_checkpoint_timestamps) == len(
+                        state.all_model_checkpoint_paths):  # a run with no policy: the state's own times
+                    stamps = {c.base: c.timestamp for c in state_entries(storage, d, state)
+                              if c.base and c.timestamp is not None}
         except CkptError as exc:
             out.append(RunUsage(d, 0, 0, None, None, None, None, str(exc)))
             continue
