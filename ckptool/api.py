@@ -51,7 +51,8 @@ def prune(directory: str, *, dry_run: bool = False, **options: Any) -> PruneResu
     With ``dry_run=True`` nothing changes and the result is the plan. ``options``:
     ``max_to_keep`` (default 5), ``keep_every_n_hours``, ``keep_steps_every``, ``min_age``
     (seconds), ``keep`` (names never deleted), ``clean_temp``, ``policy_file`` (read
-    ``.ckptool.toml``, default True). The result lists ``.kept``, ``.deleted``,
+    ``.ckptool.toml``, default True; an option given beats it, it beats the defaults:
+    ``.sources`` says which). The result lists ``.kept``, ``.deleted``,
     ``.preserved``, ``.reasons`` and ``.bytes_freed``.
 
         >>> ckptool.prune("runs/", max_to_keep=2, dry_run=True).deleted   # the plan

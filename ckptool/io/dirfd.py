@@ -206,6 +206,9 @@ class PathDir:
     def read(self, name: str) -> bytes | None:
         return self.storage.read_if_exists(self.join(name))
 
+    def subdir(self, name: str) -> PathDir:
+        return PathDir(self.storage, self.join(name))
+
     def unlink(self, name: str) -> None:
         self.storage.remove(self.join(name))
 
@@ -224,10 +227,8 @@ class PathDir:
 
 
 def open_dir(storage: Storage, path: str, follow: bool = True) -> LocalDir | PathDir:
-    """DIR held open: by descriptor when local, by path otherwise."""
-    from ckptool.io.storage import LOCAL
-
-    return LocalDir(path, follow) if storage is LOCAL else PathDir(storage, path)
+    """DIR held open: by descriptor when local, by path otherwise (the storage's capability)."""
+    return storage.open_dir(path, follow)
 
 
 __all__ = ["ANY", "LocalDir", "PathDir", "open_dir", "os_error"]

@@ -11,24 +11,40 @@ A checkpoint ``P`` owns exactly: ``P.index``, ``P.data-NNNNN-of-NNNNN``,
 
 from __future__ import annotations
 
-import re
+import posixpath
 import warnings
 from dataclasses import dataclass
 
 from ckptool.errors import CkptError, CkptWarning, CorruptError, MissingError
-from ckptool.format.bundle import DATA_RE, HEADER_KEY, INDEX_SUFFIX, parse_header
+from ckptool.format.bundle import HEADER_KEY, INDEX_SUFFIX, parse_header
+from ckptool.io.names import (  # the name rules: re-exported (__all__), layout is their one entry point
+    DATA,
+    INDEX,
+    META,
+    META_SUFFIX,
+    OWN_FILES,
+    STAGING_PART_RE,
+    STAGING_RE,
+    STEP_RE,
+    TEMPSTATE_RE,
+    TMP_RE,
+    V1_FILE,
+    V1_SHARD_RE,
+    basename_any,
+    file_role,
+    is_staging_dir,
+    is_temp,
+    meta_graph_filename,
+    owns,
+    prefix_of_dir,
+    staging_owner,
+    step_of,
+    strip_file_suffix,
+    temp_owner,
+)
 from ckptool.io.storage import Storage
 
 V2, V1 = "V2", "V1"
-META_SUFFIX = ".meta"
-#: V1 sharded file names and the spec Saver records for them (docs/FORMAT.md §1.1).
-V1_SHARD_RE = re.compile(r"^(?P<base>.*)-(?P<shard>\d{5,}|\?{5})-of-(?P<num>\d{5,})$")
-STEP_RE = re.compile(r"-(\d+)$")
-#: The one set of temporary-file markers: ckptool's and TF's ``.tempstate<N>`` data and
-#: index files, the ``.tmp<hex>`` of an atomic state-file write, TF's ``*_temp*`` staging
-#: directories (sharded saves: ``P_temp/part-*``, ``P_temp_<uuid>/part-*``).
-TEMP_RE = re.compile(r"\.tempstate|\.tmp|_temp")
-INDEX, DATA, META, V1_FILE = "index", "data", "meta", "v1"
 
 
 @dataclass(frozen=True)
@@ -39,87 +55,6 @@ class Located:
     prefix: str
     format: str  # "V2" or "V1"
     v1_files: tuple[str, ...] = ()
-
-
-def step_of(prefix: str) -> int | None:
-    m = STEP_RE.search(prefix.rstrip("/").rsplit("/", 1)[-1])
-    return int(m.group(1)) if m else None
-
-
-def meta_graph_filename(prefix: str) -> str:
-    m = V1_SHARD_RE.match(prefix)
-    return (m.group("base") if m else prefix) + META_SUFFIX
-
-
-# --------------------------------------------------------------------------- names
-
-
-def is_temp(name: str) -> bool:
-    """A temporary file (or staging directory) of a writer, by its name alone."""
-    return TEMP_RE.search(name) is not None
-
-
-def temp_owner(name: str) -> str | None:
-    """The checkpoint base whose writer made the temporary ``name`` (``P.index.tempstate1``,
-    ``P.data-00000-of-00001.tempstate2``, ``P_temp``, ``P_temp_<uuid>``), else None."""
-    m = TEMP_RE.search(name)
-    if m is None:
-        return None
-    head = name[: m.start()]
-    if m.group() == "_temp":
-        return head or None
-    role = file_role(head)
-    return role[0] if role else None
-
-
-def file_role(name: str) -> tuple[str, str] | None:
-    """``(base, kind)`` for a file name that by name alone is one of a checkpoint's
-    (kind ``index``, ``data``, ``meta``, or ``v1`` for a V1 shard, base ``P-?????-of-N``);
-    None for any other name (a V1 single-file checkpoint is known by content only)."""
-    if not name or is_temp(name):
-        return None
-    if name.endswith(INDEX_SUFFIX) and len(name) > len(INDEX_SUFFIX):
-        return name[: -len(INDEX_SUFFIX)], INDEX
-    m = DATA_RE.match(name)
-    if m and m.group("prefix"):
-        return m.group("prefix"), DATA
-    if name.endswith(META_SUFFIX) and len(name) > len(META_SUFFIX):
-        return name[: -len(META_SUFFIX)], META
-    m = V1_SHARD_RE.match(name)
-    if m and m.group("base") and m.group("shard") != "?????":
-        return f"{m.group('base')}-?????-of-{m.group('num')}", V1_FILE
-    return None
-
-
-def owns(base: str, name: str) -> bool:
-    """Whether ``name`` is one of checkpoint ``base``'s files, by name (``base`` itself: V1)."""
-    if name == base:
-        return True
-    role = file_role(name)
-    if role is None:
-        return False
-    if role[1] == META:
-        return role[0] == base or meta_graph_filename(base) == name
-    return role[0] == base
-
-
-def strip_file_suffix(path: str) -> str | None:
-    """The prefix of a path naming one of a checkpoint's files (``.index``, a data shard,
-    ``.meta``), else None."""
-    if path.endswith(INDEX_SUFFIX):
-        return path[: -len(INDEX_SUFFIX)]
-    m = DATA_RE.match(path)
-    if m:
-        return m.group("prefix")
-    if path.endswith(META_SUFFIX):
-        return path[: -len(META_SUFFIX)]
-    return None
-
-
-def basename_any(path: str) -> str:
-    """The last component of a recorded path, '/' or '\\' separated (a state file may come
-    from another OS)."""
-    return re.split(r"[\\/]", path.rstrip("/\\"))[-1]
 
 
 # --------------------------------------------------------------------------- content probes
@@ -142,9 +77,7 @@ def first_entry(storage: Storage, path: str) -> tuple[bytes, bytes] | None:
     except (CkptError, OSError, ValueError):
         return None
     finally:
-        close = getattr(reader, "close", None)
-        if close is not None:
-            close()
+        reader.close()
 
 
 def is_index(storage: Storage, path: str) -> bool:
@@ -182,14 +115,30 @@ def _join(storage: Storage, d: str, name: str) -> str:
     return storage.join(d, name) if d else name
 
 
+def names_in(storage: Storage, directory: str) -> list[str]:
+    """The names in ``directory`` ([] when it cannot be listed); callers match them literally
+    (never a glob built from a prefix: ``ckpt[a]-400`` is an ordinary name)."""
+    try:
+        return storage.listdir(directory or ".")
+    except (CkptError, OSError):
+        return []
+
+
+def data_shards(storage: Storage, prefix: str) -> list[str]:
+    """The names of the data shards ``P.data-NNNNN-of-NNNNN`` beside ``prefix``, matched literally."""
+    d, base = storage.dirname(prefix), storage.basename(prefix)
+    return [n for n in names_in(storage, d) if file_role(n) == (base, DATA)]
+
+
 def v1_files(storage: Storage, prefix: str) -> tuple[str, ...]:
-    """The files of a V1 checkpoint named ``prefix`` (or a ``-?????-of-N`` spec)."""
+    """The files of a V1 checkpoint named ``prefix`` (or a ``-?????-of-N`` spec): a file is
+    one only when it parses as a V1 table (a text file named ``ckpt`` is nobody's)."""
     m = V1_SHARD_RE.match(prefix)
     if m and m.group("shard") == "?????":
         d, base = storage.dirname(prefix), storage.basename(prefix)
-        return tuple(_join(storage, d, n) for n in storage.glob(d, storage.basename(m.group("base")) + "-*")
-                     if file_role(n) == (base, V1_FILE))
-    if storage.isfile(prefix) and file_role(storage.basename(prefix)) is None:
+        shards = [_join(storage, d, n) for n in names_in(storage, d) if file_role(n) == (base, V1_FILE)]
+        return tuple(shards) if shards and is_v1_table(storage, shards[0]) else ()
+    if file_role(storage.basename(prefix)) is None and is_v1_table(storage, prefix):
         return (prefix,)
     return ()
 
@@ -200,13 +149,11 @@ def checkpoint_exists(storage: Storage, prefix: str) -> bool:
 
 
 def checkpoint_files(storage: Storage, prefix: str) -> list[str]:
-    """Every file that belongs to checkpoint ``prefix`` (index, data shards, meta, V1 files);
-    temporary files are not included."""
+    """Every file that belongs to checkpoint ``prefix`` (index, data shards, meta, V1 files that
+    parse as V1 tables); names compared whole (:func:`owns`); temporary files are not included."""
     d, base = storage.dirname(prefix), storage.basename(prefix)
-    stem = V1_SHARD_RE.match(base)
-    glob_base = stem.group("base") if stem and stem.group("shard") == "?????" else base
-    out = [_join(storage, d, n) for n in storage.glob(d, glob_base + "*") if n != base and owns(base, n)]
-    out += [f for f in v1_files(storage, prefix)]
+    out = [_join(storage, d, n) for n in names_in(storage, d) if owns(base, n)]
+    out += list(v1_files(storage, prefix))
     return sorted(set(out))
 
 
@@ -216,12 +163,13 @@ def list_checkpoints(storage: Storage, directory: str, damaged: bool = False) ->
     ``damaged`` (for verification) also lists an ``.index`` that does not parse when a data
     shard of the same prefix lies beside it: a checkpoint, broken, not a stray file."""
     out = []
-    for name in storage.glob(directory, "*" + INDEX_SUFFIX):
+    names = names_in(storage, directory)
+    for name in names:
         role = file_role(name)
         if role is None or role[1] != INDEX:
             continue
         path = _join(storage, directory, name)
-        if is_index(storage, path) or (damaged and storage.glob(directory, role[0] + ".data-*")):
+        if is_index(storage, path) or (damaged and any(file_role(n) == (role[0], DATA) for n in names)):
             out.append(_join(storage, directory, role[0]))
     return out
 
@@ -271,35 +219,30 @@ class Recorded:
 
 
 def resolve_recorded(storage: Storage, directory: str, path: str, warn: bool = True) -> Recorded:
-    """The one moved-directory rule: a recorded path resolves as TF resolves it (relative
-    paths join DIR); an absolute path that is not there, whose basename is a checkpoint in
-    DIR, means the directory moved: that checkpoint, with a warning (unless ``warn`` is
-    False: callers resolving many paths say it once)."""
-    import os
-
+    """The one rule for a path recorded in DIR's state file. Relative: joined to DIR, as TF
+    does. Absolute (TF1 Saver's default): DIR's checkpoint when its directory *is* DIR by
+    identity (through symlinks: :meth:`Storage.same_dir`, never a string compare); else,
+    when DIR holds a checkpoint of the recorded name, that one (a moved or copied run:
+    ``moved``, with one warning unless ``warn`` is False); else not DIR's (``base`` None)."""
     if not path or "\0" in path or "\n" in path:
         return Recorded(path, None)
-    from ckptool.io.storage import LOCAL
-
-    local = storage is LOCAL
     if "://" in path or storage.isabs(path):
-        if local and "://" not in path:
-            full = os.path.normpath(path)
-            if os.path.dirname(full) == os.path.normpath(os.path.abspath(directory or ".")):
-                return Recorded(path, _safe_base(os.path.basename(full)))
-        elif path.startswith(directory.rstrip("/") + "/"):
-            return Recorded(path, _safe_base(path[len(directory.rstrip("/")) + 1:]))
         base = _safe_base(basename_any(path))
-        if base is None or checkpoint_exists(storage, path):
+        if base is None:
             return Recorded(path, None)
-        if checkpoint_exists(storage, _join(storage, directory, base)):
+        head = path.rstrip("/\\")[: -len(base)].rstrip("/\\") or storage.sep
+        if storage.same_dir(head, directory or "."):
+            return Recorded(path, base)
+        here = _join(storage, directory, base)
+        if checkpoint_exists(storage, here):
             if warn:
-                warnings.warn(f"{_join(storage, directory, 'checkpoint')}: {path} does not exist (moved "
-                              f"directory?); using {_join(storage, directory, base)}", CkptWarning, stacklevel=3)
+                why = "names another directory (a copied run?)" if checkpoint_exists(storage, path) else \
+                    "does not exist (moved directory?)"
+                warnings.warn(f"{_join(storage, directory, 'checkpoint')}: {path} {why}; using {here}",
+                              CkptWarning, stacklevel=3)
             return Recorded(path, base, True)
         return Recorded(path, None)
-    norm = os.path.normpath(path) if local else path
-    return Recorded(path, _safe_base(norm))
+    return Recorded(path, _safe_base(posixpath.normpath(path.replace("\\", "/"))))
 
 
 def _safe_base(base: str) -> str | None:
@@ -335,8 +278,10 @@ def locate(path: str, storage: Storage | None = None) -> Located:
 def _locate_prefix(storage: Storage, prefix: str) -> Located | None:
     if storage.isfile(prefix + INDEX_SUFFIX):
         return Located(storage, prefix, V2)
+    if storage.kind(prefix + INDEX_SUFFIX) == "other":  # a FIFO, device or a link to one: refused, unread
+        raise CkptError(f"{prefix}{INDEX_SUFFIX}: not a regular file (a FIFO, socket or device); refusing to read it")
     files = v1_files(storage, prefix)
-    if files and is_v1_table(storage, files[0]):
+    if files:
         return Located(storage, prefix, V1, files)
     return None
 
@@ -396,3 +341,46 @@ def _not_found_message(storage: Storage, path: str) -> str:
     if storage.exists(path):
         return f"{path}: not a checkpoint (no {base}{INDEX_SUFFIX} beside it, not a V1 checkpoint file){hint}"
     return f"{path}: no checkpoint found (no {path}{INDEX_SUFFIX}){hint}"
+
+
+__all__ = [
+    "DATA",
+    "INDEX",
+    "Located",
+    "META",
+    "META_SUFFIX",
+    "OWN_FILES",
+    "Recorded",
+    "STAGING_PART_RE",
+    "STAGING_RE",
+    "STEP_RE",
+    "TEMPSTATE_RE",
+    "TMP_RE",
+    "V1",
+    "V1_FILE",
+    "V1_SHARD_RE",
+    "V2",
+    "basename_any",
+    "checkpoint_exists",
+    "checkpoint_files",
+    "data_shards",
+    "file_role",
+    "first_entry",
+    "is_index",
+    "is_staging_dir",
+    "is_temp",
+    "is_v1_table",
+    "list_checkpoints",
+    "list_v1_checkpoints",
+    "locate",
+    "meta_graph_filename",
+    "names_in",
+    "owns",
+    "prefix_of_dir",
+    "resolve_recorded",
+    "staging_owner",
+    "step_of",
+    "strip_file_suffix",
+    "temp_owner",
+    "v1_files",
+]

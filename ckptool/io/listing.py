@@ -42,6 +42,7 @@ class DirListing:
     temps: list[FileInfo] = field(default_factory=list)
     temp_owner: dict[str, str | None] = field(default_factory=dict)
     real: str = ""
+    special: list[str] = field(default_factory=list)  # names of a checkpoint's files that are no regular file
 
     def mtime(self, base: str) -> float | None:
         """The commit time of checkpoint ``base``: its index's (the V1 file's) mtime."""
@@ -106,6 +107,25 @@ def _tree_size(d: LocalDir | PathDir, name: str) -> tuple[int, float]:
     return total, newest
 
 
+def _is_staging(d: LocalDir | PathDir, name: str) -> bool:
+    """``name`` (``P_temp``, ``P_temp_<hex>``) is a directory holding only the part files of a
+    sharded save (:func:`ckptool.io.layout.is_staging_dir`); symlinks are never followed."""
+    st = d.lstat(name)
+    if st is None or not _stat.S_ISDIR(st.st_mode):
+        return False
+    from ckptool.errors import CkptError
+
+    try:
+        with d.subdir(name) as sub:
+            entries = []
+            for n in sub.names():
+                est = sub.lstat(n)
+                entries.append((n, est is not None and _stat.S_ISREG(est.st_mode)))
+    except (CkptError, OSError):
+        return False
+    return L.is_staging_dir(entries)
+
+
 def scan(d: LocalDir | PathDir) -> DirListing:
     """Group the files of the open directory ``d`` (:mod:`ckptool.io.dirfd`) by checkpoint."""
     from ckptool.io.storage import LOCAL
@@ -118,18 +138,12 @@ def scan(d: LocalDir | PathDir) -> DirListing:
     if storage is LOCAL and "://" in (d.path or ""):
         storage = storage_for(d.path)[0]
     roles: dict[str, tuple[str, str]] = {}
+    temp_like: list[str] = []
     for n in names:
         if n in RESERVED:
             continue
-        if L.is_temp(n):
-            info = _info(d, n, real)
-            if info is None:
-                continue
-            if info.is_dir:
-                info.size, newest = _tree_size(d, n)
-                info.mtime = max(info.mtime, newest)
-            out.temps.append(info)
-            out.temp_owner[n] = L.temp_owner(n)
+        if L.is_temp(n) or (L.staging_owner(n) is not None and _is_staging(d, n)):
+            temp_like.append(n)
             continue
         role = L.file_role(n)
         if role is not None:
@@ -138,6 +152,19 @@ def scan(d: LocalDir | PathDir) -> DirListing:
             roles[n] = (n, L.V1_FILE)
             out.v1.add(n)
             out.complete.add(n)
+    bases = {base for base, _ in roles.values()}
+    for n in temp_like:  # a temporary of a writer of P only when P is a checkpoint prefix of DIR
+        owner = L.temp_owner(n)
+        if owner is not None and not L.prefix_of_dir(owner, bases):
+            continue  # an ordinary name (other_temp/ beside no checkpoint 'other'): never touched
+        info = _info(d, n, real)
+        if info is None:
+            continue
+        if info.is_dir:
+            info.size, newest = _tree_size(d, n)
+            info.mtime = max(info.mtime, newest)
+        out.temps.append(info)
+        out.temp_owner[n] = owner
     for n, (base, kind) in roles.items():
         if kind == L.INDEX and L.is_index(storage, d.join(n)):
             out.complete.add(base)
@@ -153,8 +180,11 @@ def scan(d: LocalDir | PathDir) -> DirListing:
             if sharded:
                 base = sharded[0]
         info = _info(d, n, real)
-        if info is None or info.is_dir:
-            continue
+        if info is None or info.is_dir or (info.link_out and kind == L.INDEX):
+            if (info is None and d.lstat(n) is not None) or (info is not None and info.link_out):
+                out.special.append(n)  # a FIFO, socket, device, or a link out (refuse_special decides)
+            if info is None or info.is_dir:
+                continue
         out.files.setdefault(base, []).append(info)
     return out
 

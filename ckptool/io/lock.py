@@ -11,7 +11,9 @@ and a prune (or two prunes) of one directory from interleaving.
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING, Literal
 from ckptool.errors import CkptError, RefusedError
 
 if TYPE_CHECKING:
+    from ckptool.io.dirfd import LocalDir, PathDir
     from ckptool.io.storage import Storage
 
 LOCK_FILENAME = ".ckptool.lock"
@@ -49,15 +52,23 @@ class DirLock:
             import fcntl
         except ImportError:  # pragma: no cover - not POSIX: no advisory lock
             return self
-        flags = os.O_RDONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        # O_NONBLOCK: a FIFO or device put in the lock's place must not make the open wait;
+        # it is refused at once (fstat), before anything else is done.
+        flags = (os.O_RDONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+                 | getattr(os, "O_NONBLOCK", 0))
         try:
             if self.dir_fd is not None:
                 fd = os.open(LOCK_FILENAME, flags, 0o666, dir_fd=self.dir_fd)
             else:
                 fd = os.open(self.path, flags, 0o666)
         except OSError as exc:
-            raise CkptError(f"{self.path}: cannot open the lock file: {exc.strerror}") from None
+            why = "a symlink" if exc.errno == errno.ELOOP else exc.strerror
+            raise CkptError(f"{self.path}: cannot open the lock file: {why}") from None
         st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            os.close(fd)
+            raise CkptError(f"{self.path}: not a regular file (a FIFO, socket or device); refusing to use it "
+                            f"as the lock")
         key = (st.st_dev, st.st_ino)
         with _mutex:
             if key in _held:
@@ -111,12 +122,16 @@ def is_locked(directory: str, dir_fd: int | None = None) -> bool:
     except ImportError:  # pragma: no cover
         return False
     try:
-        fd = (os.open(LOCK_FILENAME, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0), dir_fd=dir_fd)
-              if dir_fd is not None else os.open(os.path.join(directory, LOCK_FILENAME), os.O_RDONLY))
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        fd = (os.open(LOCK_FILENAME, flags, dir_fd=dir_fd)
+              if dir_fd is not None else os.open(os.path.join(directory, LOCK_FILENAME), flags))
     except OSError:
         return False
     try:
         st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise CkptError(f"{os.path.join(directory, LOCK_FILENAME)}: not a regular file (a FIFO, socket or "
+                            f"device); refusing to use it as the lock")
         with _mutex:
             if (st.st_dev, st.st_ino) in _held:
                 return False  # ours
@@ -132,17 +147,21 @@ def is_locked(directory: str, dir_fd: int | None = None) -> bool:
 def lock_directory(storage: Storage, directory: str, *, timeout: float | None = DEFAULT_TIMEOUT,
                    dir_fd: int | None = None,
                    on_wait: Callable[[float], None] | None = None) -> AbstractContextManager[object]:
-    """The lock of DIR as a context manager: the flock for local directories, the
-    storage's own for others (a no-op where it has none). ``on_wait(seconds)`` is called
-    while the lock is held elsewhere (DirLock's)."""
-    import contextlib
-
-    lock: Callable[..., AbstractContextManager[object]] | None = getattr(storage, "lock", None)
-    if lock is None:
-        return contextlib.nullcontext()
+    """The lock of DIR as a context manager: the storage's own (the flock for local
+    directories, none on an object store). ``on_wait(seconds)`` is called while the lock is
+    held elsewhere (DirLock's)."""
     if on_wait is None:
-        return lock(directory, timeout=timeout, dir_fd=dir_fd)
-    return lock(directory, timeout=timeout, dir_fd=dir_fd, on_wait=on_wait)
+        return storage.lock(directory, timeout=timeout, dir_fd=dir_fd)
+    return storage.lock(directory, timeout=timeout, dir_fd=dir_fd, on_wait=on_wait)
 
 
-__all__ = ["DEFAULT_TIMEOUT", "LOCK_FILENAME", "DirLock", "is_locked", "lock_directory"]
+def lock_open(storage: Storage, d: LocalDir | PathDir, *, timeout: float | None = DEFAULT_TIMEOUT,
+              on_wait: Callable[[float], None] | None = None) -> AbstractContextManager[object]:
+    """The lock of the open directory ``d``, taken through its descriptor when it has one."""
+    from ckptool.io.dirfd import LocalDir
+
+    return lock_directory(storage, d.path, timeout=timeout, dir_fd=d.fd if isinstance(d, LocalDir) else None,
+                          on_wait=on_wait)
+
+
+__all__ = ["DEFAULT_TIMEOUT", "LOCK_FILENAME", "DirLock", "is_locked", "lock_directory", "lock_open"]

@@ -8,6 +8,8 @@ the command stops before deleting anything.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
@@ -102,28 +104,58 @@ def read_policy(directory: str, storage: Storage = LOCAL) -> dict[str, Any] | No
     return parse_policy(storage.read_bytes(path), path)
 
 
-def effective_policy(root: str, directory: str, defaults: dict[str, Any],
-                     storage: Storage = LOCAL) -> tuple[dict[str, Any], list[str]]:
-    """The policy for a run directory: ``defaults`` (the command line), overridden key by
-    key by each ``.ckptool.toml`` from ROOT down to the directory (the nearest wins); the
-    ``keep`` pins of all of them and of the defaults add up. Also the files read."""
-    policy = dict(defaults)
-    pins = list(defaults.get("keep") or ())
-    if storage is LOCAL:
-        rel = os.path.relpath(directory, root)
-    else:
-        rel = directory[len(root.rstrip("/")) + 1:] if directory.rstrip("/") != root.rstrip("/") else "."
+#: Where a setting came from (``Effective.sources``): a flag, the default, or a policy file's path.
+FLAG, DEFAULT = "flag", "default"
+
+
+@dataclass
+class Effective:
+    """The policy of a run directory: ``policy`` (the keys, ``keep`` the pins of all sources),
+    ``files`` the policy files read (ROOT down), ``sources`` each key's origin (:data:`FLAG`,
+    :data:`DEFAULT` or a file's path)."""
+
+    policy: dict[str, Any]
+    files: list[str] = field(default_factory=list)
+    sources: dict[str, str] = field(default_factory=dict)
+
+
+def resolve_policy(root: str, directory: str, values: dict[str, Any], storage: Storage = LOCAL,
+                   explicit: Iterable[str] = ()) -> Effective:
+    """The one precedence rule, as git and restic have it: a setting given explicitly (a key of
+    ``explicit``: the flag was on the command line) beats every ``.ckptool.toml``; otherwise
+    the nearest ``.ckptool.toml`` from ROOT down to the directory that sets it; otherwise the
+    value in ``values`` (the default). The ``keep`` pins of every source add up."""
+    explicit = set(explicit)
+    policy = dict(values)
+    sources = {k: (FLAG if k in explicit else DEFAULT) for k in values}
+    pins = list(values.get("keep") or ())
+    rel = storage.relpath(directory, root)
     parts = [] if rel in (".", "") else rel.replace(os.sep, "/").split("/")
     chain = [root] + [storage.join(root, *parts[: i + 1]) for i in range(len(parts))]
     used = []
     for d in chain:
         doc = read_policy(d, storage)
         if doc is not None:
-            pins += [p for p in doc.pop("keep", []) if p not in pins]
-            policy.update(doc)
-            used.append(storage.join(d, POLICY_FILE))
+            path = storage.join(d, POLICY_FILE) if d else POLICY_FILE
+            new_pins = [p for p in doc.pop("keep", []) if p not in pins]
+            if new_pins:
+                pins += new_pins
+                sources["keep"] = path if sources.get("keep", DEFAULT) == DEFAULT else sources["keep"] + ", " + path
+            for k, v in doc.items():
+                if k not in explicit:
+                    policy[k] = v
+                    sources[k] = path
+            used.append(path)
     policy["keep"] = pins
-    return policy, used
+    return Effective(policy, used, sources)
 
 
-__all__ = ["POLICY_FILE", "POLICY_KEYS", "effective_policy", "parse_duration", "parse_policy", "read_policy"]
+def effective_policy(root: str, directory: str, defaults: dict[str, Any], storage: Storage = LOCAL,
+                     explicit: Iterable[str] = ()) -> tuple[dict[str, Any], list[str]]:
+    """:func:`resolve_policy`'s policy and the files it read."""
+    r = resolve_policy(root, directory, defaults, storage, explicit)
+    return r.policy, r.files
+
+
+__all__ = ["DEFAULT", "FLAG", "POLICY_FILE", "POLICY_KEYS", "Effective", "effective_policy", "resolve_policy",
+           "parse_duration", "parse_policy", "read_policy"]

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, MissingError, UnsupportedError
 from ckptool.io.atomic import ANY
+from ckptool.io.pathcaps import PathCapabilities
 from ckptool.io.remote_files import (  # noqa: F401 - re-exported
     _NO_PARENT,
     EXTRAS,
@@ -140,7 +141,7 @@ def clear_cache() -> None:
         _STORAGES.clear()
 
 
-class RemoteStorage:
+class RemoteStorage(PathCapabilities):
     """An fsspec filesystem as a ckptool Storage; paths are full URLs."""
 
     sep = "/"

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from google.protobuf import text_format
 
-from ckptool.errors import CorruptError
+from ckptool.errors import CkptError, CorruptError
 from ckptool.format.protos.tensor_bundle_pb2 import CheckpointState as _StateProto
 from ckptool.io.atomic import ANY
 from ckptool.io.storage import LOCAL, Storage
@@ -62,8 +62,12 @@ def read_state(directory: str, storage: Storage = LOCAL, filename: str = STATE_F
     (TensorFlow logs and ignores the first and raises on the second).
     """
     path = state_path(directory, storage, filename)
-    if not storage.isfile(path):
+    kind = storage.kind(path)
+    if kind is None:
         return None
+    if kind != "file":
+        raise CkptError(f"{path}: not a regular file ({'a directory' if kind == 'dir' else 'a FIFO, socket or device'})"
+                        f"; refusing to read it as the state file")
     return parse_state(storage.read_bytes(path), path)
 
 
@@ -100,14 +104,12 @@ def resolve(directory: str, path: str, storage: Storage = LOCAL) -> str:
 
 def relative_to(directory: str, path: str, storage: Storage = LOCAL) -> str:
     """``path`` relative to ``directory`` where it lies inside it (TF's relpath)."""
-    import os
-
-    if "://" in path or storage is not LOCAL:
+    if "://" in path:
         prefix = directory.rstrip("/") + "/"
         return path[len(prefix):] if path.startswith(prefix) else path
-    if not os.path.isabs(path):
+    if not storage.isabs(path):
         return path
-    return os.path.relpath(path, os.path.abspath(directory or "."))
+    return storage.relpath(path, directory or ".")
 
 
 __all__ = ["CheckpointState", "read_state", "write_state", "resolve", "relative_to", "STATE_FILENAME"]

@@ -19,13 +19,16 @@ from ckptool.errors import CkptError, MissingError
 from ckptool.format.table import PositionedReader
 from ckptool.io import atomic
 from ckptool.io.atomic import ANY  # write_bytes_atomic's "whatever the file holds now"
+from ckptool.io.localcaps import LocalCapabilities  # the deletion capabilities (issue 27)
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable, Iterator
+    from contextlib import AbstractContextManager
 
     from typing_extensions import Buffer, TypedDict, Unpack
 
     from ckptool.format.coding import AnyBuffer
+    from ckptool.io.dirfd import LocalDir, PathDir
     from ckptool.io.lock import DirLock
 
     class LockOptions(TypedDict, total=False):  # DirLock's keywords
@@ -125,6 +128,39 @@ class Storage(Protocol):
 
     def write_bytes_atomic(self, path: str, data: bytes, expect: object = ANY) -> bool: ...
 
+    # -- deletion capabilities (issue 27, helper "deletion"): path identity, file kinds, the lock
+
+    def same_dir(self, a: str, b: str) -> bool:
+        """Whether ``a`` and ``b`` are one directory by identity (device and inode locally,
+        through symlinks; the normalised URL on an object store), never a string compare."""
+        ...
+
+    def path_key(self, path: str) -> str:
+        """A key equal for two spellings of one path (the real path locally)."""
+        ...
+
+    def kind(self, path: str) -> str | None:
+        """``"file"`` (a regular file, through symlinks), ``"dir"``, ``"other"`` (a FIFO, socket,
+        device, a link to one) or None when nothing is there."""
+        ...
+
+    def lock(self, directory: str, **options: Unpack[LockOptions]) -> AbstractContextManager[object]:
+        """DIR's advisory lock (:class:`ckptool.io.lock.DirLock` locally; none on an object store)."""
+        ...
+
+    def open_dir(self, path: str, follow: bool = True) -> LocalDir | PathDir:
+        """DIR held open (by descriptor locally, :class:`ckptool.io.dirfd.PathDir` otherwise)."""
+        ...
+
+    def relpath(self, path: str, start: str) -> str:
+        """``path`` relative to the directory ``start`` ("." when they are one)."""
+        ...
+
+    def walk_runs(self, root: str, *, exclude: Iterable[str] = (), scan: bool = False,
+                  one_file_system: bool = False, follow_symlinks: bool = False) -> Iterator[LocalDir | PathDir]:
+        """The run directories below ROOT (ROOT included), each yielded open (:mod:`ckptool.io.walk`)."""
+        ...
+
 
 class RangeReader:
     """Positioned reads from one file, kept open."""
@@ -189,7 +225,7 @@ def raise_truncated(path: str, offset: int, want: int, got: int) -> NoReturn:
     )
 
 
-class LocalStorage:
+class LocalStorage(LocalCapabilities):
     """The local file system."""
 
     sep = os.sep
@@ -326,10 +362,10 @@ class LocalStorage:
         return atomic.write_bytes(self, path, data, sync=sync, expect=expect)
 
     def read_if_exists(self, path: str) -> bytes | None:
+        """The regular file's bytes, None when absent (a FIFO or device is refused, unread)."""
         try:
-            with open(path, "rb") as f:
-                return f.read()
-        except (FileNotFoundError, NotADirectoryError):
+            return self.read_bytes(path)
+        except MissingError:
             return None
 
 

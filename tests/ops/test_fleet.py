@@ -80,7 +80,8 @@ def test_every_directory_ends_as_prune_dir_with_its_policy(tree, tmp_path):
     root, outside = tree
     copy, _ = build(tmp_path / "copy", tmp_path / "outside2")
     before_out = snapshot(outside)
-    res = F.prune_tree(str(root), max_to_keep=5, now=NOW)
+    # no max_to_keep argument: the files' values apply (issue 27: an argument given would beat them)
+    res = F.prune_tree(str(root), now=NOW)
     assert snapshot(outside) == before_out
     assert set(res.errors) == {str(root / "exp04"), str(root / "exp09")}
     assert "exp09/.ckptool.toml" in res.errors[str(root / "exp09")] and "line" in res.errors[str(root / "exp09")]

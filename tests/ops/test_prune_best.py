@@ -64,7 +64,9 @@ def test_keeps_the_newest_plus_the_best(tmp_path):
     # 0.2 at 2 and at 4 (tie: both kept, the newer first), then the 2 newest
     assert indexes(d) == ["ckpt-2", "ckpt-4", "ckpt-7", "ckpt-8"]
     st = read_state(d)
-    assert st.all_model_checkpoint_paths == ["ckpt-2", "ckpt-4", "ckpt-7", "ckpt-8"]
+    # issue 27, kept means kept: the best kept beyond max_to_keep leave the state's list (TF's next
+    # CheckpointManager.save would delete them otherwise); their files stay
+    assert st.all_model_checkpoint_paths == ["ckpt-7", "ckpt-8"]
     assert st.model_checkpoint_path == "ckpt-8"
     assert r.reasons[os.path.join(d, "ckpt-2")] == ["best"]
     assert r.best["best"] == [{"checkpoint": "ckpt-4", "step": 4, "value": pytest.approx(0.2)},
@@ -149,7 +151,8 @@ def test_toml_and_recursive(tmp_path, capsys):
     code, out, err = run(capsys, "prune", root, "--recursive", "--max-to-keep", "2", "--json")
     assert code == 0, err
     assert indexes(root / "a") == ["ckpt-2", "ckpt-4", "ckpt-5"]
-    assert indexes(root / "b") == ["ckpt-3", "ckpt-5"]
+    # issue 27: the flag --max-to-keep 2 beats b's max_to_keep = 1 (as git/restic: a flag beats the file)
+    assert indexes(root / "b") == ["ckpt-3", "ckpt-4", "ckpt-5"]
     doc = json.loads(out)
     assert {d["directory"]: d for d in doc["directories"]}[str(root / "a")]["best"]["best"] == [{"checkpoint": "ckpt-2", "step": 2, "value": 0.1}]
     (root / "b" / ".ckptool.toml").write_text('mode = "median"\n')
@@ -183,7 +186,7 @@ def test_never_deletes_one_of_the_n_best_nor_of_the_newest(values, max_to_keep, 
         left = set(indexes(d))
         assert left == best | newest
         st_ = read_state(d)
-        assert set(st_.all_model_checkpoint_paths) == left
+        assert set(st_.all_model_checkpoint_paths) == newest  # the best beyond them: on disk, unlisted
         assert st_.model_checkpoint_path == f"ckpt-{steps[-1]}"
     finally:
         shutil.rmtree(d)

@@ -53,7 +53,10 @@ def test_the_moved_latest_is_the_latest(moved, capsys):
     assert st.all_model_checkpoint_paths == ["model.ckpt-10", "model.ckpt-20"]
 
 
-def test_an_absolute_path_that_still_exists_elsewhere_is_not_ours(tmp_path, moved):
+def test_an_absolute_path_of_another_directory_names_the_checkpoint_of_that_name_here(tmp_path, moved):
+    """Issue 27 (copied run): when DIR holds a checkpoint of the recorded name, that one is
+    meant, even though the recorded absolute path still exists elsewhere; the other
+    directory's files are never touched."""
     other = tmp_path / "other"
     shutil.copytree(moved, other)
     st = read_state(str(moved))
@@ -62,7 +65,7 @@ def test_an_absolute_path_that_still_exists_elsewhere_is_not_ours(tmp_path, move
                                        str(moved / "model.ckpt-30")],
         st.all_model_checkpoint_timestamps, 0.0))
     res = rm([str(moved / "model.ckpt-10")])
-    assert not res.removed[0].in_state  # the entry names other/, which exists: not this one
+    assert res.removed[0].in_state  # the entry's name is a checkpoint here: this one
     st = read_state(str(moved))
-    assert st.all_model_checkpoint_paths[0] == str(other / "model.ckpt-10")
+    assert "model.ckpt-10" not in [os.path.basename(p) for p in st.all_model_checkpoint_paths]
     assert os.path.isfile(other / "model.ckpt-10.index")

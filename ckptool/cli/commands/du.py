@@ -47,9 +47,13 @@ def command(root: str, max_to_keep: int, keep_every_n_hours, keep_steps_every, m
     """
     from ckptool.cli.main import Failed
     from ckptool.ops.retain.du import du
+    from ckptool.ops.retain.prune import UNSET
 
-    rows = du(root, max_to_keep=max_to_keep or None, keep_every_n_hours=keep_every_n_hours,
-              keep_steps_every=keep_steps_every, min_age=min_age, exclude=exclude)
+    ctx = click.get_current_context()  # flags given beat .ckptool.toml, as in prune (issue 27)
+    given = {name: (value if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT else UNSET)
+             for name, value in (("max_to_keep", max_to_keep or None), ("keep_every_n_hours", keep_every_n_hours),
+                                 ("keep_steps_every", keep_steps_every), ("min_age", min_age))}
+    rows = du(root, exclude=exclude, **given)
     total = {"directories": len(rows), "checkpoints": sum(r.checkpoints for r in rows),
              "bytes": sum(r.bytes for r in rows), "would_free": sum(r.would_free or 0 for r in rows),
              "temp_files": sum(r.temp_files for r in rows), "temp_bytes": sum(r.temp_bytes for r in rows)}

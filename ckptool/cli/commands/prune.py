@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from ckptool.cli.common import emit_json, error, escape, human_bytes, json_option, note, plural, verbose
@@ -23,7 +25,7 @@ def _duration(ctx, param, value):
 @click.argument("directory", metavar="DIR", type=click.Path(file_okay=False))
 @click.option("--max-to-keep", type=click.IntRange(min=0), default=5, show_default=True, metavar="K",
               help="Keep the K newest checkpoints of the state file (0 keeps all), as "
-                   "CheckpointManager(max_to_keep=K) / Saver(max_to_keep=K).")
+                   "CheckpointManager(max_to_keep=K) / Saver(max_to_keep=K). Given, it beats .ckptool.toml.")
 @click.option("--keep-every-n-hours", type=click.FloatRange(min=0, min_open=True), default=None, metavar="H",
               help="Of those rotated out, preserve one every H hours (kept on disk, dropped from the "
                    "state file), as keep_checkpoint_every_n_hours. Default: none (CheckpointManager's).")
@@ -41,10 +43,12 @@ def _duration(ctx, param, value):
                    "state file's; the policy is applied over the whole history, ordered by step then age.")
 @click.option("-r", "--recursive", is_flag=True,
               help="DIR is a ROOT: prune every directory below it holding a 'checkpoint' state file "
-                   "(with --scan, any *.index too), each with its effective policy: these flags, "
-                   "overridden by the nearest .ckptool.toml from ROOT down (max_to_keep, "
-                   "keep_every_n_hours, keep_steps_every, min_age, keep = [names]). Symlinked "
-                   "directories are not followed; a failing directory is reported and the rest run.")
+                   "(with --scan, any *.index too), each with its effective policy: the flags given, "
+                   "then the nearest .ckptool.toml from ROOT down (max_to_keep, keep_every_n_hours, "
+                   "keep_steps_every, min_age, keep = [names]), then the defaults. Without a policy "
+                   "flag only runs with a .ckptool.toml at or above them are pruned; the others are "
+                   "listed as 'no policy' and left alone. Symlinked directories are not followed; a "
+                   "failing directory is reported and the rest run.")
 @click.option("--exclude", multiple=True, metavar="GLOB",
               help="With --recursive: skip directories whose path below ROOT (or name) matches GLOB. "
                    "Repeatable.")
@@ -53,12 +57,17 @@ def _duration(ctx, param, value):
 @click.option("--follow-symlinks", is_flag=True,
               help="With --recursive: descend into symlinked directories too (each directory once).")
 @click.option("--clean-temp", is_flag=True,
-              help="Also delete temporary files of killed writers (*.tempstate*, *.tmp*, *_temp* "
-                   "staging directories) older than an hour; never while a writer holds the lock.")
+              help="Also delete the temporary files of killed writers older than an hour, never while a "
+                   "writer holds the lock; exactly: P.index.tempstateN, P.data-NNNNN-of-NNNNN.tempstateN, "
+                   "checkpoint.tmpHEX, ckptool's own temporaries, and a directory named exactly P_temp or "
+                   "P_temp_<32 hex> holding only TF's part-* files, P a checkpoint of DIR or the next step "
+                   "of one. Nothing else (softmax_temp_0.5/, "
+                   "hparams.tmpl and a checkpoint named model_temp-3 are ordinary).")
 @best_options  # keep-best
 @click.option("-n", "--dry-run", is_flag=True, help="Show the plan; change nothing.")
 @json_option('Print {"kept": [...], "deleted": [...], "preserved": [...], "reasons": {...}, '
-             '"bytes_freed": N, "best": {...} (--keep-best), ...} as JSON.')
+             '"bytes_freed": N, "best": {...} (--keep-best), "policy_sources": {setting: "flag" | FILE | '
+             '"default"}, ...} as JSON (with --recursive, a run left alone: {"no_policy": true}).')
 def command(directory: str, max_to_keep: int, keep_every_n_hours: float | None, keep_steps_every: int | None,
             min_age: float | None, pinned: tuple[str, ...], scan: bool, recursive: bool, exclude: tuple[str, ...],
             one_file_system: bool, follow_symlinks: bool, clean_temp: bool, dry_run: bool, as_json: bool,
@@ -72,21 +81,33 @@ def command(directory: str, max_to_keep: int, keep_every_n_hours: float | None, 
     out is preserved if --keep-every-n-hours says so, else deleted with its
     own files (PREFIX.index, PREFIX.data-NNNNN-of-NNNNN, PREFIX.meta; for V1
     the file PREFIX or its shards) and nothing else: PREFIX.json,
-    PREFIX.notes.txt or PREFIX.index.bak beside it stay. DIR/.ckptool.toml
-    applies as with --recursive; one that does not parse stops the run.
-    --keep-steps-every, --min-age and --keep add protection (the union of the
-    rules keeps a checkpoint).
+    PREFIX.notes.txt or PREFIX.index.bak beside it stay; a V1 file only when
+    it parses as one; names compared literally.
+
+    Precedence, as git and restic: a flag given beats DIR/.ckptool.toml,
+    which beats the default (max_to_keep 5); --dry-run and -v print where
+    each setting came from (flag, the file, default). A .ckptool.toml that
+    does not parse stops the run. --keep-steps-every, --min-age and --keep
+    add protection (the union of the rules keeps a checkpoint). Kept means
+    kept: a checkpoint kept beyond the newest K by --keep, --keep-best or
+    --keep-steps-every leaves the state file's list (as TF's every-N-hours
+    keeps do), so the trainer's next save cannot delete it; --scan finds it.
 
     Safe to run from cron: the latest checkpoint is never deleted; a plan that
     would delete every checkpoint is refused; nothing outside DIR is touched
     (state entries with '..', absolute paths elsewhere and symlinks out are
-    left alone with a warning); files being written (*.tempstate*, *.tmp*,
-    *_temp*) are left alone (--clean-temp: those older than an hour go);
-    deletes go through DIR's descriptor, never a path; the state file is rewritten atomically, after re-reading
-    it so that checkpoints a trainer saved meanwhile are kept; an advisory
-    lock (DIR/.ckptool.lock) keeps prunes and saves apart. Nothing is
-    printed when nothing is deleted (-v, --dry-run or --json to see the
-    plan). A file that cannot be deleted is reported, the rest still go.
+    left alone with a warning; paths are compared by identity, through
+    symlinks); temporary files are left alone (--clean-temp: the exact
+    rule above); deletes go through DIR's descriptor, never a path, each
+    checkpoint's index first, after a journal (DIR/.ckptool-prune-pending)
+    names them, so an interrupted prune or rm is finished by the next one;
+    the state file is replaced atomically and only if unchanged since it was
+    re-read, so that checkpoints a trainer saved meanwhile are kept; an
+    advisory lock (DIR/.ckptool.lock) keeps prunes and saves apart; a FIFO
+    or device at the lock, the state file or an index is refused at once.
+    Nothing is printed when nothing is deleted (-v, --dry-run or --json to
+    see the plan). A file that cannot be deleted is reported and its
+    checkpoint is not counted as deleted or freed; the rest still go.
 
     The table says why each checkpoint is kept: latest, max_to_keep,
     every-n-hours, steps-every, min-age, pinned (--keep), best (--keep-best,
@@ -118,27 +139,45 @@ def command(directory: str, max_to_keep: int, keep_every_n_hours: float | None, 
                      ("--follow-symlinks", follow_symlinks)):
         if on and not recursive:
             raise click.UsageError(f"{flag} needs --recursive")
+    from ckptool.ops.retain.prune import UNSET
+
     best = best_spec(**best_flags)  # keep-best
+    ctx = click.get_current_context()
+    given: dict[str, Any] = {}  # only the flags on the command line: they beat .ckptool.toml, which beats the defaults
+    for name, value in (("max_to_keep", max_to_keep or None), ("keep_every_n_hours", keep_every_n_hours),
+                        ("keep_steps_every", keep_steps_every), ("min_age", min_age)):
+        source = ctx.get_parameter_source(name)
+        given[name] = value if source not in (None, click.core.ParameterSource.DEFAULT) else UNSET
     if recursive:
-        _recursive(directory, max_to_keep, keep_every_n_hours, keep_steps_every, min_age, pinned, scan, exclude,
-                   dry_run, as_json, prune_tree, clean_temp=clean_temp, one_file_system=one_file_system,
-                   follow_symlinks=follow_symlinks, best=best)
+        _recursive(directory, given, pinned, scan, exclude, dry_run, as_json, prune_tree, clean_temp=clean_temp,
+                   one_file_system=one_file_system, follow_symlinks=follow_symlinks, best=best)
         return
 
     from ckptool.cli.progress import progress_bar
 
     with progress_bar(f"prune {directory}", unit="items") as bar:
-        result = prune(directory, max_to_keep=max_to_keep or None, keep_every_n_hours=keep_every_n_hours,
-                       keep_steps_every=keep_steps_every, min_age=min_age, keep=pinned, scan=scan, dry_run=dry_run,
-                       clean_temp=clean_temp, best=best, progress=bar)
+        result = prune(directory, keep=pinned, scan=scan, dry_run=dry_run, clean_temp=clean_temp, best=best,
+                       progress=bar, **given)
     if as_json:
         emit_json(result.to_json())
     elif result.deleted or result.temp_deleted or result.failed or dry_run or verbose():
+        render_sources(result)
         render_result(result)  # with nothing deleted, nothing at all (cron mails every line)
     for f in result.failed:
         error(f"{f['path']}: cannot delete: {f['error']}")
     if result.failed:
         raise Failed(f"{plural(len(result.failed), 'file')} could not be deleted")
+
+
+def render_sources(result, prefix: str = "") -> None:
+    """Where each setting came from: flag, a .ckptool.toml (which), or the default (-v, --dry-run)."""
+    policy = result.policy
+    for key in ("max_to_keep", "keep_every_n_hours", "keep_steps_every", "min_age", "keep"):
+        if key not in result.sources:
+            continue
+        value = policy.get(key)
+        shown = (", ".join(value) or "none") if isinstance(value, list) else "none" if value is None else value
+        note(f"{prefix}policy: {key} = {escape(str(shown))}  ({escape(result.sources[key])})")
 
 
 def render_result(result, prefix: str = "") -> None:
@@ -158,21 +197,21 @@ def render_result(result, prefix: str = "") -> None:
          f"{'to delete' if result.dry_run else 'deleted'}; {verb} {human_bytes(result.bytes_freed)}")
 
 
-def _recursive(root, max_to_keep, keep_every_n_hours, keep_steps_every, min_age, pinned, scan, exclude, dry_run,
-               as_json, prune_tree, **walk) -> None:
+def _recursive(root, given, pinned, scan, exclude, dry_run, as_json, prune_tree, **walk) -> None:
     from ckptool.cli.main import Failed
     from ckptool.cli.progress import progress_bar
 
     with progress_bar(f"prune {root}", unit="items") as bar:  # runs done of runs found
-        tree = prune_tree(root, max_to_keep=max_to_keep or None, keep_every_n_hours=keep_every_n_hours,
-                          keep_steps_every=keep_steps_every, min_age=min_age, keep=pinned, exclude=exclude,
-                          scan=scan, dry_run=dry_run, progress=lambda i, n, d: bar(i, n), **walk)
+        tree = prune_tree(root, keep=pinned, exclude=exclude, scan=scan, dry_run=dry_run,
+                          progress=lambda i, n, d: bar(i, n), **given, **walk)
     anything = any(r.deleted or r.temp_deleted or r.failed for r in tree.runs.values())
     if as_json:
         emit_json(tree.to_json())
     elif anything or dry_run or verbose():
         rows = [(escape(d), str(len(r.kept)), str(len(r.deleted)), str(len(r.preserved)), human_bytes(r.bytes_freed))
                 for d, r in tree.runs.items()]
+        rows += [(escape(d), "-", "-", "-", "no policy") for d in tree.no_policy]
+        rows = sorted(rows)
         t = tree.total()
         head = ("DIRECTORY", "KEPT", "TO DELETE" if dry_run else "DELETED", "PRESERVED",
                 "WOULD FREE" if dry_run else "FREED")
@@ -180,6 +219,13 @@ def _recursive(root, max_to_keep, keep_every_n_hours, keep_steps_every, min_age,
         widths = [max(len(r[i]) for r in rows + [head]) for i in range(5)]
         for r in [head] + rows:
             click.echo("  ".join([r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:], widths[1:])]))
+    if tree.no_policy and not as_json and (dry_run or verbose()):
+        n = len(tree.no_policy)
+        note(f"{n} run{'s' if n != 1 else ''} with no .ckptool.toml at or above {'them' if n != 1 else 'it'} and "
+             f"no policy flag given: left alone")
+    if (dry_run or verbose()) and not as_json:
+        for d, r in tree.runs.items():
+            render_sources(r, prefix=f"{escape(d)}: ")
     for _d, msg in tree.errors.items():
         error(msg)
     if tree.errors:

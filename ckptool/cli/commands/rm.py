@@ -23,12 +23,12 @@ from ckptool.cli.common import (
 @click.option("-n", "--dry-run", is_flag=True, help="Show what would be removed; change nothing.")
 @json_option('Print {"removed": [{"checkpoint", "files", "bytes", "state_entry", "latest"}], '
              '"directories": [{"directory", "latest_before", "latest_after", "state_file"}], '
-             '"bytes_freed", "dry_run"} as JSON.')
+             '"bytes_freed", "dry_run", "failed": [{"path", "error"}], "not_removed": [...]} as JSON.')
 def command(checkpoints: tuple[str, ...], force: bool, dry_run: bool, as_json: bool) -> None:
     """Delete checkpoints: every file of each (.index, every .data-*, .meta)
     and its entry (path and timestamp) in the directory's 'checkpoint' state file.
 
-    The state file is rewritten first, atomically, under the directory's
+    The state file is rewritten, atomically, under the directory's
     advisory lock (the one prune takes), and only if no one changed it
     meanwhile, so it never names a deleted checkpoint and TensorFlow's
     get_checkpoint_state keeps reading it. The latest checkpoint (or, without
@@ -36,15 +36,35 @@ def command(checkpoints: tuple[str, ...], force: bool, dry_run: bool, as_json: b
     argument is resolved before anything is deleted: one that names no
     checkpoint deletes nothing.
 
+    Deletion is prune's: the files go through the directory's descriptor,
+    the .index first (when it cannot go, the rest of that checkpoint stays);
+    what is about to go is journaled first (DIR/.ckptool-prune-pending), so an
+    interrupted rm is finished by the next rm or prune. A checkpoint a file of
+    which could not be deleted is reported as not removed, its bytes not
+    counted as freed. A FIFO or device at the lock, the state file or an
+    .index is refused at once.
+
     Exit status: 0 removed (or would be, with --dry-run); 1 not found,
-    refused (the latest without --force, lock held) or failed; 2 usage error.
+    refused (the latest without --force, lock held) or failed (a file that
+    could not be deleted); 2 usage error.
     """
+    from ckptool.cli.common import error
+    from ckptool.cli.main import Failed
     from ckptool.ops.retain.rm import rm
 
     result = rm(list(checkpoints), force=force, dry_run=dry_run)
     if as_json:
         emit_json(result.to_json())
-        return
+    else:
+        _render(result, dry_run)
+    for f in result.failed:
+        error(f"{f['path']}: cannot delete: {f['error']}")
+    if result.failed:
+        raise Failed(f"{len(result.not_removed)} checkpoints not removed ({len(result.failed)} files could not be "
+                     f"deleted)")
+
+
+def _render(result, dry_run: bool) -> None:
     verb = "would remove" if dry_run else "removed"
     # the plan is the data of a dry run (stdout); after a real run, status (stderr)
     out = click.echo if dry_run else note

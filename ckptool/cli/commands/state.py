@@ -14,8 +14,9 @@ from ckptool.cli.common import emit_json, escape, human_time, json_option, note,
                    "step then modification time (as recover_last_checkpoints), timestamps from the "
                    ".index modification times, relative paths.")
 @click.option("--relative", is_flag=True,
-              help="Rewrite absolute paths that name checkpoints in DIR (also those of a moved "
-                   "directory) as relative ones; paths elsewhere are kept, with a warning.")
+              help="Rewrite absolute paths that name checkpoints in DIR (also those of a moved or "
+                   "copied directory: a recorded name that is a checkpoint here) as relative ones; "
+                   "paths elsewhere are kept, with a warning.")
 @click.option("-n", "--dry-run", is_flag=True, help="With --rebuild or --relative: show, write nothing.")
 @json_option("Print the state as JSON: model_checkpoint_path, all_model_checkpoint_paths, "
              "all_model_checkpoint_timestamps, last_preserved_timestamp, entries (with exists).")
@@ -24,7 +25,14 @@ def command(directory: str, rebuild: bool, relative: bool, dry_run: bool, as_jso
 
     Without options: the latest checkpoint and every recorded one with its
     timestamp and whether it is on disk. Every write is atomic (temporary
-    file, then rename) and takes the directory's advisory lock.
+    file, then rename), takes the directory's advisory lock and replaces the
+    file only if no one changed it meanwhile (prune's and rm's engine);
+    --rebuild first finishes an interrupted prune or rm (its journal), so
+    their checkpoints are not recorded again. Recorded paths are compared by
+    identity (through symlinks); an absolute path of another directory whose
+    name is a checkpoint in DIR (a moved or copied run) means that one.
+    Temporary files (the exact rule of 'prune --clean-temp') are never
+    recorded. A FIFO or device at the state file or lock is refused.
 
     Exit status: 0 ok; 1 no state file, a corrupt one, or nothing to rebuild
     from; 2 usage error.

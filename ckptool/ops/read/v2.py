@@ -21,7 +21,7 @@ from ckptool.format.bundle import Entry
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, ObjectGraph
 from ckptool.format.slices import key_text, slice_text
 from ckptool.format.table import read_table
-from ckptool.io.layout import Located
+from ckptool.io.layout import Located, names_in
 from ckptool.ops.read.checkpoint import (
     Checkpoint,
     Variable,
@@ -244,7 +244,7 @@ class BundleCheckpoint(Checkpoint):
         n = self.header.num_shards
         d, base = self.storage.dirname(self.prefix), self.storage.basename(self.prefix)
         present = set()
-        for name in self.storage.glob(d, f"{base}.data-*-of-*"):
+        for name in names_in(self.storage, d):  # literal names: never a glob built from a prefix
             m = bundle.DATA_RE.match(name)
             if m and m.group("prefix") == base and int(m.group("shard")) < n:
                 present.add(int(m.group("shard")))
@@ -284,8 +284,9 @@ class BundleCheckpoint(Checkpoint):
         """MergeV2Checkpoints can sum num_shards over header-only inputs (docs/FORMAT.md §1.3);
         the file then says "-of-" a smaller count. Use it when it is the only candidate."""
         d, base = self.storage.dirname(self.prefix), self.storage.basename(self.prefix)
-        names = self.storage.glob(d, f"{base}.data-{shard_id:05d}-of-*")
-        names = [n for n in names if bundle.DATA_RE.match(n)]
+        want = f"{shard_id:05d}"
+        names = [n for n in names_in(self.storage, d)
+                 if (m := bundle.DATA_RE.match(n)) and m.group("prefix") == base and m.group("shard") == want]
         if len(names) != 1:
             return None
         path = self.storage.join(d, names[0]) if d else names[0]

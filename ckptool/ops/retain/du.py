@@ -12,7 +12,8 @@ from ckptool.io.layout import resolve_recorded, step_of
 from ckptool.io.listing import scan
 from ckptool.io.urls import storage_for
 from ckptool.ops.retain.fleet import prune_tree
-from ckptool.ops.retain.prune import read_dir_state
+from ckptool.ops.retain.plan import state_entries
+from ckptool.ops.retain.prune import UNSET, read_dir_state
 
 
 @dataclass
@@ -35,9 +36,8 @@ class RunUsage:
                 "error": self.error}
 
 
-def du(root: str, *, max_to_keep: int | None = 5, keep_every_n_hours: float | None = None,
-       keep_steps_every: int | None = None, min_age: float | None = None, exclude=(), now: float | None = None,
-       storage=None) -> list[RunUsage]:
+def du(root: str, *, max_to_keep=UNSET, keep_every_n_hours=UNSET, keep_steps_every=UNSET, min_age=UNSET, exclude=(),
+       now: float | None = None, storage=None) -> list[RunUsage]:
     """Per run directory below ROOT: complete checkpoints (V1 included), the bytes of their
     files (each file counted once, hard links included), temporary files of writers apart,
     the latest and its age (from the timestamp retention uses: the state file's where it
@@ -51,7 +51,7 @@ def du(root: str, *, max_to_keep: int | None = 5, keep_every_n_hours: float | No
                       dry_run=True, now=now, storage=storage, discover_all=True)
     seen_inodes: set = set()
     out = []
-    for d in list(plan.runs) + list(plan.errors):
+    for d in list(plan.runs) + list(plan.errors) + list(plan.no_policy):  # no policy: nothing would go
         r = plan.runs.get(d)
         try:
             stamps: dict[str, float] = {}
@@ -65,6 +65,10 @@ def du(root: str, *, max_to_keep: int | None = 5, keep_every_n_hours: float | No
                     except CkptError:
                         state = None
                 latest = resolve_recorded(storage, d, state.model_checkpoint_path, warn=False).base if state else None
+                if state is not None and len(state.all_model_checkpoint_timestamps) == len(
+                        state.all_model_checkpoint_paths):  # a run with no policy: the state's own times
+                    stamps = {c.base: c.timestamp for c in state_entries(storage, d, state)
+                              if c.base and c.timestamp is not None}
         except CkptError as exc:
             out.append(RunUsage(d, 0, 0, None, None, None, None, str(exc)))
             continue
@@ -85,7 +89,7 @@ def du(root: str, *, max_to_keep: int | None = 5, keep_every_n_hours: float | No
         age = None if ts is None or not math.isfinite(ts) else max(0.0, now - ts)
         out.append(RunUsage(d, len(listing.complete), total, storage.join(d, latest) if latest else None,
                             step_of(latest) if latest else None, age,
-                            r.bytes_freed if r is not None else None, plan.errors.get(d),
+                            r.bytes_freed if r is not None else 0 if d in plan.no_policy else None, plan.errors.get(d),
                             len(listing.temps), listing.temp_bytes()))
     out.sort(key=lambda u: (-u.bytes, u.directory))
     return out

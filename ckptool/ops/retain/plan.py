@@ -6,21 +6,18 @@ No disk access here beyond what the caller's listing already holds."""
 from __future__ import annotations
 
 import time
-import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, cast
 
-from ckptool.errors import CkptWarning, RefusedError
+from ckptool.errors import RefusedError
 from ckptool.io.layout import resolve_recorded, step_of
 from ckptool.io.listing import DirListing
 from ckptool.io.state import STATE_FILENAME, CheckpointState
 from ckptool.ops.retain import retention as R
+from ckptool.ops.retain.engine import latest_base as _latest_of
+from ckptool.ops.retain.engine import warn
 from ckptool.ops.retain.keep_best import mark_best  # keep-best
 from ckptool.ops.retain.metrics import BestPins, pin_best  # keep-best
-
-
-def warn(msg: str) -> None:
-    warnings.warn(msg, CkptWarning, stacklevel=4)
 
 
 @dataclass
@@ -50,6 +47,7 @@ class Plan:
     with_ts: bool
     latest_base: str | None
     best: BestPins | None = None  # keep-best: when asked
+    unlisted: set[str] = field(default_factory=set)  # kept beyond max_to_keep: on disk, not in the state file
 
 
 def state_entries(storage, directory: str, state: CheckpointState) -> list[Candidate]:
@@ -92,9 +90,7 @@ def make_plan(storage, directory: str, state: CheckpointState | None, listing: D
         warn(f"{storage.join(directory, STATE_FILENAME)}: {n} path{'s' if n != 1 else ''} of another location "
              f"({moved[0].name}{', ...' if n > 1 else ''}: a moved directory?); using the checkpoint"
              f"{'s' if n != 1 else ''} of the same name in {directory}")
-    latest_base = None
-    if state is not None:
-        latest_base = resolve_recorded(storage, directory, state.model_checkpoint_path, warn=False).base
+    latest_base = _latest_of(storage, directory, state)  # the one definition of the latest
     missing: list[str] = []
     missing_bases: set[str] = set()
     # A moved entry is written back by its name here (relative), as `state --relative` would.
@@ -175,9 +171,23 @@ def make_plan(storage, directory: str, state: CheckpointState | None, listing: D
         if not survivors and not unsafe and new_entry is None:
             raise RefusedError(f"{directory}: refusing a policy that would delete every checkpoint "
                                f"({len(decision.deleted)})")
-    drop = {e.name for e in decision.deleted} | {e.name for e in decision.preserved} | missing_bases
+    unlisted = beyond_max_to_keep(decision)
+    drop = {e.name for e in decision.deleted} | {e.name for e in decision.preserved} | missing_bases | unlisted
     return Plan(decision, names, drop, unsafe, missing, managed, have_ts or scan or new_entry is not None,
-                latest_base, best_found)
+                latest_base, best_found, unlisted)
+
+
+#: Reasons that keep a checkpoint in the state file: TF's own (the newest max_to_keep, the
+#: latest) and min-age (a short wait: the next prune decides again).
+LISTED_REASONS = frozenset({R.MAX_TO_KEEP, R.LATEST, R.MIN_AGE})
+
+
+def beyond_max_to_keep(decision: R.Decision) -> set[str]:
+    """Kept means kept: the checkpoints kept only by a rule beyond TF's (pinned, best,
+    steps-every) leave the state file's all_model_checkpoint_paths, as TF takes its every-N-hours
+    keeps out of it, so that the trainer's next CheckpointManager.save does not delete them. Their
+    files stay; ckptool finds them by scanning (``--scan``, ``du``, ``state --rebuild``)."""
+    return {e.name for e in decision.kept if not LISTED_REASONS & set(decision.reasons.get(e.name, ()))}
 
 
 def merge_state(storage, directory: str, planned: CheckpointState | None, current: CheckpointState | None,
@@ -188,7 +198,7 @@ def merge_state(storage, directory: str, planned: CheckpointState | None, curren
     written = {b: names.get(b, b) for b in names}
     unsafe_names = {c.name for c in plan.unsafe}
     planned_names = set(written.values()) | set(names)
-    placed = [(written.get(e.name, e.name), e.timestamp) for e in decision.kept]
+    placed = [(written.get(e.name, e.name), e.timestamp) for e in decision.kept if e.name not in plan.unlisted]
     extra = []  # entries of the current file we did not plan for (a writer) or refused to touch
     cur_paths = list(current.all_model_checkpoint_paths) if current is not None else []
     cur_ts = list(current.all_model_checkpoint_timestamps) if current is not None else []
@@ -254,6 +264,7 @@ class PruneResult:
     #: base -> the timestamp retention used (the state file's where it has them, else the mtime): du's age
     timestamps: dict[str, float] = field(default_factory=dict, repr=False, compare=False)
     best: dict | None = None  # keep-best: ckptool.ops.retain.metrics.BestPins.to_json(), when asked
+    sources: dict[str, str] = field(default_factory=dict, repr=False, compare=False)  # setting -> flag/file/default
 
     def to_json(self) -> dict:
         doc = {"kept": list(self.kept), "deleted": list(self.deleted), "preserved": list(self.preserved),
@@ -263,10 +274,12 @@ class PruneResult:
                "last_preserved_timestamp": finite(self.last_preserved_timestamp) or None, "policy": dict(self.policy)}
         if self.best is not None:  # keep-best
             doc["best"] = self.best
+        if self.sources:  # where each setting came from: "flag", "default" or a .ckptool.toml's path
+            doc["policy_sources"] = dict(self.sources)
         return doc
 
 
-def finite(x):
+def finite(x: object) -> float | int | None:
     """JSON has no NaN or infinity: such timestamps (a hostile state file) show as null."""
     import math
 

@@ -20,29 +20,44 @@ Decisions come from the pure engine (:mod:`ckptool.ops.retain.retention`) throug
 
 from __future__ import annotations
 
+import contextlib
 import errno
-import json
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, MissingError, RefusedError
-from ckptool.format.bundle import INDEX_SUFFIX
-from ckptool.io.dirfd import ANY, open_dir
+from ckptool.io.dirfd import LocalDir, open_dir
 from ckptool.io.layout import basename_any, strip_file_suffix
-from ckptool.io.listing import DirListing, scan
-from ckptool.io.lock import DEFAULT_TIMEOUT, is_locked, lock_directory
-from ckptool.io.policy import effective_policy
-from ckptool.io.state import STATE_FILENAME, CheckpointState, parse_state
-from ckptool.io.storage import LOCAL
+from ckptool.io.listing import DirListing, FileInfo, scan
+from ckptool.io.lock import DEFAULT_TIMEOUT, is_locked, lock_open
+from ckptool.io.policy import DEFAULT, FLAG, effective_policy, resolve_policy
+from ckptool.io.state import CheckpointState
 from ckptool.io.urls import storage_for
 from ckptool.ops.retain import retention as R
+from ckptool.ops.retain.engine import (
+    JOURNAL,
+    KEEP,
+    STATE_ATTEMPTS,
+    TEMP_MAX_AGE,
+    delete_checkpoint,
+    delete_temporaries,
+    end_journal,
+    finish_journal,
+    read_dir_state,
+    refuse_special,
+    update_state,
+    write_journal,
+)
 from ckptool.ops.retain.keep_best import spec_from_policy  # keep-best
-from ckptool.ops.retain.plan import PruneResult, freed_bytes, make_plan, merge_state, warn
+from ckptool.ops.retain.plan import PruneResult, freed_bytes, make_plan, merge_state
 
-JOURNAL = ".ckptool-prune-pending"
-STATE_ATTEMPTS = 10  # merges of a state file that keeps changing before prune gives up
-TEMP_MAX_AGE = 3600.0  # --clean-temp deletes temporaries older than this
+if TYPE_CHECKING:
+    from ckptool.io.dirfd import PathDir
+    from ckptool.io.storage import Storage
+
+    Dir = LocalDir | PathDir
+
 _FULL = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
 
 # Retention after `save` is the same engine, applied as CheckpointManager.save does.
@@ -54,85 +69,15 @@ def _disk_full(exc: BaseException) -> bool:
     return isinstance(cause, OSError) and cause.errno in _FULL
 
 
-def read_dir_state(d) -> tuple[bytes | None, CheckpointState | None]:
-    raw = d.read(STATE_FILENAME)
-    return raw, (parse_state(raw, d.join(STATE_FILENAME)) if raw is not None else None)
-
-
-def delete_checkpoint(d, listing: DirListing, base: str, res: PruneResult | None = None) -> tuple[list, list]:
-    """Delete checkpoint ``base``'s files, index (the commit marker) first; a file that
-    cannot go is reported and the rest still go. ``(deleted FileInfos, failed names)``."""
-    files = sorted(listing.files.get(base, []), key=lambda f: (f.name != base + INDEX_SUFFIX, f.name))
-    done, failed = [], []
-    for f in files:
-        try:
-            d.unlink(f.name)
-            done.append(f)
-        except FileNotFoundError:
-            pass
-        except OSError as exc:
-            failed.append(f.name)
-            msg = f"{d.join(f.name)}: cannot delete: {exc.strerror or exc}"
-            if res is not None:
-                res.failed.append({"path": d.join(f.name), "error": exc.strerror or str(exc)})
-            else:
-                warn(msg)
-    return done, failed
-
-
-def _journal(d, bases) -> None:
-    d.replace(JOURNAL, json.dumps(sorted(bases)).encode("utf-8"))
-
-
-def finish_journal(storage, d, state: CheckpointState | None) -> None:
-    """Complete the deletions of an earlier prune (killed, or stopped by a file it could not
-    delete): the names it journaled that the state file does not list."""
-    from ckptool.io.layout import resolve_recorded
-
-    raw = d.read(JOURNAL)
-    if raw is None:
-        return
-    try:
-        names = json.loads(raw.decode("utf-8"))
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-            raise ValueError
-    except (ValueError, UnicodeDecodeError):
-        warn(f"{d.join(JOURNAL)}: unreadable prune journal; ignored")
-        d.unlink(JOURNAL)
-        return
-    listed = set()
-    if state is not None:
-        for p in state.all_model_checkpoint_paths + [state.model_checkpoint_path]:
-            b = resolve_recorded(storage, d.path, p, warn=False).base
-            if b:
-                listed.add(b)
-    listing = scan(d)
-    left = []
-    for base in names:
-        if base in listed or "/" in base or base in ("", ".", ".."):
-            continue
-        _, failed = delete_checkpoint(d, listing, base)
-        if failed:
-            left.append(base)
-    if left:
-        try:
-            _journal(d, left)
-        except CkptError:
-            pass  # the old journal names a superset: still true
-    else:
-        d.unlink(JOURNAL)
-
-
-def _disp(storage, directory: str, base: str) -> str:
+def _disp(storage: Storage, directory: str, base: str) -> str:
     return storage.join(directory, base) if directory else base
 
 
-def _pins(storage, directory: str, pins, listing: DirListing, state: CheckpointState | None, strict: bool):
+def _pins(storage: Storage, directory: str, pins: tuple[str, ...], listing: DirListing,
+          state: CheckpointState | None, strict: bool) -> frozenset[str]:
     """Pins as base names; every CHECKPOINT form names one (``ckpt-2``, ``DIR/ckpt-2``,
     ``ckpt-2.index``, an absolute path). With ``strict`` a pin that names no checkpoint of
     DIR is an error."""
-    import os
-
     known = set(listing.complete) | set(listing.files)
     if state is not None:
         known |= {basename_any(p) for p in state.all_model_checkpoint_paths + [state.model_checkpoint_path]}
@@ -140,15 +85,8 @@ def _pins(storage, directory: str, pins, listing: DirListing, state: CheckpointS
     for pin in pins:
         p = pin.rstrip("/")
         p = s if (s := strip_file_suffix(p)) is not None and not p.endswith(".meta") else p
-        head, base = (os.path.split(p) if storage is LOCAL else (p.rpartition("/")[0], p.rpartition("/")[2]))
-        ok = base in known
-        if head and storage is LOCAL:
-            try:
-                ok = ok and os.path.samefile(head, directory or ".")
-            except OSError:
-                ok = False
-        elif head:
-            ok = ok and head.rstrip("/") == directory.rstrip("/")
+        head, base = storage.dirname(p), storage.basename(p)
+        ok = base in known and (not head or storage.same_dir(head, directory or "."))  # by identity
         if not ok:
             if strict:
                 raise MissingError(f"--keep {pin}: names no checkpoint of {directory}")
@@ -157,37 +95,30 @@ def _pins(storage, directory: str, pins, listing: DirListing, state: CheckpointS
     return frozenset(out)
 
 
-def _clean_temp(d, listing: DirListing, res: PruneResult, now: float) -> int:
+def _clean_temp(d: Dir, listing: DirListing, res: PruneResult, now: float) -> int:
     """Delete temporaries older than an hour; never while a writer holds DIR's lock."""
-    if res.dry_run and is_locked(d.path, getattr(d, "fd", None)):
+    if res.dry_run and is_locked(d.path, d.fd if isinstance(d, LocalDir) else None):
         return 0
-    freed = 0
-    for f in listing.temps:
-        if now - f.mtime < TEMP_MAX_AGE:
-            continue
-        if not res.dry_run:
-            try:
-                d.rmtree(f.name) if f.is_dir else d.unlink(f.name)
-            except OSError as exc:
-                res.failed.append({"path": d.join(f.name), "error": exc.strerror or str(exc)})
-                continue
-        res.temp_deleted.append(d.join(f.name))
-        freed += f.size
+    gone, freed = delete_temporaries(d, listing, now, res.dry_run, res.failed)
+    res.temp_deleted += gone
     return freed
 
 
-def run(storage, d, policy: R.Policy, *, now: float, dry_run: bool, scan_all: bool, new_entry: str | None = None,
-        pins=(), strict_pins: bool = False, clean_temp: bool = False, soft_pins=(), best=None,
+def run(storage: Storage, d: Dir, policy: R.Policy, *, now: float, dry_run: bool, scan_all: bool,
+        new_entry: str | None = None, pins: tuple[str, ...] = (), strict_pins: bool = False, clean_temp: bool = False,
+        soft_pins: tuple[str, ...] = (), best: Any = None,
         progress: Callable[[int, int], None] | None = None) -> PruneResult:
     """One prune of the open directory ``d`` (the caller holds its lock unless ``dry_run``).
     ``pins`` name checkpoints never deleted (an error, with ``strict_pins``, when one names
     none of DIR); ``soft_pins`` (a policy file's) may name checkpoints of other runs."""
     directory = d.path
     res = PruneResult(directory, dry_run=dry_run)
+    refuse_special(d)
     raw, state = read_dir_state(d)
     if not dry_run:
         finish_journal(storage, d, state)
     listing = scan(d)
+    refuse_special(d, listing)
     res.listing = listing
     if state is None and not scan_all and new_entry is None:
         raise MissingError(f"{directory}: no 'checkpoint' state file here (use --scan to consider every "
@@ -220,69 +151,67 @@ def run(storage, d, policy: R.Policy, *, now: float, dry_run: bool, scan_all: bo
     space_first = False
     if decision.deleted:
         try:
-            _journal(d, gone)  # (1)
+            write_journal(d, gone)  # (1)
         except CkptError as exc:
             if not _disk_full(exc):
                 raise
             space_first = True  # no room for a journal: delete first, then write the state
-    done: list = []
+    done: list[FileInfo] = []
+    left: set[str] = set()
     if space_first:
-        done = _delete_all(d, listing, decision, res, progress)  # (3) before (2)
-    expect: object  # the state file's bytes, None (absent) or ANY
-    for _ in range(STATE_ATTEMPTS):  # (2)
-        expect, current = raw, state
-        if state is not None:
-            expect, current = read_dir_state(d)
-            current = current if current is not None else state
-        else:
-            expect = ANY
+        done, left = _delete_all(d, listing, decision, res, progress)  # (3) before (2)
+
+    def compute(cur_raw: bytes | None, current: CheckpointState | None) -> object:
+        if current is None and state is not None:
+            current = state  # the file went meanwhile: the planned state is written back
         new_state = merge_state(storage, directory, state, current, plan, new_entry)
         if new_state is None or not (new_entry is not None or plan.drop or decision.deleted or scan_all
                                      or state is None or state.to_text() != new_state.to_text()):
-            break
+            return KEEP
+        if current is not None and cur_raw is not None and current.to_text() == new_state.to_text():
+            return KEEP
+        return new_state
+
+    try:
         try:
-            if d.replace(STATE_FILENAME, new_state.to_text().encode("utf-8"), expect):
-                break
+            update_state(d, compute, "prune")  # (2)
         except CkptError as exc:
-            if not _disk_full(exc) or space_first or not decision.deleted:
+            if isinstance(exc, RefusedError) or not _disk_full(exc) or space_first or not decision.deleted:
                 raise
             space_first = True
-            done = _delete_all(d, listing, decision, res, progress)
-    else:
+            done, left = _delete_all(d, listing, decision, res, progress)
+            update_state(d, compute, "prune")
+    except RefusedError:
         if decision.deleted and not space_first:
             d.unlink(JOURNAL)
-        raise RefusedError(f"{directory}: the state file changed {STATE_ATTEMPTS} times while prune was "
-                           f"updating it (is a trainer saving every few milliseconds?); nothing deleted; "
-                           f"run prune again")
+        raise
     if not space_first:
-        done = _delete_all(d, listing, decision, res, progress)  # (3)
+        done, left = _delete_all(d, listing, decision, res, progress)  # (3)
     res.bytes_freed = freed_bytes(done)
+    if left:  # a checkpoint a file of which could not go is not called deleted
+        res.deleted = [p for e, p in zip(decision.deleted, res.deleted) if e.name not in left]
     if decision.deleted:
-        left = {e.name for e in decision.deleted if any(f["path"].startswith(d.join(e.name)) for f in res.failed)}
-        if left:
-            try:
-                _journal(d, left)
-            except CkptError:
-                pass  # the journal written in (1) names a superset: still true
-        elif not space_first:
-            d.unlink(JOURNAL)
+        end_journal(d, left)
     if clean_temp:
         res.bytes_freed += _clean_temp(d, listing, res, now)
     return res
 
 
-def _delete_all(d, listing: DirListing, decision: R.Decision, res: PruneResult,
-                progress: Callable[[int, int], None] | None = None) -> list:
-    done = []
+def _delete_all(d: Dir, listing: DirListing, decision: R.Decision, res: PruneResult,
+                progress: Callable[[int, int], None] | None = None) -> tuple[list[FileInfo], set[str]]:
+    done: list[FileInfo] = []
+    left: set[str] = set()
     for i, e in enumerate(decision.deleted):
-        ok, _ = delete_checkpoint(d, listing, e.name, res)
-        done += ok
+        ok_files, ok = delete_checkpoint(d, listing, e.name, res.failed)
+        done += ok_files
+        if not ok:
+            left.add(e.name)
         if progress is not None:
             progress(i + 1, len(decision.deleted))
-    return done
+    return done, left
 
 
-def _directory(storage, directory: str):
+def _directory(storage: Storage | None, directory: str) -> tuple[Storage, str]:
     if storage is None:
         storage, directory = storage_for(directory)
     if directory != "/" and directory.endswith("/") and "://" not in directory:
@@ -290,62 +219,85 @@ def _directory(storage, directory: str):
     return storage, directory
 
 
-def prune(directory: str, *, max_to_keep: int | None = 5, keep_every_n_hours: float | None = None,
-          keep_steps_every: int | None = None, min_age: float | None = None, keep=(), scan: bool = False,
-          dry_run: bool = False, now: float | None = None, storage=None, policy_file: bool = True,
-          clean_temp: bool = False, lock_timeout: float | None = 0.0, best=None,
+class _Unset:
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+#: A policy argument not given: a .ckptool.toml may set it, else its default applies.
+UNSET: Any = _Unset()
+#: The defaults of the policy settings (CheckpointManager's max_to_keep; the rest off).
+POLICY_DEFAULTS: dict[str, Any] = {"max_to_keep": 5, "keep_every_n_hours": None, "keep_steps_every": None,
+                                   "min_age": None}
+
+
+def policy_values(max_to_keep: Any = UNSET, keep_every_n_hours: Any = UNSET, keep_steps_every: Any = UNSET,
+                  min_age: Any = UNSET, keep: tuple[str, ...] = (),
+                  best: Any = None) -> tuple[dict[str, Any], set[str]]:
+    """The policy dict of arguments (UNSET ones at their default) and the keys given explicitly."""
+    given = {"max_to_keep": max_to_keep, "keep_every_n_hours": keep_every_n_hours,
+             "keep_steps_every": keep_steps_every, "min_age": min_age}
+    explicit = {k for k, v in given.items() if v is not UNSET}
+    pol: dict[str, Any] = {k: (POLICY_DEFAULTS[k] if v is UNSET else v) for k, v in given.items()}
+    pol["keep"] = list(keep)
+    if best is not None:  # keep-best (a ckptool.ops.retain.keep_best.BestSpec): explicit, as the flags
+        pol.update(keep_best=best.n, metric=best.metric, mode=best.mode, metrics=best.metrics)
+        explicit |= {"keep_best", "metric", "mode"} | ({"metrics"} if best.metrics is not None else set())
+    if pol["max_to_keep"] is not None and pol["max_to_keep"] < 0:
+        raise CkptError(f"max_to_keep must be >= 0, not {pol['max_to_keep']}")
+    if pol["keep_steps_every"] is not None and pol["keep_steps_every"] <= 0:
+        raise CkptError(f"keep_steps_every must be > 0, not {pol['keep_steps_every']}")
+    return pol, explicit
+
+
+def prune(directory: str, *, max_to_keep: Any = UNSET, keep_every_n_hours: Any = UNSET,
+          keep_steps_every: Any = UNSET, min_age: Any = UNSET, keep: tuple[str, ...] = (), scan: bool = False,
+          dry_run: bool = False, now: float | None = None, storage: Storage | None = None, policy_file: bool = True,
+          clean_temp: bool = False, lock_timeout: float | None = 0.0, best: Any = None,
           progress: Callable[[int, int], None] | None = None) -> PruneResult:
     """Apply retention to ``directory`` (see the module docstring for the safety rules).
 
-    ``max_to_keep`` None or 0 keeps every checkpoint in the state; ``min_age`` is in
-    seconds; ``keep`` names checkpoints never deleted, in any CHECKPOINT form (one that
-    names no checkpoint of DIR is an error). With ``policy_file`` DIR's ``.ckptool.toml``
-    overrides these (its pins add up); a file that does not parse stops the run before
-    anything is deleted. ``lock_timeout``: seconds to wait for the directory lock.
+    ``max_to_keep`` None or 0 keeps every checkpoint in the state (default 5); ``min_age`` is
+    in seconds; ``keep`` names checkpoints never deleted, in any CHECKPOINT form (one that
+    names no checkpoint of DIR is an error). Precedence (io/policy.resolve_policy): an argument
+    given beats DIR's ``.ckptool.toml`` (with ``policy_file``), which beats the default; pins
+    add up. A file that does not parse stops the run before anything is deleted.
+    ``lock_timeout``: seconds to wait for the directory lock.
     ``progress(checkpoints_deleted, to_delete)`` as checkpoints are deleted.
     """
     storage, directory = _directory(storage, directory)
-    if max_to_keep is not None and max_to_keep < 0:
-        raise CkptError(f"max_to_keep must be >= 0, not {max_to_keep}")
-    if keep_steps_every is not None and keep_steps_every <= 0:
-        raise CkptError(f"keep_steps_every must be > 0, not {keep_steps_every}")
     now = time.time() if now is None else now
-    pol: dict[str, Any] = {"max_to_keep": max_to_keep, "keep_every_n_hours": keep_every_n_hours,
-           "keep_steps_every": keep_steps_every, "min_age": min_age, "keep": []}
-    if best is not None:  # keep-best (a ckptool.ops.retain.keep_best.BestSpec): the flags, as the others
-        pol.update(keep_best=best.n, metric=best.metric, mode=best.mode, metrics=best.metrics)
+    pol, explicit = policy_values(max_to_keep, keep_every_n_hours, keep_steps_every, min_age, (), best)
+    sources = {k: FLAG if k in explicit else DEFAULT for k in pol}
     if policy_file:
         if not storage.isdir(directory):
             raise MissingError(f"{directory}: no such directory")
-        pol, _ = effective_policy(directory, directory, pol, storage)
+        eff = resolve_policy(directory, directory, pol, storage, explicit)
+        pol, sources = eff.policy, eff.sources
     with open_dir(storage, directory) as d:
-        return prune_open(storage, d, pol, now=now, dry_run=dry_run, scan_all=scan, clean_temp=clean_temp,
-                          pins=tuple(keep), strict_pins=True, lock_timeout=lock_timeout, progress=progress)
+        res = prune_open(storage, d, pol, now=now, dry_run=dry_run, scan_all=scan, clean_temp=clean_temp,
+                         pins=tuple(keep), strict_pins=True, lock_timeout=lock_timeout, progress=progress)
+    res.sources = sources
+    return res
 
 
-def prune_open(storage, d, pol: dict, *, now: float, dry_run: bool, scan_all: bool, clean_temp: bool = False,
-               pins=(), strict_pins: bool = False, lock_timeout: float | None = 0.0,
-               progress: Callable[[int, int], None] | None = None) -> PruneResult:
+def prune_open(storage: Storage, d: Dir, pol: dict[str, Any], *, now: float, dry_run: bool, scan_all: bool,
+               clean_temp: bool = False, pins: tuple[str, ...] = (), strict_pins: bool = False,
+               lock_timeout: float | None = 0.0, progress: Callable[[int, int], None] | None = None) -> PruneResult:
     """Prune the open directory ``d`` with the policy dict ``pol`` (the keys of a policy
     file; its ``keep`` pins are lenient), under the directory lock unless ``dry_run``."""
     policy = R.Policy(pol.get("max_to_keep") or None, pol.get("keep_every_n_hours") or None,
                       pol.get("keep_steps_every"), pol.get("min_age"))
-    lock = _null() if dry_run else lock_directory(storage, d.path, timeout=lock_timeout,
-                                                   dir_fd=getattr(d, "fd", None))
+    lock = contextlib.nullcontext() if dry_run else lock_open(storage, d, timeout=lock_timeout)
     with lock:
         return run(storage, d, policy, now=now, dry_run=dry_run, scan_all=scan_all, pins=tuple(pins),
                    strict_pins=strict_pins, clean_temp=clean_temp, soft_pins=tuple(pol.get("keep") or ()),
                    best=spec_from_policy(pol, d.path), progress=progress)  # keep-best
 
 
-def _null():
-    import contextlib
-
-    return contextlib.nullcontext()
-
-
 def record_save(directory: str, prefix: str, *, max_to_keep: int | None, keep_every_n_hours: float | None,
-                now: float | None = None, storage=None, lock_timeout: float | None = DEFAULT_TIMEOUT) -> PruneResult:
+                now: float | None = None, storage: Storage | None = None,
+                lock_timeout: float | None = DEFAULT_TIMEOUT) -> PruneResult:
     """After saving ``prefix`` (a checkpoint in ``directory``): record it in the state file and
     apply retention, as ``tf.train.CheckpointManager.save`` does (relative paths, timestamps,
     last_preserved_timestamp). No retention unless a policy is given (arguments or the
@@ -353,23 +305,20 @@ def record_save(directory: str, prefix: str, *, max_to_keep: int | None, keep_ev
     storage, directory = _directory(storage, directory)
     now = time.time() if now is None else now
     base = storage.basename(prefix)
-    if storage.dirname(prefix) and _norm(storage, storage.dirname(prefix)) != _norm(storage, directory):
+    if storage.dirname(prefix) and not storage.same_dir(storage.dirname(prefix), directory or "."):
         raise CkptError(f"{prefix}: not in {directory}; cannot record it in that state file")
+    given = {k: v for k, v in (("max_to_keep", max_to_keep), ("keep_every_n_hours", keep_every_n_hours))
+             if v is not None}  # an argument given beats the policy file (io/policy.resolve_policy)
     pol, _ = effective_policy(directory, directory, {"max_to_keep": max_to_keep,
                                                      "keep_every_n_hours": keep_every_n_hours,
-                                                     "keep_steps_every": None, "min_age": None, "keep": []}, storage)
+                                                     "keep_steps_every": None, "min_age": None, "keep": []}, storage,
+                              explicit=given)
     with open_dir(storage, directory) as d:
         policy = R.Policy(pol["max_to_keep"] or None, pol["keep_every_n_hours"] or None, pol["keep_steps_every"],
                           pol["min_age"])
-        with lock_directory(storage, directory, timeout=lock_timeout, dir_fd=getattr(d, "fd", None)):
+        with lock_open(storage, d, timeout=lock_timeout):
             return run(storage, d, policy, now=now, dry_run=False, scan_all=False, new_entry=base,
                        soft_pins=tuple(pol["keep"]))
-
-
-def _norm(storage, path: str) -> str:
-    import os
-
-    return os.path.normpath(os.path.abspath(path)) if storage is LOCAL else path.rstrip("/")
 
 
 __all__ = [
@@ -380,6 +329,9 @@ __all__ = [
     "RetentionResult",
     "delete_checkpoint",
     "finish_journal",
+    "POLICY_DEFAULTS",
+    "UNSET",
+    "policy_values",
     "prune",
     "prune_open",
     "record_save",

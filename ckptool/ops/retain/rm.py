@@ -21,32 +21,30 @@ checkpoint, or the latest without ``force``, deletes nothing at all.
 from __future__ import annotations
 
 import contextlib
-import os
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import RefusedError
-from ckptool.format.bundle import INDEX_SUFFIX
-from ckptool.io.layout import (
-    V1_SHARD_RE,
-    checkpoint_files,
-    list_checkpoints,
-    locate,
-    resolve_recorded,
-    step_of,
-    v1_files,
-)
-from ckptool.io.state import (
-    CheckpointState,
-    parse_state,
-    resolve,
-    state_path,
-    write_state,
-)
-from ckptool.io.storage import LOCAL
+from ckptool.io.layout import V1_SHARD_RE, locate, resolve_recorded, v1_files
+from ckptool.io.listing import DirListing, scan
+from ckptool.io.lock import lock_open
+from ckptool.io.state import CheckpointState
 from ckptool.io.urls import storage_for
+from ckptool.ops.retain.engine import (
+    KEEP,
+    delete_checkpoint,
+    end_journal,
+    finish_journal,
+    latest_base,
+    read_dir_state,
+    refuse_special,
+    update_state,
+    write_journal,
+)
 
-STATE_ATTEMPTS = 10
-
+if TYPE_CHECKING:
+    from ckptool.io.dirfd import LocalDir, PathDir
+    from ckptool.io.storage import Storage
 
 @dataclass
 class Removed:
@@ -56,7 +54,7 @@ class Removed:
     in_state: bool  # it had an entry in the state file (removed with it)
     latest: bool  # it was the latest
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"checkpoint": self.checkpoint, "files": list(self.files), "bytes": self.bytes,
                 "state_entry": self.in_state, "latest": self.latest}
 
@@ -68,7 +66,7 @@ class DirChange:
     latest_after: str | None
     state_file: str  # "updated", "removed", "unchanged", "none" (there is none)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"directory": self.directory, "latest_before": self.latest_before,
                 "latest_after": self.latest_after, "state_file": self.state_file}
 
@@ -78,75 +76,50 @@ class RmResult:
     removed: list[Removed] = field(default_factory=list)
     directories: list[DirChange] = field(default_factory=list)
     dry_run: bool = False
+    failed: list[dict[str, str]] = field(default_factory=list)  # {"path", "error"}: files that did not go
+    not_removed: list[str] = field(default_factory=list)  # checkpoints a file of which did not go
 
     @property
     def bytes_freed(self) -> int:
         return sum(r.bytes for r in self.removed)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"removed": [r.to_json() for r in self.removed], "directories": [d.to_json() for d in self.directories],
-                "bytes_freed": self.bytes_freed, "dry_run": self.dry_run}
+                "bytes_freed": self.bytes_freed, "dry_run": self.dry_run, "failed": list(self.failed),
+                "not_removed": list(self.not_removed)}
 
 
-def _norm(storage, path: str) -> str:
-    return os.path.normpath(os.path.abspath(path)) if storage is LOCAL else path.rstrip("/")
-
-
-def _lock(storage, directory: str, dry_run: bool):
-    from ckptool.io.lock import lock_directory
-
-    if dry_run:
-        return contextlib.nullcontext()
-    return lock_directory(storage, directory, timeout=0.0)
-
-
-def _entry(storage, directory: str, entry: str, targets: dict[str, str]) -> tuple[str | None, str]:
-    """What a state entry names, by the one moved-directory rule (layout.resolve_recorded):
-    the target key (normalized prefix) it names or None, and the entry as it is written
-    back (a moved one by its name inside ``directory``, as prune writes it)."""
+def _entry(storage: Storage, directory: str, entry: str, targets: dict[str, str]) -> tuple[str | None, str]:
+    """What a state entry names, by the one rule for recorded paths (layout.resolve_recorded):
+    the target base it names or None, and the entry as it is written back (a moved or copied
+    one by its name inside ``directory``, as prune writes it)."""
     rec = resolve_recorded(storage, directory, entry, warn=False)
-    if rec.base is not None:
-        full = _norm(storage, storage.join(directory, rec.base) if directory else rec.base)
-    else:
-        full = _norm(storage, resolve(directory, entry, storage))
-    return (full if full in targets else None), (rec.base if rec.moved and rec.base else entry)
-
-
-def _newest_on_disk(storage, directory: str) -> str | None:
-    found = []
-    for p in list_checkpoints(storage, directory):
-        try:
-            t = storage.mtime(p + INDEX_SUFFIX)
-        except OSError:
-            t = 0.0
-        s = step_of(p)
-        found.append((s if s is not None else -1, t, p))
-    return max(found)[2] if found else None
+    return (rec.base if rec.base in targets else None), (rec.base if rec.moved and rec.base else entry)
 
 
 @dataclass
 class _Plan:
-    new: object  # the CheckpointState to write, None to remove the file, ... to leave it
+    new: object  # the CheckpointState to write, None to remove the file, KEEP to leave it
     before: str | None
     after: str | None
-    hit: set = field(default_factory=set)  # target keys with a state entry
-    latest_key: str | None = None  # the target key of the latest, when it is one
+    hit: set[str] = field(default_factory=set)  # target bases with a state entry
+    latest: str | None = None  # the target base of the latest, when it is one
 
 
-def _plan_state(storage, directory: str, raw: bytes | None, targets: dict[str, str], force: bool) -> _Plan:
-    """What removing ``targets`` (normalized prefix -> prefix) does to the state ``raw`` holds."""
-    if raw is None:
-        newest = _newest_on_disk(storage, directory)
-        key = _norm(storage, newest) if newest else None
-        if key in targets and not force:
-            raise RefusedError(f"{targets[key]}: the newest checkpoint in {directory or '.'} (no state file); "
-                               f"use --force to remove it")
-        return _Plan(..., newest, newest if key not in targets else None, set(), key if key in targets else None)
-    state = parse_state(raw, state_path(directory, storage))
+def _plan_state(storage: Storage, directory: str, state: CheckpointState | None, listing: DirListing,
+                targets: dict[str, str], force: bool) -> _Plan:
+    """What removing ``targets`` (base -> prefix) does to ``state``; the latest (engine.latest_base)
+    is refused without ``force``."""
+    latest = latest_base(storage, directory, state, listing)
+    if latest in targets and not force:
+        what = "the latest checkpoint of" if state is not None else "the newest checkpoint in"
+        extra = "" if state is not None else " (no state file)"
+        raise RefusedError(f"{targets[latest]}: {what} {directory or '.'}{extra}; use --force to remove it")
+    if state is None:
+        newest = storage.join(directory, latest) if latest and directory else latest
+        return _Plan(KEEP, newest, newest if latest not in targets else None, set(),
+                     latest if latest in targets else None)
     latest_key, latest_entry = _entry(storage, directory, state.model_checkpoint_path, targets)
-    if latest_key is not None and not force:
-        raise RefusedError(f"{targets[latest_key]}: the latest checkpoint of {directory or '.'}; "
-                           f"use --force to remove it")
     ts = list(state.all_model_checkpoint_timestamps)
     with_ts = len(ts) == len(state.all_model_checkpoint_paths) and bool(ts)
     paths, stamps, hit = [], [], set()
@@ -162,24 +135,31 @@ def _plan_state(storage, directory: str, raw: bytes | None, targets: dict[str, s
         hit.add(latest_key)
     before = state.model_checkpoint_path
     if not hit:
-        return _Plan(..., before, before)
+        return _Plan(KEEP, before, before)
     if latest_key is None:
-        latest = latest_entry
-        if not paths or paths[-1] != latest:  # as TF writes it: the latest is listed last
-            paths.append(latest)
+        if not paths or paths[-1] != latest_entry:  # as TF writes it: the latest is listed last
+            paths.append(latest_entry)
             if with_ts:
                 stamps.append(ts[-1] if ts else 0.0)
+        new_latest = latest_entry
     elif not paths:
         return _Plan(None, before, None, hit, latest_key)
     else:
-        latest = paths[-1]
-    return _Plan(CheckpointState(latest, paths, stamps, state.last_preserved_timestamp), before, latest, hit,
+        new_latest = paths[-1]
+    return _Plan(CheckpointState(new_latest, paths, stamps, state.last_preserved_timestamp), before, new_latest, hit,
                  latest_key)
 
 
-def rm(checkpoints, *, force: bool = False, dry_run: bool = False) -> RmResult:
-    """Delete each checkpoint of ``checkpoints`` (CHECKPOINT arguments) and its state entries."""
-    groups: dict[tuple, dict[str, tuple]] = {}
+@dataclass
+class _Group:
+    storage: Storage
+    directory: str
+    targets: dict[str, str] = field(default_factory=dict)  # base -> prefix
+
+
+def _resolve(checkpoints: list[str]) -> list[_Group]:
+    """Every argument resolved (by path identity, grouped by directory) before anything goes."""
+    groups: dict[tuple[int, str], _Group] = {}
     for arg in checkpoints:
         storage, path = storage_for(arg)
         found = locate(path, storage)
@@ -188,71 +168,78 @@ def rm(checkpoints, *, force: bool = False, dry_run: bool = False) -> RmResult:
         if storage.basename(prefix) == "variables" and storage.basename(d) == "variables":
             raise RefusedError(f"{arg}: the variables of a SavedModel; not removed (delete the SavedModel "
                                f"directory instead)")
-        files = list(found.v1_files) if found.format == "V1" else []
         m = V1_SHARD_RE.match(prefix) if found.format == "V1" else None
         if m and m.group("shard").isdigit():  # one shard named: the whole sharded V1 checkpoint
             spec = f"{m.group('base')}-{'?' * 5}-of-{m.group('num')}"
             if v1_files(storage, spec):
-                prefix, files = spec, list(v1_files(storage, spec))
-        for f in checkpoint_files(storage, prefix):
-            if f not in files:
-                files.append(f)
-        key = (id(storage), _norm(storage, d or "."))
-        groups.setdefault(key, {})[_norm(storage, prefix)] = (storage, d, prefix, files)
+                prefix = spec
+        g = groups.setdefault((id(storage), storage.path_key(d or ".")), _Group(storage, d))
+        g.targets.setdefault(storage.basename(prefix), prefix)
+    return list(groups.values())
+
+
+def rm(checkpoints: list[str], *, force: bool = False, dry_run: bool = False) -> RmResult:
+    """Delete each checkpoint of ``checkpoints`` (CHECKPOINT arguments) and its state entries,
+    through the deletion engine (:mod:`ckptool.ops.retain.engine`)."""
+    groups = _resolve(list(checkpoints))
     out = RmResult(dry_run=dry_run)
-    plans = []
-    for targets in groups.values():  # everything checked before anything is deleted
-        storage, d = next(iter(targets.values()))[:2]
-        names = {k: v[2] for k, v in targets.items()}
-        raw = storage.read_if_exists(state_path(d, storage))
-        plans.append((storage, d, targets, names, raw, _plan_state(storage, d, raw, names, force)))
-    for storage, d, targets, names, raw, plan in plans:
-        with _lock(storage, d, dry_run):
-            if dry_run:
-                status = "none" if raw is None else "unchanged" if plan.new is ... else \
-                    "removed" if plan.new is None else "updated"
-            else:
-                plan, status = _write_state(storage, d, names, force)
-            out.directories.append(DirChange(d, plan.before, plan.after, status))
-            for tkey, (_, _, prefix, files) in targets.items():
-                size = 0
-                for f in files:
-                    try:
-                        size += storage.size(f)
-                    except OSError:
-                        pass
-                out.removed.append(Removed(prefix, files, size, tkey in plan.hit, tkey == plan.latest_key))
-                if not dry_run:
-                    _delete(storage, prefix, files)
+    with contextlib.ExitStack() as stack:
+        opened = []
+        for g in groups:  # everything checked before anything is deleted
+            h = g.storage.open_dir(g.directory or ".")
+            stack.callback(h.close)
+            listing = scan(h)
+            refuse_special(h, listing)
+            _, state = read_dir_state(h)
+            opened.append((g, h, _plan_state(g.storage, g.directory, state, listing, g.targets, force)))
+        for g, h, plan in opened:
+            with contextlib.nullcontext() if dry_run else lock_open(g.storage, h, timeout=0.0):
+                _apply(g, h, plan, force, dry_run, out)
     return out
 
 
-def _write_state(storage, d: str, names: dict[str, str], force: bool):
-    """Apply the plan under the lock: re-read, re-plan, replace only if unchanged meanwhile."""
-    spath = state_path(d, storage)
-    for _ in range(STATE_ATTEMPTS):
-        raw = storage.read_if_exists(spath)
-        plan = _plan_state(storage, d, raw, names, force)
-        if plan.new is ...:
-            return plan, "none" if raw is None else "unchanged"
-        if plan.new is None:
-            if storage.read_if_exists(spath) == raw:
-                storage.remove(spath)
-                return plan, "removed"
-            continue
-        if isinstance(plan.new, CheckpointState) and write_state(d, plan.new, storage, expect=raw):
-            return plan, "updated"
-    raise RefusedError(f"{spath}: the state file changed {STATE_ATTEMPTS} times while rm was updating it; "
-                       f"nothing in {d or '.'} deleted")
+def _apply(g: _Group, h: LocalDir | PathDir, plan: _Plan, force: bool, dry_run: bool, out: RmResult) -> None:
+    storage, d = g.storage, g.directory
+    if dry_run:
+        raw, _ = read_dir_state(h)
+        status = "none" if raw is None else "unchanged" if plan.new is KEEP else \
+            "removed" if plan.new is None else "updated"
+        listing = scan(h)
+    else:
+        raw, state = read_dir_state(h)
+        finish_journal(storage, h, state)  # an interrupted prune or rm is finished first
+        listing = scan(h)
+        write_journal(h, g.targets)  # (1) what is about to go
 
+        def compute(_raw: bytes | None, st: CheckpointState | None) -> object:
+            nonlocal plan
+            plan = _plan_state(storage, d, st, listing, g.targets, force)
+            return plan.new
 
-def _delete(storage, prefix: str, files: list[str]) -> None:
-    order = sorted(files, key=lambda f: (f != prefix + INDEX_SUFFIX, f))
-    for f in order:
         try:
-            storage.remove(f)
-        except FileNotFoundError:
-            pass
+            applied = update_state(h, compute, "rm")  # (2)
+        except RefusedError:
+            end_journal(h, [])  # nothing deleted: nothing for a later run to finish
+            raise
+        status = "none" if raw is None and applied is KEEP else "unchanged" if applied is KEEP else \
+            "removed" if applied is None else "updated"
+    out.directories.append(DirChange(d, plan.before, plan.after, status))
+    left = []
+    for base, prefix in g.targets.items():
+        files = listing.files.get(base, [])
+        paths = [storage.join(d, f.name) if d else f.name for f in files]
+        removed = Removed(prefix, paths, sum(f.size for f in files), base in plan.hit, base == plan.latest)
+        if dry_run:
+            out.removed.append(removed)
+            continue
+        _, ok = delete_checkpoint(h, listing, base, out.failed)  # (3)
+        if ok:
+            out.removed.append(removed)
+        else:
+            left.append(base)
+            out.not_removed.append(prefix)
+    if not dry_run:
+        end_journal(h, left)  # (4)
 
 
 __all__ = ["DirChange", "Removed", "RmResult", "rm"]

@@ -5,26 +5,33 @@
 
 from __future__ import annotations
 
-import os
+import contextlib
+from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, MissingError
-from ckptool.io.dirfd import open_dir
 from ckptool.io.layout import checkpoint_exists, resolve_recorded, step_of
 from ckptool.io.listing import scan
-from ckptool.io.lock import lock_directory
-from ckptool.io.state import STATE_FILENAME, CheckpointState, read_state, resolve
+from ckptool.io.lock import lock_open
+from ckptool.io.state import CheckpointState, read_state, resolve
 from ckptool.io.storage import LOCAL
 from ckptool.io.urls import storage_for
-from ckptool.ops.retain.plan import finite, warn
+from ckptool.ops.retain.engine import KEEP, finish_journal, read_dir_state, refuse_special, update_state, warn
+from ckptool.ops.retain.plan import finite
+
+if TYPE_CHECKING:
+    from ckptool.io.dirfd import LocalDir, PathDir
+    from ckptool.io.storage import Storage
+
+    Dir = LocalDir | PathDir
 
 
-def _storage(directory: str, storage):
+def _storage(directory: str, storage: Storage | None) -> tuple[Storage, str]:
     if storage is None:
         storage, directory = storage_for(directory)
     return storage, directory
 
 
-def state_document(directory: str, state: CheckpointState, storage=LOCAL) -> dict:
+def state_document(directory: str, state: CheckpointState, storage: Storage = LOCAL) -> dict[str, Any]:
     """The state as a JSON-able dict, each entry with its existence on disk (a moved
     directory's absolute paths resolve to the checkpoint of the same name here)."""
     entries = []
@@ -44,7 +51,7 @@ def state_document(directory: str, state: CheckpointState, storage=LOCAL) -> dic
             "last_preserved_timestamp": finite(state.last_preserved_timestamp) or None, "entries": entries}
 
 
-def show_state(directory: str, storage=None) -> dict:
+def show_state(directory: str, storage: Storage | None = None) -> dict[str, Any]:
     """The state file of DIR as :func:`state_document`."""
     storage, directory = _storage(directory, storage)
     state = read_state(directory, storage)
@@ -53,19 +60,24 @@ def show_state(directory: str, storage=None) -> dict:
     return state_document(directory, state, storage)
 
 
-def _lock(storage, directory: str, dry_run: bool):
-    import contextlib
-
-    return contextlib.nullcontext() if dry_run else lock_directory(storage, directory, timeout=0.0)
-
-
-def rebuild_state(directory: str, *, dry_run: bool = False, storage=None) -> CheckpointState:
+def rebuild_state(directory: str, *, dry_run: bool = False, storage: Storage | None = None) -> CheckpointState:
     """Recreate the state file from the complete checkpoints in DIR (V1 ones included),
     oldest first by step then mtime (recover_last_checkpoints uses the mtimes);
-    timestamps are the index (V1 file) mtimes."""
+    timestamps are the index (V1 file) mtimes. Under DIR's lock, an interrupted prune or rm
+    is finished first (its checkpoints are never recorded again), and the file is replaced
+    by the engine's compare-and-swap."""
     storage, directory = _storage(directory, storage)
-    with _lock(storage, directory, dry_run), open_dir(storage, directory) as d:
+    with storage.open_dir(directory) as d, (contextlib.nullcontext() if dry_run else lock_open(storage, d,
+                                                                                                 timeout=0.0)):
         listing = scan(d)
+        refuse_special(d, listing)
+        if not dry_run:
+            try:
+                _, state = read_dir_state(d)
+            except CkptError:
+                state = None
+            finish_journal(storage, d, state)
+            listing = scan(d)
         found = []
         for base in listing.complete:
             if listing.links_out(base):
@@ -76,45 +88,56 @@ def rebuild_state(directory: str, *, dry_run: bool = False, storage=None) -> Che
             raise MissingError(f"{directory}: no complete checkpoint (no *.index file, no V1 checkpoint) "
                                f"to rebuild the state from")
         found.sort(key=lambda x: (x[0] if x[0] is not None else -1, x[1], x[2]))
-        try:
-            old = read_state(directory, storage)
-        except CkptError:
-            old = None
-        lp = old.last_preserved_timestamp if old is not None else 0.0
-        st = CheckpointState(found[-1][2], [b for _, _, b in found], [t for _, t, _ in found], lp)
-        if not dry_run:
-            d.replace(STATE_FILENAME, st.to_text().encode("utf-8"))
-        return st
+
+        def compute(_raw: bytes | None, old: CheckpointState | None) -> CheckpointState:
+            lp = old.last_preserved_timestamp if old is not None else 0.0
+            return CheckpointState(found[-1][2], [b for _, _, b in found], [t for _, t, _ in found], lp)
+
+        if dry_run:
+            try:
+                _, old = read_dir_state(d)
+            except CkptError:
+                old = None
+            return compute(None, old)
+        return update_state(d, compute, "state --rebuild", lenient=True)  # type: ignore[no-any-return]
 
 
-def relative_state(directory: str, *, dry_run: bool = False, storage=None) -> tuple[CheckpointState, list[str]]:
-    """Rewrite absolute paths inside DIR as relative ones (also those of a moved directory that
-    name a checkpoint present here). Paths outside DIR are kept, with a warning. Returns the
-    new state and the paths changed."""
+def relative_state(directory: str, *, dry_run: bool = False,
+                   storage: Storage | None = None) -> tuple[CheckpointState, list[str]]:
+    """Rewrite absolute paths inside DIR as relative ones (also those of a moved or copied
+    directory that name a checkpoint present here: layout.resolve_recorded). Paths outside
+    DIR are kept, with a warning. Returns the new state and the paths changed."""
     storage, directory = _storage(directory, storage)
-    with _lock(storage, directory, dry_run):
-        state = read_state(directory, storage)
-        if state is None:
-            raise MissingError(f"{directory}: no 'checkpoint' state file here")
-        changed = []
+    with storage.open_dir(directory) as d, (contextlib.nullcontext() if dry_run else lock_open(storage, d,
+                                                                                                 timeout=0.0)):
+        refuse_special(d)
+        changed: list[str] = []
 
-        def rel(p: str) -> str:
-            if not (storage.isabs(p) or "://" in p):
+        def compute(_raw: bytes | None, state: CheckpointState | None) -> object:
+            if state is None:
+                raise MissingError(f"{directory}: no 'checkpoint' state file here")
+            changed.clear()
+
+            def rel(p: str) -> str:
+                if not (storage.isabs(p) or "://" in p):
+                    return p
+                rec = resolve_recorded(storage, directory, p, warn=False)
+                if rec.base is not None:
+                    changed.append(p)
+                    return rec.base
+                if "://" not in p:
+                    warn(f"{p}: outside {directory}; kept as it is")
                 return p
-            rec = resolve_recorded(storage, directory, p, warn=False)
-            if rec.base is not None:
-                changed.append(p)
-                return rec.base
-            if storage is LOCAL and os.path.isabs(p):
-                warn(f"{p}: outside {directory}; kept as it is")
-            return p
 
-        new = CheckpointState(rel(state.model_checkpoint_path), [rel(p) for p in state.all_model_checkpoint_paths],
-                              list(state.all_model_checkpoint_timestamps), state.last_preserved_timestamp)
-        if changed and not dry_run:
-            with open_dir(storage, directory) as d:
-                d.replace(STATE_FILENAME, new.to_text().encode("utf-8"))
-        return new, sorted(set(changed))
+            new = CheckpointState(rel(state.model_checkpoint_path),
+                                  [rel(p) for p in state.all_model_checkpoint_paths],
+                                  list(state.all_model_checkpoint_timestamps), state.last_preserved_timestamp)
+            planned[:] = [new]
+            return new if changed and not dry_run else KEEP
+
+        planned: list[CheckpointState] = []
+        update_state(d, compute, "state --relative")
+        return planned[0], sorted(set(changed))
 
 
 __all__ = ["rebuild_state", "relative_state", "show_state", "state_document"]

@@ -303,12 +303,11 @@ class BundleWriter:
     def _stale_shards(self) -> list[str]:
         """Data files of a checkpoint being replaced that the new one does not use."""
         st = self.storage
-        d, base = st.dirname(self.prefix), st.basename(self.prefix)
+        d = st.dirname(self.prefix)
         ours = {st.basename(f.target) for f in self._files}
-        from ckptool.io.layout import DATA, file_role
+        from ckptool.io.layout import data_shards
 
-        return [st.join(d, n) if d else n for n in st.glob(d, base + ".data-*")
-                if file_role(n) == (base, DATA) and n not in ours]
+        return [st.join(d, n) if d else n for n in data_shards(st, self.prefix) if n not in ours]
 
     def abort(self) -> None:
         """Close and delete the temporary files; idempotent."""

@@ -1,0 +1,119 @@
+"""Trees of runs: the run directories below a ROOT, yielded open. A storage capability
+(:meth:`ckptool.io.storage.Storage.walk_runs`): a local tree is walked through directory
+descriptors (``O_DIRECTORY|O_NOFOLLOW``), so a directory swapped for a symlink meanwhile is not
+followed; symlinked directories only with ``follow_symlinks`` (each directory once);
+``one_file_system`` stays on ROOT's device. An object store is listed once (``find``).
+
+Every directory is entered: a name with ``_temp`` or ``.tmp`` in it is an ordinary directory
+(the temporary-file rule is exact: :func:`ckptool.io.layout.temp_owner`); only those matching
+an ``exclude`` glob (against the path relative to ROOT, or the name) are skipped.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import stat as _stat
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
+
+from ckptool.errors import CkptError
+from ckptool.io.dirfd import LocalDir, PathDir
+from ckptool.io.names import INDEX, file_role
+
+if TYPE_CHECKING:
+    from ckptool.io.storage import Storage
+
+STATE_FILENAME = "checkpoint"
+
+
+def excluded(rel: str, exclude: Iterable[str]) -> bool:
+    name = rel.rsplit("/", 1)[-1]
+    return any(fnmatch.fnmatchcase(rel, g) or fnmatch.fnmatchcase(name, g) for g in exclude)
+
+
+def is_run(names: Iterable[str], scan: bool) -> bool:
+    """A run directory: a state file, or with ``scan`` any ``*.index``."""
+    names = list(names)
+    return STATE_FILENAME in names or (scan and any((r := file_role(n)) is not None and r[1] == INDEX
+                                                    for n in names))
+
+
+def walk_local(root: str, *, exclude: Iterable[str] = (), scan: bool = False, one_file_system: bool = False,
+               follow_symlinks: bool = False) -> Iterator[LocalDir]:
+    """The run directories below a local ROOT (ROOT included), each yielded open (closed when
+    the walk moves on)."""
+    exclude = tuple(exclude)
+    top = LocalDir(root)
+    seen = {(top.dev, os.fstat(top.fd).st_ino)}
+    stack: list[tuple[LocalDir, str]] = [(top, ".")]
+    while stack:
+        d, rel = stack.pop()
+        try:
+            names = d.names()
+            if is_run(names, scan):
+                yield d
+            subs = []
+            for n in names:
+                sub_rel = n if rel == "." else f"{rel}/{n}"
+                if excluded(sub_rel, exclude):
+                    continue
+                st = d.lstat(n)
+                if st is None:
+                    continue
+                link = _stat.S_ISLNK(st.st_mode)
+                if link:
+                    if not follow_symlinks:
+                        continue
+                    st = d.stat(n)
+                    if st is None or not _stat.S_ISDIR(st.st_mode):
+                        continue
+                elif not _stat.S_ISDIR(st.st_mode):
+                    continue
+                if one_file_system and st.st_dev != top.dev:
+                    continue
+                if (st.st_dev, st.st_ino) in seen:
+                    continue
+                seen.add((st.st_dev, st.st_ino))
+                subs.append((n, sub_rel, link))
+            for n, sub_rel, link in sorted(subs, reverse=True):
+                try:
+                    if link:
+                        fd = os.open(n, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0), dir_fd=d.fd)
+                        child = LocalDir(d.join(n), fd=fd)
+                    else:
+                        child = d.subdir(n)
+                except (CkptError, OSError):
+                    continue
+                stack.append((child, sub_rel))
+        finally:
+            d.close()
+
+
+def run_paths(files: Iterable[str], root: str, *, exclude: Iterable[str] = (), scan: bool = False) -> list[str]:
+    """The run directories among ``files`` (every file below ROOT, as URLs): one listing."""
+    exclude = tuple(exclude)
+    seen = set()
+    top = root.rstrip("/")
+    for path in files:
+        d, name = path.rsplit("/", 1)
+        rel = d[len(top) + 1:] if d != top else "."
+        if rel != "." and any(excluded("/".join(rel.split("/")[: i + 1]), exclude) for i in range(rel.count("/") + 1)):
+            continue
+        if is_run([name], scan):
+            seen.add(d)
+    return sorted(seen)
+
+
+def walk_paths(storage: Storage, files: Iterable[str], root: str, *, exclude: Iterable[str] = (),
+               scan: bool = False) -> Iterator[PathDir]:
+    """The run directories among ``files`` held by path (:class:`PathDir`); one that vanished
+    meanwhile is skipped."""
+    for path in run_paths(files, root, exclude=exclude, scan=scan):
+        try:
+            yield PathDir(storage, path)
+        except CkptError:
+            continue
+
+
+__all__ = ["excluded", "is_run", "run_paths", "walk_local", "walk_paths"]
