@@ -16,7 +16,12 @@ its writer is closed (one PUT, or a completed multipart upload), and a
 discarded one never appears.
 
 Errors of the disk (ENOSPC, EIO, EACCES) become :class:`CkptError` naming the
-target, never the temporary.
+target, never the temporary (:func:`os_error`, the one wrapper of an OSError).
+
+The files need not be a whole :class:`~ckptool.io.storage.Storage`: anything with the
+few methods of :class:`Files` will do. ``ckptool.io.dirfd.LocalDir.replace`` (the state
+file, prune's journal) passes one bound to an open directory's descriptor, so that it
+too is written here, by the same code.
 
 :func:`check_destination` is the one overwrite rule: an existing destination
 is not replaced without ``force``, and a destination that is the source
@@ -29,19 +34,47 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from ckptool.errors import CkptError, RefusedError
+from ckptool.errors import CkptError, MissingError, RefusedError
 
 if TYPE_CHECKING:
     from ckptool.format.coding import AnyBuffer
     from ckptool.io.storage import Storage, Writer
 
-#: Temporaries written now, by this process (name -> target): what a signal handler removes.
-_LIVE: dict[str, str] = {}
+
+class Files(Protocol):
+    """What :class:`AtomicFile` asks of the place it writes to (a Storage has all of it)."""
+
+    @property
+    def atomic_rename(self) -> bool: ...
+
+    def temp_name(self, path: str) -> str: ...
+
+    def open_write(self, path: str) -> Writer: ...
+
+    def fsync_file(self, f: Writer) -> None: ...
+
+    def start_writeback(self, f: Writer, offset: int, length: int) -> None: ...
+
+    def rename(self, src: str, dst: str) -> None: ...
+
+    def remove(self, path: str) -> None: ...
+
+    def dirname(self, path: str) -> str: ...
+
+    def fsync_dir(self, path: str) -> None: ...
+
+    def read_if_exists(self, path: str) -> bytes | None: ...
+
+
+#: Temporaries written now, by this process (name -> where): what a signal handler removes.
+_LIVE: dict[str, Files] = {}
 _LIVE_LOCK = threading.Lock()
 
-ANY = object()  # write_bytes' "whatever the target holds now"
+#: The one "whatever the target holds now" of ``expect`` (write_bytes, Storage.write_bytes_atomic,
+#: LocalDir.replace).
+ANY = object()
 
 
 def live_temporaries() -> list[str]:
@@ -54,14 +87,14 @@ def remove_live_temporaries() -> int:
     """Remove every live temporary (for a signal handler or an exit path), and the directories
     :func:`make_output_dir` made that are still empty; how many temporaries went."""
     with _LIVE_LOCK:
-        names = list(_LIVE)
+        live = list(_LIVE.items())
         _LIVE.clear()
     gone = 0
-    for name in names:
+    for name, files in live:
         try:
-            os.remove(name)
+            files.remove(name)
             gone += 1
-        except OSError:
+        except (OSError, CkptError):
             pass
     with _LIVE_LOCK:  # and the directories made for outputs that never came, while empty
         for d in sorted(_MADE_DIRS, key=len, reverse=True):
@@ -73,9 +106,9 @@ def remove_live_temporaries() -> int:
     return gone
 
 
-def _register(name: str, target: str) -> None:
+def _register(name: str, files: Files) -> None:
     with _LIVE_LOCK:
-        _LIVE[name] = target
+        _LIVE[name] = files
 
 
 def _unregister(name: str) -> None:
@@ -110,7 +143,7 @@ def make_output_dir(storage: Storage, directory: str) -> None:
             _MADE_DIRS.update(missing)
 
 
-def _drop_empty_dirs(storage: Storage, target: str) -> None:
+def _drop_empty_dirs(storage: Files, target: str) -> None:
     """Remove the directories :func:`make_output_dir` made for ``target``, innermost first,
     while they are empty (a directory holding anything, another write's file included, stays)."""
     d = storage.dirname(target)
@@ -136,9 +169,12 @@ def _keep_dirs(files: Sequence[AtomicFile]) -> None:
                 d = f.storage.dirname(d)
 
 
-def disk_error(target: str, what: str, exc: OSError) -> CkptError:
-    """A CkptError naming the target file (not a temporary) for an OS error."""
-    return CkptError(f"{target}: cannot {what}: {exc.strerror or exc}")
+def os_error(path: str, exc: OSError, doing: str) -> CkptError:
+    """An OSError as a CkptError naming ``path`` (the target, never a temporary's name):
+    a missing file as :class:`MissingError`."""
+    if isinstance(exc, FileNotFoundError):
+        return MissingError(f"{path}: no such file or directory")
+    return CkptError(f"{path}: cannot {doing}: {exc.strerror or exc}")
 
 
 class AtomicFile:
@@ -149,27 +185,27 @@ class AtomicFile:
     clean exit and discards on an error.
     """
 
-    def __init__(self, storage: Storage, target: str, *, sync: bool = True, _link_from: str | None = None):
+    def __init__(self, storage: Files, target: str, *, sync: bool = True, link_from: str | None = None):
         self.storage = storage
         self.target = target
         self.sync = sync
-        self.atomic = bool(getattr(storage, "atomic_rename", True))
+        self.atomic = bool(storage.atomic_rename)
         self.name = storage.temp_name(target) if self.atomic else target
         self.written = 0
         self.published = False
         self._sealed = False
         self.file: Writer | None = None
         if self.atomic:
-            _register(self.name, target)
+            _register(self.name, storage)
         try:
-            if _link_from is not None:
-                os.link(_link_from, self.name)
+            if link_from is not None:
+                os.link(link_from, self.name)
                 self._sealed = True  # a second name of a durable file: nothing to write or sync
             else:
                 self.file = storage.open_write(self.name)
         except OSError as exc:
             self.discard()
-            raise disk_error(target, "create", exc) from None
+            raise os_error(target, exc, "create") from None
         except BaseException:
             self.discard()
             raise
@@ -193,7 +229,7 @@ class AtomicFile:
         try:
             self.writer().write(data)  # type: ignore[arg-type]  # an ndarray is a Buffer (AnyBuffer)
         except OSError as exc:
-            raise disk_error(self.target, "write", exc) from None
+            raise os_error(self.target, exc, "write") from None
         self.written += memoryview(data).nbytes  # type: ignore[arg-type]  # as above
 
     def start_writeback(self, offset: int, length: int) -> None:
@@ -209,7 +245,7 @@ class AtomicFile:
                 self.storage.fsync_file(self.writer())
             self.writer().close()
         except OSError as exc:
-            raise disk_error(self.target, "write", exc) from None
+            raise os_error(self.target, exc, "write") from None
         self._sealed = True
         if not self.atomic:
             self.published = True
@@ -222,7 +258,7 @@ class AtomicFile:
         try:
             self.storage.rename(self.name, self.target)
         except OSError as exc:
-            raise disk_error(self.target, "rename into place", exc) from None
+            raise os_error(self.target, exc, "rename into place") from None
         self.published = True
         _unregister(self.name)
 
@@ -289,7 +325,7 @@ def publish(files: Sequence[AtomicFile], *, sync: bool | None = None,
     return True
 
 
-def write_bytes(storage: Storage, target: str, data: AnyBuffer, *, sync: bool = True, expect: object = ANY) -> bool:
+def write_bytes(storage: Files, target: str, data: AnyBuffer, *, sync: bool = True, expect: object = ANY) -> bool:
     """Replace ``target`` with ``data`` atomically. With ``expect`` (bytes, or None for
     "absent"), only if ``target`` still holds exactly that once the new file is ready; False,
     nothing changed, otherwise. (The check narrows, not closes, the window in which a writer
@@ -310,7 +346,7 @@ def link_or_copy(storage: Storage, src: str, target: str, *, sync: bool = True) 
     published with :func:`publish`; removed on any failure."""
     if getattr(storage, "atomic_rename", True) and hasattr(storage, "lstat"):
         try:
-            return AtomicFile(storage, target, sync=sync, _link_from=src)
+            return AtomicFile(storage, target, sync=sync, link_from=src)
         except CkptError:
             pass  # another file system, or no hard links: copy
     reader = storage.open_reader(src)  # errors name the source
@@ -383,4 +419,4 @@ def checkpoint_identity(ck: object) -> list[str]:
 
 
 __all__ = ["AtomicFile", "publish", "make_output_dir", "write_bytes", "link_or_copy", "check_destination",
-           "checkpoint_identity", "live_temporaries", "remove_live_temporaries", "disk_error", "ANY"]
+           "checkpoint_identity", "live_temporaries", "remove_live_temporaries", "os_error", "ANY", "Files"]

@@ -12,20 +12,14 @@ import uuid
 from typing import TYPE_CHECKING, Literal
 
 from ckptool.errors import CkptError, MissingError
+from ckptool.io import atomic
+from ckptool.io.atomic import ANY, os_error
 
 if TYPE_CHECKING:
-    from ckptool.io.storage import Storage
+    from ckptool.io.storage import Storage, Writer
 
-ANY = object()  # replace's "whatever the file holds now"
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
-
-
-def os_error(path: str, exc: OSError, doing: str) -> CkptError:
-    """An OSError as a CkptError naming ``path`` (never a temporary's name)."""
-    if isinstance(exc, FileNotFoundError):
-        return MissingError(f"{path}: no such file or directory")
-    return CkptError(f"{path}: cannot {doing}: {exc.strerror or exc}")
 
 
 class LocalDir:
@@ -127,37 +121,60 @@ class LocalDir:
         os.rmdir(name, dir_fd=self.fd)
 
     def replace(self, name: str, data: bytes, expect: object = ANY) -> bool:
-        """Replace ``name`` with ``data`` atomically (temp file, fsync, rename, directory
-        fsync), all relative to this directory. With ``expect`` (bytes, or None for
+        """Replace ``name`` with ``data`` atomically, all relative to this directory: the one
+        atomic write (:func:`ckptool.io.atomic.write_bytes`) over :class:`FdFiles` (temp file
+        ``NAME.tmp<hex>``, fsync, rename, directory fsync). With ``expect`` (bytes, or None for
         "absent"): only if ``name`` still holds that; False, nothing changed, otherwise.
         Errors name ``name``, never the temporary."""
-        tmp = f"{name}.tmp{uuid.uuid4().hex}"
+        return atomic.write_bytes(FdFiles(self), self.join(name), data, expect=expect)
+
+
+class FdFiles:
+    """A :class:`LocalDir` as the :class:`ckptool.io.atomic.Files` that ``AtomicFile`` writes
+    to: every path is one of the directory's entries (``LocalDir.join(name)``), reached by
+    the descriptor (``dir_fd=``, ``O_NOFOLLOW``), never by walking the path again."""
+
+    atomic_rename = True
+
+    def __init__(self, d: LocalDir):
+        self.d = d
+
+    def _name(self, path: str) -> str:
+        return os.path.basename(path)
+
+    def temp_name(self, path: str) -> str:
+        """``NAME.tmp<hex>``: the temporary of a small file (``layout.temp_owner`` knows it)."""
+        return f"{path}.tmp{uuid.uuid4().hex}"
+
+    def open_write(self, path: str) -> Writer:
+        fd = os.open(self._name(path), os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o666,
+                     dir_fd=self.d.fd)
+        return os.fdopen(fd, "wb")
+
+    def fsync_file(self, f: Writer) -> None:
+        f.flush()
+        os.fsync(f.fileno())
+
+    def start_writeback(self, f: Writer, offset: int, length: int) -> None:
+        pass  # small files: the fsync alone
+
+    def rename(self, src: str, dst: str) -> None:
+        os.replace(self._name(src), self._name(dst), src_dir_fd=self.d.fd, dst_dir_fd=self.d.fd)
+
+    def remove(self, path: str) -> None:
+        os.unlink(self._name(path), dir_fd=self.d.fd)
+
+    def dirname(self, path: str) -> str:
+        return os.path.dirname(path)
+
+    def fsync_dir(self, path: str) -> None:
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o666, dir_fd=self.fd)
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view):]
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            if expect is not ANY and self.read(name) != expect:
-                os.unlink(tmp, dir_fd=self.fd)
-                return False
-            os.replace(tmp, name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
-        except BaseException as exc:
-            try:
-                os.unlink(tmp, dir_fd=self.fd)
-            except OSError:
-                pass
-            if isinstance(exc, OSError):
-                raise os_error(self.join(name), exc, "write") from exc
-            raise
-        try:
-            os.fsync(self.fd)
+            os.fsync(self.d.fd)
         except OSError:
             pass
-        return True
+
+    def read_if_exists(self, path: str) -> bytes | None:
+        return self.d.read(self._name(path))
 
 
 class PathDir:
@@ -221,9 +238,7 @@ class PathDir:
                 self.storage.remove(p)
 
     def replace(self, name: str, data: bytes, expect: object = ANY) -> bool:
-        from ckptool.io.atomic import ANY as STORAGE_ANY
-
-        return self.storage.write_bytes_atomic(self.join(name), data, STORAGE_ANY if expect is ANY else expect)
+        return self.storage.write_bytes_atomic(self.join(name), data, expect)
 
 
 def open_dir(storage: Storage, path: str, follow: bool = True) -> LocalDir | PathDir:
@@ -231,4 +246,4 @@ def open_dir(storage: Storage, path: str, follow: bool = True) -> LocalDir | Pat
     return storage.open_dir(path, follow)
 
 
-__all__ = ["ANY", "LocalDir", "PathDir", "open_dir", "os_error"]
+__all__ = ["ANY", "FdFiles", "LocalDir", "PathDir", "open_dir", "os_error"]
