@@ -7,6 +7,8 @@ import sys
 
 import click
 
+from ckptool.format.objkeys import key_of, shown
+
 
 def checkpoint_argument(name: str = "checkpoint", **kwargs):
     """A CHECKPOINT argument (completes to checkpoint prefixes, not data files)."""
@@ -136,7 +138,7 @@ def escape(text) -> str:
     text = str(text)
     if text.isprintable():
         return text
-    raw = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    raw = shown(key_of(text))
     return "".join(c if c.isprintable() or c == " " else c.encode("unicode_escape").decode("ascii")
                    for c in raw)
 

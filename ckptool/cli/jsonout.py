@@ -19,6 +19,8 @@ from collections.abc import Callable
 from json.encoder import encode_basestring, encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import Any
 
+from ckptool.format.json_numbers import nonfinite_text
+
 #: Documents nested deeper than this are written compactly (one line, ``, `` and ``: ``).
 INDENT_DEPTH = 64
 
@@ -59,7 +61,7 @@ def _dumps(doc: Any, indent: int | None, ensure_ascii: bool, default: Callable[[
             return int_text(value)
         if isfinite(value):
             return float_text(value)
-        return '"NaN"' if math.isnan(value) else ('"Infinity"' if value > 0 else '"-Infinity"')
+        return '"' + nonfinite_text(value) + '"'
 
     def newline(level: int) -> str:
         return "" if indent is None else "\n" + " " * (indent * level)

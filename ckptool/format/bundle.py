@@ -21,6 +21,7 @@ from google.protobuf.message import DecodeError
 from ckptool.errors import CkptError, CorruptError, UnsupportedError
 from ckptool.format import dtypes
 from ckptool.format.coding import BytesLike
+from ckptool.format.objkeys import shown
 from ckptool.format.protos.tensor_bundle_pb2 import BundleEntryProto, BundleHeaderProto, TensorShapeProto
 from ckptool.format.slices import Slice as Slice  # X as X: re-exported, callers name them bundle.*
 from ckptool.format.slices import encode_tensor_name_slice as encode_tensor_name_slice
@@ -275,13 +276,13 @@ def parse_entry_proto(key: bytes, value: BytesLike, name: str) -> Entry:
     try:
         proto = BundleEntryProto.FromString(value)
     except DecodeError:
-        raise CorruptError(f"{name}: entry for key {_shown(key)!r} not parseable") from None
+        raise CorruptError(f"{name}: entry for key {shown(key)!r} not parseable") from None
     dtype, shape, n = _validate_head(proto, key, name)
     shard_id, offset, size = proto.shard_id, proto.offset, proto.size
     if shard_id < 0 or offset < 0 or size < 0:
         raise CorruptError(
-            f"{name}: entry {_shown(key)!r} has negative shard/offset/size ({shard_id}, {offset}, {size})")
-    slices = tuple(slice_from_proto(sl, len(shape), f"{name}: entry {_shown(key)!r}")
+            f"{name}: entry {shown(key)!r} has negative shard/offset/size ({shard_id}, {offset}, {size})")
+    slices = tuple(slice_from_proto(sl, len(shape), f"{name}: entry {shown(key)!r}")
                    for sl in proto.slices) if proto.slices else ()
     return _checked(Entry(key, dtype, shape, shard_id, offset, size, proto.crc32c, slices), n, name)
 
@@ -292,14 +293,14 @@ def _checked(e: Entry, n: int, name: str) -> Entry:
     if not e.slices and kind == dtypes.FIXED:
         if e.size != n * e.dtype.itemsize:
             raise CorruptError(
-                f"{name}: invalid size in bundle entry: key {_shown(e.key)!r}; stored size {e.size}; "
+                f"{name}: invalid size in bundle entry: key {shown(e.key)!r}; stored size {e.size}; "
                 f"expected size {n * e.dtype.itemsize}"
             )
     elif not e.slices and kind == dtypes.STRING and e.size < 4:
-        raise CorruptError(f"{name}: invalid size in bundle entry: key {_shown(e.key)!r}; string tensor of "
+        raise CorruptError(f"{name}: invalid size in bundle entry: key {shown(e.key)!r}; string tensor of "
                            f"{e.size} bytes")
     elif kind == dtypes.NONE:
-        raise UnsupportedError(f"{name}: entry {_shown(e.key)!r} has dtype {e.dtype.name}, which holds no data")
+        raise UnsupportedError(f"{name}: entry {shown(e.key)!r} has dtype {e.dtype.name}, which holds no data")
     return e
 
 
@@ -307,16 +308,12 @@ def _validate_head(proto: Any, key: bytes, name: str) -> _Head:
     """The entry's dtype, shape and element count, or the error that says what is wrong."""
     dtype = dtypes.BY_VALUE.get(proto.dtype)
     if dtype is None:
-        dtype = dtypes.from_value(proto.dtype, f"{name}: entry {_shown(key)!r}")  # raises, naming it
-    shape = shape_from_proto(proto.shape, f"{name}: entry {_shown(key)!r}")
+        dtype = dtypes.from_value(proto.dtype, f"{name}: entry {shown(key)!r}")  # raises, naming it
+    shape = shape_from_proto(proto.shape, f"{name}: entry {shown(key)!r}")
     n = 1
     for d in shape:
         n *= d
     return dtype, shape, n
-
-
-def _shown(key: bytes) -> str:
-    return key.decode("utf-8", "backslashreplace")
 
 
 def encode_entry(dtype: dtypes.DType, shape: Iterable[int], shard_id: int, offset: int, size: int, crc: int,

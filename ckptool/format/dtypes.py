@@ -30,6 +30,7 @@ class DType:
     itemsize: int  # bytes per element on disk; 0 for variable-length kinds
     kind: str
     _numpy: str  # how to build the numpy dtype (see _numpy_dtype)
+    safetensors: str = ""  # safetensors' dtype code ("F32"), "" when safetensors has none
 
     @property
     def numpy(self) -> np.dtype:
@@ -45,6 +46,12 @@ class DType:
     @property
     def is_fixed(self) -> bool:
         return self.kind == FIXED
+
+    @property
+    def npy_portable(self) -> bool:
+        """A fixed-size type plain numpy holds, so that a ``.npy`` file records it portably
+        (not an ml_dtypes type, not a quantized one)."""
+        return self.kind == FIXED and not self._numpy.startswith(("ml:", "q:"))
 
     def __str__(self) -> str:
         return self.name
@@ -72,41 +79,41 @@ def _quantized_struct(spec: str) -> np.dtype:
     return np.dtype([(name, base)])
 
 
-_TABLE = [
-    # value, name, enum name, itemsize, kind, numpy
-    (1, "float32", "DT_FLOAT", 4, FIXED, "<f4"),
-    (2, "float64", "DT_DOUBLE", 8, FIXED, "<f8"),
-    (3, "int32", "DT_INT32", 4, FIXED, "<i4"),
-    (4, "uint8", "DT_UINT8", 1, FIXED, "u1"),
-    (5, "int16", "DT_INT16", 2, FIXED, "<i2"),
-    (6, "int8", "DT_INT8", 1, FIXED, "i1"),
-    (7, "string", "DT_STRING", 0, STRING, "O"),
-    (8, "complex64", "DT_COMPLEX64", 8, FIXED, "<c8"),
-    (9, "int64", "DT_INT64", 8, FIXED, "<i8"),
-    (10, "bool", "DT_BOOL", 1, FIXED, "?"),
-    (11, "qint8", "DT_QINT8", 1, FIXED, "q:qint8,i1"),
-    (12, "quint8", "DT_QUINT8", 1, FIXED, "q:quint8,u1"),
-    (13, "qint32", "DT_QINT32", 4, FIXED, "q:qint32,<i4"),
-    (14, "bfloat16", "DT_BFLOAT16", 2, FIXED, "ml:bfloat16"),
-    (15, "qint16", "DT_QINT16", 2, FIXED, "q:qint16,<i2"),
-    (16, "quint16", "DT_QUINT16", 2, FIXED, "q:quint16,<u2"),
-    (17, "uint16", "DT_UINT16", 2, FIXED, "<u2"),
-    (18, "complex128", "DT_COMPLEX128", 16, FIXED, "<c16"),
-    (19, "float16", "DT_HALF", 2, FIXED, "<f2"),
-    (20, "resource", "DT_RESOURCE", 0, NONE, "O"),
-    (21, "variant", "DT_VARIANT", 0, VARIANT, "O"),
-    (22, "uint32", "DT_UINT32", 4, FIXED, "<u4"),
-    (23, "uint64", "DT_UINT64", 8, FIXED, "<u8"),
-    (24, "float8_e5m2", "DT_FLOAT8_E5M2", 1, FIXED, "ml:float8_e5m2"),
-    (25, "float8_e4m3fn", "DT_FLOAT8_E4M3FN", 1, FIXED, "ml:float8_e4m3fn"),
-    (26, "float8_e4m3fnuz", "DT_FLOAT8_E4M3FNUZ", 1, FIXED, "ml:float8_e4m3fnuz"),
-    (27, "float8_e4m3b11fnuz", "DT_FLOAT8_E4M3B11FNUZ", 1, FIXED, "ml:float8_e4m3b11fnuz"),
-    (28, "float8_e5m2fnuz", "DT_FLOAT8_E5M2FNUZ", 1, FIXED, "ml:float8_e5m2fnuz"),
-    (29, "int4", "DT_INT4", 1, FIXED, "ml:int4"),
-    (30, "uint4", "DT_UINT4", 1, FIXED, "ml:uint4"),
-    (31, "int2", "DT_INT2", 1, FIXED, "ml:int2"),
-    (32, "uint2", "DT_UINT2", 1, FIXED, "ml:uint2"),
-    (33, "float4_e2m1fn", "DT_FLOAT4_E2M1FN", 1, FIXED, "ml:float4_e2m1fn"),
+_TABLE: list[tuple[int, str, str, int, str, str, str]] = [
+    # value, name, enum name, itemsize, kind, numpy, safetensors code
+    (1, "float32", "DT_FLOAT", 4, FIXED, "<f4", "F32"),
+    (2, "float64", "DT_DOUBLE", 8, FIXED, "<f8", "F64"),
+    (3, "int32", "DT_INT32", 4, FIXED, "<i4", "I32"),
+    (4, "uint8", "DT_UINT8", 1, FIXED, "u1", "U8"),
+    (5, "int16", "DT_INT16", 2, FIXED, "<i2", "I16"),
+    (6, "int8", "DT_INT8", 1, FIXED, "i1", "I8"),
+    (7, "string", "DT_STRING", 0, STRING, "O", ""),
+    (8, "complex64", "DT_COMPLEX64", 8, FIXED, "<c8", "C64"),
+    (9, "int64", "DT_INT64", 8, FIXED, "<i8", "I64"),
+    (10, "bool", "DT_BOOL", 1, FIXED, "?", "BOOL"),
+    (11, "qint8", "DT_QINT8", 1, FIXED, "q:qint8,i1", ""),
+    (12, "quint8", "DT_QUINT8", 1, FIXED, "q:quint8,u1", ""),
+    (13, "qint32", "DT_QINT32", 4, FIXED, "q:qint32,<i4", ""),
+    (14, "bfloat16", "DT_BFLOAT16", 2, FIXED, "ml:bfloat16", "BF16"),
+    (15, "qint16", "DT_QINT16", 2, FIXED, "q:qint16,<i2", ""),
+    (16, "quint16", "DT_QUINT16", 2, FIXED, "q:quint16,<u2", ""),
+    (17, "uint16", "DT_UINT16", 2, FIXED, "<u2", "U16"),
+    (18, "complex128", "DT_COMPLEX128", 16, FIXED, "<c16", ""),
+    (19, "float16", "DT_HALF", 2, FIXED, "<f2", "F16"),
+    (20, "resource", "DT_RESOURCE", 0, NONE, "O", ""),
+    (21, "variant", "DT_VARIANT", 0, VARIANT, "O", ""),
+    (22, "uint32", "DT_UINT32", 4, FIXED, "<u4", "U32"),
+    (23, "uint64", "DT_UINT64", 8, FIXED, "<u8", "U64"),
+    (24, "float8_e5m2", "DT_FLOAT8_E5M2", 1, FIXED, "ml:float8_e5m2", "F8_E5M2"),
+    (25, "float8_e4m3fn", "DT_FLOAT8_E4M3FN", 1, FIXED, "ml:float8_e4m3fn", "F8_E4M3"),
+    (26, "float8_e4m3fnuz", "DT_FLOAT8_E4M3FNUZ", 1, FIXED, "ml:float8_e4m3fnuz", ""),
+    (27, "float8_e4m3b11fnuz", "DT_FLOAT8_E4M3B11FNUZ", 1, FIXED, "ml:float8_e4m3b11fnuz", ""),
+    (28, "float8_e5m2fnuz", "DT_FLOAT8_E5M2FNUZ", 1, FIXED, "ml:float8_e5m2fnuz", ""),
+    (29, "int4", "DT_INT4", 1, FIXED, "ml:int4", ""),
+    (30, "uint4", "DT_UINT4", 1, FIXED, "ml:uint4", ""),
+    (31, "int2", "DT_INT2", 1, FIXED, "ml:int2", ""),
+    (32, "uint2", "DT_UINT2", 1, FIXED, "ml:uint2", ""),
+    (33, "float4_e2m1fn", "DT_FLOAT4_E2M1FN", 1, FIXED, "ml:float4_e2m1fn", ""),
 ]
 
 BY_VALUE: dict[int, DType] = {row[0]: DType(*row) for row in _TABLE}
@@ -117,6 +124,16 @@ BY_NAME["double"] = BY_VALUE[2]
 
 STRING_DTYPE = BY_VALUE[7]
 INT64 = BY_VALUE[9]
+
+#: The real floating-point types, in the order messages list them.
+FLOATS = ("float16", "bfloat16", "float32", "float64", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz",
+          "float8_e4m3b11fnuz", "float8_e5m2fnuz", "float4_e2m1fn")
+#: The four ``convert --cast`` casts between (either way, rounding to nearest even).
+CASTABLE = FLOATS[:4]
+#: What ``average`` averages: the float types but float4.
+AVERAGED = tuple(n for n in FLOATS if n != "float4_e2m1fn")
+#: TensorFlow dtype name <-> safetensors dtype code, both ways one to one (the table's column).
+TF_TO_SAFETENSORS = {d.name: d.safetensors for d in BY_VALUE.values() if d.safetensors}
 
 
 def from_value(value: int, where: str = "") -> DType:

@@ -10,6 +10,22 @@ OPTIMIZER_SLOT = ".OPTIMIZER_SLOT"
 VARIABLE_VALUE = "VARIABLE_VALUE"
 
 
+def name_of(key: bytes) -> str:
+    """A tensor's name from its key in a table: UTF-8, with any byte that is not kept as a
+    surrogate escape, so that :func:`key_of` gives the very key back."""
+    return key.decode("utf-8", "surrogateescape")
+
+
+def key_of(name: str) -> bytes:
+    """The table key of a tensor name (the inverse of :func:`name_of`)."""
+    return name.encode("utf-8", "surrogateescape")
+
+
+def shown(key: bytes | str) -> str:
+    """A tensor key (or name) as text for a message: bytes that are not UTF-8 as ``\\xNN``."""
+    return (key_of(key) if isinstance(key, str) else key).decode("utf-8", "backslashreplace")
+
+
 def escape(name: str) -> str:
     """trackable_utils.escape_local_name: '.' -> '..', '/' -> '.S'."""
     return name.replace(".", "..").replace("/", ".S")

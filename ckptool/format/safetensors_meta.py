@@ -36,6 +36,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ckptool.errors import CorruptError, UnsupportedError
+from ckptool.format import dtypes, objkeys
 
 METADATA = "__metadata__"
 FORMAT_KEY = "format"
@@ -48,13 +49,9 @@ VERSION = "1"
 MAX_HEADER = 100_000_000
 
 #: TensorFlow dtype name <-> safetensors dtype, both ways one to one.
-TF_TO_ST = {"bool": "BOOL", "uint8": "U8", "int8": "I8", "int16": "I16", "uint16": "U16", "int32": "I32",
-            "uint32": "U32", "int64": "I64", "uint64": "U64", "float16": "F16", "bfloat16": "BF16",
-            "float32": "F32", "float64": "F64", "complex64": "C64", "float8_e4m3fn": "F8_E4M3",
-            "float8_e5m2": "F8_E5M2"}
+TF_TO_ST = dtypes.TF_TO_SAFETENSORS
 ST_TO_TF = {v: k for k, v in TF_TO_ST.items()}
-ST_ITEMSIZE = {"BOOL": 1, "U8": 1, "I8": 1, "I16": 2, "U16": 2, "I32": 4, "U32": 4, "I64": 8, "U64": 8,
-               "F16": 2, "BF16": 2, "F32": 4, "F64": 8, "C64": 8, "F8_E4M3": 1, "F8_E5M2": 1}
+ST_ITEMSIZE = {dtypes.BY_NAME[tf].safetensors: dtypes.BY_NAME[tf].itemsize for tf in TF_TO_ST}
 
 
 @dataclass
@@ -89,8 +86,8 @@ def check_name(name: str, where: str = "") -> None:
     try:
         name.encode("utf-8")
     except UnicodeEncodeError:
-        shown = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-        raise UnsupportedError(f"{pre}tensor name {shown!r} is not UTF-8, which a .safetensors "
+        label = objkeys.shown(name)
+        raise UnsupportedError(f"{pre}tensor name {label!r} is not UTF-8, which a .safetensors "
                                "header (JSON) cannot hold") from None
 
 

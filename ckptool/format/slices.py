@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ckptool.errors import CorruptError
+from ckptool.format.objkeys import name_of
 
 Slice = tuple[tuple[int, int], ...]  # per dim (start, length); length -1 = whole dim
 
@@ -115,8 +116,8 @@ def key_text(key: bytes) -> str:
     partitioned tensor as ``name[0:4,:]``, never as its encoded bytes."""
     decoded = decode_tensor_name_slice(key) if key.startswith(b"\x00") else None
     if decoded is None:
-        return key.decode("utf-8", "surrogateescape")
-    return slice_text(decoded[0].decode("utf-8", "surrogateescape"), decoded[1])
+        return name_of(key)
+    return slice_text(name_of(decoded[0]), decoded[1])
 
 
 def slice_region(sl: Slice, shape: Sequence[int]) -> tuple[slice, ...]:

@@ -8,8 +8,9 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from ckptool.errors import ChecksumError, CorruptError
-from ckptool.format import dtypes
 from ckptool.format.coding import FIXED32, BytesLike, crc32c, decode_varint, encode_varint, mask_crc, unmask_crc
+from ckptool.format.objkeys import shown
+from ckptool.format.slices import key_text
 
 if TYPE_CHECKING:  # numpy is imported where arrays are made
     import numpy as np
@@ -19,12 +20,19 @@ if TYPE_CHECKING:  # numpy is imported where arrays are made
 
 
 def check_crc(data: BytesLike | np.ndarray, entry: Entry, where: str) -> None:
-    actual = crc32c(data)
+    """The stored CRC32C of a fixed-size tensor against its bytes, read whole."""
+    check_crc_value(crc32c(data), entry, where, len(data))
+
+
+def check_crc_value(actual: int, entry: Entry, where: str, nbytes: int) -> None:
+    """The one tensor CRC check: ``actual`` (the CRC32C of ``nbytes`` bytes, computed whole
+    or across chunks) against the entry's masked one; :class:`ChecksumError` naming the
+    tensor (as :func:`ckptool.format.slices.key_text` names it), both values and the offset."""
     if actual != unmask_crc(entry.crc32c):
         raise ChecksumError(
             f"{where}: checksum does not match for tensor "
-            f"{entry.key.decode('utf-8', 'backslashreplace')!r}: stored {unmask_crc(entry.crc32c):08x}, "
-            f"calculated {actual:08x} on {len(data)} bytes at offset {entry.offset}"
+            f"{key_text(entry.key)!r}: stored {unmask_crc(entry.crc32c):08x}, "
+            f"calculated {actual:08x} on {nbytes} bytes at offset {entry.offset}"
         )
 
 
@@ -34,15 +42,18 @@ def decode_fixed(buf: BytesLike | np.ndarray, entry: Entry, big_endian: bool) ->
     dt = entry.dtype.numpy
     arr = np.frombuffer(buf, dtype=dt, count=entry.numel) if entry.numel else np.empty(0, dt)
     if big_endian and entry.dtype.itemsize > 1:
-        arr = _byteswap(arr, entry.dtype)
+        arr = byteswap(arr, entry.dtype.itemsize)
     return arr.reshape(entry.shape)
 
 
-def _byteswap(arr: np.ndarray, dtype: dtypes.DType) -> np.ndarray:
+def byteswap(arr: np.ndarray, itemsize: int) -> np.ndarray:
+    """The one byte swap of stored values (a big-endian bundle read on a little-endian host,
+    and back): each ``itemsize``-byte element reversed (a complex number: each part), by
+    bit pattern, so that a NaN's payload survives."""
     import numpy as np
     if arr.dtype.kind == "c":
         return arr.byteswap()
-    width = {2: np.uint16, 4: np.uint32, 8: np.uint64}[dtype.itemsize]
+    width = {2: np.uint16, 4: np.uint32, 8: np.uint64}[itemsize]
     return arr.view(width).byteswap().view(arr.dtype)
 
 
@@ -79,33 +90,33 @@ def string_values(buf: BytesLike, entry: Entry, big_endian: bool, where: str, ve
     view = memoryview(buf)
     lengths = []
     pos = 0
-    shown = entry.key.decode("utf-8", "backslashreplace")
+    label = shown(entry.key)
     for _ in range(n):
-        length, pos = decode_varint(view, pos, size, what=f"{where}: string length of {shown!r}")
+        length, pos = decode_varint(view, pos, size, what=f"{where}: string length of {label!r}")
         if length > size:  # (a 10-byte varint reaches 2**70: no uint64, no string of this entry)
-            raise CorruptError(f"{where}: string length {length} of {shown!r} exceeds its {size}-byte entry")
+            raise CorruptError(f"{where}: string length {length} of {label!r} exceeds its {size}-byte entry")
         lengths.append(length)
     if pos + 4 > size:
-        raise CorruptError(f"{where}: string lengths longer than expected offset {entry.offset + size} in {shown!r}")
+        raise CorruptError(f"{where}: string lengths longer than expected offset {entry.offset + size} in {label!r}")
     stored = view[pos:pos + 4]
     (masked,) = struct.unpack(">I" if big_endian else "<I", stored)
     if verify:
         expected = _length_checksum(lengths, big_endian)
         if unmask_crc(masked) != expected:
             raise ChecksumError(
-                f"{where}: the length checksum does not match for {shown!r}: "
+                f"{where}: the length checksum does not match for {label!r}: "
                 f"expected {expected:08x} but actual is {unmask_crc(masked):08x}"
             )
     pos += 4
     if pos + sum(lengths) != size:
         raise CorruptError(
-            f"{where}: string tensor {shown!r} holds {pos + sum(lengths)} bytes, its entry says {size}"
+            f"{where}: string tensor {label!r} holds {pos + sum(lengths)} bytes, its entry says {size}"
         )
     if verify:
         crc = crc32c(view[pos:], crc32c(stored, _length_checksum(lengths, big_endian)))
         if crc != unmask_crc(entry.crc32c):
             raise ChecksumError(
-                f"{where}: checksum does not match for tensor {shown!r}: stored "
+                f"{where}: checksum does not match for tensor {label!r}: stored "
                 f"{unmask_crc(entry.crc32c):08x}, calculated {crc:08x} at offset {entry.offset}"
             )
     data = bytes(view[pos:])
@@ -139,29 +150,29 @@ def variant_values(buf: BytesLike, entry: Entry, where: str, verify: bool = True
     (§4.3). Needs no numpy."""
     view = memoryview(buf)
     size = len(view)
-    shown = entry.key.decode("utf-8", "backslashreplace")
+    label = shown(entry.key)
     if entry.numel * 5 > size:  # each element: a varint length and a fixed32 checksum at least
-        raise CorruptError(f"{where}: variant tensor {shown!r} of {entry.numel} elements cannot fit "
+        raise CorruptError(f"{where}: variant tensor {label!r} of {entry.numel} elements cannot fit "
                            f"in its {size} bytes")
     out = []
     pos = 0
     running = 0
     for i in range(entry.numel):
-        n, p2 = decode_varint(view, pos, size, what=f"{where}: variant length of {shown!r}")
+        n, p2 = decode_varint(view, pos, size, what=f"{where}: variant length of {label!r}")
         if p2 + n + 4 > size:
-            raise CorruptError(f"{where}: variant element {i} of {shown!r} runs past its entry")
+            raise CorruptError(f"{where}: variant element {i} of {label!r} runs past its entry")
         elem = view[p2:p2 + n]
         running = crc32c(elem, crc32c(_LEN64.pack(n), running))
         (stored,) = FIXED32.unpack_from(view, p2 + n)
         if verify and unmask_crc(stored) != running:
-            raise ChecksumError(f"{where}: variant element {i} of {shown!r} fails its checksum")
+            raise ChecksumError(f"{where}: variant element {i} of {label!r} fails its checksum")
         running = crc32c(view[p2 + n:p2 + n + 4], running)
         out.append(bytes(elem))
         pos = p2 + n + 4
     if pos != size:
-        raise CorruptError(f"{where}: variant tensor {shown!r} holds {pos} bytes, its entry says {size}")
+        raise CorruptError(f"{where}: variant tensor {label!r} holds {pos} bytes, its entry says {size}")
     if verify and running != unmask_crc(entry.crc32c):
-        raise ChecksumError(f"{where}: checksum does not match for tensor {shown!r}")
+        raise ChecksumError(f"{where}: checksum does not match for tensor {label!r}")
     return out
 
 

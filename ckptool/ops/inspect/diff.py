@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from ckptool.format.json_numbers import json_float
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY
+from ckptool.format.objkeys import key_of
 from ckptool.ops.read.chunks import CHUNK_BYTES, tensor_chunks
 from ckptool.ops.read.plan import DEFAULT_JOBS, prefetch
 from ckptool.ops.read.select import compile_filter, filter_words, nothing_selected
@@ -46,9 +48,7 @@ class ValueChange:
 
 
 def _json_num(x: float | None) -> float | str | None:
-    if x is None or np.isfinite(x):
-        return x
-    return "Infinity"
+    return None if x is None else json_float(x)
 
 
 @dataclass
@@ -156,7 +156,7 @@ def diff_sides(a: Side, b: Side, atol: float = 0.0, progress: Callable[[int, int
             raise nothing_selected(f"{a.prefix} and {b.prefix}", total, filter_words(match))
     report = DiffReport(a.prefix, b.prefix, atol, rtol=rtol)
     common: list[tuple[str, Tensor, Tensor]] = []
-    for name in sorted(set(va) | set(vb), key=lambda n: n.encode("utf-8", "surrogateescape")):
+    for name in sorted(set(va) | set(vb), key=key_of):
         x, y = va.get(name), vb.get(name)
         if x is None:
             if y is not None:

@@ -15,11 +15,10 @@
 from __future__ import annotations
 
 import base64
-import math
 
 import numpy as np
 
-_NONFINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+from ckptool.format.json_numbers import json_float
 
 
 def json_value(arr: np.ndarray, dtype: str | None = None):
@@ -35,27 +34,23 @@ def json_value(arr: np.ndarray, dtype: str | None = None):
     elif arr.dtype.kind in "biu":
         return arr.tolist()
     elif arr.dtype.kind == "c":
-        items = [{"real": _json_float(z.real), "imag": _json_float(z.imag)} for z in flat.tolist()]
+        items = [{"real": json_float(z.real), "imag": json_float(z.imag)} for z in flat.tolist()]
     elif arr.dtype.kind == "f" and arr.dtype in (np.float16, np.float32, np.float64):
         if arr.dtype == np.float64:
             items = flat.tolist()
         else:  # shortest text that reads back to the same float16/float32
             items = [float(s) for s in flat.astype(str).tolist()]
         if not np.isfinite(flat).all():
-            items = [_json_float(x) for x in items]
+            items = [json_float(x) for x in items]
     else:  # ml_dtypes: bfloat16, float8, float4 give floats, int4 / int2 give ints
         items = flat.tolist()
         if items and isinstance(items[0], float):
-            items = [_json_float(x) for x in items]
+            items = [json_float(x) for x in items]
     if not shape:
         return items[0]
     return _nest(items, shape)
 
 
-def _json_float(x: float):
-    if math.isfinite(x):
-        return x
-    return _NONFINITE["nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")]
 
 
 def _json_bytes(b, variant: bool):

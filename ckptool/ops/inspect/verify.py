@@ -9,11 +9,12 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from ckptool.errors import ChecksumError, CkptError
+from ckptool.errors import CkptError
 from ckptool.format import bundle
-from ckptool.format.coding import crc32c, unmask_crc
+from ckptool.format.coding import crc32c
 from ckptool.format.slices import key_text as _shown
 from ckptool.format.slices import tiling_problem
+from ckptool.format.tensors import check_crc_value
 from ckptool.ops.read.plan import prefetch_entries
 
 T = TypeVar("T")
@@ -247,10 +248,7 @@ def _check_entry(ck, e, view: memoryview, tick: Callable[[int], None]) -> None:
         crc = crc32c(part, crc)
         pos += len(part)
         tick(len(part))
-    if crc != unmask_crc(e.crc32c):
-        raise ChecksumError(
-            f"{reader.path}: checksum does not match for tensor {_shown(e.key)!r}: stored "
-            f"{unmask_crc(e.crc32c):08x}, calculated {crc:08x} on {e.size} bytes at offset {e.offset}")
+    check_crc_value(crc, e, reader.path, e.size)
 
 
 def _verify_v1(ck, report: VerifyReport, progress) -> VerifyReport:

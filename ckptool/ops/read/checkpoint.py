@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from ckptool.errors import CkptError, CorruptError, TensorNotFoundError, UnsupportedError
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, ObjectGraph
+from ckptool.format.objkeys import key_of as key_of  # re-exported
+from ckptool.format.objkeys import name_of as name_of
 from ckptool.io.layout import Located
 
 if TYPE_CHECKING:  # numpy is imported where arrays are made: listing needs none of it
@@ -59,14 +61,6 @@ def gc_paused() -> Iterator[None]:
         yield
     finally:
         gc.enable()
-
-
-def name_of(key: bytes) -> str:
-    return key.decode("utf-8", "surrogateescape")
-
-
-def key_of(name: str) -> bytes:
-    return name.encode("utf-8", "surrogateescape")
 
 
 class Checkpoint:

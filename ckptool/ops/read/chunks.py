@@ -12,19 +12,11 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from ckptool.errors import ChecksumError
-from ckptool.format.coding import crc32c, unmask_crc
-from ckptool.format.slices import key_text
+from ckptool.format.coding import crc32c
+from ckptool.format.tensors import byteswap, check_crc_value
 
 #: Largest read made at once by statistics and diff.
 CHUNK_BYTES = 8 << 20
-
-
-def _byteswap(arr: np.ndarray, itemsize: int) -> np.ndarray:
-    if arr.dtype.kind == "c":
-        return arr.byteswap()
-    width = {2: np.uint16, 4: np.uint32, 8: np.uint64}[itemsize]
-    return arr.view(width).byteswap().view(arr.dtype)
 
 
 def entry_chunks(ck, e, verify: bool = True, chunk_bytes: int = CHUNK_BYTES,
@@ -52,12 +44,10 @@ def entry_chunks(ck, e, verify: bool = True, chunk_bytes: int = CHUNK_BYTES,
             crc = crc32c(raw, crc)
         if on_bytes is not None:
             on_bytes(n * itemsize)
-        yield _byteswap(arr, itemsize) if swap else arr
+        yield byteswap(arr, itemsize) if swap else arr
         done += n
-    if verify and crc != unmask_crc(e.crc32c):
-        raise ChecksumError(
-            f"{reader.path}: checksum does not match for tensor {key_text(e.key)!r}: stored "
-            f"{unmask_crc(e.crc32c):08x}, calculated {crc:08x} on {e.size} bytes at offset {e.offset}")
+    if verify:
+        check_crc_value(crc, e, reader.path, e.size)
 
 
 def tensor_chunks(ck, name: str, ordered: bool = True, verify: bool = True,

@@ -146,7 +146,7 @@ class BundleCheckpoint(Checkpoint):
             got = bundle.listing_head(h)
             info[h] = None if got is None else (got[1], got[2], got[3], 0)
         new = tuple.__new__
-        names = [k.decode("utf-8", "surrogateescape") for k in self._keys]
+        names = [name_of(k) for k in self._keys]
         rows = list(map(info.__getitem__, heads))
         if None not in rows:
             return [new(Variable, (n,) + r) for n, r in zip(names, rows)]  # type: ignore[operator]  # no None
@@ -323,7 +323,7 @@ class BundleCheckpoint(Checkpoint):
         if verify:
             tensors.check_crc(raw, e, reader.path)
         if self.header.big_endian and e.dtype.itemsize > 1:
-            arr = tensors._byteswap(arr, e.dtype)
+            arr = tensors.byteswap(arr, e.dtype.itemsize)
         return arr.reshape(e.shape)
 
     def _varlen_values(self, e: Entry, verify: bool) -> list[bytes]:

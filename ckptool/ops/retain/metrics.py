@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 from ckptool.errors import CkptError, CkptWarning, MissingError
 from ckptool.format.events import RecordReader, iter_scalars
+from ckptool.format.json_numbers import json_float
 from ckptool.io.storage import LOCAL
 from ckptool.io.urls import storage_for
 from ckptool.ops.retain.keep_best import BestSpec, choose_best
@@ -235,12 +236,8 @@ class BestPins:
     def to_json(self) -> dict:
         return {**self.spec.to_json(), "series": self.series, "candidates": self.candidates,
                 "without_value": self.none_count,
-                "best": [{"checkpoint": b, "step": self.steps.get(b), "value": _json_float(v)}
+                "best": [{"checkpoint": b, "step": self.steps.get(b), "value": json_float(v)}
                          for b, v in self.pins.items()]}
-
-
-def _json_float(v: float):
-    return v if math.isfinite(v) else str(v)
 
 
 #: Where a checkpoint keeps its global step: TF1's ``global_step`` variable, or the

@@ -21,15 +21,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, UsageError
+from ckptool.format.dtypes import AVERAGED as FLOATS
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY
+from ckptool.format.objkeys import key_of
 from ckptool.ops.read.plan import DEFAULT_JOBS, prefetch
 
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-FLOATS = ("float16", "bfloat16", "float32", "float64", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz",
-          "float8_e4m3b11fnuz", "float8_e5m2fnuz")
 
 
 @dataclass
@@ -180,7 +180,7 @@ def average(paths, out: str, *, last: int | None = None, strip_optimizer: bool =
                 if name in averaged:
                     w.add(target, _mean(cks, name))
                 elif raw and isinstance(newest, BundleCheckpoint) and not newest.variable(name).num_slices:
-                    e = newest.entry(name.encode("utf-8", "surrogateescape"))
+                    e = newest.entry(key_of(name))
                     w.add_raw(target, e, newest.read_raw(e))
                 else:
                     w.add(target, newest.read(name))
@@ -191,7 +191,7 @@ def average(paths, out: str, *, last: int | None = None, strip_optimizer: bool =
                 if graph_bytes is not None:
                     w.add(OBJECT_GRAPH_KEY, graph_bytes)
                 elif raw and isinstance(newest, BundleCheckpoint):
-                    e = newest.entry(OBJECT_GRAPH_KEY.encode())
+                    e = newest.entry(key_of(OBJECT_GRAPH_KEY))
                     w.add_raw(OBJECT_GRAPH_KEY, e, newest.read_raw(e))
                 else:
                     w.add(OBJECT_GRAPH_KEY, newest.read(OBJECT_GRAPH_KEY))
@@ -339,9 +339,9 @@ def _stored_bytes(ck, name: str, raw: bool, graph_bytes) -> int:
         if dt.is_fixed:
             return v.numel * dt.itemsize
         if raw and not v.num_slices:
-            return ck.entry(name.encode("utf-8", "surrogateescape")).size
+            return ck.entry(key_of(name)).size
         value = ck.read(name)
-    data = encode_tensor(name.encode("utf-8", "surrogateescape"), value)[2]
+    data = encode_tensor(key_of(name), value)[2]
     if isinstance(data, (bytes, bytearray, memoryview)):
         return len(memoryview(data).cast("B"))
     if hasattr(data, "nbytes"):

@@ -11,8 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ckptool.errors import RefusedError, UsageError
-
-CASTABLE = ("float16", "bfloat16", "float32", "float64")
+from ckptool.format.dtypes import CASTABLE
 
 
 def parse_casts(specs) -> dict[str, str]:

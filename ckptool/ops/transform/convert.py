@@ -22,6 +22,7 @@ import os
 from dataclasses import dataclass, field
 
 from ckptool.errors import CkptError, UnsupportedError, UsageError
+from ckptool.format import dtypes, objkeys
 from ckptool.io.atomic import AtomicFile, check_destination, checkpoint_identity, make_output_dir, publish
 from ckptool.ops.transform.cast import Overflows, target_dtype, value_of
 
@@ -31,7 +32,6 @@ FORMATS = (TF, NPZ, SAFETENSORS)
 FOREIGN = (".pt", ".pth", ".bin", ".h5", ".hdf5", ".keras", ".onnx", ".pb", ".pbtxt", ".pkl", ".pickle",
            ".npy", ".json", ".msgpack", ".gguf", ".tflite", ".zip", ".tar", ".gz", ".index", ".meta")
 WRITES = ".safetensors, .npz, or a TF checkpoint prefix (no suffix, or e.g. model.ckpt)"
-_NPZ_ONLY_NOT = ("bfloat16", "float8_e4m3fn", "float8_e5m2")
 
 
 @dataclass
@@ -143,7 +143,7 @@ def _supported(specs, fmt, casts, skip, result, dst):
     for s in specs:
         dt = target_dtype(casts, s.dtype)
         if fmt == NPZ:
-            ok = dt in TF_TO_ST and dt not in _NPZ_ONLY_NOT or dt in ("string", "complex128")
+            ok = dt == "string" or (dt in dtypes.BY_NAME and dtypes.BY_NAME[dt].npy_portable)
         else:
             ok = dt in TF_TO_ST or dt == "string"
         if ok:
@@ -204,7 +204,7 @@ def npz_names(names, dst: str) -> None:
     not UTF-8, or ``x`` beside ``x.npy`` (np.load's ``z["x.npy"]`` gives ``x``)."""
     seen = set(names)
     for n in names:
-        shown = n.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        shown = objkeys.shown(n)
         if "\0" in n:
             raise UnsupportedError(f"{dst}: tensor {shown!r} has a NUL byte, where a zip member name "
                                    "ends; .npz cannot hold it distinctly")

@@ -17,6 +17,7 @@ from ckptool.errors import CkptError, CorruptError, UnsupportedError
 from ckptool.format import bundle
 from ckptool.format.bundle import Entry
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY
+from ckptool.format.objkeys import key_of
 
 if TYPE_CHECKING:
     from ckptool.ops.read.v2 import BundleCheckpoint
@@ -42,7 +43,7 @@ class RawTensor:
             return
         # A partitioned tensor: its full entry, then each slice under the new name's slice key.
         writer.add_raw(key, e, None)
-        new = key.encode("utf-8", "surrogateescape")
+        new = key_of(key)
         for sl in e.slices:
             part = self.checkpoint.entry(bundle.encode_tensor_name_slice(e.key, sl))
             writer.add_raw(bundle.encode_tensor_name_slice(new, sl), part,
@@ -106,7 +107,7 @@ def _checkpoint(src: str, keep_slices: bool, verify: bool) -> Opened:
         for v in ck.variables():
             rt = None
             if raw and isinstance(ck, BundleCheckpoint):
-                e = ck.entry(v.name.encode("utf-8", "surrogateescape"))
+                e = ck.entry(key_of(v.name))
                 if not e.slices or keep_slices:
                     rt = RawTensor(ck, e, verify)
             specs.append(Spec(v.name, v.dtype, tuple(v.shape), _reader(ck, v.name, verify), rt))

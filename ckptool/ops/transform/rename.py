@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from ckptool.errors import CkptError, UsageError
 from ckptool.format import bundle
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, ObjectGraph, is_object_key
+from ckptool.format.objkeys import key_of
 from ckptool.ops.read.plan import prefetch
 from ckptool.ops.transform.rename_template import copy_raw
 from ckptool.ops.transform.slots import is_optimizer_name
@@ -299,7 +300,7 @@ def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop=(), strip_optim
             with prefetch(ck, [old for old, _ in plan.renames], jobs):  # fetched ahead from an object store
                 for old, new in plan.renames:
                     if isinstance(ck, BundleCheckpoint):
-                        e = ck.entry(old.encode("utf-8", "surrogateescape"))
+                        e = ck.entry(key_of(old))
                         copy_raw(ck, e, new, w)
                     else:
                         w.add(new, ck.read(old))
@@ -310,7 +311,7 @@ def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop=(), strip_optim
                 w.add(OBJECT_GRAPH_KEY, graph_bytes)
             elif plan.object_graph == "kept":
                 if isinstance(ck, BundleCheckpoint):  # the graph's stored bytes, copied as they are
-                    e = ck.entry(OBJECT_GRAPH_KEY.encode())
+                    e = ck.entry(key_of(OBJECT_GRAPH_KEY))
                     w.add_raw(OBJECT_GRAPH_KEY, e, ck.read_raw(e))
                 else:  # a V1 file holding a graph tensor: its value, re-encoded
                     w.add(OBJECT_GRAPH_KEY, ck.read(OBJECT_GRAPH_KEY))
@@ -326,15 +327,15 @@ def _fast(ck, plan: Plan, dprefix: str, storage, graph_bytes, force, sync: bool,
     n_dst = n_src + (1 if graph_bytes is not None else 0)
     entries = []
     for old, new in plan.renames:
-        ok = old.encode("utf-8", "surrogateescape")
-        nk = new.encode("utf-8", "surrogateescape")
+        ok = key_of(old)
+        nk = key_of(new)
         e = ck.entry(ok)
         entries.append((nk, ck.raw_entry(ok)))
         for sl in e.slices:
             sk = bundle.encode_tensor_name_slice(ok, sl)
             entries.append((bundle.encode_tensor_name_slice(nk, sl), ck.raw_entry(sk)))
     if plan.object_graph == "kept":
-        k = OBJECT_GRAPH_KEY.encode()
+        k = key_of(OBJECT_GRAPH_KEY)
         entries.append((k, ck.raw_entry(k)))
     from ckptool.io.atomic import AtomicFile, link_or_copy, make_output_dir, publish
     from ckptool.ops.write.writer import index_file, retire_index
@@ -351,12 +352,12 @@ def _fast(ck, plan: Plan, dprefix: str, storage, graph_bytes, force, sync: bool,
             from ckptool.format.coding import mask_crc
             from ckptool.ops.write.writer import encode_tensor
 
-            dt, shape, data, crc = encode_tensor(OBJECT_GRAPH_KEY.encode(), graph_bytes)
+            dt, shape, data, crc = encode_tensor(key_of(OBJECT_GRAPH_KEY), graph_bytes)
             blob = bytes(data)
             f = AtomicFile(storage, bundle.data_filename(dprefix, n_src, n_dst), sync=sync)
             made.append(f)
             f.write(blob)
-            entries.append((OBJECT_GRAPH_KEY.encode(),
+            entries.append((key_of(OBJECT_GRAPH_KEY),
                             bundle.encode_entry(dt, shape, n_src, 0, len(blob), mask_crc(crc))))
         linked = all(f.file is None for f in made[:n_src])  # a link has nothing to write
         made.append(index_file(storage, dprefix, n_dst, entries, ck.header.endianness, sync))

@@ -15,6 +15,7 @@ from typing import Any
 from ckptool.errors import CkptError
 from ckptool.format import bundle
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, OPTIMIZER_SLOT, object_key
+from ckptool.format.objkeys import key_of
 
 
 def with_template(ck, plan, template: str, dprefix, storage, strict, dry_run, force, allow_missing=False,
@@ -85,13 +86,13 @@ def with_template(ck, plan, template: str, dprefix, storage, strict, dry_run, fo
             for t in sorted(tvars):
                 s = supply.get(t)
                 if s is not None:
-                    e = ck.entry(s.encode("utf-8", "surrogateescape")) if src_bundle else None
+                    e = ck.entry(key_of(s)) if src_bundle else None
                     if e is not None and not e.slices and not ck.header.big_endian:
                         w.add_raw(t, e, ck.read_raw(e))
                     else:
                         w.add(t, ck.read(s))
                 else:
-                    e = tp.entry(t.encode("utf-8", "surrogateescape")) if isinstance(tp, BundleCheckpoint) else None
+                    e = tp.entry(key_of(t)) if isinstance(tp, BundleCheckpoint) else None
                     if e is not None and isinstance(tp, BundleCheckpoint) and not tp.header.big_endian:
                         copy_raw(tp, e, t, w)
                     else:
@@ -117,7 +118,7 @@ def copy_raw(ck, e, new: str, w) -> None:
         w.add_raw(new, e, ck.read_raw(e))
         return
     w.add_raw(new, e, None)
-    nk = new.encode("utf-8", "surrogateescape")
+    nk = key_of(new)
     for sl in e.slices:
         part = ck.entry(bundle.encode_tensor_name_slice(e.key, sl))
         w.add_raw(bundle.encode_tensor_name_slice(nk, sl), part, ck.read_raw(part))

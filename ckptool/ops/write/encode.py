@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Literal, overload
 from ckptool.errors import CkptError, UnsupportedError
 from ckptool.format import bundle, dtypes
 from ckptool.format.coding import crc32c
+from ckptool.format.objkeys import key_of, shown
 
 if TYPE_CHECKING:
     import numpy
@@ -27,16 +28,13 @@ def _key_bytes(name) -> bytes:
     if isinstance(name, bytes):
         key = name
     elif isinstance(name, str):
-        key = name.encode("utf-8", "surrogateescape")
+        key = key_of(name)
     else:
         raise CkptError(f"tensor names must be str or bytes, not {type(name).__name__} ({name!r})")
     if not key:
         raise CkptError("the empty string cannot name a tensor (it is the bundle header's key)")
     return key
 
-
-def _shown(key: bytes) -> str:
-    return key.decode("utf-8", "backslashreplace")
 
 
 def _as_dtype(dtype) -> dtypes.DType:
@@ -63,7 +61,7 @@ def _to_bytes(elem, key: bytes) -> bytes:
     if isinstance(elem, np.str_):
         return str(elem).encode("utf-8")
     raise UnsupportedError(
-        f"string tensor {_shown(key)!r} holds a {type(elem).__name__}; only bytes and str can be stored"
+        f"string tensor {shown(key)!r} holds a {type(elem).__name__}; only bytes and str can be stored"
     )
 
 
@@ -91,14 +89,14 @@ def encode_tensor(key: bytes, value, checksum: bool = True
     try:
         arr = np.asarray(value)
     except Exception as exc:  # arbitrary objects: say which tensor
-        raise UnsupportedError(f"tensor {_shown(key)!r}: cannot convert {type(value).__name__} "
+        raise UnsupportedError(f"tensor {shown(key)!r}: cannot convert {type(value).__name__} "
                                f"to an array ({exc})") from None
     shape = tuple(int(d) for d in arr.shape)
-    bundle.check_shape(shape, f"tensor {_shown(key)!r}")
+    bundle.check_shape(shape, f"tensor {shown(key)!r}")
     try:
         dt = dtypes.from_numpy(arr.dtype)
     except UnsupportedError as exc:
-        raise UnsupportedError(f"tensor {_shown(key)!r}: {exc}") from None
+        raise UnsupportedError(f"tensor {shown(key)!r}: {exc}") from None
     if dt.kind == dtypes.STRING:
         data, crc = bundle.encode_string([_to_bytes(e, key) for e in arr.ravel(order="C")])
         return dt, shape, data, crc

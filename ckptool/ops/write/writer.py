@@ -28,10 +28,11 @@ from ckptool.format import bundle, dtypes
 from ckptool.format.bundle import Entry
 from ckptool.format.coding import crc32c, mask_crc
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, ObjectGraph, is_object_key
+from ckptool.format.objkeys import key_of, name_of, shown
 from ckptool.format.table_build import TableBuilder
 from ckptool.io.atomic import AtomicFile, check_destination, make_output_dir, publish
 from ckptool.io.urls import storage_for
-from ckptool.ops.write.encode import _as_dtype, _key_bytes, _shown, encode_tensor, np
+from ckptool.ops.write.encode import _as_dtype, _key_bytes, encode_tensor, np
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
@@ -149,7 +150,7 @@ class BundleWriter:
 
     def _claim(self, key: bytes) -> None:
         if key in self._entries:
-            raise CkptError(f"{self.prefix}: adding duplicate key {_shown(key)!r}")
+            raise CkptError(f"{self.prefix}: adding duplicate key {shown(key)!r}")
 
     def _pick_shard(self) -> int:
         sizes = self._shard_bytes
@@ -216,14 +217,14 @@ class BundleWriter:
         self._claim(key)
         if entry.slices:
             if data not in (None, b""):
-                raise CkptError(f"{self.prefix}: {_shown(key)!r} is a sliced entry and holds no data")
+                raise CkptError(f"{self.prefix}: {shown(key)!r} is a sliced entry and holds no data")
             self._check_tiling(key, entry.shape, entry.slices)
             self._add_full_entry(key, entry.dtype, entry.shape, entry.slices)
             return
         shard = self._pick_shard() if shard is None else shard
         offset, size = self._append(b"" if data is None else data, shard)
         if size != entry.size:
-            raise CkptError(f"{self.prefix}: copying {_shown(key)!r}: got {size} bytes, its entry says "
+            raise CkptError(f"{self.prefix}: copying {shown(key)!r}: got {size} bytes, its entry says "
                             f"{entry.size}")
         self._entries[key] = bundle.encode_entry(entry.dtype, entry.shape, shard, offset, size,
                                                  entry.crc32c)
@@ -241,7 +242,7 @@ class BundleWriter:
         key = _key_bytes(key)
         self._claim(key)
         shape = tuple(int(d) for d in full_shape)
-        bundle.check_shape(shape, f"tensor {_shown(key)!r}")
+        bundle.check_shape(shape, f"tensor {shown(key)!r}")
         norm = tuple(tuple((int(s), int(n)) for s, n in sl) for sl in slices)
         self._check_tiling(key, shape, norm)
         self._add_full_entry(key, _as_dtype(dtype), shape, norm)
@@ -250,7 +251,7 @@ class BundleWriter:
         """Refuse slices that do not tile ``shape`` exactly once (the reader's rule)."""
         problem = bundle.tiling_problem(shape, slices)
         if problem is not None:
-            raise CkptError(f"{self.prefix}: partitioned tensor {_shown(key)!r}: {problem}")
+            raise CkptError(f"{self.prefix}: partitioned tensor {shown(key)!r}: {problem}")
 
     def _add_full_entry(self, key: bytes, dt: dtypes.DType, shape, slices) -> None:
         self._entries[key] = bundle.encode_entry(dt, shape, 0, 0, 0, 0, slices)
@@ -268,8 +269,8 @@ class BundleWriter:
         self._check_open()
         synthesized = False
         try:
-            if self._auto_graph and OBJECT_GRAPH_KEY.encode() not in self._entries:
-                names = [k.decode("utf-8", "surrogateescape") for k in self._order
+            if self._auto_graph and key_of(OBJECT_GRAPH_KEY) not in self._entries:
+                names = [name_of(k) for k in self._order
                          if k not in self._slice_keys]
                 if any(is_object_key(n) for n in names):
                     graph = ObjectGraph.from_keys(names)
@@ -298,7 +299,7 @@ class BundleWriter:
         listed = [k for k in self._order if k not in hidden]
         return WriteResult(self.prefix, [f.target for f in self._files] + [self.index_path], len(listed),
                            sum(self._shard_bytes), synthesized,
-                           [k.decode("utf-8", "surrogateescape") for k in listed])
+                           [name_of(k) for k in listed])
 
     def _stale_shards(self) -> list[str]:
         """Data files of a checkpoint being replaced that the new one does not use."""
@@ -332,7 +333,7 @@ def index_file(storage, prefix: str, num_shards: int, entries: Iterable[tuple[by
         if not k:
             raise CkptError(f"{path}: the empty key is reserved for the bundle header")
         if i and items[i - 1][0] == k:
-            raise CkptError(f"{path}: duplicate key {_shown(k)!r}")
+            raise CkptError(f"{path}: duplicate key {shown(k)!r}")
     make_output_dir(storage, storage.dirname(prefix))
     f = AtomicFile(storage, path, sync=sync)
     try:
