@@ -410,3 +410,57 @@ def test_the_checks_see_what_they_claim_to():
     # the DAG rule sees an edge it forbids: read may import no other family
     assert "retain" not in FAMILIES["read"] and any(_family(i.module) == "transform" and _family(i.target) == "retain"
                                                    for i in IMPORTS)
+
+
+def _private_uses(module: str, tree: ast.AST) -> list[tuple[int, str]]:
+    """``(line, "ckptool.x._name")`` for every private name of another ckptool module this one
+    reaches: ``from ckptool.x import _name``, or ``x._name`` where ``x`` names a ckptool module
+    imported here (dunders such as ``__version__`` are public)."""
+    def private(name: str) -> bool:
+        return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+    out: list[tuple[int, str]] = []
+    aliases: dict[str, str] = {}  # local name -> the ckptool module it is bound to
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".")
+                if not _is_package(module):
+                    base = base[:-1]
+                base = base[:len(base) - (node.level - 1)]
+                source = ".".join(base + ([node.module] if node.module else []))
+            else:
+                source = node.module or ""
+            if not source.startswith("ckptool"):
+                continue
+            for alias in node.names:
+                full = f"{source}.{alias.name}"
+                if full in MODULES:
+                    aliases[alias.asname or alias.name] = full
+                elif private(alias.name) and _resolve(source) != module:
+                    out.append((node.lineno, full))
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname and alias.name in MODULES:
+                    aliases[alias.asname] = alias.name
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
+                and private(node.attr) and aliases[node.value.id] != module):
+            out.append((node.lineno, f"{aliases[node.value.id]}.{node.attr}"))
+    return out
+
+
+def test_no_private_name_imported_from_another_module():
+    # A name another module needs is public (no underscore), or it lives where it is used.
+    bad = [f"{_where(m, line)}: {name}" for m, tree in TREES.items() for line, name in _private_uses(m, tree)]
+    assert not bad, _report("private names used from another module", sorted(bad))
+
+
+def test_the_private_name_check_sees_both_spellings():
+    src = ast.parse("from ckptool.ops.write.encode import _as_dtype, encode_tensor\n"
+                    "from ckptool.format import tensors\n"
+                    "from ckptool.io.atomic import ANY, __all__\n"
+                    "def f():\n"
+                    "    return tensors._byteswap, tensors.byteswap\n")
+    got = [name for _, name in _private_uses("ckptool.ops.read.v2", src)]
+    assert got == ["ckptool.ops.write.encode._as_dtype", "ckptool.format.tensors._byteswap"]

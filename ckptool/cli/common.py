@@ -44,6 +44,18 @@ def stream_jobs_option():
                              "is bounded by them (N x 8 MiB). No effect on local files.")
 
 
+def duration_callback(ctx, param, value):
+    """A DURATION option (``--min-age 7d``: prune, du) as seconds; a bad one is a usage error."""
+    if value is None:
+        return None
+    from ckptool.ops.retain.retention import parse_duration
+
+    try:
+        return parse_duration(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
 def jobs_option():
     return click.option("-j", "--jobs", type=click.IntRange(min=1), metavar="N",
                         help="Read and check on N threads (default: one per core; 1 on a disk "

@@ -37,8 +37,8 @@ from ckptool.errors import CkptError, MissingError, UnsupportedError
 from ckptool.io.atomic import ANY
 from ckptool.io.pathcaps import PathCapabilities
 from ckptool.io.remote_files import (  # noqa: F401 - re-exported
-    _NO_PARENT,
     EXTRAS,
+    NO_PARENT,
     PUT_LIMIT,
     READ_CHUNK,
     READAHEAD_MAX,
@@ -46,11 +46,11 @@ from ckptool.io.remote_files import (  # noqa: F401 - re-exported
     RemoteError,
     RemoteReader,
     RemoteWriter,
-    _missing_backend,
-    _requests,
-    _short,
+    missing_backend,
     prefetching,
     protocol_of,
+    request_errors,
+    short_error,
     split_url,
 )
 from ckptool.io.storage import Reader, Writer
@@ -108,11 +108,11 @@ def filesystem(protocol: str, **options: Any) -> Any:
         try:
             import fsspec
         except ImportError as exc:
-            raise _missing_backend(protocol, exc) from None
+            raise missing_backend(protocol, exc) from None
         try:
             fs = fsspec.filesystem(protocol, **opts)
         except ImportError as exc:
-            raise _missing_backend(protocol, exc) from None
+            raise missing_backend(protocol, exc) from None
         except ValueError as exc:
             raise UnsupportedError(f"{protocol}://: not a file system fsspec knows ({exc})") from None
         _FILESYSTEMS[key] = fs
@@ -196,7 +196,7 @@ class RemoteStorage(PathCapabilities):
     def _info(self, path: str) -> dict[str, Any] | None:
         """The object's info dict, or None when nothing is there (a file's is kept for
         LISTED_TTL seconds, for the reader opened right after ``isfile``)."""
-        with _requests(path, "look up"):
+        with request_errors(path, "look up"):
             try:
                 info: dict[str, Any] = self.fs.info(path)
             except FileNotFoundError:
@@ -217,13 +217,13 @@ class RemoteStorage(PathCapabilities):
         hit = self._dirs.get(path)
         if hit is not None and time.monotonic() - hit[0] < LISTED_TTL:
             return hit[1]
-        with _requests(path, "look up"):
+        with request_errors(path, "look up"):
             got = bool(self.fs.isdir(path))
         self._dirs[path] = (time.monotonic(), got)
         return got
 
     def _ls(self, path: str) -> list[dict[str, Any]]:
-        with _requests(path, "list", "no such directory"):
+        with request_errors(path, "list", "no such directory"):
             entries = self.fs.ls(path, detail=True)
         _, rest = self._split(path)
         own = self.fs._strip_protocol(path).rstrip("/")
@@ -254,7 +254,7 @@ class RemoteStorage(PathCapabilities):
     def find(self, root: str) -> list[str]:
         """Every file below ``root`` (recursively) as a URL spelled from ``root``; one
         paginated listing of the prefix on an object store."""
-        with _requests(root, "list", "no such directory"):
+        with request_errors(root, "list", "no such directory"):
             found = self.fs.find(root, detail=True)
         own = self.fs._strip_protocol(root).rstrip("/")
         base = root.rstrip("/")
@@ -310,13 +310,13 @@ class RemoteStorage(PathCapabilities):
                     return datetime.fromisoformat(v.replace("Z", "+00:00")).timestamp()
                 except ValueError:
                     continue
-        with _requests(path, "look up"):
+        with request_errors(path, "look up"):
             return float(self.fs.modified(path).timestamp())
 
     # -- reading -------------------------------------------------------------
 
     def read_bytes(self, path: str) -> bytes:
-        with _requests(path, "read"):
+        with request_errors(path, "read"):
             return bytes(self.fs.cat_file(path))
 
     def open_reader(self, path: str) -> RemoteReader:
@@ -338,7 +338,7 @@ class RemoteStorage(PathCapabilities):
         if not path or path.endswith("://"):
             return
         if self.protocol == "memory":
-            with _requests(path, "make directory"):
+            with request_errors(path, "make directory"):
                 self.fs.makedirs(path, exist_ok=True)
 
     def temp_name(self, path: str) -> str:
@@ -361,7 +361,7 @@ class RemoteStorage(PathCapabilities):
             return
         self._forget(src)
         self._forget(dst)
-        with _requests(src, f"rename to {dst}"):
+        with request_errors(src, f"rename to {dst}"):
             self.fs.copy(src, dst)
             self.fs.rm_file(src)
 
@@ -372,7 +372,7 @@ class RemoteStorage(PathCapabilities):
         self._forget(path)
         if not self.isfile(path):
             raise MissingError(f"{path}: no such file")
-        with _requests(path, "delete"):
+        with request_errors(path, "delete"):
             self.fs.rm_file(path)
 
     def write_bytes_atomic(self, path: str, data: bytes, expect: object = ANY) -> bool:
@@ -381,7 +381,7 @@ class RemoteStorage(PathCapabilities):
         if expect is not ANY and self.read_if_exists(path) != expect:
             return False
         self._forget(path)
-        with _requests(path, "write", _NO_PARENT):
+        with request_errors(path, "write", NO_PARENT):
             self.fs.pipe_file(path, bytes(data))
         return True
 

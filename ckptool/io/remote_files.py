@@ -37,7 +37,7 @@ WHOLE_MAX = 4 << 20
 PUT_LIMIT = 16 << 20
 
 
-_NO_PARENT = "cannot write: no such bucket (or parent directory)"
+NO_PARENT = "cannot write: no such bucket (or parent directory)"
 
 
 class RemoteError(CkptError, OSError):
@@ -60,7 +60,7 @@ def protocol_of(url: str) -> str:
     return scheme[:-3].lower() if scheme else ""
 
 
-def _missing_backend(protocol: str, exc: Exception) -> UnsupportedError:
+def missing_backend(protocol: str, exc: Exception) -> UnsupportedError:
     extra = EXTRAS.get(protocol)
     if extra:
         how = f"pip install 'ckptool[{extra}]'"
@@ -72,7 +72,7 @@ def _missing_backend(protocol: str, exc: Exception) -> UnsupportedError:
 
 
 @contextmanager
-def _requests(path: str, what: str, missing: str | None = None) -> Iterator[None]:
+def request_errors(path: str, what: str, missing: str | None = None) -> Iterator[None]:
     """Backend exceptions as ckptool's: MissingError for an absent object, RemoteError else."""
     try:
         yield
@@ -83,14 +83,14 @@ def _requests(path: str, what: str, missing: str | None = None) -> Iterator[None
     except IsADirectoryError:
         raise MissingError(f"{path}: is a directory") from None
     except PermissionError as exc:
-        raise RemoteError(f"{path}: cannot {what}: permission denied ({_short(exc)})") from None
+        raise RemoteError(f"{path}: cannot {what}: permission denied ({short_error(exc)})") from None
     except ImportError as exc:
-        raise _missing_backend(protocol_of(path) or "?", exc) from None
+        raise missing_backend(protocol_of(path) or "?", exc) from None
     except Exception as exc:  # botocore/aiohttp/google errors: one line, naming the URL
-        raise RemoteError(f"{path}: cannot {what}: {type(exc).__name__}: {_short(exc)}") from None
+        raise RemoteError(f"{path}: cannot {what}: {type(exc).__name__}: {short_error(exc)}") from None
 
 
-def _short(exc: Exception) -> str:
+def short_error(exc: Exception) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
 
@@ -102,7 +102,7 @@ class RemoteReader:
         self.fs = fs
         self.path = path
         if info is None:  # else: what the storage was told a moment ago (size, type)
-            with _requests(path, "open"):
+            with request_errors(path, "open"):
                 info = fs.info(path)
         if info.get("type") == "directory":
             raise MissingError(f"{path}: is a directory, not a data file")
@@ -118,7 +118,7 @@ class RemoteReader:
 
     def get(self, start: int, end: int) -> bytes:
         """Bytes ``[start, end)`` in one ranged GET (a prefetch plan's worker threads call it)."""
-        with _requests(self.path, f"read {end - start} bytes at offset {start}"):
+        with request_errors(self.path, f"read {end - start} bytes at offset {start}"):
             data: bytes = self.fs.cat_file(self.path, start=start, end=end)
         with self._lock:
             self.requests += 1
@@ -126,7 +126,7 @@ class RemoteReader:
         return data
 
     def _get_locked(self, start: int, end: int) -> bytes:
-        with _requests(self.path, f"read {end - start} bytes at offset {start}"):
+        with request_errors(self.path, f"read {end - start} bytes at offset {start}"):
             data: bytes = self.fs.cat_file(self.path, start=start, end=end)
         self.requests += 1
         self.bytes_fetched += len(data)
@@ -162,7 +162,7 @@ class RemoteReader:
                 self._ahead = min(READAHEAD_MAX, max(READAHEAD_MIN, self._ahead * 2))
                 n = min(max(want, self._ahead), self.size - offset)
                 if n > want:
-                    with _requests(self.path, f"read {n} bytes at offset {offset}"):
+                    with request_errors(self.path, f"read {n} bytes at offset {offset}"):
                         data = self.fs.cat_file(self.path, start=offset, end=offset + n)
                     self.requests += 1
                     self.bytes_fetched += len(data)
@@ -183,7 +183,7 @@ class RemoteReader:
                 n = max(0, self.size - start)
                 if n == 0:
                     raise_truncated(self.path, offset, want, done)
-            with _requests(self.path, f"read {n} bytes at offset {start}"):
+            with request_errors(self.path, f"read {n} bytes at offset {start}"):
                 data = self.fs.cat_file(self.path, start=start, end=start + n)
             self.requests += 1
             self.bytes_fetched += len(data)
@@ -250,12 +250,12 @@ class RemoteWriter:
         if self._stream is None:
             self._buf += view
             if self._limit is not None and len(self._buf) > self._limit:
-                with _requests(self.path, "start an upload", _NO_PARENT):
+                with request_errors(self.path, "start an upload", NO_PARENT):
                     self._stream = self.fs.open(self.path, "wb", autocommit=False)
                     self._stream.write(self._buf)
                 self._buf = bytearray()
         else:
-            with _requests(self.path, "upload"):
+            with request_errors(self.path, "upload"):
                 self._stream.write(view)
         return len(view)
 
@@ -273,7 +273,7 @@ class RemoteWriter:
         if self.closed:
             return
         self.closed = True
-        with _requests(self.path, "write", _NO_PARENT):
+        with request_errors(self.path, "write", NO_PARENT):
             if self._stream is None:
                 self.fs.pipe_file(self.path, bytes(self._buf))
                 self._buf = bytearray()

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ckptool.cli.commands.prune import _duration
-from ckptool.cli.common import emit_json, error, escape, human_bytes, json_option
+from ckptool.cli.common import duration_callback, emit_json, error, escape, human_bytes, json_option
 
 
 def _age(seconds):
@@ -25,7 +24,8 @@ def _age(seconds):
               help="Policy: as prune --keep-every-n-hours (default: none).")
 @click.option("--keep-steps-every", type=click.IntRange(min=1), default=None, metavar="N",
               help="Policy: as prune --keep-steps-every.")
-@click.option("--min-age", callback=_duration, default=None, metavar="DURATION", help="Policy: as prune --min-age.")
+@click.option("--min-age", callback=duration_callback, default=None, metavar="DURATION",
+              help="Policy: as prune --min-age.")
 @click.option("--exclude", multiple=True, metavar="GLOB", help="Skip directories matching GLOB. Repeatable.")
 @json_option("Print a JSON document: {\"directories\": [...], \"total\": {...}}.")
 def command(root: str, max_to_keep: int, keep_every_n_hours, keep_steps_every, min_age, exclude, as_json: bool) -> None:

@@ -6,19 +6,18 @@ from typing import Any
 
 import click
 
-from ckptool.cli.common import emit_json, error, escape, human_bytes, json_option, note, plural, verbose
+from ckptool.cli.common import (
+    duration_callback,
+    emit_json,
+    error,
+    escape,
+    human_bytes,
+    json_option,
+    note,
+    plural,
+    verbose,
+)
 from ckptool.cli.keep_best import best_options, best_spec, note_without_value, reason  # keep-best
-
-
-def _duration(ctx, param, value):
-    if value is None:
-        return None
-    from ckptool.ops.retain.retention import parse_duration
-
-    try:
-        return parse_duration(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
 
 
 @click.command("prune")
@@ -31,7 +30,7 @@ def _duration(ctx, param, value):
                    "state file), as keep_checkpoint_every_n_hours. Default: none (CheckpointManager's).")
 @click.option("--keep-steps-every", type=click.IntRange(min=1), default=None, metavar="N",
               help="Also keep every checkpoint whose step is a multiple of N (stays in the state file).")
-@click.option("--min-age", callback=_duration, default=None, metavar="DURATION",
+@click.option("--min-age", callback=duration_callback, default=None, metavar="DURATION",
               help="Never delete a checkpoint younger than DURATION (90s, 30m, 12h, 7d): an evaluator "
                    "may be reading it.")
 @click.option("--keep", "pinned", multiple=True, metavar="CHECKPOINT",

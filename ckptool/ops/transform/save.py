@@ -11,7 +11,7 @@ from ckptool.format.objgraph import OBJECT_GRAPH_KEY, is_object_key, object_key
 from ckptool.io.atomic import checkpoint_identity
 from ckptool.io.urls import storage_for
 from ckptool.ops.read.plan import prefetch
-from ckptool.ops.transform.sources import RawTensor, Source, _record, _wait_lock, open_source
+from ckptool.ops.transform.sources import RawTensor, Source, open_source, record, wait_lock
 from ckptool.ops.write.writer import BundleWriter
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ def save(prefix: str, sources: list[str], *, global_step: int | None = None, pad
     storage, target_path = storage_for(target)
     opened = []
     # before writing: a prune may be running
-    held = _wait_lock(storage, target_path, lock_timeout, on_lock_wait) if state else None
+    held = wait_lock(storage, target_path, lock_timeout, on_lock_wait) if state else None
     try:
         for path in sources:
             opened.append(open_source(path))
@@ -103,7 +103,7 @@ def save(prefix: str, sources: list[str], *, global_step: int | None = None, pad
                         if progress is not None:
                             progress(done, max(total, done))
             written = w.finish()
-        retention = _record(storage, target_path, max_to_keep, keep_every_n_hours, now) if state else None
+        retention = record(storage, target_path, max_to_keep, keep_every_n_hours, now) if state else None
     finally:
         for src in opened:
             src.close()

@@ -166,7 +166,7 @@ def open_side(path: str) -> ComparedSource:
     return ComparedSource(path)
 
 
-def _wait_lock(storage: Storage, prefix: str, timeout: float | None = None,
+def wait_lock(storage: Storage, prefix: str, timeout: float | None = None,
                on_wait: Callable[[str, float], None] | None = None) -> AbstractContextManager[object] | None:
     """DIR's lock, waited for (at most ``timeout`` seconds; None: the lock's default) and held
     from before the first write to the record. ``on_wait(directory, seconds)`` is called
@@ -189,7 +189,7 @@ def _wait_lock(storage: Storage, prefix: str, timeout: float | None = None,
     return lock
 
 
-def _record(storage: Storage, prefix: str, max_to_keep: int | None, keep_every_n_hours: float | None,
+def record(storage: Storage, prefix: str, max_to_keep: int | None, keep_every_n_hours: float | None,
             now: float | None) -> PruneResult:
     from ckptool.ops.retain.prune import record_save
 

@@ -24,7 +24,7 @@ class _Numpy:
 
 np = _Numpy()
 
-def _key_bytes(name) -> bytes:
+def key_bytes(name) -> bytes:
     if isinstance(name, bytes):
         key = name
     elif isinstance(name, str):
@@ -37,7 +37,7 @@ def _key_bytes(name) -> bytes:
 
 
 
-def _as_dtype(dtype) -> dtypes.DType:
+def as_dtype(dtype) -> dtypes.DType:
     if isinstance(dtype, dtypes.DType):
         return dtype
     if isinstance(dtype, str):

@@ -32,7 +32,7 @@ from ckptool.format.objkeys import key_of, name_of, shown
 from ckptool.format.table_build import TableBuilder
 from ckptool.io.atomic import AtomicFile, check_destination, make_output_dir, publish
 from ckptool.io.urls import storage_for
-from ckptool.ops.write.encode import _as_dtype, _key_bytes, encode_tensor, np
+from ckptool.ops.write.encode import as_dtype, encode_tensor, key_bytes, np
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
@@ -184,7 +184,7 @@ class BundleWriter:
     def add(self, name, value, shard: int | None = None) -> None:
         """Add a tensor: a numpy array (any TF dtype), a scalar, or bytes/str (DT_STRING)."""
         self._check_open()
-        key = _key_bytes(name)
+        key = key_bytes(name)
         self._claim(key)
         dt, shape, data, crc = encode_tensor(key, value, checksum=False)
         shard = self._pick_shard() if shard is None else shard
@@ -213,7 +213,7 @@ class BundleWriter:
         (a partitioned tensor's full entry) carries no data: pass ``data=None``.
         """
         self._check_open()
-        key = _key_bytes(key)
+        key = key_bytes(key)
         self._claim(key)
         if entry.slices:
             if data not in (None, b""):
@@ -239,13 +239,13 @@ class BundleWriter:
         length -1 for a whole dimension.
         """
         self._check_open()
-        key = _key_bytes(key)
+        key = key_bytes(key)
         self._claim(key)
         shape = tuple(int(d) for d in full_shape)
         bundle.check_shape(shape, f"tensor {shown(key)!r}")
         norm = tuple(tuple((int(s), int(n)) for s, n in sl) for sl in slices)
         self._check_tiling(key, shape, norm)
-        self._add_full_entry(key, _as_dtype(dtype), shape, norm)
+        self._add_full_entry(key, as_dtype(dtype), shape, norm)
 
     def _check_tiling(self, key: bytes, shape, slices) -> None:
         """Refuse slices that do not tile ``shape`` exactly once (the reader's rule)."""
@@ -260,7 +260,7 @@ class BundleWriter:
             self._slice_keys.add(bundle.encode_tensor_name_slice(key, sl))
 
     def __contains__(self, name) -> bool:
-        return _key_bytes(name) in self._entries
+        return key_bytes(name) in self._entries
 
     # -- finishing -----------------------------------------------------------
 
