@@ -457,10 +457,10 @@ def test_no_private_name_imported_from_another_module():
 
 
 def test_the_private_name_check_sees_both_spellings():
-    src = ast.parse("from ckptool.ops.write.encode import _as_dtype, encode_tensor\n"
+    src = ast.parse("from ckptool.format.encode import _as_dtype, encode_tensor\n"
                     "from ckptool.format import tensors\n"
                     "from ckptool.io.atomic import ANY, __all__\n"
                     "def f():\n"
                     "    return tensors._byteswap, tensors.byteswap\n")
     got = [name for _, name in _private_uses("ckptool.ops.read.v2", src)]
-    assert got == ["ckptool.ops.write.encode._as_dtype", "ckptool.format.tensors._byteswap"]
+    assert got == ["ckptool.format.encode._as_dtype", "ckptool.format.tensors._byteswap"]

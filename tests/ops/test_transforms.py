@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 
 import ckptool
 from ckptool.errors import CkptError, RefusedError, UnsupportedError, UsageError
+from ckptool.format.cast import CASTABLE, cast_array, parse_casts
+from ckptool.format.slots import is_optimizer_name
 from ckptool.ops.transform.average import average, resolve_inputs
-from ckptool.ops.transform.cast import CASTABLE, cast_array, parse_casts
 from ckptool.ops.transform.convert import convert
-from ckptool.ops.transform.slots import is_optimizer_name
 from clirun import completed
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")

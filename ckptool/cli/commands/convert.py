@@ -101,7 +101,7 @@ def command(src: str, dst: str, to: str | None, match: tuple[str, ...], exclude:
     if dry_run or allow_missing or allow_unused:
         raise click.UsageError("--dry-run, --allow-missing and --allow-unused go with --template")
     from ckptool.cli.progress import progress_bar
-    from ckptool.ops.transform.cast import parse_casts
+    from ckptool.format.cast import parse_casts
     from ckptool.ops.transform.convert import convert
 
     # a bad --cast spec, a DST suffix ckptool does not write, --names short elsewhere: the library

@@ -6,7 +6,7 @@ inputs give that input back bit for bit, finite inputs a finite mean within
 their bounds) and rounded once to their dtype (nearest even, as ``astype``). Everything else (integers,
 booleans, strings, the object graph) and the optimizer state come from the
 newest input, as stored; ``strip_optimizer`` drops the optimizer state
-(``ckptool.ops.transform.slots``). The inputs must agree on names, shapes and dtypes.
+(``ckptool.format.slots``). The inputs must agree on names, shapes and dtypes.
 
 Streaming: for each tensor, one input's value at a time is read and folded into
 a float64 running mean (in blocks, so temporaries stay small), so memory holds one
@@ -106,7 +106,7 @@ def _check_agree(cks, inputs) -> None:
 
 def _plan(newest, strip_optimizer: bool):
     """``(name -> output name or None, optimizer names, graph bytes to write or None)``."""
-    from ckptool.ops.transform.slots import optimizer_keys
+    from ckptool.format.slots import optimizer_keys
 
     names = [n for n in newest.names() if n != OBJECT_GRAPH_KEY]
     graph = newest.object_graph() if newest.is_object_based else None

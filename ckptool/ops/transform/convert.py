@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 
 from ckptool.errors import CkptError, UnsupportedError, UsageError
 from ckptool.format import dtypes, objkeys
+from ckptool.format.cast import Overflows, target_dtype
 from ckptool.io.atomic import AtomicFile, check_destination, checkpoint_identity, make_output_dir, publish
-from ckptool.ops.transform.cast import Overflows, target_dtype, value_of
+from ckptool.ops.transform.cast import value_of
 
 TF, NPZ, SAFETENSORS = "tf", "npz", "safetensors"
 FORMATS = (TF, NPZ, SAFETENSORS)

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from ckptool.errors import CkptError, UnsupportedError
 from ckptool.format import safetensors_meta as stm
+from ckptool.format.cast import target_dtype
 from ckptool.format.objgraph import (
     ATTRIBUTES,
     OBJECT_GRAPH_KEY,
     VARIABLE_VALUE,
     ObjectGraph,
 )
-from ckptool.ops.transform.cast import target_dtype
 
 _SUFFIX = f"/{ATTRIBUTES}/{VARIABLE_VALUE}"
 
@@ -40,7 +40,7 @@ def _short_plan(specs, graph_bytes, dst):
     """``(specs kept, stored name per spec, names mapping, graph bytes)`` for ``--names short``:
     optimizer state dropped (from the object graph when there is one, else by name), object
     keys shortened, the object graph edited to the tensors kept."""
-    from ckptool.ops.transform.slots import is_optimizer_name
+    from ckptool.format.slots import is_optimizer_name
 
     names = [s.name for s in specs]
     keys = None

@@ -31,9 +31,9 @@ from ckptool.errors import CkptError, UsageError
 from ckptool.format import bundle
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, ObjectGraph, is_object_key
 from ckptool.format.objkeys import key_of
+from ckptool.format.slots import is_optimizer_name
 from ckptool.ops.read.plan import prefetch
 from ckptool.ops.transform.rename_template import copy_raw
-from ckptool.ops.transform.slots import is_optimizer_name
 
 EXACT, PREFIX, ROOT, REGEX = "exact", "prefix", "root", "regex"
 

@@ -1,2 +1,3 @@
-"""Writing V2 checkpoints TensorFlow restores: tensor values as a data file stores them (``encode``)
-and the streaming bundle writer with its atomic publish (``writer``). Imports ``read`` only."""
+"""Writing V2 checkpoints TensorFlow restores: the streaming bundle writer with its atomic publish
+(``writer``; tensor values as a data file stores them are the codec ``ckptool.format.encode``).
+Imports ``read`` only."""

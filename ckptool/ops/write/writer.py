@@ -27,12 +27,12 @@ from ckptool.errors import CkptError
 from ckptool.format import bundle, dtypes
 from ckptool.format.bundle import Entry
 from ckptool.format.coding import crc32c, mask_crc
+from ckptool.format.encode import as_dtype, encode_tensor, key_bytes, np
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, ObjectGraph, is_object_key
 from ckptool.format.objkeys import key_of, name_of, shown
 from ckptool.format.table_build import TableBuilder
 from ckptool.io.atomic import AtomicFile, check_destination, make_output_dir, publish
 from ckptool.io.urls import storage_for
-from ckptool.ops.write.encode import as_dtype, encode_tensor, key_bytes, np
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor

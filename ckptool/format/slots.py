@@ -37,8 +37,13 @@ they are kept as they are.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from ckptool.format.objgraph import OPTIMIZER_SLOT
+
+if TYPE_CHECKING:
+    from ckptool.format.objgraph import ObjectGraph
 
 _SLOT = re.compile(r"(^|.*/)(Adam(_\d+)?|Momentum(_\d+)?|RMSProp(_\d+)?|Adagrad(DA)?(_\d+)?|Ftrl(_\d+)?|"
                    r"Adadelta(_\d+)?|ProximalAdagrad(_\d+)?|AdamW(_\d+)?|Nadam(_\d+)?|Adamax(_\d+)?|"
@@ -57,7 +62,7 @@ def is_optimizer_name(name: str) -> bool:
     return bool(_SLOT.match(name) or _POWER.match(name))
 
 
-def optimizer_keys(names, graph=None) -> set[str]:
+def optimizer_keys(names: Iterable[str], graph: ObjectGraph | None = None) -> set[str]:
     """The optimizer state among ``names``: from the object graph when there is one (it
     knows a Keras model's weights that the optimizer also tracks are not its state), else
     by name."""

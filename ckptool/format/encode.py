@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from ckptool.errors import CkptError, UnsupportedError
 from ckptool.format import bundle, dtypes
@@ -16,15 +16,16 @@ if TYPE_CHECKING:
 class _Numpy:
     """numpy, imported on first use: a rename that copies stored bytes never needs it (issue 21)."""
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         import numpy
 
         return getattr(numpy, name)
 
 
-np = _Numpy()
+np: Any = _Numpy()
 
-def key_bytes(name) -> bytes:
+
+def key_bytes(name: object) -> bytes:
     if isinstance(name, bytes):
         key = name
     elif isinstance(name, str):
@@ -36,8 +37,7 @@ def key_bytes(name) -> bytes:
     return key
 
 
-
-def as_dtype(dtype) -> dtypes.DType:
+def as_dtype(dtype: Any) -> dtypes.DType:
     if isinstance(dtype, dtypes.DType):
         return dtype
     if isinstance(dtype, str):
@@ -47,11 +47,11 @@ def as_dtype(dtype) -> dtypes.DType:
     return dtypes.from_numpy(dtype)
 
 
-def _is_string_value(value) -> bool:
+def _is_string_value(value: object) -> bool:
     return isinstance(value, (bytes, bytearray, memoryview, str))
 
 
-def _to_bytes(elem, key: bytes) -> bytes:
+def _to_bytes(elem: object, key: bytes) -> bytes:
     if isinstance(elem, bytes):
         return elem
     if isinstance(elem, str):
@@ -66,16 +66,16 @@ def _to_bytes(elem, key: bytes) -> bytes:
 
 
 @overload
-def encode_tensor(key: bytes, value, checksum: Literal[True] = ...
+def encode_tensor(key: bytes, value: object, checksum: Literal[True] = ...
                   ) -> tuple[dtypes.DType, tuple[int, ...], bytes | numpy.ndarray, int]: ...
 
 
 @overload
-def encode_tensor(key: bytes, value, checksum: bool
+def encode_tensor(key: bytes, value: object, checksum: bool
                   ) -> tuple[dtypes.DType, tuple[int, ...], bytes | numpy.ndarray, int | None]: ...
 
 
-def encode_tensor(key: bytes, value, checksum: bool = True
+def encode_tensor(key: bytes, value: object, checksum: bool = True
                   ) -> tuple[dtypes.DType, tuple[int, ...], bytes | numpy.ndarray, int | None]:
     """(dtype, shape, buffer, unmasked crc) of a value as a V2 data file stores it.
 
