@@ -5,8 +5,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ckptool.errors import CkptError, CorruptError
+from ckptool.errors import CkptError
 from ckptool.format import bundle
+from ckptool.format.meta_graph import tf_versions
 from ckptool.io.layout import (
     checkpoint_exists,
     checkpoint_files,
@@ -190,39 +191,8 @@ def _meta_versions(storage, path: str) -> dict:
     if storage.size(path) > META_READ_LIMIT:
         return out
     try:
-        info = _proto_field(storage.read_bytes(path), 1)
-        if info is not None:
-            for num, key in ((5, "tensorflow_version"), (6, "tensorflow_git_version")):
-                raw = _proto_field(info, num)
-                if raw is not None:
-                    out[key] = bytes(raw).decode("utf-8", "replace")
+        out.update(tf_versions(storage.read_bytes(path)))
     except CkptError:
         pass
     return out
 
-
-def _proto_field(buf, number: int):
-    """The last length-delimited field ``number`` of a serialized message, or None."""
-    from ckptool.format.coding import decode_varint
-
-    view = memoryview(buf)
-    pos, end, found = 0, len(view), None
-    while pos < end:
-        tag, pos = decode_varint(view, pos, end, what="meta graph")
-        wire = tag & 7
-        if wire == 0:
-            _, pos = decode_varint(view, pos, end, what="meta graph")
-        elif wire == 1:
-            pos += 8
-        elif wire == 5:
-            pos += 4
-        elif wire == 2:
-            n, pos = decode_varint(view, pos, end, what="meta graph")
-            if pos + n > end:
-                raise CorruptError("meta graph: field runs past the end")
-            if tag >> 3 == number:
-                found = view[pos:pos + n]
-            pos += n
-        else:
-            raise CorruptError(f"meta graph: unsupported wire type {wire}")
-    return found
