@@ -464,3 +464,12 @@ def test_the_private_name_check_sees_both_spellings():
                     "    return tensors._byteswap, tensors.byteswap\n")
     got = [name for _, name in _private_uses("ckptool.ops.read.v2", src)]
     assert got == ["ckptool.format.encode._as_dtype", "ckptool.format.tensors._byteswap"]
+
+
+def test_no_test_skips_itself_when_a_module_of_the_package_is_absent():
+    # Every module of ckptool is in the tree: a test that probes for one would pass by skipping.
+    probe = re.compile(r"find_spec\(\s*f?[\"']ckptool|has\(\s*f?[\"']ckptool")
+    tests = PKG.parent / "tests"
+    bad = [f"{p.relative_to(PKG.parent)}:{i}" for p in sorted(tests.rglob("*.py")) if p.name != "test_layers.py"
+           for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if probe.search(line)]
+    assert not bad, _report("tests that skip when a ckptool module is absent", bad)

@@ -1,6 +1,5 @@
 """``ckptool save``: sources, naming, object-based output, shards, --force, state and retention."""
 
-import importlib.util
 import json
 import os
 import pathlib
@@ -15,12 +14,6 @@ import ckptool
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY
 from ckptool.ops.transform.save import step_prefix
 from ckptool.ops.transform.sources import open_source
-
-HAVE_MANAGE = importlib.util.find_spec("ckptool.ops.retain.prune") is not None
-needs_manage = pytest.mark.skipif(not HAVE_MANAGE, reason="ckptool.ops.retain.prune (retention engine, another issue) "
-                                                          "is not in the tree yet")
-
-
 from clirun import run  # noqa: E402
 
 
@@ -226,7 +219,6 @@ def test_state_update_calls_the_retention_engine(capsys, tmp_path, srcs, monkeyp
     assert calls[-1][2] is None and calls[-1][3] is None  # 0 keeps all; no hours unless asked
 
 
-@needs_manage
 def test_state_file_written_and_retention_applied(capsys, tmp_path, srcs):
     from ckptool.io.state import read_state
 

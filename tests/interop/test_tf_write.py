@@ -1,6 +1,5 @@
 """TensorFlow restores what ckptool writes, bit-exactly; and ckptool writes TF's own bytes."""
 
-import importlib.util
 import os
 
 import numpy as np
@@ -227,8 +226,6 @@ def test_raw_copy_of_tf_checkpoint_is_byte_identical(tmp_path, capsys):
     _same_files(tf_prefix, str(tmp_path / "copy"))
 
 
-@pytest.mark.skipif(importlib.util.find_spec("ckptool.ops.retain.prune") is None,
-                    reason="ckptool.ops.retain.prune (retention engine) is not in the tree yet")
 def test_checkpoint_manager_continues_after_ckptool_save(tmp_path, capsys):
     from ckptool.cli.main import main
 

@@ -8,7 +8,6 @@ tensor fetches about its own byte range, not its shard.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import pathlib
@@ -29,13 +28,6 @@ from ckptool.io.urls import storage_for  # noqa: E402
 
 DATA = pathlib.Path(__file__).parents[1] / "data"
 FIXTURES = ["keras_adam", "tf1_saver", "dtensor", "partitioned", "ckpt_save", "strings", "dtypes"]
-
-
-def has(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
 
 
 # --------------------------------------------------------------------------- helpers
@@ -301,7 +293,6 @@ def test_memory_save_cli_matches_local(run, mem, tmp_path):
     assert 'model_checkpoint_path: "ckpt-3"' in state and "ckpt-1" not in state
 
 
-@pytest.mark.skipif(not has("ckptool.cli.commands.prune"), reason="prune not there yet")
 def test_memory_prune_matches_local(run, mem, tmp_path):
     fs, root = mem
     local = tmp_path / "m"
@@ -316,7 +307,6 @@ def test_memory_prune_matches_local(run, mem, tmp_path):
         n for n in os.listdir(local) if not n.startswith(".ckptool"))
 
 
-@pytest.mark.skipif(not has("ckptool.cli.commands.convert"), reason="convert not there yet")
 def test_memory_convert_matches_local(run, mem, tmp_path):
     fs, root = mem
     upload(fs, DATA / "keras_adam", f"{root}/k")
@@ -550,7 +540,6 @@ def test_s3_verify_reads_each_byte_once(run, s3):
     assert data == 20 * 8000
 
 
-@pytest.mark.skipif(not has("ckptool.cli.commands.prune"), reason="prune not there yet")
 def test_s3_prune_matches_local(run, s3, tmp_path):
     fs, root, counter = s3
     import shutil
@@ -576,7 +565,6 @@ def test_s3_prune_matches_local(run, s3, tmp_path):
     print(f"\nprune of 3 checkpoints on s3 (2 deleted): {len(log)} requests")
 
 
-@pytest.mark.skipif(not has("ckptool.cli.commands.convert"), reason="convert not there yet")
 def test_s3_convert_round_trip(run, s3, tmp_path):
     fs, root, _ = s3
     upload(fs, DATA / "keras_adam", f"{root}/k")
@@ -600,8 +588,7 @@ def test_memory_diff_rewrite_names_state_du_match_local(run, mem, tmp_path):
     same_output(run, str(local), url, "diff", "{}/ckpt-5", "{}/ckpt-5")
     same_output(run, str(local), url, "state", "{}", "--json")
     run("state", url, "--rebuild", "--dry-run")  # (from mtimes: an upload's differ from the files')
-    if has("ckptool.cli.commands.du"):
-        same_output(run, str(local), url, "du", "{}", "--json")
+    same_output(run, str(local), url, "du", "{}", "--json")
     # rewrite-names: a copy with renamed variables, read back the same
     run("rewrite-names", local / "ckpt-5", local / "renamed-5", "--rule", "/=scope/")
     run("rewrite-names", f"{url}/ckpt-5", f"{url}/renamed-5", "--rule", "/=scope/")
@@ -626,7 +613,6 @@ def test_s3_diff_and_rewrite_names_match_local(run, s3, tmp_path):
     assert not [n for n in remote.storage_for_url(url).listdir(url) if "tempstate" in n]
 
 
-@pytest.mark.skipif(not has("ckptool.cli.commands.prune"), reason="prune not there yet")
 def test_s3_recursive_prune_and_du_match_local(run, s3, tmp_path):
     fs, root, counter = s3
     import shutil
@@ -636,8 +622,7 @@ def test_s3_recursive_prune_and_du_match_local(run, s3, tmp_path):
         shutil.copytree(DATA / name, local / "exp" / name)
         upload(fs, DATA / name, f"{root}/runs/exp/{name}")
     url = f"{root}/runs"
-    if has("ckptool.cli.commands.du"):
-        same_output(run, str(local), url, "du", "{}", "--json")
+    same_output(run, str(local), url, "du", "{}", "--json")
     same_output(run, str(local), url, "prune", "{}", "--recursive", "--max-to-keep", "1", "--json")
     st = remote.storage_for_url(url)
     for name in ("manager", "ckpt_save"):

@@ -20,7 +20,6 @@ a fraction of the cost. convert (V2 -> V2 resharded, V1 -> V2, -> .npz, -> .safe
 and ``--force`` over an old DST) has its checks in :class:`_Convert`.
 """
 
-import importlib.util
 import multiprocessing
 import os
 import pathlib
@@ -45,7 +44,6 @@ sys.path.insert(0, str(FAULTS))
 import faults as _faults  # noqa: E402
 
 pytestmark = pytest.mark.slow
-HAS_MANAGE = importlib.util.find_spec("ckptool.ops.retain.prune") is not None
 VALUES = {"w": np.arange(12, dtype=np.float32).reshape(3, 4), "b": np.array([b"x", b""], dtype=object),
           "step": np.int64(3)}
 KILLS = {"event": 0, "random": 0, "by_command": {}}  # by_command: name -> [at events, at random]
@@ -116,7 +114,7 @@ def _setup(d):
 
 def _save_args(d, src):
     args = ["save", str(d / "ckpt"), "--from", str(src), "--global-step", "3", "--shards", "2"]
-    return args + (["--max-to-keep", "5"] if HAS_MANAGE else ["--no-state"])
+    return args + ["--max-to-keep", "5"]
 
 
 def _check_dir(d):
@@ -198,7 +196,6 @@ def test_save_killed_at_random_moments(tmp_path):
         _rerun(d, args)
 
 
-@pytest.mark.skipif(not importlib.util.find_spec("ckptool.cli.commands.prune"), reason="prune not in the tree yet")
 def test_prune_killed_at_every_disk_event(tmp_path):
     def setup(d):
         d.mkdir()

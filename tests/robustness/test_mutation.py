@@ -18,7 +18,6 @@ state-file cases + prune cases here; ``python fuzz/run.py --cases N`` runs
 any number.
 """
 
-import importlib.util
 import random
 
 import pytest
@@ -73,7 +72,6 @@ def test_hostile_state_files_raise_only_ckpt_errors():
     assert not stats.failures, _report(stats)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("ckptool.ops.retain.prune") is None, reason="ckptool.ops.retain.prune not in the tree yet")
 def test_prune_on_hostile_directories_raises_only_ckpt_errors_and_stays_inside():
     stats = engine.run("prune", CASES["prune"], seed=7, timeout=20)
     assert not stats.failures, _report(stats)

@@ -3,7 +3,6 @@
 Bounded in time (about 3 s of writing per test); marked slow.
 """
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -15,7 +14,6 @@ import ckptool
 from ckptool.errors import CkptError
 from ckptool.io.state import read_state, resolve
 
-HAS_PRUNE = importlib.util.find_spec("ckptool.cli.commands.prune") is not None
 pytestmark = pytest.mark.slow
 RACES = {"polls": 0, "prunes": 0, "saves": 0}
 
@@ -61,10 +59,6 @@ def test_reader_always_finds_a_state_file_that_parses(tmp_path):
 
 
 def test_prune_again_and_again_while_a_writer_saves(tmp_path):
-    import pytest
-
-    if not HAS_PRUNE:
-        pytest.skip("prune not in the tree yet")
     p = _start_writer(tmp_path, 3.0)
     while p.poll() is None:
         r = subprocess.run([sys.executable, "-m", "ckptool", "prune", str(tmp_path), "--max-to-keep", "3"],

@@ -1,6 +1,5 @@
 """Hostile input that tries to reach outside the directory given, or to exhaust memory."""
 
-import importlib.util
 import io
 import os
 
@@ -125,8 +124,6 @@ def _cli(argv):
 @pytest.mark.parametrize("cmd", ["convert", "rewrite_names"])
 @pytest.mark.parametrize("name", ["../../escape", "/abs/escape"])
 def test_hostile_names_cannot_make_convert_or_rewrite_write_outside_dst(tmp_path, cmd, name):
-    if importlib.util.find_spec(f"ckptool.cli.commands.{cmd}") is None:
-        pytest.skip(f"{cmd} not in the tree yet")
     src = tmp_path / "src" / "ckpt-1"
     ckptool.write(str(src), {name: np.arange(3, dtype=np.int32), "ok": np.zeros(1)}, sync=False)
     out = tmp_path / "out"
