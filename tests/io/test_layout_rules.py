@@ -35,7 +35,8 @@ def test_file_roles():
     assert file_role("a.data-00003-of-00010") == ("a", "data")
     assert file_role("a.meta") == ("a", "meta")
     assert file_role("m-00001-of-00004") == ("m-?????-of-00004", "v1")
-    for name in (".index", ".meta", "a.index.tempstate1", "a_temp", "a.txt", "", "a.data-1-of-2"):
+    for name in (".index", ".meta", "a.index.tempstate1", "a_temp", "a.txt", "", "a.data-1-of-2",
+                 "a_temp.index", "a_temp_0f3c/part-00000.index", "a.tmp0f.meta", "a.tempstate3.data-00000-of-00001"):
         assert file_role(name) is None
 
 

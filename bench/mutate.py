@@ -1,0 +1,194 @@
+"""A small mutation run over the rules a wrong line would make dangerous.
+
+Each mutant changes one line of one named function (the io rules: which files are a
+checkpoint's, temporaries, the atomic publish; the rename matcher; retention). The
+script copies the tracked tree to a temporary directory, applies one mutant at a
+time there (the working tree is never touched), runs the fast tests chosen to kill
+it, and prints which were killed and the score. A mutant survives when those tests
+still pass.
+
+    python bench/mutate.py            # every mutant
+    python bench/mutate.py -k publish # those whose name contains "publish"
+
+Exit status: 0 when every mutant was killed, 1 otherwise (2: the unmutated tree
+fails its tests, or a mutant no longer applies: the list needs updating).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+LAYOUT_TESTS = ("tests/io/test_layout_rules.py",)
+ATOMIC_TESTS = ("tests/io/test_atomic.py",)
+RENAME_TESTS = ("tests/ops/test_rename_matcher.py",)
+RETENTION_TESTS = ("tests/ops/test_retention.py",)
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    path: str  # relative to the repository root
+    function: str  # "func" or "Class.method": the mutation must fall inside it
+    old: str  # text found exactly once in that function (it may span lines for context)
+    new: str  # the same text with one line changed
+    tests: tuple[str, ...]
+
+
+MUTANTS = [
+    # ---- which files are a checkpoint's
+    Mutant("owns: ckpt-10 taken for ckpt-1", "ckptool/io/layout.py", "owns",
+           "    return role[0] == base\n", "    return role[0].startswith(base)\n", LAYOUT_TESTS),
+    Mutant("owns: a name starting with the base is the base", "ckptool/io/layout.py", "owns",
+           "    if name == base:", "    if name.startswith(base):", LAYOUT_TESTS),
+    Mutant("owns: any .meta", "ckptool/io/layout.py", "owns",
+           "        return role[0] == base or meta_graph_filename(base) == name",
+           "        return True", LAYOUT_TESTS),
+    Mutant("checkpoint_files: every file of the glob", "ckptool/io/layout.py", "checkpoint_files",
+           "if n != base and owns(base, n)]", "if n != base]", LAYOUT_TESTS),
+    Mutant("file_role: a temporary has a role", "ckptool/io/layout.py", "file_role",
+           "    if not name or is_temp(name):", "    if not name:", LAYOUT_TESTS),
+    Mutant("temp_owner: '_temp' owned by ''", "ckptool/io/layout.py", "temp_owner",
+           "        return head or None", "        return head", LAYOUT_TESTS),
+    # ---- temporaries and the atomic publish
+    Mutant("AtomicFile: written under the target name", "ckptool/io/atomic.py", "AtomicFile.__init__",
+           "        self.name = storage.temp_name(target) if self.atomic else target",
+           "        self.name = target", ATOMIC_TESTS),
+    Mutant("temp name: not beside the target", "ckptool/io/storage.py", "LocalStorage.temp_name",
+           'return f"{path}.tempstate{', 'return f"{os.path.basename(path)}.tempstate{', ATOMIC_TESTS),
+    Mutant("publish: the index renamed before the data", "ckptool/io/atomic.py", "publish",
+           "        for f in files:\n            f.publish()",
+           "        for f in reversed(files):\n            f.publish()", ATOMIC_TESTS),
+    Mutant("publish: no rollback when the index rename fails", "ckptool/io/atomic.py", "publish",
+           "        if files and not files[-1].published:", "        if False:", ATOMIC_TESTS),
+    Mutant("publish: renames before every file is sealed", "ckptool/io/atomic.py", "publish",
+           "        for f in files:\n            f.seal()", "        for f in files:\n            pass", ATOMIC_TESTS),
+    Mutant("publish: the directory not fsynced", "ckptool/io/atomic.py", "publish",
+           "            files[0].storage.fsync_dir(d)", "            pass", ATOMIC_TESTS),
+    Mutant("publish: a failed check publishes anyway", "ckptool/io/atomic.py", "publish",
+           "        if check is not None and not check():", "        if False:", ATOMIC_TESTS),
+    Mutant("write_bytes: expect ignored", "ckptool/io/atomic.py", "write_bytes",
+           "    check = None if expect is ANY else", "    check = None if True else", ATOMIC_TESTS),
+    Mutant("discard: the temporary left behind", "ckptool/io/atomic.py", "AtomicFile.discard",
+           "            self.storage.remove(self.name)", "            pass", ATOMIC_TESTS),
+    Mutant("check_destination: overwrite without --force", "ckptool/io/atomic.py", "check_destination",
+           "    if not force:", "    if False:", ATOMIC_TESTS),
+    Mutant("check_destination: a symlinked source not seen", "ckptool/io/atomic.py", "check_destination",
+           "            if ids and (_identity(t) in ids or _identity(bare) in ids):",
+           "            if ids and (t in sources or bare in sources):", ATOMIC_TESTS),
+    # ---- the rename matcher
+    Mutant("rename: scope a/ matches ab/x", "ckptool/ops/transform/rename.py", "Renamer.__call__",
+           "            if name.startswith(r.old):", '            if name.startswith(r.old.rstrip("/")):',
+           RENAME_TESTS),
+    Mutant("rename: the shortest scope wins", "ckptool/ops/transform/rename.py", "Renamer.__init__",
+           "key=lambda r: -len(r.old))", "key=lambda r: len(r.old))", RENAME_TESTS),
+    Mutant("rename: a regex searched, not full-matched", "ckptool/ops/transform/rename.py", "Renamer.__call__",
+           "r.pattern.fullmatch(name)", "r.pattern.search(name)", RENAME_TESTS),
+    Mutant("rename: a scope before an exact rule", "ckptool/ops/transform/rename.py", "Renamer.__call__",
+           "        r = self.exact.get(name)", "        r = None", RENAME_TESTS),
+    # ---- retention
+    Mutant("retention: latest not protected", "ckptool/ops/retain/retention.py", "plan",
+           "        if e.name == latest:", "        if False:", RETENTION_TESTS),
+    Mutant("retention: min-age reversed", "ckptool/ops/retain/retention.py", "plan",
+           "now - e.timestamp < policy.min_age", "now - e.timestamp > policy.min_age", RETENTION_TESTS),
+    Mutant("retention: steps-every keeps the others", "ckptool/ops/retain/retention.py", "plan",
+           "e.step % policy.keep_steps_every == 0", "e.step % policy.keep_steps_every != 0", RETENTION_TESTS),
+    Mutant("retention: a pin ignored", "ckptool/ops/retain/retention.py", "plan",
+           "        if e.name in policy.pinned:", "        if False:", RETENTION_TESTS),
+    Mutant("sweep: keeps one more than max_to_keep", "ckptool/ops/retain/retention.py", "sweep",
+           "while len(managed) - first > max_to_keep:", "while len(managed) - first > max_to_keep + 1:",
+           RETENTION_TESTS),
+    Mutant("sweep: every-n-hours spacing off by the interval", "ckptool/ops/retain/retention.py", "sweep",
+           "e.timestamp - keep_every_n_hours * 3600.0 >= d.last_preserved_timestamp",
+           "e.timestamp >= d.last_preserved_timestamp", RETENTION_TESTS),
+]
+
+
+def _span(source: str, function: str) -> tuple[int, int]:
+    """Character offsets of ``function`` ("f" or "C.m") in ``source``."""
+    tree = ast.parse(source)
+    parts = function.split(".")
+    body: list[ast.stmt] = tree.body
+    node: ast.AST | None = None
+    for part in parts:
+        node = next((n for n in body if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == part), None)
+        if node is None:
+            raise LookupError(function)
+        body = node.body  # type: ignore[attr-defined]
+    lines = source.splitlines(keepends=True)
+    start = sum(len(x) for x in lines[: node.lineno - 1])  # type: ignore[union-attr]
+    end = sum(len(x) for x in lines[: node.end_lineno])  # type: ignore[union-attr]
+    return start, end
+
+
+def mutate(source: str, m: Mutant) -> str:
+    start, end = _span(source, m.function)
+    body = source[start:end]
+    if body.count(m.old) != 1:
+        raise LookupError(f"{m.name}: {m.old!r} found {body.count(m.old)} times in {m.function}")
+    changed = [(a, b) for a, b in zip(m.old.splitlines(), m.new.splitlines()) if a != b]
+    if len(changed) != 1 or len(m.old.splitlines()) != len(m.new.splitlines()):
+        raise LookupError(f"{m.name}: a mutant changes exactly one line")
+    return source[:start] + body.replace(m.old, m.new) + source[end:]
+
+
+def _pytest(tree: str, tests: tuple[str, ...]) -> int:
+    env = dict(os.environ, PYTHONPATH=tree, PYTHONDONTWRITEBYTECODE="1")
+    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-m", "not slow", "-p", "no:cacheprovider", *tests]
+    return subprocess.run(cmd, cwd=tree, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
+
+
+def _copy_tree(dst: str) -> None:
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    for rel in filter(None, files.decode().split("\0")):
+        src = os.path.join(ROOT, rel)
+        if not os.path.isfile(src):
+            continue
+        os.makedirs(os.path.dirname(os.path.join(dst, rel)), exist_ok=True)
+        shutil.copy2(src, os.path.join(dst, rel))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("-k", default="", help="only the mutants whose name contains this")
+    args = ap.parse_args(argv)
+    chosen = [m for m in MUTANTS if args.k in m.name]
+    with tempfile.TemporaryDirectory(prefix="ckptool-mutate-") as tree:
+        _copy_tree(tree)
+        originals = {m.path: open(os.path.join(tree, m.path), encoding="utf-8").read() for m in chosen}
+        try:
+            mutated = [(m, mutate(originals[m.path], m)) for m in chosen]
+        except LookupError as exc:
+            print(f"mutant does not apply: {exc}")
+            return 2
+        suites = sorted({t for m in chosen for t in m.tests})
+        if _pytest(tree, tuple(suites)) != 0:
+            print("the unmutated tree fails its tests: " + " ".join(suites))
+            return 2
+        killed = 0
+        for m, text in mutated:
+            target = os.path.join(tree, m.path)
+            with open(target, "w", encoding="utf-8") as f:
+                f.write(text)
+            try:
+                code = _pytest(tree, m.tests)
+            finally:
+                with open(target, "w", encoding="utf-8") as f:
+                    f.write(originals[m.path])
+            dead = code not in (0, 5)  # 5: no tests ran, which kills nothing
+            killed += dead
+            print(f"{'killed  ' if dead else 'SURVIVED'}  {m.name}  ({m.function}; {' '.join(m.tests)})")
+        print(f"mutation score: {killed}/{len(mutated)} killed")
+        return 0 if killed == len(mutated) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
