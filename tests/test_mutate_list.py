@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import pathlib
+import sys
 
 import pytest
 
@@ -12,6 +13,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("bench_mutate", ROOT / "bench" / "mutate.py")
 assert _spec is not None and _spec.loader is not None
 mutate = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = mutate  # dataclasses look their module up
 _spec.loader.exec_module(mutate)
 
 
