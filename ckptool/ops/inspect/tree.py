@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from ckptool.format.objgraph import VARIABLE_VALUE
+
+if TYPE_CHECKING:
+    from ckptool.format.objgraph import ObjectGraph
+    from ckptool.ops.read.checkpoint import Checkpoint, Variable
 
 
 @dataclass
@@ -18,16 +23,16 @@ class TreeNode:
 
     name: str
     path: str
-    tensor: dict | None = None  # {"key", "dtype", "shape", "parameters", "bytes"}
-    attributes: list[dict] = field(default_factory=list)  # other attributes: {"name", ...tensor}
-    slots: list[dict] = field(default_factory=list)  # {"slot", "optimizer", ...tensor}
+    tensor: dict[str, Any] | None = None  # {"key", "dtype", "shape", "parameters", "bytes"}
+    attributes: list[dict[str, Any]] = field(default_factory=list)  # other attributes: {"name", ...tensor}
+    slots: list[dict[str, Any]] = field(default_factory=list)  # {"slot", "optimizer", ...tensor}
     children: list[TreeNode] = field(default_factory=list)
     alias_of: str | None = None  # a second edge to an object shown elsewhere
     parameters: int = 0
     bytes: int = 0
     owned_slots: int = 0
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The subtree as nested dicts, built without recursion (graphs can be thousands deep)."""
         root = self._own_json()
         stack = [(self, root)]
@@ -37,8 +42,8 @@ class TreeNode:
             stack.extend(zip(node.children, kids))
         return root
 
-    def _own_json(self) -> dict:
-        out = {"name": self.name, "path": self.path, "parameters": self.parameters, "bytes": self.bytes}
+    def _own_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "path": self.path, "parameters": self.parameters, "bytes": self.bytes}
         if self.alias_of is not None:
             out["alias_of"] = self.alias_of
         if self.tensor is not None:
@@ -62,12 +67,12 @@ class TreeNode:
         return deepest
 
 
-def _tensor_doc(var, key: str) -> dict:
+def _tensor_doc(var: Variable, key: str) -> dict[str, Any]:
     return {"key": key, "dtype": var.dtype, "shape": list(var.shape), "parameters": var.numel,
             "bytes": var.nbytes}
 
 
-def tree(ck) -> TreeNode:
+def tree(ck: Checkpoint) -> TreeNode:
     """The object graph as a tree (object-based), else the '/'-scopes of the names."""
     graph = ck.object_graph()
     if graph is None or not graph.nodes:  # an empty graph has no root: show the names
@@ -75,7 +80,7 @@ def tree(ck) -> TreeNode:
     return _object_tree(ck, graph)
 
 
-def _object_tree(ck, graph) -> TreeNode:
+def _object_tree(ck: Checkpoint, graph: ObjectGraph) -> TreeNode:
     variables = {v.name: v for v in ck.variables()}
     used = set()
     nodes = graph.nodes
@@ -163,7 +168,7 @@ def _total(root: TreeNode) -> None:
         node.parameters, node.bytes = p, b
 
 
-def _name_tree(ck) -> TreeNode:
+def _name_tree(ck: Checkpoint) -> TreeNode:
     root = TreeNode("", "")
     index: dict[tuple[int, str], TreeNode] = {}  # (parent's id, scope) -> node: no path is rebuilt
     for v in ck.variables():

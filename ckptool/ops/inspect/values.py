@@ -15,17 +15,22 @@
 from __future__ import annotations
 
 import base64
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ckptool.format.json_numbers import json_float
 
+if TYPE_CHECKING:
+    from ckptool.ops.read.checkpoint import Checkpoint
 
-def json_value(arr: np.ndarray, dtype: str | None = None):
+
+def json_value(arr: np.ndarray, dtype: str | None = None) -> Any:
     """A tensor value as JSON-ready nested lists (see the module docstring)."""
     arr = np.asarray(arr)
     shape = arr.shape
     flat = arr.reshape(-1)
+    items: list[Any]
     if arr.dtype == object:
         variant = dtype == "variant"
         items = [_json_bytes(x, variant) for x in flat.tolist()]
@@ -51,24 +56,22 @@ def json_value(arr: np.ndarray, dtype: str | None = None):
     return _nest(items, shape)
 
 
-
-
-def _json_bytes(b, variant: bool):
-    b = bytes(b)
+def _json_bytes(b: Any, variant: bool) -> str | dict[str, str]:
+    raw = bytes(b)
     if not variant:
         try:
-            return b.decode("utf-8")
+            return raw.decode("utf-8")
         except UnicodeDecodeError:
             pass
-    return {"base64": base64.b64encode(b).decode("ascii")}
+    return {"base64": base64.b64encode(raw).decode("ascii")}
 
 
-def _nest(items: list, shape: tuple):
+def _nest(items: list[Any], shape: tuple[int, ...]) -> list[Any]:
     if len(shape) == 1:
         return items
     if 0 in shape:
         # numpy's tolist of a zero-size array: nested empties down to the first zero
-        def empty(dims):
+        def empty(dims: tuple[int, ...]) -> list[Any]:
             if not dims or dims[0] == 0:
                 return []
             return [empty(dims[1:]) for _ in range(dims[0])]
@@ -76,10 +79,11 @@ def _nest(items: list, shape: tuple):
         return empty(shape)
     out = np.empty(len(items), dtype=object)
     out[:] = items
-    return out.reshape(shape).tolist()
+    nested: list[Any] = out.reshape(shape).tolist()
+    return nested
 
 
-def tensor_json(ck, name: str) -> dict:
+def tensor_json(ck: Checkpoint, name: str) -> dict[str, Any]:
     """``{"name", "dtype", "shape", "value"}`` for one tensor."""
     v = ck.variable(name)
     return {"name": v.name, "dtype": v.dtype, "shape": list(v.shape),

@@ -3,12 +3,21 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ckptool.format.cast import cast_array
 
+if TYPE_CHECKING:
+    import numpy as np
 
-def value_of(s, casts, over, result):
+    from ckptool.format.cast import Overflows
+    from ckptool.ops.transform.convert import ConvertResult
+    from ckptool.ops.transform.convert_src import Spec
+
+
+def value_of(s: Spec, casts: dict[str, str], over: Overflows, result: ConvertResult) -> np.ndarray:
     """The array to write for a spec: loaded, cast when its dtype is cast."""
-    arr = s.load()
+    arr: np.ndarray = s.load()
     to = casts.get(s.dtype)
     if to is None:
         return arr

@@ -19,9 +19,9 @@ by the largest tensor: data is streamed to the shard file as each tensor is adde
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError
 from ckptool.format import bundle, dtypes
@@ -37,6 +37,9 @@ from ckptool.io.urls import storage_for
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
+    from ckptool.format.slices import Slice
+    from ckptool.io.storage import Storage
+
 #: Bytes per write() call, and between starts of the disk writeback when syncing.
 WRITEBACK = 8 << 20
 #: Tensors of at least this many bytes have their CRC32C computed on a helper thread
@@ -45,7 +48,7 @@ WRITEBACK = 8 << 20
 CRC_BESIDE_BYTES = 1 << 20
 
 
-def retire_index(storage, prefix: str, finals, sync: bool = True) -> bool:
+def retire_index(storage: Storage, prefix: str, finals: Iterable[str], sync: bool = True) -> bool:
     """Before data files are put in place over a checkpoint being replaced (``--force``),
     its ``.index`` goes if any of them would land on one of its data files (the same
     names): a crash in between must not leave the old index over new data, which fails
@@ -71,7 +74,7 @@ class WriteResult:
     object_graph: bool = False  # a synthesized object graph was added
     keys: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"prefix": self.prefix, "files": list(self.files), "variables": self.variables,
                 "bytes": self.nbytes}
 
@@ -94,9 +97,9 @@ class BundleWriter:
     the host's order, so a non-host value is only for :meth:`add_raw` copies.
     """
 
-    def __init__(self, prefix: str, num_shards: int = 1, storage=None, force: bool = False,
+    def __init__(self, prefix: str, num_shards: int = 1, storage: Storage | None = None, force: bool = False,
                  object_graph: bool = False, endianness: int = bundle.HOST_ENDIANNESS,
-                 sync: bool = True, sources: Iterable[str] = ()):
+                 sync: bool = True, sources: Iterable[str] = ()) -> None:
         if storage is None:
             storage, prefix = storage_for(prefix)
         if not isinstance(num_shards, int) or num_shards < 1:
@@ -135,7 +138,7 @@ class BundleWriter:
     def __enter__(self) -> BundleWriter:
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         if exc_type is None:
             if not self._finished:
                 self.finish()
@@ -156,7 +159,7 @@ class BundleWriter:
         sizes = self._shard_bytes
         return min(range(len(sizes)), key=sizes.__getitem__)
 
-    def _append(self, data, shard: int) -> tuple[int, int]:
+    def _append(self, data: Any, shard: int) -> tuple[int, int]:
         """Write ``data`` (a buffer, or an iterable of buffers) to ``shard``; its offset and size."""
         offset = self._shard_bytes[shard]
         if isinstance(data, (bytes, bytearray, memoryview)):
@@ -181,7 +184,7 @@ class BundleWriter:
                 f.start_writeback(start, self._shard_bytes[shard] - start)
                 self._written_back[shard] = self._shard_bytes[shard]
 
-    def add(self, name, value, shard: int | None = None) -> None:
+    def add(self, name: str | bytes, value: object, shard: int | None = None) -> None:
         """Add a tensor: a numpy array (any TF dtype), a scalar, or bytes/str (DT_STRING)."""
         self._check_open()
         key = key_bytes(name)
@@ -204,7 +207,7 @@ class BundleWriter:
         self._entries[key] = bundle.encode_entry(dt, shape, shard, offset, size, mask_crc(crc))
         self._order.append(key)
 
-    def add_raw(self, key, entry: Entry, data, shard: int | None = None) -> None:
+    def add_raw(self, key: str | bytes, entry: Entry, data: Any, shard: int | None = None) -> None:
         """Copy a tensor's stored bytes (from another checkpoint) without decoding them.
 
         ``data`` is the entry's bytes exactly as stored (a buffer, or an iterable of
@@ -230,7 +233,8 @@ class BundleWriter:
                                                  entry.crc32c)
         self._order.append(key)
 
-    def add_sliced(self, key, dtype, full_shape, slices) -> None:
+    def add_sliced(self, key: str | bytes, dtype: Any, full_shape: Iterable[int],
+                   slices: Iterable[Iterable[tuple[int, int]]]) -> None:
         """The full-tensor entry of a partitioned tensor: dtype, full shape, its slices.
 
         Each slice's data is added separately, under
@@ -247,19 +251,19 @@ class BundleWriter:
         self._check_tiling(key, shape, norm)
         self._add_full_entry(key, as_dtype(dtype), shape, norm)
 
-    def _check_tiling(self, key: bytes, shape, slices) -> None:
+    def _check_tiling(self, key: bytes, shape: Sequence[int], slices: Sequence[Slice]) -> None:
         """Refuse slices that do not tile ``shape`` exactly once (the reader's rule)."""
         problem = bundle.tiling_problem(shape, slices)
         if problem is not None:
             raise CkptError(f"{self.prefix}: partitioned tensor {shown(key)!r}: {problem}")
 
-    def _add_full_entry(self, key: bytes, dt: dtypes.DType, shape, slices) -> None:
+    def _add_full_entry(self, key: bytes, dt: dtypes.DType, shape: Sequence[int], slices: Sequence[Slice]) -> None:
         self._entries[key] = bundle.encode_entry(dt, shape, 0, 0, 0, 0, slices)
         self._order.append(key)
         for sl in slices:
             self._slice_keys.add(bundle.encode_tensor_name_slice(key, sl))
 
-    def __contains__(self, name) -> bool:
+    def __contains__(self, name: object) -> bool:
         return key_bytes(name) in self._entries
 
     # -- finishing -----------------------------------------------------------
@@ -323,7 +327,7 @@ class BundleWriter:
             self._crc_thread = None
 
 
-def index_file(storage, prefix: str, num_shards: int, entries: Iterable[tuple[bytes, bytes]],
+def index_file(storage: Storage, prefix: str, num_shards: int, entries: Iterable[tuple[bytes, bytes]],
                endianness: int = bundle.HOST_ENDIANNESS, sync: bool = True) -> AtomicFile:
     """``PREFIX.index`` (the header and ``entries``, sorted here) written in full under a
     temporary name, not yet published: pass it last to :func:`ckptool.io.atomic.publish`."""
@@ -348,7 +352,7 @@ def index_file(storage, prefix: str, num_shards: int, entries: Iterable[tuple[by
     return f
 
 
-def write_index(prefix: str, num_shards: int, entries: Iterable[tuple[bytes, bytes]], storage=None,
+def write_index(prefix: str, num_shards: int, entries: Iterable[tuple[bytes, bytes]], storage: Storage | None = None,
                 force: bool = False, endianness: int = bundle.HOST_ENDIANNESS, sync: bool = True) -> str:
     """Write only ``PREFIX.index`` (temp file, then rename): the header and ``entries``.
 
@@ -364,8 +368,8 @@ def write_index(prefix: str, num_shards: int, entries: Iterable[tuple[bytes, byt
     return path
 
 
-def write(prefix: str, mapping: Mapping | Iterable, *, num_shards: int = 1, force: bool = False,
-          storage=None, sync: bool = True) -> WriteResult:
+def write(prefix: str, mapping: Mapping[Any, object] | Iterable[tuple[Any, object]], *, num_shards: int = 1,
+          force: bool = False, storage: Storage | None = None, sync: bool = True) -> WriteResult:
     """Write ``{name: array}`` as a V2 checkpoint at ``prefix`` that TensorFlow restores.
 
     Values are numpy arrays of any TF dtype (ml_dtypes for bfloat16 / float8 /
