@@ -9,17 +9,22 @@ size or the largest tensor.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ckptool.format.coding import crc32c
 from ckptool.format.tensors import byteswap, check_crc_value
 
+if TYPE_CHECKING:
+    from ckptool.format.bundle import Entry
+    from ckptool.ops.read.v2 import BundleCheckpoint
+
 #: Largest read made at once by statistics and diff.
 CHUNK_BYTES = 8 << 20
 
 
-def entry_chunks(ck, e, verify: bool = True, chunk_bytes: int = CHUNK_BYTES,
+def entry_chunks(ck: BundleCheckpoint, e: Entry, verify: bool = True, chunk_bytes: int = CHUNK_BYTES,
                  on_bytes: Callable[[int], None] | None = None) -> Iterator[np.ndarray]:
     """Flat chunks of a plain fixed-size V2 entry, its CRC32C checked across them.
 
@@ -50,7 +55,7 @@ def entry_chunks(ck, e, verify: bool = True, chunk_bytes: int = CHUNK_BYTES,
         check_crc_value(crc, e, reader.path, e.size)
 
 
-def tensor_chunks(ck, name: str, ordered: bool = True, verify: bool = True,
+def tensor_chunks(ck: Any, name: str, ordered: bool = True, verify: bool = True,
                   chunk_bytes: int = CHUNK_BYTES) -> Iterator[np.ndarray]:
     """The elements of tensor ``name`` as flat chunks.
 

@@ -8,7 +8,9 @@ best. A checkpoint with no value is no candidate. Ties go to the newer one.
 from __future__ import annotations
 
 import math
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ckptool.errors import CkptError
 
@@ -27,7 +29,7 @@ class BestSpec:
     mode: str = "min"
     metrics: str | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 1:
             raise CkptError(f"keep_best must be a whole number >= 1, not {self.n!r}")
         if not isinstance(self.metric, str) or not self.metric:
@@ -37,7 +39,7 @@ class BestSpec:
         if self.metrics is not None and (not isinstance(self.metrics, str) or not self.metrics):
             raise CkptError(f"metrics must be a path, not {self.metrics!r}")
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"keep_best": self.n, "metric": self.metric, "mode": self.mode, "metrics": self.metrics}
 
 
@@ -45,7 +47,7 @@ class BestSpec:
 BEST_KEYS = ("keep_best", "metric", "mode", "metrics")
 
 
-def check_policy_value(key: str, value) -> bool:
+def check_policy_value(key: str, value: object) -> bool:
     """Whether ``value`` is valid for the keep-best policy key ``key`` (``.ckptool.toml``)."""
     if key == "keep_best":
         return isinstance(value, int) and not isinstance(value, bool) and value >= 0
@@ -56,7 +58,7 @@ def check_policy_value(key: str, value) -> bool:
     return False
 
 
-def spec_from_policy(policy: dict, run_dir: str | None = None) -> BestSpec | None:
+def spec_from_policy(policy: Mapping[str, Any], run_dir: str | None = None) -> BestSpec | None:
     """The BestSpec an effective policy asks for (None when ``keep_best`` is absent or 0).
     A relative ``metrics`` path is taken relative to ``run_dir`` (a ``.ckptool.toml``
     names each run's own file); give absolute paths for one file for all."""
@@ -74,7 +76,7 @@ def spec_from_policy(policy: dict, run_dir: str | None = None) -> BestSpec | Non
     return BestSpec(n, metric, policy.get("mode") or "min", metrics or None)
 
 
-def mark_best(reasons: dict[str, list[str]], pins, user_pinned=()) -> None:
+def mark_best(reasons: dict[str, list[str]], pins: Iterable[str], user_pinned: Container[str] = ()) -> None:
     """Say "best" for each kept checkpoint of ``pins`` in a retention Decision's ``reasons``
     (prune pins them as names; the reason the engine gives, "pinned", becomes "best" unless
     the user pinned it too)."""
@@ -90,7 +92,7 @@ def mark_best(reasons: dict[str, list[str]], pins, user_pinned=()) -> None:
         reasons[name] = why
 
 
-def choose_best(candidates, n: int, mode: str) -> list[tuple[str, float]]:
+def choose_best(candidates: Iterable[tuple[str, float | None]], n: int, mode: str) -> list[tuple[str, float]]:
     """The ``n`` best of ``candidates`` ((name, value) pairs, oldest first; value None for
     none), best first. Lower is better with ``mode`` "min", higher with "max"; of equal
     values the newer (later in the list) wins. NaN is no value."""

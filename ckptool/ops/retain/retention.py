@@ -18,6 +18,7 @@ with none of them it decides exactly as :func:`sweep`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from ckptool.io.policy import parse_duration
 
@@ -46,9 +47,9 @@ class Policy:
     keep_every_n_hours: float | None = None
     keep_steps_every: int | None = None
     min_age: float | None = None  # seconds
-    pinned: frozenset = frozenset()
+    pinned: frozenset[str] = frozenset()
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"max_to_keep": self.max_to_keep, "keep_every_n_hours": self.keep_every_n_hours,
                 "keep_steps_every": self.keep_steps_every, "min_age": self.min_age,
                 "keep": sorted(self.pinned)}

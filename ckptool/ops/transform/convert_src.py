@@ -9,9 +9,10 @@ and original names restored from its ``__metadata__``), an ``.npz`` or
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, CorruptError, UnsupportedError
 from ckptool.format import bundle
@@ -20,7 +21,11 @@ from ckptool.format.objgraph import OBJECT_GRAPH_KEY
 from ckptool.format.objkeys import key_of
 
 if TYPE_CHECKING:
+    import numpy as np
+
+    from ckptool.ops.read.checkpoint import Checkpoint
     from ckptool.ops.read.v2 import BundleCheckpoint
+    from ckptool.ops.write.writer import BundleWriter
 
 NPZ, NPY, SAFETENSORS, CHECKPOINT = "npz", "npy", "safetensors", "checkpoint"
 
@@ -36,7 +41,7 @@ class RawTensor:
     entry: Entry
     verify: bool = True
 
-    def write_to(self, writer, key: str) -> None:
+    def write_to(self, writer: BundleWriter, key: str) -> None:
         e = self.entry
         if not e.slices:
             writer.add_raw(key, e, self.checkpoint.read_raw(e, verify=self.verify))
@@ -75,16 +80,16 @@ def kind_of(path: str) -> str:
 class Spec:
     name: str
     dtype: str  # TensorFlow's dtype name of the stored value
-    shape: tuple
-    load: Callable  # () -> numpy array (object array of bytes for strings)
-    raw: object = None  # a RawTensor: copy stored bytes without decoding
+    shape: tuple[int, ...]
+    load: Callable[[], Any]  # () -> numpy array (object array of bytes for strings)
+    raw: RawTensor | None = None  # a RawTensor: copy stored bytes without decoding
     stored: bytes | None = None  # for strings already in memory
 
 
 @dataclass
 class Opened:
     specs: list[Spec]
-    close: Callable
+    close: Callable[[], None]
     checkpoint: object = None  # the open Checkpoint, for checkpoint sources
 
 
@@ -112,7 +117,7 @@ def _checkpoint(src: str, keep_slices: bool, verify: bool) -> Opened:
                     rt = RawTensor(ck, e, verify)
             specs.append(Spec(v.name, v.dtype, tuple(v.shape), _reader(ck, v.name, verify), rt))
         if raw:  # the source's data order (shard, offset): sequential reads
-            def order(s):
+            def order(s: Spec) -> tuple[int, int, int]:
                 e = s.raw.entry if s.raw is not None else None
                 return (1, 0, 0) if e is None or e.slices else (0, e.shard_id, e.offset)
             specs.sort(key=order)
@@ -122,11 +127,11 @@ def _checkpoint(src: str, keep_slices: bool, verify: bool) -> Opened:
     return Opened(specs, ck.close, ck)
 
 
-def _reader(ck, name: str, verify: bool):
+def _reader(ck: Checkpoint, name: str, verify: bool) -> Callable[[], np.ndarray]:
     return lambda: ck.read(name, verify=verify)
 
 
-def _strings(shape, values):
+def _strings(shape: tuple[int, ...], values: list[bytes]) -> np.ndarray:
     import numpy as np
 
     arr = np.empty(len(values), dtype=object)
@@ -143,9 +148,9 @@ def _safetensors(src: str) -> Opened:
         specs = []
         for t in f.tensors:
             name = ex.names.get(t.name, t.name)
-            specs.append(Spec(name, t.tf_dtype, t.shape, (lambda n=t.name: f.read(n))))
+            specs.append(Spec(name, t.tf_dtype, t.shape, functools.partial(f.read, t.name)))
         for name, (shape, values) in ex.strings.items():
-            specs.append(Spec(name, "string", shape, (lambda s=shape, v=values: _strings(s, v))))
+            specs.append(Spec(name, "string", shape, functools.partial(_strings, shape, values)))
         if ex.object_graph is not None:
             g = ex.object_graph
             specs.append(Spec(OBJECT_GRAPH_KEY, "string", (), lambda: _strings((), [g]), stored=g))
@@ -173,7 +178,7 @@ def _check_graph(src: str, spec: Spec) -> None:
     ObjectGraph.parse(bytes(data), f"{src}: {OBJECT_GRAPH_KEY}")
 
 
-def _tf_name(dtype, where: str) -> str:
+def _tf_name(dtype: np.dtype, where: str) -> str:
     from ckptool.format import dtypes
 
     if dtype.kind in "SU":
@@ -187,7 +192,7 @@ def _tf_name(dtype, where: str) -> str:
         raise UnsupportedError(f"{where}: {exc}") from None
 
 
-def _npy_header(fh, where: str):
+def _npy_header(fh: Any, where: str) -> Any:
     import numpy as np
 
     fmt = np.lib.format
@@ -252,19 +257,20 @@ def _numpy_file(src: str, npz: bool) -> Opened:
     return Opened(specs, z.close)
 
 
-def _npy(src: str):
-    def load():
+def _npy(src: str) -> Callable[[], np.ndarray]:
+    def load() -> np.ndarray:
         import numpy as np
 
         try:
-            return np.load(src, allow_pickle=False)
+            arr: np.ndarray = np.load(src, allow_pickle=False)
+            return arr
         except Exception as exc:  # noqa: BLE001 - numpy on a damaged file: ValueError, EOFError, OSError, ...
             raise CorruptError(f"{src}: not a readable .npy file: {exc}") from None
     return load
 
 
-def _member(z, src: str, member: str):
-    def load():
+def _member(z: Any, src: str, member: str) -> Callable[[], np.ndarray]:
+    def load() -> np.ndarray:
         import numpy as np
 
         try:

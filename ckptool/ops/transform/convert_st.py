@@ -9,6 +9,9 @@ bounded by the largest tensor. A V2 entry is copied as its stored bytes
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
 from ckptool.errors import CkptError, UnsupportedError
 from ckptool.format import safetensors_meta as stm
 from ckptool.format.cast import target_dtype
@@ -19,6 +22,13 @@ from ckptool.format.objgraph import (
     ObjectGraph,
 )
 
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ckptool.format.cast import Overflows
+    from ckptool.ops.transform.convert import ConvertResult
+    from ckptool.ops.transform.convert_src import Opened, Spec
+
 _SUFFIX = f"/{ATTRIBUTES}/{VARIABLE_VALUE}"
 
 
@@ -27,7 +37,7 @@ def short_name(key: str) -> str:
     return key.removesuffix(_SUFFIX)
 
 
-def _string_values(arr) -> list[bytes]:
+def _string_values(arr: np.ndarray) -> list[bytes]:
     out = []
     for x in arr.reshape(-1).tolist():
         if isinstance(x, str):
@@ -36,7 +46,8 @@ def _string_values(arr) -> list[bytes]:
     return out
 
 
-def _short_plan(specs, graph_bytes, dst):
+def _short_plan(specs: list[Spec], graph_bytes: bytes | None, dst: str
+                ) -> tuple[list[Spec], dict[int, str], dict[str, str], bytes | None]:
     """``(specs kept, stored name per spec, names mapping, graph bytes)`` for ``--names short``:
     optimizer state dropped (from the object graph when there is one, else by name), object
     keys shortened, the object graph edited to the tensors kept."""
@@ -66,7 +77,9 @@ def _short_plan(specs, graph_bytes, dst):
     return kept, stored, mapping, graph_bytes
 
 
-def to_safetensors(dst, specs, result, force, progress, casts, over, names, opened, sync=True) -> None:
+def to_safetensors(dst: str, specs: list[Spec], result: ConvertResult, force: bool | tuple[bool, Sequence[str]],
+                   progress: Callable[[int, int], None] | None, casts: dict[str, str], over: Overflows,
+                   names: str, opened: Opened, sync: bool = True) -> None:
     from ckptool.ops.transform.cast import value_of
     from ckptool.ops.transform.stfile import write_file
 
@@ -76,7 +89,7 @@ def to_safetensors(dst, specs, result, force, progress, casts, over, names, open
         graph_bytes = graph.stored if graph.stored is not None else _string_values(graph.load())[0]
     rest = [s for s in specs if s.name != OBJECT_GRAPH_KEY]
     stored = {id(s): s.name for s in rest}
-    mapping = {}
+    mapping: dict[str, str] = {}
     if names == "short":
         rest, stored, mapping, graph_bytes = _short_plan(rest, graph_bytes, dst)
     extras = stm.Extras(format="pt" if names == "short" else "tf", object_graph=graph_bytes, names=mapping)
@@ -92,7 +105,7 @@ def to_safetensors(dst, specs, result, force, progress, casts, over, names, open
             numeric.append(s)
     header = [(stored[id(s)], stm.TF_TO_ST[target_dtype(casts, s.dtype)], s.shape) for s in numeric]
 
-    def chunks():
+    def chunks() -> Iterator[Any]:
         import numpy as np
 
         for s in numeric:

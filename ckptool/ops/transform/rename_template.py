@@ -10,16 +10,22 @@ bookkeeping (``save_counter``) and optimizer state are not required.
 from __future__ import annotations
 
 import difflib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError
 from ckptool.format import bundle
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, OPTIMIZER_SLOT, object_key
 from ckptool.format.objkeys import key_of
 
+if TYPE_CHECKING:
+    from ckptool.format.bundle import Entry
+    from ckptool.io.storage import Storage
+    from ckptool.ops.transform.rename import Plan
+    from ckptool.ops.write.writer import BundleWriter
 
-def with_template(ck, plan, template: str, dprefix, storage, strict, dry_run, force, allow_missing=False,
-                  sync: bool = True):
+
+def with_template(ck: Any, plan: Plan, template: str, dprefix: str, storage: Storage, strict: bool, dry_run: bool,
+                  force: bool, allow_missing: bool = False, sync: bool = True) -> Plan:
     """DST gets TEMPLATE's keys and graph, values from SRC (through the renames)."""
     from ckptool.ops.read.reader import BundleCheckpoint
     from ckptool.ops.read.reader import open as open_checkpoint
@@ -113,7 +119,7 @@ def _closest(name: str, sources: list[str]) -> str:
     return f"{name} (closest in SRC: {', '.join(close)})" if close else f"{name} (nothing close in SRC)"
 
 
-def copy_raw(ck, e, new: str, w) -> None:
+def copy_raw(ck: Any, e: Entry, new: str, w: BundleWriter) -> None:
     if not e.slices:
         w.add_raw(new, e, ck.read_raw(e))
         return

@@ -9,11 +9,17 @@ yields them, through a temporary name renamed into place.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
 from ckptool.errors import CkptError
 from ckptool.format import safetensors_meta as stm
 from ckptool.io.atomic import AtomicFile, check_destination, make_output_dir, publish
 from ckptool.io.urls import storage_for
 from ckptool.ops.write.writer import WRITEBACK
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class StFile:
@@ -42,13 +48,13 @@ class StFile:
     def __enter__(self) -> StFile:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:
         self._reader.close()
 
-    def read(self, name: str):
+    def read(self, name: str) -> np.ndarray:
         import numpy as np
 
         from ckptool.format import dtypes
@@ -60,8 +66,10 @@ class StFile:
         return arr
 
 
-def write_file(dst: str, tensors, extras: stm.Extras, chunks, *, force: bool = False, progress=None,
-               check=None, sync: bool = True) -> tuple[str, int]:
+def write_file(dst: str, tensors: Iterable[tuple[str, str, tuple[int, ...]]], extras: stm.Extras,
+               chunks: Iterable[Any], *, force: bool | tuple[bool, Sequence[str]] = False,
+               progress: Callable[[int, int], None] | None = None, check: Callable[[], None] | None = None,
+               sync: bool = True) -> tuple[str, int]:
     """Write ``dst``: ``tensors`` are ``(name, safetensors dtype, shape)`` in data order;
     ``chunks`` yields each tensor's little-endian bytes (buffers), in the same order.
     ``check`` (if given) runs after the data and before the file is put in place: an
