@@ -473,3 +473,57 @@ def test_no_test_skips_itself_when_a_module_of_the_package_is_absent():
     bad = [f"{p.relative_to(PKG.parent)}:{i}" for p in sorted(tests.rglob("*.py")) if p.name != "test_layers.py"
            for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if probe.search(line)]
     assert not bad, _report("tests that skip when a ckptool module is absent", bad)
+
+
+# Rules kept in one function (docs/ARCHITECTURE.md): the spelling that would betray a second
+# copy, and the only modules where it may appear.
+ONE_PLACE = {
+    "surrogateescape": ({"ckptool.format.objkeys"}, "name <-> key: objkeys.name_of / key_of"),
+    "backslashreplace": ({"ckptool.format.objkeys"}, "a key as text: objkeys.shown"),
+    ".byteswap()": ({"ckptool.format.tensors"}, "the byte swap: tensors.byteswap"),
+    "checksum does not match": ({"ckptool.format.tensors"}, "the tensor CRC check: tensors.check_crc_value"),
+    ".tempstate{": ({"ckptool.io.atomic"}, "temporary names: atomic.tempstate_name"),
+    "uuid4": ({"ckptool.io.atomic", "ckptool.io.dirfd"}, "temporary names: atomic.tempstate_name"),
+    "os.replace(": ({"ckptool.io.storage", "ckptool.io.dirfd"}, "renames: Storage.rename, the atomic write"),
+}
+NONFINITE = {"NaN", "Infinity", "-Infinity"}
+
+
+def _code_text(tree: ast.AST) -> str:
+    """The module's source without its docstrings and comments (ast.unparse)."""
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
+                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+            body[0] = ast.Pass()
+    return ast.unparse(tree)
+
+
+def test_each_rule_is_written_in_one_place():
+    bad = []
+    for m, path in MODULES.items():
+        if path.name.endswith("_pb2.py"):
+            continue
+        code = _code_text(ast.parse(path.read_text(encoding="utf-8")))
+        for needle, (owners, rule) in ONE_PLACE.items():
+            if needle in code and m not in owners:
+                bad.append(f"{path.relative_to(PKG.parent)}: {needle!r} ({rule})")
+    assert not bad, _report("a rule written outside its owner", bad)
+
+
+def test_non_finite_floats_are_spelled_in_json_numbers_only():
+    # "NaN"/"Infinity"/"-Infinity" in JSON: format.json_numbers.json_float.
+    bad = []
+    for m, tree in TREES.items():
+        if m == "ckptool.format.json_numbers" or MODULES[m].name.endswith("_pb2.py"):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and node.value in NONFINITE and isinstance(node.value, str):
+                bad.append(f"{_where(m, node.lineno)}: {node.value!r}")
+    assert not bad, _report("non-finite floats spelled outside format/json_numbers", bad)
+
+
+def test_the_one_place_check_sees_code_not_docstrings():
+    code = _code_text(ast.parse('"""a.byteswap() here"""\ndef f(a):\n    """and .tempstate{ here"""\n'
+                                '    return a.byteswap(), f"{a}.tempstate{a}"\n'))
+    assert code.count(".byteswap()") == 1 and code.count(".tempstate{") == 1

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import os
 import threading
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
@@ -167,6 +168,12 @@ def _keep_dirs(files: Sequence[AtomicFile]) -> None:
             while d in _MADE_DIRS:
                 _MADE_DIRS.discard(d)
                 d = f.storage.dirname(d)
+
+
+def tempstate_name(path: str) -> str:
+    """A fresh temporary name beside ``path``: TF's ``TARGET.tempstate<N>`` (N, 64 random bits),
+    what every Storage's ``temp_name`` gives (``layout.temp_owner`` knows it)."""
+    return f"{path}.tempstate{uuid.uuid4().int & ((1 << 64) - 1)}"
 
 
 def os_error(path: str, exc: OSError, doing: str) -> CkptError:
@@ -419,4 +426,5 @@ def checkpoint_identity(ck: object) -> list[str]:
 
 
 __all__ = ["AtomicFile", "publish", "make_output_dir", "write_bytes", "link_or_copy", "check_destination",
-           "checkpoint_identity", "live_temporaries", "remove_live_temporaries", "os_error", "ANY", "Files"]
+           "checkpoint_identity", "live_temporaries", "remove_live_temporaries", "os_error", "tempstate_name",
+           "ANY", "Files"]

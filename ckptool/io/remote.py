@@ -28,13 +28,12 @@ import os
 import posixpath
 import threading
 import time
-import uuid
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, MissingError, UnsupportedError
-from ckptool.io.atomic import ANY
+from ckptool.io.atomic import ANY, tempstate_name
 from ckptool.io.pathcaps import PathCapabilities
 from ckptool.io.remote_files import (  # noqa: F401 - re-exported
     EXTRAS,
@@ -343,7 +342,7 @@ class RemoteStorage(PathCapabilities):
 
     def temp_name(self, path: str) -> str:
         """A fresh temporary name beside ``path`` (for code that still renames)."""
-        return f"{path}.tempstate{uuid.uuid4().int & ((1 << 64) - 1)}"
+        return tempstate_name(path)
 
     def open_write(self, path: str) -> RemoteWriter:
         self._forget(path)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import fnmatch
 import os
 import stat
-import uuid
 from collections.abc import Iterable
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, NoReturn, Protocol
@@ -298,7 +297,7 @@ class LocalStorage(LocalCapabilities):
 
     def temp_name(self, path: str) -> str:
         """A fresh temporary name beside ``path``, as TF's ``.tempstate<N>``."""
-        return f"{path}.tempstate{uuid.uuid4().int & ((1 << 64) - 1)}"
+        return atomic.tempstate_name(path)
 
     def open_write(self, path: str) -> Writer:
         """A new file (never an existing one) for :class:`ckptool.io.atomic.AtomicFile`."""
