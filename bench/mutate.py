@@ -81,9 +81,9 @@ MUTANTS = [
            "    check = None if expect is ANY else", "    check = None if True else", ATOMIC_TESTS),
     Mutant("discard: the temporary left behind", "ckptool/io/atomic.py", "AtomicFile.discard",
            "            self.storage.remove(self.name)", "            pass", ATOMIC_TESTS),
-    Mutant("check_destination: overwrite without --force", "ckptool/io/atomic.py", "check_destination",
+    Mutant("check_destination: overwrite without --force", "ckptool/io/destination.py", "check_destination",
            "    if not force:", "    if False:", ATOMIC_TESTS),
-    Mutant("check_destination: a symlinked source not seen", "ckptool/io/atomic.py", "check_destination",
+    Mutant("check_destination: a symlinked source not seen", "ckptool/io/destination.py", "check_destination",
            "            if ids and (_identity(t) in ids or _identity(bare) in ids):",
            "            if ids and (t in sources or bare in sources):", ATOMIC_TESTS),
     # ---- the rename matcher

@@ -23,10 +23,8 @@ few methods of :class:`Files` will do. ``ckptool.io.dirfd.LocalDir.replace`` (th
 file, prune's journal) passes one bound to an open directory's descriptor, so that it
 too is written here, by the same code.
 
-:func:`check_destination` is the one overwrite rule: an existing destination
-is not replaced without ``force``, and a destination that is the source
-itself (the same file by device and inode, whatever path reached it) is
-refused even with ``force``.
+The overwrite rule that comes before a write, :func:`check_destination`, is in
+:mod:`ckptool.io.destination` (re-exported here).
 """
 
 from __future__ import annotations
@@ -34,10 +32,12 @@ from __future__ import annotations
 import os
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from ckptool.errors import CkptError, MissingError, RefusedError
+from ckptool.errors import CkptError, MissingError
+from ckptool.io.destination import check_destination as check_destination  # re-exported
+from ckptool.io.destination import checkpoint_identity as checkpoint_identity  # re-exported
 
 if TYPE_CHECKING:
     from ckptool.format.coding import AnyBuffer
@@ -371,58 +371,6 @@ def link_or_copy(storage: Storage, src: str, target: str, *, sync: bool = True) 
     finally:
         reader.close()
     return f
-
-
-# --------------------------------------------------------------------------- the destination rule
-
-
-def _identity(path: str) -> tuple[int, int] | None:
-    try:
-        st = os.stat(path)
-    except (OSError, ValueError):
-        return None
-    return st.st_dev, st.st_ino
-
-
-def check_destination(storage: Storage, targets: Iterable[str], *, force: bool,
-                      sources: Iterable[str] = (), label: str | None = None) -> None:
-    """The overwrite rule shared by save, convert and rewrite-names.
-
-    ``targets`` are the files whose existence means "the destination exists" (a
-    checkpoint's ``.index``; an ``.npz`` or ``.safetensors`` file); ``sources`` the files
-    that identify the source (its ``.index``, its V1 files, the file itself). Refused:
-    a target that is one of the sources (same device and inode, through any path,
-    symlink or directory form), even with ``force``; an existing target without
-    ``force``."""
-    targets = list(targets)
-    local = hasattr(storage, "lstat")
-    if local:
-        ids = {i for i in (_identity(s) for s in sources) if i is not None}
-        for t in targets:  # a prefix that names a source file (DST = SRC.index) is the source too
-            bare = t[: -len(".index")] if t.endswith(".index") else t
-            if ids and (_identity(t) in ids or _identity(bare) in ids):
-                raise RefusedError(f"{label or t}: is the source itself (DST is SRC; SRC is never "
-                                   f"modified, not even with --force)")
-    else:
-        norm = {s.rstrip("/") for s in sources}
-        for t in targets:
-            if t.rstrip("/") in norm:
-                raise RefusedError(f"{label or t}: is the source itself (DST is SRC; SRC is never "
-                                   f"modified, not even with --force)")
-    if not force:
-        for t in targets:
-            if storage.exists(t):
-                raise RefusedError(f"{t} already exists; not overwriting it without --force")
-
-
-def checkpoint_identity(ck: object) -> list[str]:
-    """The files that identify an open checkpoint, for :func:`check_destination`'s sources:
-    a V2 checkpoint's ``.index``, a V1 checkpoint's files."""
-    files = getattr(ck, "files", None)
-    if getattr(ck, "format", "") == "V1" and files:
-        return list(files)
-    prefix = getattr(ck, "prefix", None)
-    return [prefix + ".index"] if prefix else []
 
 
 __all__ = ["AtomicFile", "publish", "make_output_dir", "write_bytes", "link_or_copy", "check_destination",
