@@ -5,9 +5,9 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ckptool.errors import CkptError, CorruptError, TensorNotFoundError, UnsupportedError
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, ObjectGraph
@@ -17,6 +17,9 @@ from ckptool.io.layout import Located
 
 if TYPE_CHECKING:  # numpy is imported where arrays are made: listing needs none of it
     import numpy as np
+
+    from ckptool.format.dtypes import DType
+    from ckptool.format.slices import Slice
 
 
 class Variable(NamedTuple):
@@ -37,8 +40,8 @@ class Variable(NamedTuple):
             n *= d
         return n
 
-    def to_json(self) -> dict:
-        out = {"name": self.name, "dtype": self.dtype, "shape": list(self.shape), "nbytes": self.nbytes}
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "dtype": self.dtype, "shape": list(self.shape), "nbytes": self.nbytes}
         if self.num_slices:
             out["slices"] = self.num_slices
         return out
@@ -86,7 +89,7 @@ class Checkpoint:
     def __enter__(self) -> Checkpoint:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:
@@ -178,7 +181,7 @@ class Checkpoint:
 NUMPY_MAX_DIMS = 64
 
 
-def check_numpy_shape(shape, dtype, what: str) -> None:
+def check_numpy_shape(shape: Sequence[int], dtype: DType, what: str) -> None:
     """A shape TF accepts but numpy cannot hold (over 64 dimensions, or a zero-size
     tensor whose other dimensions multiply past numpy's limit) is an UnsupportedError."""
     import numpy as np
@@ -193,7 +196,7 @@ def check_numpy_shape(shape, dtype, what: str) -> None:
         raise UnsupportedError(f"{what} has shape {list(shape)}, too large for a numpy array")
 
 
-def check_tiling(slices, shape, where: str, name: str) -> None:
+def check_tiling(slices: Sequence[Slice], shape: Sequence[int], where: str, name: str) -> None:
     """A CorruptError unless ``slices`` tile ``shape`` exactly once (before any allocation)."""
     from ckptool.format.slices import tiling_problem
 

@@ -9,6 +9,8 @@ to ``tf.train.load_checkpoint(p).get_tensor(name)``. The readers live in
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ckptool.errors import CkptError
 from ckptool.io.layout import V1, V2, locate
 from ckptool.ops.read.checkpoint import NUMPY_MAX_DIMS, Checkpoint, Variable
@@ -16,8 +18,11 @@ from ckptool.ops.read.keras import is_keras_path
 from ckptool.ops.read.v1 import V1Checkpoint
 from ckptool.ops.read.v2 import BundleCheckpoint
 
+if TYPE_CHECKING:
+    from ckptool.io.storage import Storage
 
-def open(path: str, storage=None) -> Checkpoint:
+
+def open(path: str, storage: Storage | None = None) -> Checkpoint:
     """Open a checkpoint given any CHECKPOINT argument form (see the README); a Keras 3 file
     (``.weights.h5``, ``.keras``, ``.weights.json``) opens as a :class:`KerasCheckpoint`."""
     if isinstance(path, str) and is_keras_path(path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, is_object_key, object_key
@@ -38,7 +38,7 @@ class SaveResult:
     retention: PruneResult | None = None  # None with state=False
     names: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "prefix": self.prefix,
             "files": list(self.files),
