@@ -19,10 +19,12 @@ import re
 import sys
 from json.decoder import scanstring  # type: ignore[attr-defined]  # the C scanner json.loads uses
 
+from ckptool.format.json_numbers import INFINITY, NAN, NEG_INFINITY
+
 _WS = re.compile(r"[ \t\n\r]*")
 _NUMBER = re.compile(r"(-?(?:0|[1-9][0-9]*))(\.[0-9]+)?([eE][-+]?[0-9]+)?")
-_LITERALS = {"true": None, "false": None, "null": None, "NaN": float("nan"), "Infinity": float("inf"),
-             "-Infinity": float("-inf")}
+_LITERALS = {"true": None, "false": None, "null": None, NAN: float("nan"), INFINITY: float("inf"),
+             NEG_INFINITY: float("-inf")}
 _CLOSE = {"[": "]", "{": "}"}
 
 
