@@ -6,6 +6,7 @@ import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -100,18 +101,18 @@ def _float64(a: np.ndarray) -> np.ndarray:
     return out
 
 
-def tensors_stats(ck, names: list[str], chunk_bytes: int = CHUNK_BYTES, jobs: int | None = None,
-                  on_bytes: Callable[[int], None] | None = None) -> list[dict]:
+def tensors_stats(ck: Any, names: list[str], chunk_bytes: int = CHUNK_BYTES, jobs: int | None = None,
+                  on_bytes: Callable[[int], None] | None = None) -> list[dict[str, Any]]:
     """:func:`tensor_stats` of each of ``names``, in order, their data fetched ahead on an
     object store (``jobs`` ranged GETs in flight; memory bounded by those). Small tensors
     are done in batches (:mod:`ckptool.ops.inspect.stats_small`), with the same values."""
     from ckptool.ops.inspect.stats_small import BATCH_BYTES, batch_stats, batchable
 
-    out: list = [None] * len(names)
-    batch: list = []
+    out: list[Any] = [None] * len(names)
+    batch: list[Any] = []
     size = 0
 
-    def single(name: str) -> dict:
+    def single(name: str) -> dict[str, Any]:
         return tensor_stats(ck, name, chunk_bytes, on_bytes)
 
     with prefetch(ck, names, jobs, fixed_only=True):
@@ -133,8 +134,8 @@ def tensors_stats(ck, names: list[str], chunk_bytes: int = CHUNK_BYTES, jobs: in
     return out
 
 
-def tensor_stats(ck, name: str, chunk_bytes: int = CHUNK_BYTES,
-                 on_bytes: Callable[[int], None] | None = None) -> dict:
+def tensor_stats(ck: Any, name: str, chunk_bytes: int = CHUNK_BYTES,
+                 on_bytes: Callable[[int], None] | None = None) -> dict[str, Any]:
     """min, max, mean, std, NaN, Inf and zero counts of one tensor, read in chunks.
 
     min/max/mean/std are over the finite elements (std is the population

@@ -47,8 +47,8 @@ def batchable(ck: Any, name: str) -> Entry | None:
     return e
 
 
-def batch_stats(ck: BundleCheckpoint, batch: list[tuple[int, str, Entry]], out: list,
-                single: Callable[[str], dict], on_bytes: Callable[[int], None] | None = None) -> None:
+def batch_stats(ck: BundleCheckpoint, batch: list[tuple[int, str, Entry]], out: list[Any],
+                single: Callable[[str], dict[str, Any]], on_bytes: Callable[[int], None] | None = None) -> None:
     """Fill ``out[i]`` for each ``(i, name, entry)`` of ``batch`` (read in this order), with
     ``single(name)`` for a tensor the batch cannot do; ``on_bytes(n)`` with the bytes of
     each tensor done here (for progress)."""
@@ -117,7 +117,7 @@ def _scaled(a: np.ndarray, biggest: np.ndarray) -> tuple[np.ndarray, np.ndarray,
     return acc_mean, std, scale
 
 
-def _floats(a: np.ndarray) -> list[dict | None]:
+def _floats(a: np.ndarray) -> list[dict[str, Any] | None]:
     lo, hi = a.min(axis=1), a.max(axis=1)
     ok = np.isfinite(lo) & np.isfinite(hi)  # a NaN makes both NaN; an infinity is one of them
     zeros = a.shape[1] - np.count_nonzero(a, axis=1)
@@ -127,14 +127,14 @@ def _floats(a: np.ndarray) -> list[dict | None]:
         lo64[r], hi64[r] = row.min(), row.max()
     biggest = np.where(ok, np.maximum(np.abs(lo64), np.abs(hi64)), 0.0)
     mean, std, _ = _scaled(a, biggest)
-    out: list[dict | None] = []
+    out: list[dict[str, Any] | None] = []
     for f, x, y, m, s, z in zip(ok.tolist(), lo64.tolist(), hi64.tolist(), mean.tolist(), std.tolist(),
                                 zeros.tolist()):
         out.append({"min": x, "max": y, "mean": m, "std": s, "nan": 0, "inf": 0, "zeros": z} if f else None)
     return out
 
 
-def _ints(a: np.ndarray) -> list[dict | None]:
+def _ints(a: np.ndarray) -> list[dict[str, Any] | None]:
     lo, hi = a.min(axis=1).tolist(), a.max(axis=1).tolist()
     zeros = (a.shape[1] - np.count_nonzero(a, axis=1)).tolist()
     biggest = np.array([float(max(abs(x), abs(y))) for x, y in zip(lo, hi)], dtype=np.float64)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError
 from ckptool.format import bundle
@@ -19,6 +20,9 @@ from ckptool.io.layout import (
 )
 from ckptool.io.state import read_state, resolve, state_path
 
+if TYPE_CHECKING:
+    from ckptool.io.storage import Storage
+
 
 @dataclass
 class CheckpointInfo:
@@ -31,7 +35,7 @@ class CheckpointInfo:
     bytes: int | None  # every file of the checkpoint; None when it is not on disk
     status: str  # "latest", "kept", "preserved", "untracked" or "missing"
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"prefix": self.prefix, "path": self.path, "step": self.step, "timestamp": finite(self.timestamp),
                 "time": iso_time(self.timestamp), "bytes": self.bytes, "status": self.status,
                 "latest": self.status == "latest"}
@@ -55,7 +59,7 @@ def iso_time(ts: float | None) -> str | None:
         return None
 
 
-def directory_state(directory: str, storage) -> dict | None:
+def directory_state(directory: str, storage: Storage) -> dict[str, Any] | None:
     """The ``checkpoint`` state of ``directory`` with every checkpoint there, or None.
 
     Each checkpoint named by the state file or found on disk gets a status:
@@ -112,7 +116,7 @@ def directory_state(directory: str, storage) -> dict | None:
     }
 
 
-def _size_or_zero(storage, path: str) -> int:
+def _size_or_zero(storage: Storage, path: str) -> int:
     """The size of a file of a listed checkpoint; 0 for one that went or is a dangling symlink
     (the state is shown beside every checkpoint inspected: it must not fail on a sibling)."""
     try:
@@ -121,7 +125,7 @@ def _size_or_zero(storage, path: str) -> int:
         return 0
 
 
-def summary(ck, path: str | None = None) -> dict:
+def summary(ck: Any, path: str | None = None) -> dict[str, Any]:
     """What ``inspect`` prints by default, as a JSON-ready dict.
 
     ``path`` is the CHECKPOINT argument as given: the state of the directory it
@@ -130,7 +134,7 @@ def summary(ck, path: str | None = None) -> dict:
     """
     storage = ck.storage
     variables = ck.variables()
-    by_dtype: dict[str, dict] = {}
+    by_dtype: dict[str, dict[str, Any]] = {}
     for v in variables:
         d = by_dtype.setdefault(v.dtype, {"variables": 0, "parameters": 0, "bytes": 0})
         d["variables"] += 1
@@ -185,7 +189,7 @@ def summary(ck, path: str | None = None) -> dict:
 META_READ_LIMIT = 256 << 20
 
 
-def _meta_versions(storage, path: str) -> dict:
+def _meta_versions(storage: Storage, path: str) -> dict[str, Any]:
     """tensorflow_version / tensorflow_git_version from a MetaGraphDef's MetaInfoDef (fields 1 -> 5, 6)."""
     out: dict[str, str | None] = {"tensorflow_version": None, "tensorflow_git_version": None}
     if storage.size(path) > META_READ_LIMIT:

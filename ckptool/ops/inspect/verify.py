@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ckptool.errors import CkptError
 from ckptool.format import bundle
@@ -16,6 +16,9 @@ from ckptool.format.slices import key_text as _shown
 from ckptool.format.slices import tiling_problem
 from ckptool.format.tensors import check_crc_value
 from ckptool.ops.read.plan import prefetch_entries
+
+if TYPE_CHECKING:
+    from ckptool.format.bundle import Entry
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -37,8 +40,8 @@ class Problem:
     #: for a problem of the checkpoint that damages tensors (missing data shards): those tensors
     tensors: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict:
-        doc: dict = {"name": self.name, "error": self.error}
+    def to_json(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"name": self.name, "error": self.error}
         if self.tensors:
             doc["tensors"] = self.tensors
         return doc
@@ -59,7 +62,7 @@ class VerifyReport:
         """The tensors found damaged, each once, sorted (a missing shard's included)."""
         return sorted({n for p in self.problems for n in ([p.name] if p.name else []) + p.tensors})
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"prefix": self.prefix, "ok": self.ok, "tensors": self.tensors, "bytes": self.bytes,
                 "errors": [p.to_json() for p in self.problems]}
 
@@ -73,7 +76,7 @@ def default_workers() -> int:
     return max(1, min(n, 16))
 
 
-def verify(ck, progress: Callable[[int, int], None] | None = None,
+def verify(ck: Any, progress: Callable[[int, int], None] | None = None,
            chunk_bytes: int = VERIFY_CHUNK_BYTES, workers: int | None = None) -> VerifyReport:
     """Read every stored byte and check every checksum; collect each problem.
 
@@ -94,7 +97,7 @@ def verify(ck, progress: Callable[[int, int], None] | None = None,
         return _verify_v2(ck, report, progress, chunk_bytes, workers, fetching)
 
 
-def _verify_v2(ck, report: VerifyReport, progress: Callable[[int, int], None] | None, chunk_bytes: int,
+def _verify_v2(ck: Any, report: VerifyReport, progress: Callable[[int, int], None] | None, chunk_bytes: int,
                workers: int | None, fetching: ExitStack) -> VerifyReport:
     entries, owners = [], {}
     for key in ck.keys():
@@ -167,7 +170,7 @@ def _verify_v2(ck, report: VerifyReport, progress: Callable[[int, int], None] | 
     buf_bytes = min(chunk_bytes, max((e.size for e in plain if e.dtype.is_fixed), default=0))
     local = threading.local()
 
-    def check(batch: list) -> list[Problem]:
+    def check(batch: list[Any]) -> list[Problem]:
         out = []
         buf = getattr(local, "buf", None)
         if buf is None:
@@ -200,7 +203,7 @@ def _map_threads(fn: Callable[[T], R], items: list[T], threads: int) -> list[R]:
     (a worker costs a thread start, which on a small VM is milliseconds). Each thread takes
     the next item as it finishes one. The first exception stops the taking of new items
     and is raised once every thread has stopped."""
-    results: list = [None] * len(items)
+    results: list[Any] = [None] * len(items)
     pending = iter(range(len(items)))
     lock = threading.Lock()
     stop: list[BaseException | None] = []  # non-empty: take no more items
@@ -232,7 +235,7 @@ def _map_threads(fn: Callable[[T], R], items: list[T], threads: int) -> list[R]:
     return results
 
 
-def _check_entry(ck, e, view: memoryview, tick: Callable[[int], None]) -> None:
+def _check_entry(ck: Any, e: Entry, view: memoryview, tick: Callable[[int], None]) -> None:
     """Read one plain entry and check its checksum: fixed-size tensors chunk by chunk into
     the caller's bounded buffer ``view`` (the CRC chained across chunks), others decoded whole."""
     if not e.dtype.is_fixed:
@@ -251,7 +254,7 @@ def _check_entry(ck, e, view: memoryview, tick: Callable[[int], None]) -> None:
     check_crc_value(crc, e, reader.path, e.size)
 
 
-def _verify_v1(ck, report: VerifyReport, progress) -> VerifyReport:
+def _verify_v1(ck: Any, report: VerifyReport, progress: Callable[[int, int], None] | None) -> VerifyReport:
     variables = ck.variables()
     total = sum(v.nbytes for v in variables)
     done = 0

@@ -12,13 +12,17 @@ that holds no checkpoint at all gives an empty report, not a damaged one.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError
 from ckptool.io.layout import list_checkpoints, list_v1_checkpoints
 from ckptool.io.urls import storage_for
 from ckptool.ops.inspect.verify import Problem, VerifyReport, verify
+
+if TYPE_CHECKING:
+    from ckptool.io.storage import Storage
 
 
 @dataclass
@@ -45,13 +49,13 @@ class TreeReport:
     def damaged(self) -> list[VerifyReport]:
         return [r for r in self.checkpoints if not r.ok]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"ok": self.ok, "checkpoints": len(self.checkpoints), "damaged": len(self.damaged),
                 "results": [r.to_json() for r in self.checkpoints],
                 "unreadable": [u.to_json() for u in self.unreadable]}
 
 
-def _directories(storage, top: str, recursive: bool, unreadable: list[Unreadable]) -> Iterator[str]:
+def _directories(storage: Storage, top: str, recursive: bool, unreadable: list[Unreadable]) -> Iterator[str]:
     if not recursive:
         yield top
         return
@@ -91,7 +95,7 @@ def targets(path: str, recursive: bool = False, unreadable: list[Unreadable] | N
     return sorted(dict.fromkeys(out))
 
 
-def verify_paths(paths, recursive: bool = False,
+def verify_paths(paths: Iterable[str], recursive: bool = False,
                  progress: Callable[[str], Callable[[int, int], None] | None] | None = None,
                  workers: int | None = None) -> TreeReport:
     """Verify every checkpoint ``paths`` name (see the module docstring).

@@ -26,8 +26,9 @@ import fnmatch
 import math
 import re
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, CkptWarning, MissingError
 from ckptool.format.events import RecordReader, iter_scalars
@@ -36,6 +37,10 @@ from ckptool.io.storage import LOCAL
 from ckptool.io.urls import storage_for
 from ckptool.ops.retain.keep_best import BestSpec, choose_best
 
+if TYPE_CHECKING:
+    from ckptool.io.storage import Reader, Storage
+    from ckptool.ops.retain.retention import Entry, Policy
+
 EVENT_GLOB = "events.out.tfevents.*"
 
 
@@ -43,7 +48,7 @@ def _warn(msg: str) -> None:
     warnings.warn(msg, CkptWarning, stacklevel=3)
 
 
-def find_event_files(directory: str, storage=LOCAL) -> list[str]:
+def find_event_files(directory: str, storage: Storage = LOCAL) -> list[str]:
     """Every event file below ``directory``, sorted by path."""
     import os
 
@@ -60,7 +65,7 @@ def find_event_files(directory: str, storage=LOCAL) -> list[str]:
     return sorted(p for p in find(directory) if fnmatch.fnmatchcase(p.rsplit("/", 1)[-1], EVENT_GLOB))
 
 
-def _rel_dir(directory: str, path: str, storage) -> str:
+def _rel_dir(directory: str, path: str, storage: Storage) -> str:
     import os
 
     if storage is LOCAL:
@@ -72,14 +77,15 @@ def _rel_dir(directory: str, path: str, storage) -> str:
     return "" if rel in (".", "") else rel
 
 
-def event_series(directory: str, storage=LOCAL, files=None) -> dict[str, dict[int, float]]:
+def event_series(directory: str, storage: Storage = LOCAL, files: Iterable[str] | None = None
+                 ) -> dict[str, dict[int, float]]:
     """Series name -> {step: value} of every scalar in the event files below ``directory``
     (or in ``files``; a file directly given names its series by tag alone).
 
     Each file is read in chunks and each scalar folded into the series as it is read:
     memory is the series plus a small multiple of the largest record (event files with
     images grow large; one record may hold a million values)."""
-    best: dict[str, dict[int, tuple]] = {}
+    best: dict[str, dict[int, tuple[tuple[float, int, int], float]]] = {}
     for order, path in enumerate(find_event_files(directory, storage) if files is None else files):
         rel = _rel_dir(directory, path, storage) if files is None else ""
         problems: list[str] = []
@@ -102,7 +108,7 @@ def event_series(directory: str, storage=LOCAL, files=None) -> dict[str, dict[in
     return {name: {step: v for step, (_, v) in s.items()} for name, s in best.items()}
 
 
-def jsonl_series(path: str, storage=None) -> dict[str, dict[int, float]]:
+def jsonl_series(path: str, storage: Storage | None = None) -> dict[str, dict[int, float]]:
     """Metric name -> {step: value} of a JSON Lines file of ``{"step": N, name: value, ...}``.
 
     Read a chunk at a time and a line at a time, and of each line only its top-level
@@ -147,7 +153,7 @@ _BLANK = re.compile(rb"[ \t\n\r\x0b\x0c]*")
 LINE_CHUNK = 1 << 20
 
 
-def _lines(reader, chunk: int = LINE_CHUNK) -> Iterator[str | None]:
+def _lines(reader: Reader, chunk: int = LINE_CHUNK) -> Iterator[str | None]:
     """The lines of a file (split at ``\\n``), decoded: ``""`` for a blank one, None for one
     that is not UTF-8. One line and one chunk are in memory at a time."""
     pending = bytearray()
@@ -205,7 +211,7 @@ def _shown(name: str) -> str:
 
 
 def metric_values(directory: str, metric: str, *, metrics: str | None = None,
-                  storage=LOCAL) -> tuple[str, dict[int, float]]:
+                  storage: Storage = LOCAL) -> tuple[str, dict[int, float]]:
     """``(series name, {step: value})`` of ``metric`` for the run in ``directory``."""
     if metrics is not None:
         mstorage, mpath = storage_for(metrics)
@@ -233,7 +239,7 @@ class BestPins:
     candidates: int = 0
     steps: dict[str, int] = field(default_factory=dict)  # base -> the step its value is of
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {**self.spec.to_json(), "series": self.series, "candidates": self.candidates,
                 "without_value": self.none_count,
                 "best": [{"checkpoint": b, "step": self.steps.get(b), "value": json_float(v)}
@@ -246,7 +252,7 @@ GLOBAL_STEP_NAMES = ("global_step", "global_step/.ATTRIBUTES/VARIABLE_VALUE", "s
 _INT_DTYPES = ("int64", "int32", "uint64", "uint32", "int16", "uint16", "int8", "uint8")
 
 
-def stored_step(prefix: str, storage=LOCAL) -> int | None:
+def stored_step(prefix: str, storage: Storage = LOCAL) -> int | None:
     """The global step checkpoint ``prefix`` holds (an integer scalar of
     :data:`GLOBAL_STEP_NAMES`), or None (none, or the checkpoint cannot be read)."""
     from ckptool.ops.read.reader import open as open_checkpoint
@@ -263,7 +269,8 @@ def stored_step(prefix: str, storage=LOCAL) -> int | None:
     return None
 
 
-def best_pins(directory: str, candidates, spec: BestSpec, storage=LOCAL) -> BestPins:
+def best_pins(directory: str, candidates: Iterable[tuple[str, int | None]], spec: BestSpec,
+              storage: Storage = LOCAL) -> BestPins:
     """The ``spec.n`` best of ``candidates`` ((base name, step or None) pairs, oldest first)
     by the metric at their step. A checkpoint's step is the global step it holds
     (:func:`stored_step`), else (or when the metric has no value there) the number in
@@ -287,7 +294,8 @@ def best_pins(directory: str, candidates, spec: BestSpec, storage=LOCAL) -> Best
     return BestPins(spec, name, dict(chosen), none, len(scored), {b: steps[b] for b, _ in chosen})
 
 
-def pin_best(directory: str, managed, policy, spec: BestSpec | None, storage=LOCAL):
+def pin_best(directory: str, managed: list[Entry], policy: Policy, spec: BestSpec | None,
+             storage: Storage = LOCAL) -> tuple[Policy, BestPins | None]:
     """For prune: ``(policy with the spec.n best of managed pinned, BestPins)``, given the
     retention engine's entries (oldest first) and Policy; ``(policy, None)`` without a spec."""
     import dataclasses
