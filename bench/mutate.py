@@ -44,20 +44,19 @@ class Mutant:
 
 
 MUTANTS = [
-    # ---- which files are a checkpoint's
-    Mutant("owns: ckpt-10 taken for ckpt-1", "ckptool/io/layout.py", "owns",
+    # ---- which files are a checkpoint's (io/names.py, io/layout.py)
+    Mutant("owns: ckpt-10 taken for ckpt-1", "ckptool/io/names.py", "owns",
            "    return role[0] == base\n", "    return role[0].startswith(base)\n", LAYOUT_TESTS),
-    Mutant("owns: a name starting with the base is the base", "ckptool/io/layout.py", "owns",
-           "    if name == base:", "    if name.startswith(base):", LAYOUT_TESTS),
-    Mutant("owns: any .meta", "ckptool/io/layout.py", "owns",
+    Mutant("owns: the base's own name is its file", "ckptool/io/names.py", "owns",
+           "    if role is None:\n        return False", "    if role is None:\n        return name == base",
+           LAYOUT_TESTS),
+    Mutant("owns: any .meta", "ckptool/io/names.py", "owns",
            "        return role[0] == base or meta_graph_filename(base) == name",
            "        return True", LAYOUT_TESTS),
-    Mutant("checkpoint_files: every file of the glob", "ckptool/io/layout.py", "checkpoint_files",
-           "if n != base and owns(base, n)]", "if n != base]", LAYOUT_TESTS),
-    Mutant("file_role: a temporary has a role", "ckptool/io/layout.py", "file_role",
-           "    if not name or is_temp(name):", "    if not name:", LAYOUT_TESTS),
-    Mutant("temp_owner: '_temp' owned by ''", "ckptool/io/layout.py", "temp_owner",
-           "        return head or None", "        return head", LAYOUT_TESTS),
+    Mutant("checkpoint_files: every name that starts with the prefix", "ckptool/io/layout.py", "checkpoint_files",
+           "if owns(base, n)]", "if n.startswith(base) and n != base]", LAYOUT_TESTS),
+    Mutant("temp_owner: a staging directory owned by nobody", "ckptool/io/names.py", "temp_owner",
+           "    return owner if is_tmp else staging_owner(name)", "    return owner if is_tmp else None", LAYOUT_TESTS),
     # ---- temporaries and the atomic publish
     Mutant("AtomicFile: written under the target name", "ckptool/io/atomic.py", "AtomicFile.__init__",
            "        self.name = storage.temp_name(target) if self.atomic else target",

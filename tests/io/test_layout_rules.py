@@ -10,7 +10,7 @@ from ckptool.io.storage import LocalStorage
 
 
 @pytest.mark.parametrize("name", ["ckpt-1.index", "ckpt-1.data-00000-of-00001", "ckpt-1.data-00001-of-00002",
-                                  "ckpt-1.meta", "ckpt-1"])
+                                  "ckpt-1.meta"])
 def test_owns_the_files_of_its_checkpoint(name):
     assert owns("ckpt-1", name)
 
@@ -18,7 +18,8 @@ def test_owns_the_files_of_its_checkpoint(name):
 @pytest.mark.parametrize("name", ["ckpt-10.index", "ckpt-10.data-00000-of-00001", "ckpt-10.meta", "ckpt-10",
                                   "ckpt-1.index.bak", "ckpt-1.notes.txt", "ckpt-1.index.tempstate123",
                                   "ckpt-1.data-00000-of-00001.tempstate9", "ckpt-1_temp", "ckpt-1x.index",
-                                  "ckpt-.index", "xckpt-1.index", "ckpt-1.data-0-of-1", "checkpoint"])
+                                  "ckpt-.index", "xckpt-1.index", "ckpt-1.data-0-of-1", "checkpoint",
+                                  "ckpt-1"])  # the V1 file ckpt-1 is one only when it parses: not by name
 def test_owns_nothing_else(name):
     assert not owns("ckpt-1", name)
 
@@ -35,8 +36,8 @@ def test_file_roles():
     assert file_role("a.data-00003-of-00010") == ("a", "data")
     assert file_role("a.meta") == ("a", "meta")
     assert file_role("m-00001-of-00004") == ("m-?????-of-00004", "v1")
-    for name in (".index", ".meta", "a.index.tempstate1", "a_temp", "a.txt", "", "a.data-1-of-2",
-                 "a_temp.index", "a_temp_0f3c/part-00000.index", "a.tmp0f.meta", "a.tempstate3.data-00000-of-00001"):
+    for name in (".index", ".meta", "a.index.tempstate1", "a.data-00000-of-00001.tempstate2", "a_temp", "a.txt",
+                 "", "a.data-1-of-2", "checkpoint", "checkpoint.tmp0a1b", ".ckptool.lock"):
         assert file_role(name) is None
 
 
@@ -44,7 +45,8 @@ def test_temp_owner():
     assert temp_owner("ckpt-3.index.tempstate17") == "ckpt-3"
     assert temp_owner("ckpt-3.data-00000-of-00001.tempstate5") == "ckpt-3"
     assert temp_owner("ckpt-3_temp") == "ckpt-3"
-    assert temp_owner("ckpt-3_temp_0123abcd") == "ckpt-3"
+    assert temp_owner("ckpt-3_temp_" + "0123abcd" * 4) == "ckpt-3"
+    assert temp_owner("ckpt-3_temp_0123abcd") is None  # a staging directory's suffix is 32 hex digits
     assert temp_owner("ckpt-3.index") is None and temp_owner("ckpt-3") is None
     assert temp_owner("checkpoint.tmp0a1b") is None  # a state-file temporary is no checkpoint's
     assert temp_owner("_temp") is None

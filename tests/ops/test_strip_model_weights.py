@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import ckptool
-from ckptool.ops.transform.slots import is_optimizer_name, optimizer_keys
+from ckptool.format.slots import is_optimizer_name, optimizer_keys
 from clirun import run as run_cli
 
 EXAMPLE = pathlib.Path(__file__).parents[2] / "examples" / "keras_adam"

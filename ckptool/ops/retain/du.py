@@ -5,15 +5,20 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError
 from ckptool.io.dirfd import open_dir
 from ckptool.io.layout import resolve_recorded, step_of
 from ckptool.io.listing import scan
 from ckptool.io.urls import storage_for
+from ckptool.ops.retain.engine import read_dir_state
 from ckptool.ops.retain.fleet import prune_tree
 from ckptool.ops.retain.plan import state_entries
-from ckptool.ops.retain.prune import UNSET, read_dir_state
+from ckptool.ops.retain.prune import UNSET
+
+if TYPE_CHECKING:
+    from ckptool.io.storage import Storage
 
 
 @dataclass
@@ -29,15 +34,16 @@ class RunUsage:
     temp_files: int = 0
     temp_bytes: int = 0
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"directory": self.directory, "checkpoints": self.checkpoints, "bytes": self.bytes,
                 "latest": self.latest, "latest_step": self.latest_step, "latest_age_seconds": self.latest_age,
                 "would_free": self.would_free, "temp_files": self.temp_files, "temp_bytes": self.temp_bytes,
                 "error": self.error}
 
 
-def du(root: str, *, max_to_keep=UNSET, keep_every_n_hours=UNSET, keep_steps_every=UNSET, min_age=UNSET, exclude=(),
-       now: float | None = None, storage=None) -> list[RunUsage]:
+def du(root: str, *, max_to_keep: Any = UNSET, keep_every_n_hours: Any = UNSET, keep_steps_every: Any = UNSET,
+       min_age: Any = UNSET, exclude: tuple[str, ...] = (), now: float | None = None,
+       storage: Storage | None = None) -> list[RunUsage]:
     """Per run directory below ROOT: complete checkpoints (V1 included), the bytes of their
     files (each file counted once, hard links included), temporary files of writers apart,
     the latest and its age (from the timestamp retention uses: the state file's where it
@@ -49,7 +55,7 @@ def du(root: str, *, max_to_keep=UNSET, keep_every_n_hours=UNSET, keep_steps_eve
     plan = prune_tree(root, max_to_keep=max_to_keep, keep_every_n_hours=keep_every_n_hours,
                       keep_steps_every=keep_steps_every, min_age=min_age, exclude=exclude,
                       dry_run=True, now=now, storage=storage, discover_all=True)
-    seen_inodes: set = set()
+    seen_inodes: set[Any] = set()
     out = []
     for d in list(plan.runs) + list(plan.errors) + list(plan.no_policy):  # no policy: nothing would go
         r = plan.runs.get(d)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ckptool.errors import RefusedError
 from ckptool.io.layout import resolve_recorded, step_of
@@ -32,6 +32,7 @@ class Candidate:
 
 
 if TYPE_CHECKING:
+    from ckptool.io.storage import Storage
     class SafeCandidate(Candidate):
         base: str  # inside DIR
 
@@ -50,7 +51,7 @@ class Plan:
     unlisted: set[str] = field(default_factory=set)  # kept beyond max_to_keep: on disk, not in the state file
 
 
-def state_entries(storage, directory: str, state: CheckpointState) -> list[Candidate]:
+def state_entries(storage: Storage, directory: str, state: CheckpointState) -> list[Candidate]:
     paths = list(state.all_model_checkpoint_paths)
     if not paths or paths[-1] != state.model_checkpoint_path:
         paths.append(state.model_checkpoint_path)  # as TF's generate_checkpoint_state_proto
@@ -63,8 +64,8 @@ def state_entries(storage, directory: str, state: CheckpointState) -> list[Candi
     return out
 
 
-def make_plan(storage, directory: str, state: CheckpointState | None, listing: DirListing, policy: R.Policy,
-              now: float, scan: bool, new_entry: str | None, best=None) -> Plan:
+def make_plan(storage: Storage, directory: str, state: CheckpointState | None, listing: DirListing, policy: R.Policy,
+              now: float, scan: bool, new_entry: str | None, best: Any = None) -> Plan:
     entries = state_entries(storage, directory, state) if state is not None else []
     user_pinned = policy.pinned  # keep-best pins the best beside them
     if new_entry is not None:
@@ -190,7 +191,7 @@ def beyond_max_to_keep(decision: R.Decision) -> set[str]:
     return {e.name for e in decision.kept if not LISTED_REASONS & set(decision.reasons.get(e.name, ()))}
 
 
-def merge_state(storage, directory: str, planned: CheckpointState | None, current: CheckpointState | None,
+def merge_state(storage: Storage, directory: str, planned: CheckpointState | None, current: CheckpointState | None,
                 plan: Plan, new_entry: str | None) -> CheckpointState | None:
     """The state to write: ``current`` (the state file as it is now, or ``planned`` when it
     has gone) with the decision applied, so entries a writer added since we planned stay."""
@@ -253,20 +254,20 @@ class PruneResult:
     reasons: dict[str, list[str]] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)  # refused: outside DIR or a symlink out
     missing: list[str] = field(default_factory=list)  # listed in the state, not on disk
-    failed: list[dict] = field(default_factory=list)  # {"path", "error"}: files that could not be deleted
+    failed: list[dict[str, Any]] = field(default_factory=list)  # {"path", "error"}: files that could not be deleted
     temp_deleted: list[str] = field(default_factory=list)  # --clean-temp
     bytes_freed: int = 0
     dry_run: bool = False
     last_preserved_timestamp: float = 0.0
-    policy: dict = field(default_factory=dict)
+    policy: dict[str, Any] = field(default_factory=dict)
     listing: DirListing | None = field(default=None, repr=False, compare=False)
     latest: str | None = field(default=None, repr=False, compare=False)
     #: base -> the timestamp retention used (the state file's where it has them, else the mtime): du's age
     timestamps: dict[str, float] = field(default_factory=dict, repr=False, compare=False)
-    best: dict | None = None  # keep-best: ckptool.ops.retain.metrics.BestPins.to_json(), when asked
+    best: dict[str, Any] | None = None  # keep-best: ckptool.ops.retain.metrics.BestPins.to_json(), when asked
     sources: dict[str, str] = field(default_factory=dict, repr=False, compare=False)  # setting -> flag/file/default
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         doc = {"kept": list(self.kept), "deleted": list(self.deleted), "preserved": list(self.preserved),
                "directory": self.directory, "reasons": dict(self.reasons), "skipped": list(self.skipped),
                "missing": list(self.missing), "failed": list(self.failed), "temp_deleted": list(self.temp_deleted),
@@ -286,9 +287,9 @@ def finite(x: object) -> float | int | None:
     return x if isinstance(x, (int, float)) and math.isfinite(x) else None
 
 
-def freed_bytes(files) -> int:
+def freed_bytes(files: Any) -> int:
     """Bytes freed by deleting ``files``: a hard-linked file counts only when its last link goes."""
-    by: dict = {}
+    by: dict[Any, Any] = {}
     for f in files:
         key = f.inode if f.inode is not None else id(f)
         slot = by.setdefault(key, [f, 0])

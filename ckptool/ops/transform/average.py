@@ -15,7 +15,7 @@ tensor and its mean, never the N checkpoints.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -30,6 +30,9 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
+    from ckptool.format.bundle import Entry
+    from ckptool.ops.read.checkpoint import Checkpoint, Variable
+
 
 
 @dataclass
@@ -42,13 +45,13 @@ class AverageResult:
     files: list[str] = field(default_factory=list)
     nbytes: int = 0
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"inputs": list(self.inputs), "newest": self.inputs[-1] if self.inputs else None,
                 "prefix": self.prefix, "averaged": list(self.averaged), "from_newest": list(self.from_newest),
                 "dropped": list(self.dropped), "files": list(self.files), "bytes": self.nbytes}
 
 
-def resolve_inputs(paths, last: int | None = None) -> list[str]:
+def resolve_inputs(paths: Iterable[str], last: int | None = None) -> list[str]:
     """Checkpoint prefixes, oldest first (the newest last).
 
     One directory with ``last``: its ``last`` newest complete checkpoints (by
@@ -88,7 +91,7 @@ def resolve_inputs(paths, last: int | None = None) -> list[str]:
     return prefixes
 
 
-def _check_agree(cks, inputs) -> None:
+def _check_agree(cks: Sequence[Checkpoint], inputs: Sequence[str]) -> None:
     ref = {v.name: v for v in cks[-1].variables()}
     for ck, path in zip(cks[:-1], inputs[:-1]):
         other = {v.name: v for v in ck.variables()}
@@ -104,15 +107,15 @@ def _check_agree(cks, inputs) -> None:
                                 f"{a.dtype}{list(a.shape)} in {inputs[-1]}")
 
 
-def _plan(newest, strip_optimizer: bool):
+def _plan(newest: Checkpoint, strip_optimizer: bool) -> tuple[dict[str, str | None], set[str], bytes | None]:
     """``(name -> output name or None, optimizer names, graph bytes to write or None)``."""
     from ckptool.format.slots import optimizer_keys
 
     names = [n for n in newest.names() if n != OBJECT_GRAPH_KEY]
     graph = newest.object_graph() if newest.is_object_based else None
     opt = optimizer_keys(names, graph)
-    out = {n: n for n in names}
-    graph_bytes = None
+    out: dict[str, str | None] = {n: n for n in names}
+    graph_bytes: bytes | None = None
     if strip_optimizer:
         if graph is not None:
             g2, keys = graph.edited({}, frozenset(), strip_optimizer=True)
@@ -123,8 +126,8 @@ def _plan(newest, strip_optimizer: bool):
     return out, opt, graph_bytes
 
 
-def average(paths, out: str, *, last: int | None = None, strip_optimizer: bool = False, force: bool = False,
-            num_shards: int = 1, dry_run: bool = False, sync: bool = True,
+def average(paths: Iterable[str], out: str, *, last: int | None = None, strip_optimizer: bool = False,
+            force: bool = False, num_shards: int = 1, dry_run: bool = False, sync: bool = True,
             progress: Callable[[int, int], None] | None = None, jobs: int | None = None) -> AverageResult:
     """Average ``paths`` into ``out`` (see the module doc); ``progress(done_bytes, total_bytes)``
     as output tensors are written. ``jobs``: ranged GETs in flight reading inputs on an object
@@ -203,7 +206,7 @@ def average(paths, out: str, *, last: int | None = None, strip_optimizer: bool =
             ck.close()
 
 
-def _mean(cks, name: str):
+def _mean(cks: Sequence[Checkpoint], name: str) -> np.ndarray:
     """The mean of ``name`` over the inputs (:func:`running_mean`), rounded once to its dtype."""
     dtypes: list[Any] = []
 
@@ -326,7 +329,7 @@ def _compensated(m: NDArray[np.float64], c: NDArray[np.float64], x: NDArray[np.f
     c += e3 + q_lo  # m + c moved by q + q_lo, of which m took s - m = q - e3
 
 
-def _stored_bytes(ck, name: str, raw: bool, graph_bytes) -> int:
+def _stored_bytes(ck: Any, name: str, raw: bool, graph_bytes: bytes | None) -> int:
     """Bytes ``name`` takes in the output's data files."""
     from ckptool.format import dtypes
     from ckptool.ops.write.writer import encode_tensor
@@ -334,12 +337,13 @@ def _stored_bytes(ck, name: str, raw: bool, graph_bytes) -> int:
     if name == OBJECT_GRAPH_KEY and graph_bytes is not None:
         value = graph_bytes
     else:
-        v = ck.variable(name)
+        v: Variable = ck.variable(name)
         dt = dtypes.from_name(v.dtype)
         if dt.is_fixed:
             return v.numel * dt.itemsize
         if raw and not v.num_slices:
-            return ck.entry(key_of(name)).size
+            e: Entry = ck.entry(key_of(name))
+            return e.size
         value = ck.read(name)
     data = encode_tensor(key_of(name), value)[2]
     if isinstance(data, (bytes, bytearray, memoryview)):

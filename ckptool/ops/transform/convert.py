@@ -19,13 +19,21 @@ values overflowing to inf are refused unless ``allow_overflow``.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, UnsupportedError, UsageError
 from ckptool.format import dtypes, objkeys
 from ckptool.format.cast import Overflows, target_dtype
 from ckptool.io.atomic import AtomicFile, check_destination, checkpoint_identity, make_output_dir, publish
 from ckptool.ops.transform.cast import value_of
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ckptool.io.storage import Storage
+    from ckptool.ops.transform.convert_src import Opened, Spec
 
 TF, NPZ, SAFETENSORS = "tf", "npz", "safetensors"
 FORMATS = (TF, NPZ, SAFETENSORS)
@@ -41,13 +49,13 @@ class ConvertResult:
     format: str
     tensors: int = 0
     nbytes: int = 0
-    files: list = field(default_factory=list)
-    skipped: list = field(default_factory=list)
-    cast: dict = field(default_factory=dict)  # tensor -> "from->to"
-    overflow: dict = field(default_factory=dict)  # tensor -> values that became inf (allowed)
+    files: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    cast: dict[str, str] = field(default_factory=dict)  # tensor -> "from->to"
+    overflow: dict[str, int] = field(default_factory=dict)  # tensor -> values that became inf (allowed)
 
-    def to_json(self) -> dict:
-        doc = {"dst": self.dst, "format": self.format, "tensors": self.tensors, "bytes": self.nbytes,
+    def to_json(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"dst": self.dst, "format": self.format, "tensors": self.tensors, "bytes": self.nbytes,
                "files": list(self.files), "skipped": list(self.skipped)}
         if self.cast:
             doc["cast"] = dict(self.cast)
@@ -70,10 +78,11 @@ def target_format(dst: str, to: str | None) -> str:
     return TF
 
 
-def convert(src: str, dst: str, *, to: str | None = None, match=(), exclude=(), num_shards: int = 1,
+def convert(src: str, dst: str, *, to: str | None = None, match: Sequence[str] = (), exclude: Sequence[str] = (),
+            num_shards: int = 1,
             keep_slices: bool = False, force: bool = False, skip_unsupported: bool = False,
-            casts: dict | None = None, allow_overflow: bool = False, names: str = "full",
-            progress=None, sync: bool = True, jobs: int | None = None) -> ConvertResult:
+            casts: dict[str, Any] | None = None, allow_overflow: bool = False, names: str = "full",
+            progress: Any = None, sync: bool = True, jobs: int | None = None) -> ConvertResult:
     """Convert ``src`` to ``dst`` (format from ``to`` or the suffix); see the module doc.
 
     ``names="short"`` (``.safetensors`` only) stores PyTorch-style names: object
@@ -122,7 +131,9 @@ def convert(src: str, dst: str, *, to: str | None = None, match=(), exclude=(), 
         opened.close()
 
 
-def _write(dst, fmt, specs, result, num_shards, force, progress, casts, over, sync, skip, names, opened):
+def _write(dst: str, fmt: str, specs: list[Spec], result: ConvertResult, num_shards: int,
+           force: tuple[bool, Sequence[str]], progress: Callable[[int, int], None] | None, casts: dict[str, str],
+           over: Overflows, sync: bool, skip: bool, names: str, opened: Opened) -> None:
     if fmt == TF:
         _to_tf(dst, specs, result, num_shards, force, progress, casts, over, sync)
     elif fmt == NPZ:
@@ -135,7 +146,8 @@ def _write(dst, fmt, specs, result, num_shards, force, progress, casts, over, sy
         to_safetensors(dst, kept, result, force, progress, casts, over, names, opened, sync)
 
 
-def _supported(specs, fmt, casts, skip, result, dst):
+def _supported(specs: list[Spec], fmt: str, casts: dict[str, str], skip: bool, result: ConvertResult,
+               dst: str) -> list[Spec]:
     """Refuse (or skip) dtypes the target has no type for, before any data is read."""
     from ckptool.format.safetensors_meta import TF_TO_ST
 
@@ -159,11 +171,12 @@ def _supported(specs, fmt, casts, skip, result, dst):
     return out
 
 
-def _to_tf(dst, specs, result, num_shards, force, progress, casts, over, sync):
+def _to_tf(dst: str, specs: list[Spec], result: ConvertResult, num_shards: int, force_ids: tuple[bool, Sequence[str]],
+           progress: Callable[[int, int], None] | None, casts: dict[str, str], over: Overflows, sync: bool) -> None:
     from ckptool.ops.write.writer import BundleWriter
 
     done = 0
-    force, ids = force
+    force, ids = force_ids
     with BundleWriter(dst, num_shards=num_shards, force=force, sync=sync, sources=ids) as w:
         for s in specs:
             if s.raw is not None and s.dtype not in casts:
@@ -185,7 +198,7 @@ def _to_tf(dst, specs, result, num_shards, force, progress, casts, over, sync):
     result.files = list(res.files)
 
 
-def _check_not_source(dst: str, ids) -> None:
+def _check_not_source(dst: str, ids: Sequence[str]) -> None:
     """DST names the source itself (in any form): refused before anything else, even with --force."""
     from ckptool.io.urls import storage_for
 
@@ -193,14 +206,14 @@ def _check_not_source(dst: str, ids) -> None:
     check_destination(storage, [path, path + ".index"], force=True, sources=ids, label=dst)
 
 
-def check_target(storage, path, force):
-    """One output file: ``force`` is ``(force, source identities)`` (io.atomic.check_destination)."""
-    force, ids = force
+def check_target(storage: Storage, path: str, force_ids: tuple[bool, Sequence[str]]) -> None:
+    """One output file: ``force_ids`` is ``(force, source identities)`` (io.atomic.check_destination)."""
+    force, ids = force_ids
     check_destination(storage, [path], force=force, sources=ids)
     make_output_dir(storage, storage.dirname(path))
 
 
-def npz_names(names, dst: str) -> None:
+def npz_names(names: Iterable[str], dst: str) -> None:
     """Refuse names an ``.npz`` cannot hold distinctly: a NUL byte (zip names end there),
     not UTF-8, or ``x`` beside ``x.npy`` (np.load's ``z["x.npy"]`` gives ``x``)."""
     seen = set(names)
@@ -219,7 +232,7 @@ def npz_names(names, dst: str) -> None:
                                    "(it reads 'x.npy' as 'x'); .npz cannot hold both")
 
 
-def _npz_value(name: str, arr):
+def _npz_value(name: str, arr: np.ndarray) -> tuple[np.ndarray | None, str | None]:
     """The array .npz stores for ``arr`` losslessly, or an error message."""
     import numpy as np
 
@@ -233,7 +246,8 @@ def _npz_value(name: str, arr):
     return arr, None
 
 
-def _to_npz(dst, specs, result, force, skip, progress, casts, over, sync):
+def _to_npz(dst: str, specs: list[Spec], result: ConvertResult, force: tuple[bool, Sequence[str]], skip: bool,
+            progress: Callable[[int, int], None] | None, casts: dict[str, str], over: Overflows, sync: bool) -> None:
     import zipfile
 
     import numpy as np

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, UsageError
 from ckptool.format import bundle
@@ -35,6 +36,9 @@ from ckptool.format.slots import is_optimizer_name
 from ckptool.ops.read.plan import prefetch
 from ckptool.ops.transform.rename_template import copy_raw
 
+if TYPE_CHECKING:
+    from ckptool.io.storage import Storage
+
 EXACT, PREFIX, ROOT, REGEX = "exact", "prefix", "root", "regex"
 
 
@@ -43,7 +47,7 @@ class Rule:
     kind: str
     old: str
     new: str
-    pattern: re.Pattern | None = None
+    pattern: re.Pattern[str] | None = None
     used: int = 0
 
     def text(self) -> str:
@@ -82,7 +86,7 @@ def parse_rule(text: str) -> Rule:
     return make_rule(old, new)
 
 
-def parse_map(doc) -> list[Rule]:
+def parse_map(doc: Any) -> list[Rule]:
     if not isinstance(doc, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in doc.items()):
         raise UsageError("an assignment map is a JSON object of {old: new} strings")
     return [make_rule(k, v) for k, v in doc.items()]
@@ -136,10 +140,10 @@ class Plan:
     object_graph: str = "none"  # none | kept | rebuilt | template
     fast_path: bool = False
     linked: bool = False  # the fast path's data files are hard links of SRC's (not copies)
-    template: dict | None = None
+    template: dict[str, Any] | None = None
     files: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         doc = {"src": self.src, "dst": self.dst, "fast_path": self.fast_path,
                "object_graph": self.object_graph,
                "tensors": [{"old": o, "new": n} for o, n in self.renames],
@@ -154,8 +158,8 @@ class Plan:
         return doc
 
 
-def plan_names(names: list[str], rules: list[Rule], drop=(), strip_optimizer=False, strict=False,
-               src="", dst="", allow_unused=True) -> Plan:
+def plan_names(names: list[str], rules: list[Rule], drop: Any = (), strip_optimizer: bool = False, strict: bool = False,
+               src: str = "", dst: str = "", allow_unused: bool = True) -> Plan:
     """Which SRC names go where; raises on collisions, and on rules (or ``drop`` globs) that
     match nothing unless ``allow_unused`` (``strict`` raises on them always)."""
     renamer = Renamer(rules)
@@ -229,17 +233,18 @@ def _graph_for(src_graph: ObjectGraph | None, plan: Plan, strip_optimizer: bool)
     return graph
 
 
-def _check_dst(src_ck, dst: str, storage, force: bool) -> None:
+def _check_dst(src_ck: Any, dst: str, storage: Storage, force: bool) -> None:
     from ckptool.io.atomic import check_destination, checkpoint_identity
 
     check_destination(storage, [bundle.index_filename(dst)], force=force,
                       sources=checkpoint_identity(src_ck), label=dst)
 
 
-def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop=(), strip_optimizer=False, strict=False,
-                  template: str | None = None, dry_run=False, force=False, compact=False, link=False,
-                  allow_unused=False, allow_missing=False, sync: bool = True,
-                  progress: Callable[[int, int], None] | None = None, jobs: int | None = None) -> Plan:
+def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop: Sequence[str] = (), strip_optimizer: bool = False,
+                  strict: bool = False, template: str | None = None, dry_run: bool = False, force: bool = False,
+                  compact: bool = False, link: bool = False, allow_unused: bool = False, allow_missing: bool = False,
+                  sync: bool = True, progress: Callable[[int, int], None] | None = None,
+                  jobs: int | None = None) -> Plan:
     """Write SRC's tensors at DST under new names (see the module doc).
 
     Every file is fsynced before the renames unless ``sync=False`` (TF's behaviour,
@@ -320,7 +325,7 @@ def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop=(), strip_optim
         return plan
 
 
-def _fast(ck, plan: Plan, dprefix: str, storage, graph_bytes, force, sync: bool,
+def _fast(ck: Any, plan: Plan, dprefix: str, storage: Storage, graph_bytes: Any, force: Any, sync: bool,
           progress: Callable[[int, int], None] | None = None) -> tuple[list[str], bool]:
     """Link (or copy whole) SRC's data files, write the index; (files, whether all were linked)."""
     n_src = ck.header.num_shards
