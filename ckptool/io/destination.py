@@ -31,7 +31,8 @@ def check_destination(storage: Storage, targets: Iterable[str], *, force: bool,
     that identify the source (its ``.index``, its V1 files, the file itself). Refused:
     a target that is one of the sources (same device and inode, through any path,
     symlink or directory form), even with ``force``; an existing target without
-    ``force``."""
+    ``force``, where anything at the name counts (a dangling symlink too: writing there
+    would replace the link, so it is refused like a file)."""
     targets = list(targets)
     local = hasattr(storage, "lstat")
     if local:
@@ -49,7 +50,7 @@ def check_destination(storage: Storage, targets: Iterable[str], *, force: bool,
                                    f"modified, not even with --force)")
     if not force:
         for t in targets:
-            if storage.exists(t):
+            if storage.kind(t) is not None:
                 raise RefusedError(f"{t} already exists; not overwriting it without --force")
 
 

@@ -214,6 +214,18 @@ def test_check_destination_refuses_an_existing_target_without_force(tmp_path):
     check_destination(st, [str(tmp_path / "new.index")], force=False)
 
 
+def test_a_dangling_symlink_at_the_destination_is_an_existing_destination(tmp_path):
+    # fuzz case 1645: convert wrote through runlink/ (a link to run/) onto run/ckpt-22.index, a
+    # symlink to nothing, and replaced it without --force; anything at the name counts as there
+    st = LocalStorage()
+    os.symlink(tmp_path / "nowhere", tmp_path / "dst.index")
+    os.symlink(tmp_path, tmp_path / "alias")
+    for target in (tmp_path / "dst.index", tmp_path / "alias" / "dst.index"):
+        with pytest.raises(RefusedError, match="already exists"):
+            check_destination(st, [str(target)], force=False)
+        check_destination(st, [str(target)], force=True)
+
+
 def test_check_destination_refuses_the_source_itself_even_with_force(tmp_path):
     st = LocalStorage()
     (tmp_path / "src.index").write_bytes(b"x")
