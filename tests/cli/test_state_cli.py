@@ -42,6 +42,19 @@ def test_rebuild_orders_by_step_then_mtime(tmp_path, capsys):
     assert st.all_model_checkpoint_timestamps == [1_700_000_020, 1_700_000_010, 1_700_000_000]
 
 
+def test_rebuild_max_to_keep_lists_the_newest_and_keeps_the_rest_on_disk(tmp_path, capsys):
+    # a rebuild that listed all five would hand the three older ones to the trainer's
+    # CheckpointManager(max_to_keep=2), which deletes them at its next save
+    d = make(tmp_path / "run", [1, 2, 3, 4, 5])
+    code, out, err = run(capsys, "state", str(d), "--rebuild", "--max-to-keep", "2")
+    assert code == 0, err
+    st = read_state(str(d))
+    assert st.all_model_checkpoint_paths == ["ckpt-4", "ckpt-5"] and st.model_checkpoint_path == "ckpt-5"
+    assert all((d / f"ckpt-{s}.index").exists() for s in range(1, 6))
+    code, out, err = run(capsys, "state", str(d), "--max-to-keep", "2")
+    assert code == 2 and "--rebuild" in err
+
+
 def test_rebuild_dry_run_writes_nothing_and_empty_dir_fails(tmp_path, capsys):
     d = make(tmp_path / "run", [1])
     code, out, err = run(capsys, "state", str(d), "--rebuild", "--dry-run", "--json")

@@ -13,6 +13,11 @@ from ckptool.cli.common import emit_json, escape, human_time, json_option, note,
               help="Recreate the state file from the complete checkpoints on disk, oldest first by "
                    "step then modification time (as recover_last_checkpoints), timestamps from the "
                    ".index modification times, relative paths.")
+@click.option("--max-to-keep", type=click.IntRange(min=1), metavar="N",
+              help="With --rebuild: record only the newest N (the trainer's max_to_keep); the older "
+                   "ones stay on disk, unlisted. A CheckpointManager deletes every listed checkpoint "
+                   "beyond its max_to_keep at its next save, so a rebuild that lists them all hands "
+                   "them to it.")
 @click.option("--relative", is_flag=True,
               help="Rewrite absolute paths that name checkpoints in DIR (also those of a moved or "
                    "copied directory: a recorded name that is a checkpoint here) as relative ones; "
@@ -20,7 +25,8 @@ from ckptool.cli.common import emit_json, escape, human_time, json_option, note,
 @click.option("-n", "--dry-run", is_flag=True, help="With --rebuild or --relative: show, write nothing.")
 @json_option("Print the state as JSON: model_checkpoint_path, all_model_checkpoint_paths, "
              "all_model_checkpoint_timestamps, last_preserved_timestamp, entries (with exists).")
-def command(directory: str, rebuild: bool, relative: bool, dry_run: bool, as_json: bool) -> None:
+def command(directory: str, rebuild: bool, max_to_keep: int | None, relative: bool, dry_run: bool,
+            as_json: bool) -> None:
     """Show, rebuild or relativize DIR's 'checkpoint' state file.
 
     Without options: the latest checkpoint and every recorded one with its
@@ -46,9 +52,11 @@ def command(directory: str, rebuild: bool, relative: bool, dry_run: bool, as_jso
 
     if rebuild and relative:
         raise click.UsageError("--rebuild writes relative paths already; give one of --rebuild, --relative")
+    if max_to_keep is not None and not rebuild:
+        raise click.UsageError("--max-to-keep goes with --rebuild")
     doc = None
     if rebuild:
-        st = rebuild_state(directory, dry_run=dry_run)
+        st = rebuild_state(directory, dry_run=dry_run, max_to_keep=max_to_keep)
         note(f"{'would write' if dry_run else 'wrote'} {plural(len(st.all_model_checkpoint_paths), 'checkpoint')} "
              f"into {directory}/checkpoint")
         doc = state_document(directory, st) if dry_run else None

@@ -60,9 +60,12 @@ def show_state(directory: str, storage: Storage | None = None) -> dict[str, Any]
     return state_document(directory, state, storage)
 
 
-def rebuild_state(directory: str, *, dry_run: bool = False, storage: Storage | None = None) -> CheckpointState:
+def rebuild_state(directory: str, *, dry_run: bool = False, storage: Storage | None = None,
+                  max_to_keep: int | None = None) -> CheckpointState:
     """Recreate the state file from the complete checkpoints in DIR (V1 ones included),
-    oldest first by step then mtime (recover_last_checkpoints uses the mtimes);
+    oldest first by step then mtime (recover_last_checkpoints uses the mtimes), the newest
+    ``max_to_keep`` only when given (the older stay on disk, unlisted, so a trainer's
+    CheckpointManager never deletes them: kept means kept, as prune writes the state);
     timestamps are the index (V1 file) mtimes. Under DIR's lock, an interrupted prune or rm
     is finished first (its checkpoints are never recorded again), and the file is replaced
     by the engine's compare-and-swap."""
@@ -88,6 +91,8 @@ def rebuild_state(directory: str, *, dry_run: bool = False, storage: Storage | N
             raise MissingError(f"{directory}: no complete checkpoint (no *.index file, no V1 checkpoint) "
                                f"to rebuild the state from")
         found.sort(key=lambda x: (x[0] if x[0] is not None else -1, x[1], x[2]))
+        if max_to_keep is not None:
+            found = found[-max_to_keep:]
 
         def compute(_raw: bytes | None, old: CheckpointState | None) -> CheckpointState:
             lp = old.last_preserved_timestamp if old is not None else 0.0
