@@ -178,7 +178,10 @@ def tempstate_name(path: str) -> str:
 
 def os_error(path: str, exc: OSError, doing: str) -> CkptError:
     """An OSError as a CkptError naming ``path`` (the target, never a temporary's name):
-    a missing file as :class:`MissingError`."""
+    a missing file as :class:`MissingError`. A CkptError that is an OSError too (a storage's
+    own MissingError, worded by it: "no such bucket") passes unchanged."""
+    if isinstance(exc, CkptError):
+        return exc
     if isinstance(exc, FileNotFoundError):
         return MissingError(f"{path}: no such file or directory")
     return CkptError(f"{path}: cannot {doing}: {exc.strerror or exc}")

@@ -233,3 +233,14 @@ def test_check_destination_refuses_the_source_itself_even_with_force(tmp_path):
     for target in (tmp_path / "src.index", tmp_path / "alias" / "src.index"):
         with pytest.raises(RefusedError, match="is the source itself"):
             check_destination(st, [str(target)], force=True, sources=[str(tmp_path / "src.index")])
+
+
+def test_os_error_keeps_a_storage_worded_missing_error():
+    # the S3 writer says "no such bucket" as a MissingError (also a FileNotFoundError): the
+    # one OSError wrapper must not reword it as a plain "no such file or directory"
+    from ckptool.errors import MissingError
+
+    own = MissingError("s3://b/ckpt.index: cannot write: no such bucket (or parent directory)")
+    assert atomic.os_error("s3://b/ckpt.index", own, "write") is own
+    plain = atomic.os_error("/x/ckpt.index", FileNotFoundError(2, "No such file"), "create")
+    assert isinstance(plain, MissingError) and str(plain) == "/x/ckpt.index: no such file or directory"
