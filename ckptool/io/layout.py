@@ -181,10 +181,7 @@ def list_v1_checkpoints(storage: Storage, directory: str, damaged: bool = False)
 
     ``damaged`` (for verification) also lists such a file that does not parse when its
     ``P.meta`` lies beside it: a checkpoint, broken, not a stray file."""
-    try:
-        names = sorted(storage.listdir(directory or "."))
-    except (CkptError, OSError):
-        return []
+    names = sorted(names_in(storage, directory))
     present = set(names)
     out: list[str] = []
     for name in names:

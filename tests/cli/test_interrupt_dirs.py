@@ -78,3 +78,14 @@ def test_a_finished_write_keeps_its_directories(tmp_path, src):
     convert(src, str(tmp_path / "x" / "y" / "m.safetensors"), sync=False)
     assert _tree(tmp_path / "x") == ["y", "y/m.safetensors"]
     assert not any(str(tmp_path) in d for d in atomic._MADE_DIRS)
+
+
+def test_an_interrupted_keras_bridge_removes_the_directories_it_made(capsys, tmp_path, interrupt):
+    # the Keras 3 writer makes its output directory through the same make_output_dir
+    data = os.path.join(os.path.dirname(__file__), "..", "data", "keras3", "sequential")
+    (tmp_path / "out").mkdir()
+    before = _tree(tmp_path)
+    rc, _, err = run_cli(capsys, "convert", os.path.join(data, "tf", "ckpt"), tmp_path / "out" / "a" / "b" / "new.keras",
+                         "--template", os.path.join(data, "template.keras"))
+    assert rc == 130, err
+    assert _tree(tmp_path) == before

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ckptool.errors import RefusedError, UsageError
-from ckptool.io.atomic import AtomicFile, check_destination, checkpoint_identity, publish
+from ckptool.io.atomic import AtomicFile, check_destination, checkpoint_identity, make_output_dir, publish
 from ckptool.ops.read.keras import WEIGHTS_MEMBER, KerasCheckpoint, import_h5py, is_keras_path
 from ckptool.ops.transform.keras_map import Mapping, describe, map_keras
 
@@ -164,7 +164,7 @@ def _write_keras(dst: str, kind: str, template: KerasCheckpoint, values: dict[st
 
     storage, path = storage_for(dst)
     check_destination(storage, [path], force=force, sources=ids, label=dst)
-    storage.makedirs(storage.dirname(path))
+    make_output_dir(storage, storage.dirname(path))
     f = AtomicFile(storage, path, sync=sync)
     scratch = f.name + ".h5" if kind == KERAS_ZIP else f.name
     try:
@@ -235,7 +235,7 @@ def _from_metadata(src: str, dst: str, dry_run: bool, allow_unused: bool, force:
         check_destination(storage, [path], force=force, sources=ids, label=dst)
         if dry_run:
             return result
-        storage.makedirs(storage.dirname(path))
+        make_output_dir(storage, storage.dirname(path))
         f = AtomicFile(storage, path, sync=sync)
         try:  # h5py writes the temporary by its own name; the AtomicFile syncs and renames it
             write_h5(f.name, ck, pairs, groups)
