@@ -18,17 +18,16 @@ UNIMPLEMENTED, INTERNAL, UNAVAILABLE, DATA_LOSS, UNAUTHENTICATED = 12, 13, 14, 1
 
 
 class OpError(Exception):
-    """TF's ``tf.errors.OpError``: ``str(e)`` and ``e.message`` are the message; ``args`` is
-    empty, as TF's are."""
+    """TF's ``tf.errors.OpError``: built as ``OpError(node_def, op, message, error_code)``;
+    ``str(e)`` and ``e.message`` are the message; ``args`` is empty, as TF's are."""
 
-    code = UNKNOWN
-
-    def __init__(self, node_def: Any, op: Any, message: str, *args: Any) -> None:
+    def __init__(self, node_def: Any, op: Any, message: str, error_code: int, *args: Any) -> None:
         super().__init__()
         self._node_def = node_def
         self._op = op
         self._message = message
-        self._error_code = args[0] if args else self.code
+        self._error_code = error_code
+        self._experimental_payloads = args[0] if args else {}
 
     @property
     def message(self) -> str:
@@ -44,113 +43,152 @@ class OpError(Exception):
 
     @property
     def error_code(self) -> int:
-        return int(self._error_code)
+        return self._error_code  # type: ignore[no-any-return]
+
+    @property
+    def experimental_payloads(self) -> Any:
+        return self._experimental_payloads
 
     def __str__(self) -> str:
         return self._message
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return type(self), (self._node_def, self._op, self._message)
+        args = (self._node_def, self._op, self._message)
+        return type(self), args if type(self).__init__ is not OpError.__init__ else args + (self._error_code,)
 
 
 class CancelledError(OpError):
-    """TF's ``tf.errors.CancelledError`` (code CANCELLED)."""
-
-    code = CANCELLED
+    """TF's ``tf.errors.CancelledError`` (code CANCELLED), built as ``CancelledError(node_def, op, message)``."""
 
     def __init__(self, node_def: Any, op: Any, message: str, *args: Any) -> None:
-        super().__init__(node_def, op, message, CANCELLED)
+        super().__init__(node_def, op, message, CANCELLED, *args)
 
 
 class UnknownError(OpError):
-    """TF's ``tf.errors.UnknownError`` (code UNKNOWN)."""
-
-    code = UNKNOWN
+    """TF's ``tf.errors.UnknownError`` (code UNKNOWN), built as ``UnknownError(node_def, op, message)``."""
 
     def __init__(self, node_def: Any, op: Any, message: str, *args: Any) -> None:
-        super().__init__(node_def, op, message, UNKNOWN)
+        super().__init__(node_def, op, message, UNKNOWN, *args)
 
 
 class InvalidArgumentError(OpError):
-    """TF's ``tf.errors.InvalidArgumentError`` (code INVALID_ARGUMENT)."""
-
-    code = INVALID_ARGUMENT
+    """TF's ``tf.errors.InvalidArgumentError`` (code INVALID_ARGUMENT), built as ``InvalidArgumentError(node_def, op, message)``."""
 
     def __init__(self, node_def: Any, op: Any, message: str, *args: Any) -> None:
-        super().__init__(node_def, op, message, INVALID_ARGUMENT)
+        super().__init__(node_def, op, message, INVALID_ARGUMENT, *args)
+
+
+class DeadlineExceededError(OpError):
+    """TF's ``tf.errors.DeadlineExceededError`` (code DEADLINE_EXCEEDED), built as ``DeadlineExceededError(node_def, op, message)``."""
+
+    def __init__(self, node_def: Any, op: Any, message: str, *args: Any) -> None:
+        super().__init__(node_def, op, message, DEADLINE_EXCEEDED, *args)
 
 
 class NotFoundError(OpError):
-    """TF's ``tf.errors.NotFoundError`` (code NOT_FOUND)."""
-
-    code = NOT_FOUND
+    """TF's ``tf.errors.NotFoundError`` (code NOT_FOUND), built as ``NotFoundError(node_def, op, message)``."""
 
     def __init__(self, node_def: Any, op: Any, message: str, *args: Any) -> None:
-        super().__init__(node_def, op, message, NOT_FOUND)
+        super().__init__(node_def, op, message, NOT_FOUND, *args)
+
+
+class AlreadyExistsError(OpError):
+    """TF's ``tf.errors.AlreadyExistsError`` (code ALREADY_EXISTS), built as ``AlreadyExistsError(node_def, op, message)``."""
+
+    def __init__(self, node_def: Any, op: Any, message: str, *args: Any) -> None:
+        super().__init__(node_def, op, message, ALREADY_EXISTS, *args)
 
 
 class PermissionDeniedError(OpError):
-    """TF's ``tf.errors.PermissionDeniedError`` (code PERMISSION_DENIED)."""
-
-    code = PERMISSION_DENIED
+    """TF's ``tf.errors.PermissionDeniedError`` (code PERMISSION_DENIED), built as ``PermissionDeniedError(node_def, op, message)``."""
 
     def __init__(self, node_def: Any, op: Any, message: str, *args: Any) -> None:
-        super().__init__(node_def, op, message, PERMISSION_DENIED)
+        super().__init__(node_def, op, message, PERMISSION_DENIED, *args)
+
+
+class UnauthenticatedError(OpError):
+    """TF's ``tf.errors.UnauthenticatedError`` (code UNAUTHENTICATED), built as ``UnauthenticatedError(node_def, op, message)``."""
+
+    def __init__(self, node_def: Any, op: Any, message: str, *args: Any) -> None:
+        super().__init__(node_def, op, message, UNAUTHENTICATED, *args)
+
+
+class ResourceExhaustedError(OpError):
+    """TF's ``tf.errors.ResourceExhaustedError`` (code RESOURCE_EXHAUSTED), built as ``ResourceExhaustedError(node_def, op, message)``."""
+
+    def __init__(self, node_def: Any, op: Any, message: str, *args: Any) -> None:
+        super().__init__(node_def, op, message, RESOURCE_EXHAUSTED, *args)
 
 
 class FailedPreconditionError(OpError):
-    """TF's ``tf.errors.FailedPreconditionError`` (code FAILED_PRECONDITION)."""
-
-    code = FAILED_PRECONDITION
+    """TF's ``tf.errors.FailedPreconditionError`` (code FAILED_PRECONDITION), built as ``FailedPreconditionError(node_def, op, message)``."""
 
     def __init__(self, node_def: Any, op: Any, message: str, *args: Any) -> None:
-        super().__init__(node_def, op, message, FAILED_PRECONDITION)
+        super().__init__(node_def, op, message, FAILED_PRECONDITION, *args)
+
+
+class AbortedError(OpError):
+    """TF's ``tf.errors.AbortedError`` (code ABORTED), built as ``AbortedError(node_def, op, message)``."""
+
+    def __init__(self, node_def: Any, op: Any, message: str, *args: Any) -> None:
+        super().__init__(node_def, op, message, ABORTED, *args)
 
 
 class OutOfRangeError(OpError):
-    """TF's ``tf.errors.OutOfRangeError`` (code OUT_OF_RANGE)."""
-
-    code = OUT_OF_RANGE
+    """TF's ``tf.errors.OutOfRangeError`` (code OUT_OF_RANGE), built as ``OutOfRangeError(node_def, op, message)``."""
 
     def __init__(self, node_def: Any, op: Any, message: str, *args: Any) -> None:
-        super().__init__(node_def, op, message, OUT_OF_RANGE)
+        super().__init__(node_def, op, message, OUT_OF_RANGE, *args)
 
 
 class UnimplementedError(OpError):
-    """TF's ``tf.errors.UnimplementedError`` (code UNIMPLEMENTED)."""
-
-    code = UNIMPLEMENTED
+    """TF's ``tf.errors.UnimplementedError`` (code UNIMPLEMENTED), built as ``UnimplementedError(node_def, op, message)``."""
 
     def __init__(self, node_def: Any, op: Any, message: str, *args: Any) -> None:
-        super().__init__(node_def, op, message, UNIMPLEMENTED)
+        super().__init__(node_def, op, message, UNIMPLEMENTED, *args)
 
 
 class InternalError(OpError):
-    """TF's ``tf.errors.InternalError`` (code INTERNAL)."""
-
-    code = INTERNAL
+    """TF's ``tf.errors.InternalError`` (code INTERNAL), built as ``InternalError(node_def, op, message)``."""
 
     def __init__(self, node_def: Any, op: Any, message: str, *args: Any) -> None:
-        super().__init__(node_def, op, message, INTERNAL)
+        super().__init__(node_def, op, message, INTERNAL, *args)
+
+
+class UnavailableError(OpError):
+    """TF's ``tf.errors.UnavailableError`` (code UNAVAILABLE), built as ``UnavailableError(node_def, op, message)``."""
+
+    def __init__(self, node_def: Any, op: Any, message: str, *args: Any) -> None:
+        super().__init__(node_def, op, message, UNAVAILABLE, *args)
 
 
 class DataLossError(OpError):
-    """TF's ``tf.errors.DataLossError`` (code DATA_LOSS)."""
-
-    code = DATA_LOSS
+    """TF's ``tf.errors.DataLossError`` (code DATA_LOSS), built as ``DataLossError(node_def, op, message)``."""
 
     def __init__(self, node_def: Any, op: Any, message: str, *args: Any) -> None:
-        super().__init__(node_def, op, message, DATA_LOSS)
+        super().__init__(node_def, op, message, DATA_LOSS, *args)
 
 
-ERROR_CLASSES = (OpError, CancelledError, UnknownError, InvalidArgumentError, NotFoundError, PermissionDeniedError,
-                 FailedPreconditionError, OutOfRangeError, UnimplementedError, InternalError, DataLossError)
+class OperatorNotAllowedInGraphError(TypeError):
+    """TF's ``tf.errors.OperatorNotAllowedInGraphError`` (never raised here)."""
+
+
+ERROR_CLASSES = (OpError, CancelledError, UnknownError, InvalidArgumentError, DeadlineExceededError, NotFoundError,
+                 AlreadyExistsError, PermissionDeniedError, UnauthenticatedError, ResourceExhaustedError,
+                 FailedPreconditionError, AbortedError, OutOfRangeError, UnimplementedError, InternalError,
+                 UnavailableError, DataLossError)
 CODES = {"OK": OK, "CANCELLED": CANCELLED, "UNKNOWN": UNKNOWN, "INVALID_ARGUMENT": INVALID_ARGUMENT,
          "DEADLINE_EXCEEDED": DEADLINE_EXCEEDED, "NOT_FOUND": NOT_FOUND, "ALREADY_EXISTS": ALREADY_EXISTS,
          "PERMISSION_DENIED": PERMISSION_DENIED, "RESOURCE_EXHAUSTED": RESOURCE_EXHAUSTED,
          "FAILED_PRECONDITION": FAILED_PRECONDITION, "ABORTED": ABORTED, "OUT_OF_RANGE": OUT_OF_RANGE,
          "UNIMPLEMENTED": UNIMPLEMENTED, "INTERNAL": INTERNAL, "UNAVAILABLE": UNAVAILABLE,
          "DATA_LOSS": DATA_LOSS, "UNAUTHENTICATED": UNAUTHENTICATED}
+
+
+def unknown(message: str) -> OpError:
+    """What TF's reader raises for a failure its translator does not name: a plain
+    :class:`OpError` with code ``UNKNOWN``."""
+    return OpError(None, None, message, UNKNOWN)
 
 
 @contextmanager
@@ -165,6 +203,6 @@ def translated() -> Iterator[None]:
     except TensorNotFoundError as exc:
         raise NotFoundError(None, None, str(exc)) from exc
     except CkptError as exc:
-        raise OpError(None, None, str(exc), UNKNOWN) from exc
+        raise unknown(str(exc)) from exc
     except OSError as exc:
-        raise OpError(None, None, f"{exc.filename or ''}; {exc.strerror or exc}", UNKNOWN) from exc
+        raise unknown(f"{exc.filename or ''}; {exc.strerror or exc}") from exc

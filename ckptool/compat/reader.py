@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ckptool.compat import errors
+from ckptool.compat import bundleread, errors
 from ckptool.compat.dtypes import DType
 from ckptool.compat.hashorder import unordered_map_order
 from ckptool.format import dtypes as _table
@@ -67,15 +67,26 @@ class CheckpointReader:
     def __init__(self, filepattern: Any) -> None:
         self._pattern = as_path(filepattern)
         self._map_order: list[Variable] | None = None
+        self._files: bundleread.ShardFiles | None = None
         with errors.translated():
             storage, path = storage_for(self._pattern)
             if storage.isfile(path + INDEX_SUFFIX):
                 self._ckpt: Checkpoint | None = open_checkpoint(path, storage)
             elif matching_files(storage, path + INDEX_SUFFIX):  # a pattern: TF opens it literally
-                raise errors.OpError(None, None, f"{self._pattern}{INDEX_SUFFIX}; No such file or directory",
-                                     errors.UNKNOWN)
+                raise errors.unknown(f"{self._pattern}{INDEX_SUFFIX}; No such file or directory")
             else:
                 self._ckpt = self._open_v1(storage, path)
+        if isinstance(self._ckpt, BundleCheckpoint):
+            self._files = bundleread.ShardFiles(self._ckpt)
+
+    @classmethod
+    def over_index(cls, filepattern: str, ckpt: BundleCheckpoint) -> CheckpointReader:
+        """A reader of the V2 bundle ``filepattern`` whose index ``ckpt`` has already read (a
+        cached one): it opens the data files afresh, as a new TF reader does."""
+        self = cls.__new__(cls)
+        self._pattern, self._map_order = filepattern, None
+        self._ckpt, self._files = ckpt, bundleread.ShardFiles(ckpt)
+        return self
 
     def _open_v1(self, storage: Storage, path: str) -> Checkpoint | None:
         """TF's TensorSliceReader on a file pattern; None for V2 index files, which it
@@ -104,8 +115,15 @@ class CheckpointReader:
     def close(self) -> None:
         """Close the data files opened so far (TF's reader has no such method: its files
         close when it is collected; so do these)."""
-        if self._ckpt is not None:
+        if self._files is not None:
+            self._files.close()
+        elif self._ckpt is not None:
             self._ckpt.close()
+
+    def __del__(self) -> None:
+        files = getattr(self, "_files", None)
+        if files is not None:
+            files.close()
 
     @property
     def _v1(self) -> bool:
@@ -127,26 +145,27 @@ class CheckpointReader:
             msg = f"{name} not found in checkpoint file" if self._v1 or self._ckpt is None else \
                 f"Key {name} not found in checkpoint"
             raise errors.NotFoundError(None, None, msg)
+        if isinstance(self._ckpt, BundleCheckpoint) and self._files is not None:
+            with errors.translated():
+                dt = self._ckpt.entry(key_of(name)).dtype
+            if dt.kind in (_table.VARIANT, _table.NONE):
+                raise errors.InternalError(None, None, f"Tensorflow type {dt.value} not convertible to numpy dtype.")
+            value: np.ndarray = bundleread.lookup(self._ckpt, self._files, self._pattern, key_of(name))
+            return value[()] if value.ndim == 0 else value
         with errors.translated():
             dt, sliced = self._kind(name)
             if dt.kind in (_table.VARIANT, _table.NONE):
                 raise errors.InternalError(None, None, f"Tensorflow type {dt.value} not convertible to numpy dtype.")
-            if self._v1 and sliced:
+            if sliced:
                 raise errors.UnimplementedError(None, None, "Sliced checkpoints are not supported")
-            if self._v1 and dt.name not in V1_READABLE:
+            if dt.name not in V1_READABLE:
                 raise errors.UnimplementedError(None, None, "Data type not supported")
-            if dt.kind == _table.STRING and sliced and not self._v1:
-                raise ValueError("Dtype string not supported.")  # TF's V2 reader copies slices with memcpy
-            value: np.ndarray = self._ckpt.read(name)
+            value = self._ckpt.read(name)
         return value[()] if value.ndim == 0 else value
 
     def _kind(self, name: str) -> tuple[_table.DType, bool]:
-        """The dtype of a variable and whether it is partitioned; for a V2 bundle from its
-        entry alone (a lookup), not from a listing of every variable."""
+        """The dtype of a V1 variable and whether it is partitioned."""
         ckpt = self._ckpt
-        if isinstance(ckpt, BundleCheckpoint):
-            e = ckpt.entry(key_of(name))
-            return e.dtype, bool(e.slices)
         if ckpt is None:  # pragma: no cover - callers check
             raise errors.NotFoundError(None, None, f"{name} not found in checkpoint file")
         v = ckpt.variable(name)

@@ -8,6 +8,8 @@ import os
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ckptool.compat import errors
@@ -18,6 +20,8 @@ from ckptool.format.protos.tensor_bundle_pb2 import CheckpointState
 from ckptool.io.state import STATE_FILENAME
 from ckptool.io.state import CheckpointState as _State
 from ckptool.io.urls import storage_for
+from ckptool.ops.read.reader import open as open_checkpoint
+from ckptool.ops.read.v2 import BundleCheckpoint
 
 log = logging.getLogger("ckptool.compat.tf")
 
@@ -53,58 +57,88 @@ def load_checkpoint(ckpt_dir_or_file: Any) -> CheckpointReader:
     return CheckpointReader(_checkpoint_filename(ckpt_dir_or_file))
 
 
-#: Readers of the last few V2 bundles read through list_variables/load_variable, by prefix: a
-#: script calling load_variable once per name (as transformers does) parses the index once, not
-#: once per call. A reader is reused while its index has the size and mtime it was opened with,
-#: and, when that mtime is under RACY_SECONDS old (file times are coarser than writes: "racy
-#: git"), the same bytes.
-_SHARED: OrderedDict[str, tuple[int, float, bytes, CheckpointReader]] = OrderedDict()
+#: The indexes of the last few V2 bundles read through list_variables/load_variable, by prefix:
+#: a script calling load_variable once per name (as transformers does) parses the index once,
+#: not once per call. An index is reused while its file is the same one (device, inode), with
+#: the size and mtime it was read with, and, when that mtime is under RACY_SECONDS old (file
+#: times are coarser than writes: "racy git"), the same bytes. No data file is held open between
+#: calls: each call opens the shards it reads afresh and closes them, as TF's fresh reader does,
+#: so a replaced, deleted or repaired shard reads as it now is.
+_SHARED: OrderedDict[str, tuple[tuple[Any, ...], bytes, BundleCheckpoint]] = OrderedDict()
 _SHARED_MAX = 4
 _SHARED_LOCK = threading.Lock()
 RACY_SECONDS = 2.0
 
 
-def _shared_reader(ckpt_dir_or_file: Any) -> CheckpointReader:
-    filename = _checkpoint_filename(ckpt_dir_or_file)
-    if not isinstance(filename, (str, bytes)):
-        return CheckpointReader(filename)  # TF's TypeError
-    text = as_path(filename)
+def _identity(storage: Any, path: str) -> tuple[Any, ...]:
+    """What says a file is still the one read: (device, inode, size, mtime) locally, (size,
+    mtime) on an object store."""
+    if "://" not in path:
+        st = os.stat(path)
+        return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+    return storage.size(path), storage.mtime(path)
+
+
+def _cached_index(text: str) -> BundleCheckpoint | None:
+    """The cached index of the V2 bundle at ``text`` (read now if stale or new); None when
+    ``text`` is not a V2 prefix (a V1 pattern, nothing: the reader says which)."""
     try:
         storage, local = storage_for(text)
         index = local + INDEX_SUFFIX
         if not storage.isfile(index):
-            return CheckpointReader(text)  # V1, a pattern, or nothing: the reader says which
-        size, mtime = storage.size(index), storage.mtime(index)
+            return None
+        ident = _identity(storage, index)
         with _SHARED_LOCK:
             hit = _SHARED.get(text)
-        if hit is not None and hit[:2] == (size, mtime) and (
-                time.time() - mtime > RACY_SECONDS or storage.read_bytes(index) == hit[2]):
+        mtime = ident[-1] / 1e9 if "://" not in index else ident[-1]
+        if hit is not None and hit[0] == ident and (
+                time.time() - mtime > RACY_SECONDS or storage.read_bytes(index) == hit[1]):
             with _SHARED_LOCK:
                 if text in _SHARED:
                     _SHARED.move_to_end(text)
-            return hit[3]
+            return hit[2]
         raw = storage.read_bytes(index)
+        ckpt = open_checkpoint(local, storage)
     except (OSError, CkptError):
-        return CheckpointReader(text)
-    reader = CheckpointReader(text)
+        return None
+    if not isinstance(ckpt, BundleCheckpoint) or _identity(storage, index) != ident:
+        return None  # changed while read: not cached
     with _SHARED_LOCK:
-        _SHARED[text] = (size, mtime, raw, reader)
+        _SHARED[text] = (ident, raw, ckpt)
         _SHARED.move_to_end(text)
         while len(_SHARED) > _SHARED_MAX:
-            _SHARED.popitem(last=False)[1][3].close()
-    return reader
+            _SHARED.popitem(last=False)
+    return ckpt
+
+
+@contextmanager
+def _shared_reader(ckpt_dir_or_file: Any) -> Iterator[CheckpointReader]:
+    """A reader for one call: over the cached index of a V2 bundle, else a new one; its data
+    files closed on the way out."""
+    filename = _checkpoint_filename(ckpt_dir_or_file)
+    if not isinstance(filename, (str, bytes)):
+        CheckpointReader(filename)  # TF's TypeError
+    text = as_path(filename)
+    ckpt = _cached_index(text)
+    reader = CheckpointReader(text) if ckpt is None else CheckpointReader.over_index(text, ckpt)
+    try:
+        yield reader
+    finally:
+        reader.close()
 
 
 def list_variables(ckpt_dir_or_file: Any) -> list[tuple[str, list[int]]]:
     """``(name, shape)`` of every variable, sorted by name."""
-    return [(v.name, list(v.shape)) for v in _shared_reader(ckpt_dir_or_file).variables()]
+    with _shared_reader(ckpt_dir_or_file) as reader:
+        return [(v.name, list(v.shape)) for v in reader.variables()]
 
 
 def load_variable(ckpt_dir_or_file: Any, name: str) -> Any:
     """The value of one variable (a trailing ``:0`` is stripped), as ``get_tensor`` returns it."""
     if name.endswith(":0"):
         name = name[:-2]
-    return _shared_reader(ckpt_dir_or_file).get_tensor(name)
+    with _shared_reader(ckpt_dir_or_file) as reader:
+        return reader.get_tensor(name)
 
 
 def get_checkpoint_state(checkpoint_dir: Any, latest_filename: str | None = None) -> CheckpointState | None:
