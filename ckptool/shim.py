@@ -1,12 +1,14 @@
-"""``python -m ckptool.shim [--debug] SCRIPT [ARGS]``: run a script that reads checkpoints
-through ``tf.train`` on a machine without TensorFlow.
+"""``python -m ckptool.shim SCRIPT [ARGS]`` (or ``-m MODULE [ARGS]``): run a script that reads
+checkpoints through ``tf.train`` on a machine without TensorFlow.
 
-SCRIPT runs as ``python SCRIPT ARGS`` would run it (``__main__``, ``sys.argv``, its
-directory first on ``sys.path``), except that ``import tensorflow`` (and
-``tensorflow.compat.v1``, ``from tensorflow import train`` ...) gives
-:mod:`ckptool.compat.tf`, said once on stderr when the script first imports it. A part of
-TensorFlow that is not offered fails with one message naming it. An uncaught error prints
-one line (``--debug``: the traceback); the exit status is the script's.
+SCRIPT runs as ``python SCRIPT ARGS`` runs it (``__main__``, an absolute ``__file__``,
+``sys.argv`` as given, the script's directory first on ``sys.path``), and ``-m MODULE`` as
+``python -m MODULE`` does, except that ``import tensorflow`` (and ``tensorflow.compat.v1``,
+``from tensorflow import train`` ...) gives :mod:`ckptool.compat.tf`, said once on stderr
+when the script first imports it. A part of TensorFlow that is not offered fails with one
+message naming it. An uncaught exception prints Python's traceback (from the script's own
+frames) through ``sys.excepthook``; exit statuses are Python's (``sys.exit`` as called, 1
+after an uncaught exception, killed by SIGINT after Ctrl-C).
 
 In a notebook or a program of your own, :func:`install` does the same redirection::
 
@@ -17,17 +19,22 @@ In a notebook or a program of your own, :func:`install` does the same redirectio
 
 from __future__ import annotations
 
+import builtins
 import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import io
 import os
 import runpy
 import sys
+import types
+from collections.abc import Callable
 from types import ModuleType
+from typing import NoReturn
 
 PROG = "ckptool.shim"
-USAGE = f"usage: python -m {PROG} [--debug] SCRIPT [ARGS...]"
+USAGE = f"usage: python -m {PROG} SCRIPT [ARGS...] | -m MODULE [ARGS...]"
 
 #: The TensorFlow modules offered, and the ckptool module each one is.
 ALIASES = {
@@ -35,11 +42,19 @@ ALIASES = {
     "tensorflow.train": "ckptool.compat.tf.train",
     "tensorflow.errors": "ckptool.compat.tf.errors",
     "tensorflow.dtypes": "ckptool.compat.tf.dtypes",
+    "tensorflow.version": "ckptool.compat.tf.version",
+    "tensorflow.io": "ckptool.compat.tf.io",
+    "tensorflow.io.gfile": "ckptool.compat.tf.io.gfile",
     "tensorflow.compat": "ckptool.compat.tf.compat",
     "tensorflow.compat.v1": "ckptool.compat.tf.compat.v1",
     "tensorflow.compat.v1.train": "ckptool.compat.tf.compat.v1.train",
     "tensorflow.compat.v1.errors": "ckptool.compat.tf.errors",
     "tensorflow.compat.v1.dtypes": "ckptool.compat.tf.dtypes",
+    "tensorflow.compat.v1.version": "ckptool.compat.tf.version",
+    "tensorflow.compat.v1.gfile": "ckptool.compat.tf.compat.v1.gfile",
+    "tensorflow.compat.v1.logging": "ckptool.compat.tf.compat.v1.logging",
+    "tensorflow.compat.v1.io": "ckptool.compat.tf.compat.v1.io",
+    "tensorflow.compat.v1.io.gfile": "ckptool.compat.tf.io.gfile",
 }
 
 
@@ -89,58 +104,112 @@ def install(announce: bool = False) -> TensorFlowRedirect:
     return finder
 
 
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split("\n")).strip()
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+def _report(exc: BaseException, filename: str | None) -> None:
+    """Python's report of an uncaught exception: ``sys.excepthook`` with the traceback from
+    the first frame of ``filename`` on (the shim's own frames left out)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename != filename:
+        tb = tb.tb_next
+    if filename == "<frozen runpy>":  # from runpy's first frame, as Python shows `-m` tracebacks
+        while tb is not None and tb.tb_frame.f_code.co_name != "_run_module_as_main":
+            tb = tb.tb_next
+    sys.last_type, sys.last_value, sys.last_traceback = type(exc), exc, tb
+    sys.excepthook(type(exc), exc.with_traceback(tb), tb)
+
+
+def _interrupted() -> NoReturn:
+    """Leave as Python does after an uncaught KeyboardInterrupt: killed by SIGINT."""
+    import atexit
+    import signal
+
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGINT)
+    raise SystemExit(130)  # pragma: no cover - where SIGINT does not end the process
+
+
+def _run(target: str, filename: str | None, body: Callable[[], object]) -> int:
+    """Run ``body`` (the script), reporting what escapes it as Python would; SystemExit passes."""
+    try:
+        body()
+    except SystemExit:
+        raise
+    except KeyboardInterrupt as exc:
+        _report(exc, filename)
+        _interrupted()
+    except BaseException as exc:  # the script's own error: Python's traceback, exit 1
+        _report(exc, filename)
+        return 1
+    return 0
+
+
+def run_script(args: list[str]) -> int:
+    """``python SCRIPT ARGS``: ``args[0]`` run as ``__main__``."""
+    script = args[0]
+    path = os.path.join(os.getcwd(), script)  # absolute, not normalised: as Python makes __file__
+    if not os.path.exists(path):
+        print(f"{sys.executable}: can't open file {path!r}: [Errno 2] No such file or directory", file=sys.stderr)
+        return 2
+    sys.argv = list(args)
+    where = os.path.dirname(os.path.realpath(path)) if os.path.isfile(path) else path
+    if sys.path and sys.path[0] == os.getcwd():
+        sys.path[0] = where  # `python -m ckptool.shim` put the current directory there; python SCRIPT does not
+    else:
+        sys.path.insert(0, where)
+    if not os.path.isfile(path):  # a directory or zip with __main__.py
+        return _run(script, None, lambda: runpy.run_path(path, run_name="__main__"))
+
+    def body() -> None:
+        with io.open_code(path) as f:
+            source = f.read()
+        main = types.ModuleType("__main__")
+        main.__file__ = path
+        main.__cached__ = None  # type: ignore[attr-defined]
+        main.__loader__ = importlib.machinery.SourceFileLoader("__main__", path)
+        main.__builtins__ = builtins  # type: ignore[attr-defined]
+        sys.modules["__main__"] = main
+        exec(compile(source, path, "exec"), main.__dict__)  # noqa: S102  (running the user's script is the point)
+
+    return _run(script, path, body)
+
+
+def run_module(args: list[str]) -> int:
+    """``python -m MODULE ARGS``: what Python itself calls for ``-m`` (runpy's
+    ``_run_module_as_main``, its frames in tracebacks as in Python's), in a fresh ``__main__``."""
+    sys.argv = list(args)
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    run_as_main = runpy._run_module_as_main  # type: ignore[attr-defined]  # what `python -m` runs
+    return _run(args[0], "<frozen runpy>", lambda: run_as_main(args[0], alter_argv=True))
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run SCRIPT under the shim; the exit status is the script's (2: usage, 1: an uncaught error)."""
+    """Run SCRIPT (or ``-m MODULE``) under the shim; the exit status is the script's (2: usage)."""
     args = list(sys.argv[1:] if argv is None else argv)
-    debug = False
+    module = False
     while args and args[0].startswith("-"):
         opt = args.pop(0)
         if opt in ("-h", "--help"):
             print(USAGE + "\n\n" + (__doc__ or "").split("\n\n", 1)[1].split("\n\n")[0], file=sys.stdout)
             return 0
-        if opt == "--debug":
-            debug = True
-        elif opt == "--":
+        if opt == "-m":
+            module = True
             break
-        else:
+        if opt == "--":
+            break
+        if opt != "--debug":  # --debug: accepted, as before; tracebacks are always Python's now
             print(f"{USAGE}\n{PROG}: error: unknown option {opt}", file=sys.stderr)
             return 2
     if not args:
-        print(f"{USAGE}\n{PROG}: error: no SCRIPT given", file=sys.stderr)
-        return 2
-    script = args[0]
-    if not os.path.isfile(script):
-        print(f"{PROG}: error: {script}: no such file", file=sys.stderr)
+        print(f"{USAGE}\n{PROG}: error: no {'MODULE' if module else 'SCRIPT'} given", file=sys.stderr)
         return 2
     install(announce=True)
-    sys.argv = args
-    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    keep = sys.modules.get("__main__")  # this module, while the script replaces it
     try:
-        runpy.run_path(script, run_name="__main__")
-    except SystemExit as exc:
-        code = exc.code
-        if code is None or isinstance(code, int):
-            return code or 0
-        print(code, file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
-    except Exception as exc:  # the script's own error: one line, as the CLI reports
-        if debug:
-            import traceback
-
-            traceback.print_exc()
-        else:
-            print(f"{PROG}: error: {script}: {_one_line(exc)}", file=sys.stderr)
-        return 1
+        return run_module(args) if module else run_script(args)
     finally:
-        sys.stdout.flush()
-    return 0
+        del keep
 
 
 if __name__ == "__main__":

@@ -482,7 +482,8 @@ ONE_PLACE = {
                         "name <-> key: objkeys.name_of / key_of"),
     "backslashreplace": ({"ckptool.format.objkeys"}, "a key as text: objkeys.shown"),
     ".byteswap()": ({"ckptool.format.tensors"}, "the byte swap: tensors.byteswap"),
-    "checksum does not match": ({"ckptool.format.tensors"}, "the tensor CRC check: tensors.check_crc_value"),
+    "checksum does not match": ({"ckptool.format.tensors", "ckptool.compat.bundleread"},  # compat: TF's wording
+                                "the tensor CRC check: tensors.check_crc_value"),
     ".tempstate{": ({"ckptool.io.atomic"}, "temporary names: atomic.tempstate_name"),
     "uuid4": ({"ckptool.io.atomic", "ckptool.io.dirfd"}, "temporary names: atomic.tempstate_name"),
     "os.replace(": ({"ckptool.io.storage", "ckptool.io.dirfd"}, "renames: Storage.rename, the atomic write"),

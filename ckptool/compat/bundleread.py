@@ -181,7 +181,8 @@ def lookup(ckpt: BundleCheckpoint, files: ShardFiles, prefix: str, key: bytes) -
         raise errors.unknown(f"{name_of(key)}: {problem}")
     by_text = {_debug_string(sl).encode(): sl for sl in e.slices}
     order = unordered_map_order(list(by_text)) or list(by_text)
-    out = np.empty(e.shape, dtype=e.dtype.numpy) if e.dtype.kind == _table.FIXED else None
+    fixed = e.dtype.kind == _table.FIXED
+    out = np.empty(e.shape, dtype=e.dtype.numpy if fixed else object)
     for text in order:
         sl = by_text[text]
         part_key = encode_tensor_name_slice(key, sl)
@@ -192,7 +193,7 @@ def lookup(ckpt: BundleCheckpoint, files: ShardFiles, prefix: str, key: bytes) -
         except CkptError as exc:
             raise errors.unknown(str(exc)) from exc
         value = get_value(ckpt, files, prefix, part)
-        if out is None or e.dtype.name not in _SLICE_COPY:
+        if not fixed or e.dtype.name not in _SLICE_COPY:
             raise ValueError(f"Dtype {e.dtype.enum_name[3:].lower()} not supported.")
         if tuple(value.shape) != slice_shape(sl, e.shape):
             raise errors.unknown(f"{name_of(part_key)}: slice of shape {list(value.shape)}")

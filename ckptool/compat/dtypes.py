@@ -234,7 +234,7 @@ def _tables() -> tuple[dict[Any, DType], dict[Any, DType]]:
     if hasattr(np.dtypes, "StringDType"):
         np_to_tf[np.dtypes.StringDType()] = by("string")
     any_to_tf: dict[Any, DType] = dict(_INTERN)
-    for e, d in _INTERN.items():
+    for d in _INTERN.values():
         any_to_tf[d.name] = d
     for alias, name in (("half", "float16"), ("float", "float32"), ("double", "float64")):
         any_to_tf[alias] = by(name)

@@ -58,112 +58,112 @@ class OpError(Exception):
 
 
 class CancelledError(OpError):
-    """TF's ``tf.errors.CancelledError`` (code CANCELLED), built as ``CancelledError(node_def, op, message)``."""
+    """TF's ``tf.errors.CancelledError`` (code CANCELLED)."""
 
     def __init__(self, node_def: Any, op: Any, message: str, *args: Any) -> None:
         super().__init__(node_def, op, message, CANCELLED, *args)
 
 
 class UnknownError(OpError):
-    """TF's ``tf.errors.UnknownError`` (code UNKNOWN), built as ``UnknownError(node_def, op, message)``."""
+    """TF's ``tf.errors.UnknownError`` (code UNKNOWN)."""
 
     def __init__(self, node_def: Any, op: Any, message: str, *args: Any) -> None:
         super().__init__(node_def, op, message, UNKNOWN, *args)
 
 
 class InvalidArgumentError(OpError):
-    """TF's ``tf.errors.InvalidArgumentError`` (code INVALID_ARGUMENT), built as ``InvalidArgumentError(node_def, op, message)``."""
+    """TF's ``tf.errors.InvalidArgumentError`` (code INVALID_ARGUMENT)."""
 
     def __init__(self, node_def: Any, op: Any, message: str, *args: Any) -> None:
         super().__init__(node_def, op, message, INVALID_ARGUMENT, *args)
 
 
 class DeadlineExceededError(OpError):
-    """TF's ``tf.errors.DeadlineExceededError`` (code DEADLINE_EXCEEDED), built as ``DeadlineExceededError(node_def, op, message)``."""
+    """TF's ``tf.errors.DeadlineExceededError`` (code DEADLINE_EXCEEDED)."""
 
     def __init__(self, node_def: Any, op: Any, message: str, *args: Any) -> None:
         super().__init__(node_def, op, message, DEADLINE_EXCEEDED, *args)
 
 
 class NotFoundError(OpError):
-    """TF's ``tf.errors.NotFoundError`` (code NOT_FOUND), built as ``NotFoundError(node_def, op, message)``."""
+    """TF's ``tf.errors.NotFoundError`` (code NOT_FOUND)."""
 
     def __init__(self, node_def: Any, op: Any, message: str, *args: Any) -> None:
         super().__init__(node_def, op, message, NOT_FOUND, *args)
 
 
 class AlreadyExistsError(OpError):
-    """TF's ``tf.errors.AlreadyExistsError`` (code ALREADY_EXISTS), built as ``AlreadyExistsError(node_def, op, message)``."""
+    """TF's ``tf.errors.AlreadyExistsError`` (code ALREADY_EXISTS)."""
 
     def __init__(self, node_def: Any, op: Any, message: str, *args: Any) -> None:
         super().__init__(node_def, op, message, ALREADY_EXISTS, *args)
 
 
 class PermissionDeniedError(OpError):
-    """TF's ``tf.errors.PermissionDeniedError`` (code PERMISSION_DENIED), built as ``PermissionDeniedError(node_def, op, message)``."""
+    """TF's ``tf.errors.PermissionDeniedError`` (code PERMISSION_DENIED)."""
 
     def __init__(self, node_def: Any, op: Any, message: str, *args: Any) -> None:
         super().__init__(node_def, op, message, PERMISSION_DENIED, *args)
 
 
 class UnauthenticatedError(OpError):
-    """TF's ``tf.errors.UnauthenticatedError`` (code UNAUTHENTICATED), built as ``UnauthenticatedError(node_def, op, message)``."""
+    """TF's ``tf.errors.UnauthenticatedError`` (code UNAUTHENTICATED)."""
 
     def __init__(self, node_def: Any, op: Any, message: str, *args: Any) -> None:
         super().__init__(node_def, op, message, UNAUTHENTICATED, *args)
 
 
 class ResourceExhaustedError(OpError):
-    """TF's ``tf.errors.ResourceExhaustedError`` (code RESOURCE_EXHAUSTED), built as ``ResourceExhaustedError(node_def, op, message)``."""
+    """TF's ``tf.errors.ResourceExhaustedError`` (code RESOURCE_EXHAUSTED)."""
 
     def __init__(self, node_def: Any, op: Any, message: str, *args: Any) -> None:
         super().__init__(node_def, op, message, RESOURCE_EXHAUSTED, *args)
 
 
 class FailedPreconditionError(OpError):
-    """TF's ``tf.errors.FailedPreconditionError`` (code FAILED_PRECONDITION), built as ``FailedPreconditionError(node_def, op, message)``."""
+    """TF's ``tf.errors.FailedPreconditionError`` (code FAILED_PRECONDITION)."""
 
     def __init__(self, node_def: Any, op: Any, message: str, *args: Any) -> None:
         super().__init__(node_def, op, message, FAILED_PRECONDITION, *args)
 
 
 class AbortedError(OpError):
-    """TF's ``tf.errors.AbortedError`` (code ABORTED), built as ``AbortedError(node_def, op, message)``."""
+    """TF's ``tf.errors.AbortedError`` (code ABORTED)."""
 
     def __init__(self, node_def: Any, op: Any, message: str, *args: Any) -> None:
         super().__init__(node_def, op, message, ABORTED, *args)
 
 
 class OutOfRangeError(OpError):
-    """TF's ``tf.errors.OutOfRangeError`` (code OUT_OF_RANGE), built as ``OutOfRangeError(node_def, op, message)``."""
+    """TF's ``tf.errors.OutOfRangeError`` (code OUT_OF_RANGE)."""
 
     def __init__(self, node_def: Any, op: Any, message: str, *args: Any) -> None:
         super().__init__(node_def, op, message, OUT_OF_RANGE, *args)
 
 
 class UnimplementedError(OpError):
-    """TF's ``tf.errors.UnimplementedError`` (code UNIMPLEMENTED), built as ``UnimplementedError(node_def, op, message)``."""
+    """TF's ``tf.errors.UnimplementedError`` (code UNIMPLEMENTED)."""
 
     def __init__(self, node_def: Any, op: Any, message: str, *args: Any) -> None:
         super().__init__(node_def, op, message, UNIMPLEMENTED, *args)
 
 
 class InternalError(OpError):
-    """TF's ``tf.errors.InternalError`` (code INTERNAL), built as ``InternalError(node_def, op, message)``."""
+    """TF's ``tf.errors.InternalError`` (code INTERNAL)."""
 
     def __init__(self, node_def: Any, op: Any, message: str, *args: Any) -> None:
         super().__init__(node_def, op, message, INTERNAL, *args)
 
 
 class UnavailableError(OpError):
-    """TF's ``tf.errors.UnavailableError`` (code UNAVAILABLE), built as ``UnavailableError(node_def, op, message)``."""
+    """TF's ``tf.errors.UnavailableError`` (code UNAVAILABLE)."""
 
     def __init__(self, node_def: Any, op: Any, message: str, *args: Any) -> None:
         super().__init__(node_def, op, message, UNAVAILABLE, *args)
 
 
 class DataLossError(OpError):
-    """TF's ``tf.errors.DataLossError`` (code DATA_LOSS), built as ``DataLossError(node_def, op, message)``."""
+    """TF's ``tf.errors.DataLossError`` (code DATA_LOSS)."""
 
     def __init__(self, node_def: Any, op: Any, message: str, *args: Any) -> None:
         super().__init__(node_def, op, message, DATA_LOSS, *args)

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 import time
@@ -12,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ckptool.compat import errors
+from ckptool.compat import errors, tflog
 from ckptool.compat.reader import CheckpointReader, as_path, matching_files
 from ckptool.errors import CkptError, CorruptError
 from ckptool.format.bundle import INDEX_SUFFIX
@@ -22,8 +21,6 @@ from ckptool.io.state import CheckpointState as _State
 from ckptool.io.urls import storage_for
 from ckptool.ops.read.reader import open as open_checkpoint
 from ckptool.ops.read.v2 import BundleCheckpoint
-
-log = logging.getLogger("ckptool.compat.tf")
 
 
 def _fspath(value: Any) -> Any:
@@ -154,14 +151,14 @@ def get_checkpoint_state(checkpoint_dir: Any, latest_filename: str | None = None
             return None
         raw = storage.read_bytes(local_path)
     except (OSError, errors.OpError) as exc:
-        log.warning("%s: %s", type(exc).__name__, exc)
-        log.warning("%s: Checkpoint ignored", path)
+        tflog.warning("%s: %s", type(exc).__name__, exc)
+        tflog.warning("%s: Checkpoint ignored", path)
         return None
     try:
         state = _State.from_text(raw.decode("utf-8", "replace"), path)
     except CorruptError as exc:
-        log.warning("ParseError: %s", exc)
-        log.warning("%s: Checkpoint ignored", path)
+        tflog.warning("ParseError: %s", exc)
+        tflog.warning("%s: Checkpoint ignored", path)
         return None
     if not state.model_checkpoint_path:
         raise ValueError(f"Invalid checkpoint state loaded from {directory}")
@@ -177,11 +174,18 @@ def get_checkpoint_state(checkpoint_dir: Any, latest_filename: str | None = None
     )
 
 
-def checkpoint_exists(checkpoint_prefix: Any) -> bool:
-    """Whether files match ``prefix.index`` or ``prefix`` (V1, patterns allowed), as TF checks."""
+def _exists(checkpoint_prefix: Any) -> bool:
     prefix = as_path(_fspath(checkpoint_prefix))
     storage, local = storage_for(prefix)
     return bool(matching_files(storage, local + INDEX_SUFFIX) or matching_files(storage, local))
+
+
+@tflog.deprecated("tensorflow.python.checkpoint.checkpoint_management",
+                  "Use standard file APIs to check for files with this prefix.")
+def checkpoint_exists(checkpoint_prefix: Any) -> bool:
+    """Whether files match ``prefix.index`` or ``prefix`` (V1, patterns allowed), as TF checks;
+    deprecated in TF, and so it logs TF's notice on first use."""
+    return _exists(checkpoint_prefix)
 
 
 def latest_checkpoint(checkpoint_dir: Any, latest_filename: str | None = None) -> str | None:
@@ -190,7 +194,7 @@ def latest_checkpoint(checkpoint_dir: Any, latest_filename: str | None = None) -
     if state is None or not state.model_checkpoint_path:
         return None
     prefix: str = state.model_checkpoint_path
-    if checkpoint_exists(prefix):
+    if _exists(prefix):
         return prefix
-    log.error("Couldn't match files for checkpoint %s", prefix)
+    tflog.error("Couldn't match files for checkpoint %s", prefix)
     return None

@@ -3,15 +3,20 @@
 Offered, with TF 2.21's results (types and values) and errors (class and wording):
 
 - ``tf.train``: ``list_variables``, ``load_variable``, ``load_checkpoint``,
-  ``latest_checkpoint``, ``get_checkpoint_state``, ``checkpoint_exists`` (TF 2.21 has the
-  last only under ``compat.v1``);
-- ``tf.compat.v1.train``: the same and ``NewCheckpointReader``;
+  ``latest_checkpoint``, ``get_checkpoint_state``;
+- ``tf.compat.v1``: the same (``train``, with ``NewCheckpointReader`` and the deprecated
+  ``checkpoint_exists``), ``gfile``, ``logging``, ``io``, ``errors``, ``dtypes``, ``cast``,
+  ``VERSION``;
 - the reader: ``get_tensor``, ``has_tensor``, ``get_variable_to_shape_map``,
-  ``get_variable_to_dtype_map`` (``DType`` values with ``.name`` and ``.as_numpy_dtype``),
-  ``debug_string``;
-- ``tf.errors``: ``OpError`` and its subclasses (``NotFoundError``,
-  ``InvalidArgumentError``, ``DataLossError`` ...);
-- ``tf.dtypes.DType``, ``tf.as_dtype`` and the dtypes by name (``tf.float32``, ``tf.bfloat16`` ...).
+  ``get_variable_to_dtype_map`` (``DType`` values), ``debug_string``;
+- ``tf.errors``: ``OpError`` and its subclasses (``NotFoundError``, ``DataLossError`` ...);
+  a truncated data file is TF's ``IndexError("Read less bytes than requested")``;
+- ``tf.DType``, ``tf.as_dtype``, the dtypes by name (``tf.float32``, ``tf.bfloat16`` ...),
+  ``tf.cast`` / ``tf.dtypes.cast`` (a tensor with ``.numpy()``);
+- ``tf.io.gfile``: ``exists``, ``glob``, ``GFile``, ``listdir``, ``isdir``, ``makedirs``,
+  ``join``, ``walk``, on local paths and the object stores ckptool reads;
+- ``tf.get_logger()`` and ``tf.compat.v1.logging``: TF's ``WARNING:tensorflow:...`` lines;
+- ``tf.__version__`` and ``tf.version.VERSION``: ``"2.21.0"``, the release mimicked.
 
 Example::
 
@@ -31,15 +36,25 @@ from typing import Any
 from ckptool.compat.dtypes import BY_NAME as _DTYPES
 from ckptool.compat.dtypes import DType, as_dtype
 from ckptool.compat.offered import not_offered
-from ckptool.compat.tf import compat, dtypes, errors, train
+from ckptool.compat.tensor import Tensor, TensorShape, cast
+from ckptool.compat.tf import compat, dtypes, errors, io, train, version
+from ckptool.compat.tflog import get_logger
 
-__all__ = ["DType", "as_dtype", "compat", "dtypes", "errors", "train"]
+__version__ = version.VERSION
+__git_version__ = version.GIT_VERSION
+__compiler_version__ = version.COMPILER_VERSION
+
+__all__ = ["DType", "Tensor", "TensorShape", "as_dtype", "cast", "compat", "dtypes", "errors", "get_logger", "io",
+           "train", "version"]
+
+get_logger()  # TF sets up its logger when imported
 
 
 def __getattr__(name: str) -> Any:
     if name in _DTYPES:
         return _DTYPES[name]
-    raise not_offered("tensorflow", name, ["train", "compat.v1.train", "errors", "dtypes"])
+    raise not_offered("tensorflow", name, ["train", "compat.v1", "errors", "dtypes", "cast", "io.gfile",
+                                           "get_logger", "version", "__version__"])
 
 
 def __dir__() -> list[str]:

@@ -1,13 +1,14 @@
-"""``tf.dtypes``: ``DType``, ``as_dtype`` and the dtypes by name (``tf.dtypes.float32``)."""
+"""``tf.dtypes``: ``DType``, ``as_dtype``, ``cast``, ``QUANTIZED_DTYPES`` and the dtypes by name."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ckptool.compat.dtypes import BY_NAME, DType, as_dtype
+from ckptool.compat.dtypes import BY_NAME, QUANTIZED_DTYPES, DType, as_dtype
 from ckptool.compat.offered import not_offered
+from ckptool.compat.tensor import cast
 
-__all__ = ["DType", "as_dtype"]
+__all__ = ["DType", "QUANTIZED_DTYPES", "as_dtype", "cast"]
 
 
 def __getattr__(name: str) -> Any:

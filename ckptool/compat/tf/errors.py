@@ -22,15 +22,22 @@ from ckptool.compat.errors import (
     UNAVAILABLE,
     UNIMPLEMENTED,
     UNKNOWN,
+    AbortedError,
+    AlreadyExistsError,
     CancelledError,
     DataLossError,
+    DeadlineExceededError,
     FailedPreconditionError,
     InternalError,
     InvalidArgumentError,
     NotFoundError,
+    OperatorNotAllowedInGraphError,
     OpError,
     OutOfRangeError,
     PermissionDeniedError,
+    ResourceExhaustedError,
+    UnauthenticatedError,
+    UnavailableError,
     UnimplementedError,
     UnknownError,
 )
@@ -39,9 +46,11 @@ from ckptool.compat.offered import not_offered
 __all__ = [
     "ABORTED", "ALREADY_EXISTS", "CANCELLED", "DATA_LOSS", "DEADLINE_EXCEEDED", "FAILED_PRECONDITION", "INTERNAL",
     "INVALID_ARGUMENT", "NOT_FOUND", "OK", "OUT_OF_RANGE", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
-    "UNAUTHENTICATED", "UNAVAILABLE", "UNIMPLEMENTED", "UNKNOWN", "CancelledError", "DataLossError",
-    "FailedPreconditionError", "InternalError", "InvalidArgumentError", "NotFoundError", "OpError", "OutOfRangeError",
-    "PermissionDeniedError", "UnimplementedError", "UnknownError",
+    "UNAUTHENTICATED", "UNAVAILABLE", "UNIMPLEMENTED", "UNKNOWN", "AbortedError", "AlreadyExistsError",
+    "CancelledError", "DataLossError", "DeadlineExceededError", "FailedPreconditionError", "InternalError",
+    "InvalidArgumentError", "NotFoundError", "OpError", "OperatorNotAllowedInGraphError", "OutOfRangeError",
+    "PermissionDeniedError", "ResourceExhaustedError", "UnauthenticatedError", "UnavailableError",
+    "UnimplementedError", "UnknownError",
 ]
 
 

@@ -6,7 +6,6 @@ from typing import Any
 
 from ckptool.compat.offered import not_offered
 from ckptool.compat.train import (
-    checkpoint_exists,
     get_checkpoint_state,
     latest_checkpoint,
     list_variables,
@@ -14,8 +13,7 @@ from ckptool.compat.train import (
     load_variable,
 )
 
-__all__ = ["checkpoint_exists", "get_checkpoint_state", "latest_checkpoint",
-           "list_variables", "load_checkpoint", "load_variable"]
+__all__ = ["get_checkpoint_state", "latest_checkpoint", "list_variables", "load_checkpoint", "load_variable"]
 
 
 def __getattr__(name: str) -> Any:

@@ -1,16 +1,26 @@
-"""``tf.compat.v1``: ``train`` (with ``NewCheckpointReader``), ``errors``, ``dtypes``."""
+"""``tf.compat.v1``: ``train`` (with ``NewCheckpointReader``), ``errors``, ``dtypes``, ``gfile``,
+``logging``, ``io``, ``version``, ``cast``, ``as_dtype``, ``get_logger``, ``VERSION``."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ckptool.compat.dtypes import BY_NAME as _DTYPES
-from ckptool.compat.dtypes import DType, as_dtype
+from ckptool.compat.dtypes import QUANTIZED_DTYPES, DType, as_dtype
 from ckptool.compat.offered import not_offered
-from ckptool.compat.tf import dtypes, errors
-from ckptool.compat.tf.compat.v1 import train
+from ckptool.compat.tensor import Tensor, TensorShape, cast
+from ckptool.compat.tf import dtypes, errors, version
+from ckptool.compat.tf.compat.v1 import gfile, io, logging, train
+from ckptool.compat.tf.version import COMPILER_VERSION, GIT_VERSION, GRAPH_DEF_VERSION, VERSION
+from ckptool.compat.tflog import get_logger
 
-__all__ = ["DType", "as_dtype", "dtypes", "errors", "train"]
+__version__ = VERSION
+__git_version__ = GIT_VERSION
+__compiler_version__ = COMPILER_VERSION
+
+__all__ = ["COMPILER_VERSION", "DType", "GIT_VERSION", "GRAPH_DEF_VERSION", "QUANTIZED_DTYPES", "Tensor",
+           "TensorShape", "VERSION", "as_dtype", "cast", "dtypes", "errors", "get_logger", "gfile", "io", "logging",
+           "train", "version"]
 
 
 def __getattr__(name: str) -> Any:

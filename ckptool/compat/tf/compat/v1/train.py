@@ -1,4 +1,5 @@
-"""``tf.compat.v1.train``: ``tf.train``'s readers and ``NewCheckpointReader``."""
+"""``tf.compat.v1.train``: ``tf.train``'s readers, ``NewCheckpointReader`` and the deprecated
+``checkpoint_exists`` (which logs TF's deprecation notice on first use)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,193 @@
+"""``tf.cast`` (``tf.dtypes.cast``) and the eager tensor it returns, as far as scripts that read
+checkpoints use them: GPT-Neo's transformers loader calls ``tf.dtypes.cast(array,
+tf.float32).numpy()``. A :class:`Tensor` holds a numpy array: ``.numpy()``, ``.dtype``,
+``.shape``, ``np.asarray(t)``, indexing, ``int``/``float``/``bool``, TF's ``repr``; any other
+tensor method is :class:`~ckptool.compat.offered.NotOfferedError`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from ckptool.compat import errors
+from ckptool.compat.dtypes import DType, as_dtype
+from ckptool.compat.offered import not_offered
+from ckptool.compat.tflog import get_logger
+
+_CAST_ERROR = ("{{{{function_node __wrapped__Cast_device_/job:localhost/replica:0/task:0/device:CPU:0}}}} "
+               "Cast {} to {} is not supported [Op:Cast] name: ")
+
+
+class TensorShape(tuple):  # type: ignore[type-arg]
+    """TF 2's ``tf.TensorShape`` of a known shape: a tuple of ints equal to the list or tuple
+    of the same dimensions, ``str`` ``(2, 3)``, ``repr`` ``TensorShape([2, 3])``."""
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (list, tuple)):
+            return tuple(self) == tuple(other)
+        return NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    __hash__ = tuple.__hash__
+
+    def __str__(self) -> str:
+        return f"({self[0]},)" if len(self) == 1 else "(" + ", ".join(str(d) for d in self) + ")"
+
+    def __repr__(self) -> str:
+        return f"TensorShape({list(self)})"
+
+    @property
+    def rank(self) -> int:
+        return len(self)
+
+    ndims = rank
+
+    def as_list(self) -> list[int]:
+        return list(self)
+
+    def num_elements(self) -> int:
+        n = 1
+        for d in self:
+            n *= d
+        return n
+
+    def is_fully_defined(self) -> bool:
+        return True
+
+
+class Tensor:
+    """An eager tensor (TF's ``EagerTensor``) holding a numpy array."""
+
+    __slots__ = ("_value", "_dtype")
+
+    def __init__(self, value: Any, dtype: DType) -> None:
+        self._value = value
+        self._dtype = dtype
+
+    @property
+    def dtype(self) -> DType:
+        return self._dtype
+
+    @property
+    def shape(self) -> TensorShape:
+        return TensorShape(self._value.shape)
+
+    @property
+    def ndim(self) -> int:
+        return int(self._value.ndim)
+
+    def get_shape(self) -> TensorShape:
+        return self.shape
+
+    def numpy(self) -> Any:
+        """A copy of the value: an ndarray, or a numpy scalar (``bytes`` for a string) for rank 0."""
+        v = self._value.copy()
+        return v[()] if v.ndim == 0 else v
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        import numpy as np
+        return self._value if not dtype else np.array(self._value, dtype=dtype)
+
+    def __len__(self) -> int:
+        if not self._value.ndim:
+            raise TypeError("Scalar tensor has no `len()`")
+        return int(self._value.shape[0])
+
+    def __iter__(self) -> Any:
+        if not self._value.ndim:
+            raise TypeError("Cannot iterate over a scalar tensor.")
+        return (EagerTensor(v, self._dtype) for v in self._value)
+
+    def __getitem__(self, item: Any) -> Tensor:
+        import numpy as np
+        return EagerTensor(np.asarray(self._value[item]), self._dtype)
+
+    def __int__(self) -> int:
+        return int(self._value)
+
+    def __float__(self) -> float:
+        return float(self._value)
+
+    def __index__(self) -> int:
+        return int(self._value.__index__())
+
+    def __bool__(self) -> bool:
+        return bool(self._value.size > 0 and self._value)
+
+    def _text(self, is_repr: bool) -> str:
+        import numpy as np
+        v: Any = self._value[()] if self._value.ndim == 0 else self._value
+        if is_repr:
+            text = repr(v.item() if isinstance(v, np.generic) else v)
+        else:
+            text = str(v)
+        return "\n" + text if "\n" in text else text
+
+    def __repr__(self) -> str:
+        return f"<tf.Tensor: shape={self.shape}, dtype={self._dtype.name}, numpy={self._text(True)}>"
+
+    def __str__(self) -> str:
+        return f"tf.Tensor({self._text(False)}, shape={self.shape}, dtype={self._dtype.name})"
+
+    def __getattr__(self, name: str) -> Any:
+        raise not_offered("tf.Tensor", name, ["numpy", "dtype", "shape", "ndim", "get_shape"])
+
+
+class EagerTensor(Tensor):
+    """The class of the tensors :func:`cast` returns (TF's eager tensors)."""
+
+    __slots__ = ()
+
+
+def convert_to_tensor(value: Any) -> Tensor:
+    """A tensor of ``value`` as TF makes one: numpy values keep their dtype; Python floats
+    become float32, ints int32 (int64 when they do not fit), str and bytes strings."""
+    import numpy as np
+
+    if isinstance(value, Tensor):
+        return value
+    python = not isinstance(value, (np.ndarray, np.generic))
+    arr = np.asarray(value)
+    if arr.dtype.kind in "USO":
+        out = np.empty(arr.shape, dtype=object)
+        out[...] = [v.encode() if isinstance(v, str) else bytes(v) for v in arr.ravel()] if arr.size else []
+        return EagerTensor(out, as_dtype("string"))
+    if python and arr.dtype.kind == "f":
+        arr = arr.astype(np.float32)
+    elif python and arr.dtype.kind == "i" and (arr.size == 0 or -(2**31) <= arr.min() and arr.max() < 2**31):
+        arr = arr.astype(np.int32)
+    return EagerTensor(arr, as_dtype(arr.dtype))
+
+
+def cast(x: Any, dtype: Any, name: Any = None) -> Tensor:
+    """``tf.cast``: ``x`` (a tensor, numpy value or Python value) as ``dtype``, with TF's
+    conversions (numpy's, as TF's CPU kernel computes them) and TF's warning when a complex
+    value loses its imaginary part."""
+    base = as_dtype(dtype).base_dtype
+    if isinstance(x, Tensor) and x.dtype == base:
+        return x
+    t = convert_to_tensor(x)
+    src = t.dtype
+    if src.is_complex and base.is_floating:
+        get_logger().warning("You are casting an input of type %s to an incompatible dtype %s.  This will "
+                             "discard the imaginary part and may not be what you intended.", src.name, base.name)
+    if src == base:
+        return t
+    if not (src.is_numpy_compatible and base.is_numpy_compatible) or "string" in (src.name, base.name) \
+            or src.is_quantized or base.is_quantized:
+        raise errors.UnimplementedError(None, None, _CAST_ERROR.format(_type_string(src), _type_string(base)))
+    import numpy as np
+
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = t._value.astype(base.as_numpy_dtype)
+    return EagerTensor(out, base)
+
+
+def _type_string(d: DType) -> str:
+    """TF's DataTypeString: ``float`` for float32, ``double``, ``half``, else the name."""
+    return {"float32": "float", "float64": "double", "float16": "half"}.get(d.name, d.name)
