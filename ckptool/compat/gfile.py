@@ -93,19 +93,18 @@ def glob(pattern: Any) -> list[str]:
         return [p] if exists(p) else []
     parts = p.split("/")
     first = next(i for i, part in enumerate(parts) if any(c in part for c in _GLOB))
-    base = "/".join(parts[:first])
-    found = [base]
+    found = ["/".join(parts[:first]) or "."]  # TF names matches in the current directory ./NAME
     for depth, part in enumerate(parts[first:]):
         last = depth == len(parts) - first - 1
         nxt = []
         for d in found:
             try:
-                names = listdir(d if d else ".")
+                names = listdir(d)
             except (errors.OpError, OSError, CkptError):
                 continue
             for n in names:
                 if fnmatch.fnmatchcase(n, part):
-                    child = f"{d}/{n}" if d else n
+                    child = f"{d}/{n}" if d != "/" else f"/{n}"
                     if last or isdir(child):
                         nxt.append(child)
         found = nxt

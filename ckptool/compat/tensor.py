@@ -143,23 +143,68 @@ class EagerTensor(Tensor):
     __slots__ = ()
 
 
+def _flatten(value: Any, depth: int = 0) -> tuple[list[Any], tuple[int, ...]]:
+    """The leaves of a nested list/tuple and its shape; TF's error when it is not rectangular."""
+    if not isinstance(value, (list, tuple)):
+        return [value], ()
+    parts = [_flatten(v, depth + 1) for v in value]
+    shapes = {shape for _, shape in parts}
+    if len(shapes) > 1:
+        raise ValueError("Can't convert non-rectangular Python sequence to Tensor.")
+    inner = shapes.pop() if shapes else ()
+    return [x for leaves, _ in parts for x in leaves], (len(value), *inner)
+
+
+_KINDS = ((bool, "b"), (int, "i"), (float, "f"), (complex, "c"), (str, "s"), (bytes, "s"))
+
+
+def _python_array(value: Any) -> Any:
+    """A Python value (scalars, nested lists) as TF converts it: floats to float32, ints to
+    int32 or int64, complex to complex128, str/bytes to strings; mixing bools or strings with
+    numbers is an error, as are values that do not fit."""
+    import numpy as np
+
+    leaves, shape = _flatten(value)
+    kinds = set()
+    for x in leaves:
+        k = next((k for t, k in _KINDS if isinstance(x, t)), None)
+        if k is None:
+            k = np.asarray(x).dtype.kind.replace("u", "i").replace("S", "s").replace("U", "s")
+        kinds.add(k)
+    if len(kinds) > 1 and (kinds & {"b", "s", "O"} or not kinds <= {"i", "f", "c"}):
+        raise ValueError("Can't convert Python sequence with mixed types to Tensor.")
+    kind = "c" if "c" in kinds else "f" if "f" in kinds else kinds.pop() if kinds else "f"
+    if kind == "s":
+        out = np.empty(len(leaves), dtype=object)
+        for i, x in enumerate(leaves):
+            out[i] = x.encode() if isinstance(x, str) else bytes(x)
+        return out.reshape(shape)
+    if kind == "i":
+        if any(not -(2**63) <= int(x) < 2**63 for x in leaves):
+            raise ValueError("Can't convert Python sequence with out-of-range integer to Tensor.")
+        fits = all(-(2**31) <= int(x) < 2**31 for x in leaves)
+        return np.array(leaves, dtype=np.int32 if fits else np.int64).reshape(shape)
+    if kind == "f":
+        arr = np.array(leaves, dtype=np.float64)
+        if np.any(np.isfinite(arr) & (np.abs(arr) > np.finfo(np.float32).max)):
+            raise ValueError("Can't convert Python sequence with a value out of range for a double-precision float.")
+        return arr.astype(np.float32).reshape(shape)
+    return np.array(leaves, dtype={"c": np.complex128, "b": np.bool_}.get(kind, None)).reshape(shape)
+
+
 def convert_to_tensor(value: Any) -> Tensor:
-    """A tensor of ``value`` as TF makes one: numpy values keep their dtype; Python floats
-    become float32, ints int32 (int64 when they do not fit), str and bytes strings."""
+    """A tensor of ``value`` as TF makes one: numpy values keep their dtype (numpy strings
+    become bytes); Python values as :func:`_python_array` converts them."""
     import numpy as np
 
     if isinstance(value, Tensor):
         return value
-    python = not isinstance(value, (np.ndarray, np.generic))
-    arr = np.asarray(value)
+    arr = np.asarray(value) if isinstance(value, (np.ndarray, np.generic)) else _python_array(value)
     if arr.dtype.kind in "USO":
         out = np.empty(arr.shape, dtype=object)
-        out[...] = [v.encode() if isinstance(v, str) else bytes(v) for v in arr.ravel()] if arr.size else []
+        for idx, v in np.ndenumerate(arr):
+            out[idx] = v.encode() if isinstance(v, str) else bytes(v)
         return EagerTensor(out, as_dtype("string"))
-    if python and arr.dtype.kind == "f":
-        arr = arr.astype(np.float32)
-    elif python and arr.dtype.kind == "i" and (arr.size == 0 or -(2**31) <= arr.min() and arr.max() < 2**31):
-        arr = arr.astype(np.int32)
     return EagerTensor(arr, as_dtype(arr.dtype))
 
 
@@ -177,15 +222,20 @@ def cast(x: Any, dtype: Any, name: Any = None) -> Tensor:
                              "discard the imaginary part and may not be what you intended.", src.name, base.name)
     if src == base:
         return t
-    if not (src.is_numpy_compatible and base.is_numpy_compatible) or "string" in (src.name, base.name) \
-            or src.is_quantized or base.is_quantized:
+    if not (src.is_numpy_compatible and base.is_numpy_compatible) or "string" in (src.name, base.name):
         raise errors.UnimplementedError(None, None, _CAST_ERROR.format(_type_string(src), _type_string(base)))
     import numpy as np
 
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        out = t._value.astype(base.as_numpy_dtype)
+        out = t._value.astype(_numpy_type(base))  # a quantized type: its integers, as TF's .numpy() gives them
     return EagerTensor(out, base)
+
+
+def _numpy_type(d: DType) -> Any:
+    import numpy as np
+    t = d.as_numpy_dtype
+    return t[0] if isinstance(t, np.dtype) and t.names else t
 
 
 def _type_string(d: DType) -> str:
