@@ -10,6 +10,8 @@ from the files as they are at each call), beside a reader opened once (which kee
 shard it has opened, as TF's does).
 """
 
+# ruff: noqa: B023  (each lambda is called where it is made, inside its loop)
+
 import json
 import os
 import shutil

@@ -7,6 +7,8 @@ DType and as_dtype, tf.cast, tf.version, tf.errors, tf.io.gfile, TF's logging.
 Logging goes to stderr as TF's handler writes it; the test compares stderr too.
 """
 
+# ruff: noqa: B023  (each lambda is called where it is made, inside its loop)
+
 import json
 import os
 import pickle
