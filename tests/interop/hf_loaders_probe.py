@@ -180,6 +180,7 @@ def load(directory, out):
             continue
         loader, config, model, naming = _build(key, 1)
         source = _build(key, 0)[2].state_dict()
+        fresh = {k: v.clone() for k, v in model.state_dict().items()}
         kwargs = {"config": config} if "config" in loader.__code__.co_varnames[:loader.__code__.co_argcount] else {}
         try:
             loaded = loader(model, tf_checkpoint_path=prefix, **kwargs) if key in ("big_bird", "qdqbert") else \
@@ -190,7 +191,7 @@ def load(directory, out):
             continue
         results[key] = {"keys": list(state), "coverage": sum(
             1 for k, v in state.items() if k in source and v.shape == source[k].shape and torch.equal(v, source[k])
-            and not torch.equal(v, _build(key, 1)[2].state_dict()[k]))}
+            and not torch.equal(v, fresh[k]))}
         for k, v in state.items():
             arrays[f"{key}|{k}"] = v.detach().cpu().numpy()
     np.savez(out + ".npz", **arrays)

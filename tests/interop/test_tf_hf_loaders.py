@@ -73,9 +73,6 @@ SCRIPTS = {  # model dir -> (script, model written by hf_loaders_probe, its argu
     "gpt2": ("convert_gpt2_original_tf_checkpoint_to_pytorch.py",
              ["--gpt2_checkpoint_path", "{ckpt}", "--gpt2_config_file", "{config}", "--pytorch_dump_folder_path",
               "{out}"]),
-    "rembert": ("convert_rembert_tf_checkpoint_to_pytorch.py",
-                ["--tf_checkpoint_path", "{ckpt}", "--rembert_config_file", "{config}", "--pytorch_dump_path",
-                 "{out}"]),
 }
 
 
