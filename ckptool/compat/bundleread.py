@@ -124,6 +124,9 @@ def _fixed(ckpt: BundleCheckpoint, files: ShardFiles, prefix: str, e: Entry) -> 
 
 def _strings(ckpt: BundleCheckpoint, files: ShardFiles, prefix: str, e: Entry) -> np.ndarray:
     """TF's ReadStringTensor: varint lengths, their masked checksum, then the bytes."""
+    if e.size < e.numel:  # each element has a varint length at least: TF's lower bound, checked before allocating
+        raise errors.unknown(f"Invalid size in bundle entry: key {name_of(e.key)}; stored size {e.size}; expected size "
+                             f"is at least {e.numel}")
     values = [b""] * e.numel
     actual = 0
     if e.size:
@@ -180,11 +183,11 @@ def lookup(ckpt: BundleCheckpoint, files: ShardFiles, prefix: str, key: bytes) -
                              f"in slice_spec: {full}")
         raise errors.unknown(f"{name_of(key)}: {problem}")
     by_text = {_debug_string(sl).encode(): sl for sl in e.slices}
-    order = unordered_map_order(list(by_text)) or list(by_text)
+    order = [by_text[t] for t in unordered_map_order(list(by_text)) or list(by_text)]
     fixed = e.dtype.kind == _table.FIXED
-    out = np.empty(e.shape, dtype=e.dtype.numpy if fixed else object)
-    for text in order:
-        sl = by_text[text]
+    # TF allocates the whole tensor first; here only once its slices are known to fit in their files
+    out = np.empty(e.shape, dtype=e.dtype.numpy) if fixed and _fits(ckpt, files, key, order) else None
+    for sl in order:
         part_key = encode_tensor_name_slice(key, sl)
         try:
             part = ckpt.entry(part_key)
@@ -197,8 +200,31 @@ def lookup(ckpt: BundleCheckpoint, files: ShardFiles, prefix: str, key: bytes) -
             raise ValueError(f"Dtype {e.dtype.enum_name[3:].lower()} not supported.")
         if tuple(value.shape) != slice_shape(sl, e.shape):
             raise errors.unknown(f"{name_of(part_key)}: slice of shape {list(value.shape)}")
-        out[slice_region(sl, e.shape)] = value
+        if out is not None:
+            out[slice_region(sl, e.shape)] = value
+    if out is None:
+        raise errors.unknown(f"{name_of(key)}: its slices hold more bytes than its data files")
     return out
+
+
+def _fits(ckpt: BundleCheckpoint, files: ShardFiles, key: bytes, order: list[Slice]) -> bool:
+    """Whether the slices' entries claim no more bytes than their data files hold (so that the
+    whole tensor, which they tile, is no larger than the files)."""
+    need, shards = 0, set()
+    for sl in order:
+        try:
+            part = ckpt.entry(encode_tensor_name_slice(key, sl))
+        except CkptError:
+            continue  # reported in order by the reading loop
+        need += part.size
+        shards.add(part.shard_id)
+    have = 0
+    for sid in shards:
+        try:
+            have += files.get(sid).size
+        except errors.OpError:
+            continue
+    return need <= have
 
 
 def _printable(key: bytes) -> str:

@@ -20,7 +20,7 @@ if tf.io.gfile.isdir(ckpt):
 tf.compat.v1.logging.info("Fine-tuning from %s", ckpt)
 init_vars = tf.train.list_variables(ckpt)
 assignment_map = collections.OrderedDict()
-for name, shape in init_vars:
+for name, _shape in init_vars:
     if name.startswith(exclude) or "Adam" in name or name == "global_step":
         continue
     m = re.match(r"^(.*):\d+$", name)
