@@ -84,6 +84,8 @@ CASES = {
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_peer_script_runs_as_under_tf(runs, case, tmp_path):
     script, args = CASES[case]
+    if case == "fairseq":
+        pytest.importorskip("torch")  # the converter saves with torch (CI's tier 2 installs it)
     got = {}
     for shim in (False, True):
         out = tmp_path / ("shim" if shim else "tf")
