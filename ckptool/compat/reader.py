@@ -16,6 +16,7 @@ from ckptool.compat.dtypes import DType
 from ckptool.compat.hashorder import unordered_map_order
 from ckptool.format import dtypes as _table
 from ckptool.format.bundle import INDEX_SUFFIX
+from ckptool.format.table import FOOTER_SIZE
 from ckptool.io.layout import V2, is_index, is_v1_table
 from ckptool.io.storage import Storage
 from ckptool.io.urls import storage_for
@@ -103,8 +104,9 @@ class CheckpointReader:
             if is_v1_table(storage, f):
                 tables.append(f)
             elif not is_index(storage, f):
-                raise errors.DataLossError(None, None, f"Unable to open table file {f}: DATA_LOSS: not an sstable "
-                                                       f"(bad magic number): {_AGAIN}")
+                why = "file is too short to be an sstable" if storage.size(f) < FOOTER_SIZE else \
+                    "not an sstable (bad magic number)"
+                raise errors.DataLossError(None, None, f"Unable to open table file {f}: DATA_LOSS: {why}: {_AGAIN}")
         if not tables:
             return None
         return open_checkpoint(tables[0] if len(files) == 1 else path, storage)

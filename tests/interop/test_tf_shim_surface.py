@@ -102,3 +102,29 @@ def test_damaged_and_changing_data_files_fail_as_in_tf(tmp_path):
     assert all(live["replaced"][n][1] == live["fresh"][n][1] for n in names)  # a reader held keeps its old one
     assert all(live["deleted"][n][0]["raised"] == "OpError" for n in names)
     assert all(live["repaired_in_place"][n][0] == live["fresh"][n][0] for n in names)
+
+
+V1_DAMAGE = """\
+import os, shutil, sys
+import tensorflow as tf
+src, work = sys.argv[1], sys.argv[2]
+for cut in (0, 20, 47, 48, 100, 300, -10, -50):
+    d = os.path.join(work, f"c{cut}")
+    shutil.copytree(os.path.dirname(src), d)
+    p = os.path.join(d, os.path.basename(src))
+    raw = open(p, "rb").read()
+    open(p, "wb").write(raw[:cut] if cut >= 0 else raw[:len(raw) + cut])
+    for f in (lambda: tf.train.list_variables(p), lambda: tf.train.load_variable(p, "f32")):
+        try:
+            print(cut, "ok", repr(f())[:60])
+        except Exception as e:
+            print(cut, type(e).__name__, str(e).replace(work, "<W>"))
+"""
+
+
+def test_damaged_v1_tables_fail_as_in_tf(tmp_path):
+    script = tmp_path / "v1_damage.py"
+    script.write_text(V1_DAMAGE)
+    src = os.path.join(REPO, "tests", "data", "v1", "single", "v1ckpt")
+    outs = [_run(shim, tmp_path, script, src, tmp_path / ("s" if shim else "t")).stdout for shim in (False, True)]
+    assert outs[1] == outs[0] and "too short to be an sstable" in outs[0] and "bad magic number" in outs[0]
