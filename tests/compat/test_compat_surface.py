@@ -143,3 +143,20 @@ def test_logging_and_deprecation_lines_are_tfs(tmp_path):
         "checkpoint_management) is deprecated and will be removed in a future version.",
         "Instructions for updating:", "Use standard file APIs to check for files with this prefix."]
     assert logging.getLogger("tensorflow") is tf.get_logger()
+
+
+def test_gfile_reads_the_object_stores_ckptool_reads():
+    fsspec = pytest.importorskip("fsspec")
+    fs = fsspec.filesystem("memory")
+    fs.pipe("/gfbucket/run/vocab.txt", b"x\ny\n")
+    fs.mkdir("/gfbucket/run/sub")
+    g = tf.io.gfile
+    assert g.exists("memory://gfbucket/run/vocab.txt") and not g.exists("memory://gfbucket/run/none")
+    assert g.isdir("memory://gfbucket/run") and not g.isdir("memory://gfbucket/run/vocab.txt")
+    assert sorted(g.listdir("memory://gfbucket/run")) == ["sub", "vocab.txt"]
+    assert g.glob("memory://gfbucket/run/*.txt") == ["memory://gfbucket/run/vocab.txt"]
+    assert g.GFile("memory://gfbucket/run/vocab.txt").readlines() == ["x\n", "y\n"]
+    with pytest.raises(tf.errors.NotFoundError, match="none; No such file or directory$"):
+        g.GFile("memory://gfbucket/run/none").read()
+    with pytest.raises(AttributeError, match="local files only"):
+        g.GFile("memory://gfbucket/run/w.txt", "w").write("x")
