@@ -104,7 +104,7 @@ def install(announce: bool = False) -> TensorFlowRedirect:
     return finder
 
 
-def _report(exc: BaseException, filename: str | None) -> None:
+def _report(exc: BaseException, filename: str) -> None:
     """Python's report of an uncaught exception: ``sys.excepthook`` with the traceback from
     the first frame of ``filename`` on (the shim's own frames left out)."""
     tb = exc.__traceback__
@@ -130,7 +130,7 @@ def _interrupted() -> NoReturn:
     raise SystemExit(130)  # pragma: no cover - where SIGINT does not end the process
 
 
-def _run(target: str, filename: str | None, body: Callable[[], object]) -> int:
+def _run(filename: str, body: Callable[[], object]) -> int:
     """Run ``body`` (the script), reporting what escapes it as Python would; SystemExit passes."""
     try:
         body()
@@ -159,7 +159,7 @@ def run_script(args: list[str]) -> int:
     else:
         sys.path.insert(0, where)
     if not os.path.isfile(path):  # a directory or zip with __main__.py
-        return _run(script, None, lambda: runpy.run_path(path, run_name="__main__"))
+        return _run(os.path.join(script, "__main__.py"), lambda: runpy.run_path(script, run_name="__main__"))
 
     def body() -> None:
         with io.open_code(path) as f:
@@ -172,7 +172,7 @@ def run_script(args: list[str]) -> int:
         sys.modules["__main__"] = main
         exec(compile(source, path, "exec"), main.__dict__)  # noqa: S102  (running the user's script is the point)
 
-    return _run(script, path, body)
+    return _run(path, body)
 
 
 def run_module(args: list[str]) -> int:
@@ -181,7 +181,7 @@ def run_module(args: list[str]) -> int:
     sys.argv = list(args)
     sys.modules["__main__"] = types.ModuleType("__main__")
     run_as_main = runpy._run_module_as_main  # type: ignore[attr-defined]  # what `python -m` runs
-    return _run(args[0], "<frozen runpy>", lambda: run_as_main(args[0], alter_argv=True))
+    return _run("<frozen runpy>", lambda: run_as_main(args[0], alter_argv=True))
 
 
 def main(argv: list[str] | None = None) -> int:
