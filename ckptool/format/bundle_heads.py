@@ -17,12 +17,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy as np
 
+    from ckptool.format.table_scan import TableEntries
+
 #: Heads are compared in words of this many bytes, up to :data:`MAX_HEAD` bytes.
 WORD = 8
 MAX_HEAD = 64
 
 
-def group_heads(buf: bytes, starts: array[int], ends: array[int]) -> tuple[np.ndarray, list[bytes]] | None:
+def group_heads(buf: bytes | bytearray, starts: array[int], ends: array[int]) -> tuple[np.ndarray, list[bytes]] | None:
     """``(group of each entry, head of each group)`` (the groups a numpy array) for the entries whose values are
     ``buf[starts[i]:ends[i]]`` (``starts`` and ``ends`` int64 buffers). An entry's head is
     its ``dtype`` and ``shape`` fields when it begins with them as TF writes them (tag 0x08,
@@ -57,7 +59,7 @@ def group_heads(buf: bytes, starts: array[int], ends: array[int]) -> tuple[np.nd
     for col in [length, *columns]:  # every head the same bytes as its group's first: no collision
         if bool((col != col[first][group]).any()):
             return None
-    heads = [buf[int(s[i]):int(s[i]) + int(length[i])] for i in first.tolist()]
+    heads = [bytes(buf[int(s[i]):int(s[i]) + int(length[i])]) for i in first.tolist()]
     return group, heads
 
 
@@ -82,6 +84,23 @@ def _grouped(hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return np.array(first, np.int64), group
     _, where, inverse = np.unique(hashes, return_index=True, return_inverse=True)
     return where, inverse.reshape(-1)
+
+
+def group_entries(table: TableEntries) -> tuple[np.ndarray | list[int], list[bytes]]:
+    """``(group of each entry, head of each group)`` of a table's entries: :func:`group_heads`
+    when its values lie in its bytes (read in bulk), else :func:`group_values`."""
+    got = group_heads(table.buf, table.starts, table.ends) if table.values is None else None
+    return got if got is not None else group_values(table.all_values())
+
+
+def group_values(values: list[bytes]) -> tuple[list[int], list[bytes]]:
+    """:func:`group_heads` of values held one by one, grouped by a dict of their heads."""
+    groups: dict[bytes, int] = {}
+    ids = []
+    for v in values:
+        h = v[:4 + v[3]] if len(v) > 3 and v[0] == 0x08 and v[2] == 0x12 and v[1] < 0x80 and v[3] < 0x80 else v
+        ids.append(groups.setdefault(h, len(groups)))
+    return ids, list(groups)
 
 
 def picked(values: list[Any], group: np.ndarray | list[int]) -> list[Any]:

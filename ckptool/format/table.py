@@ -256,13 +256,12 @@ class TableReader:
         """Every entry of the table, keys as names (:func:`~ckptool.format.objkeys.name_of`),
         each block's CRC32C checked: in bulk for a big table
         (:func:`~ckptool.format.table_scan.bulk_entries`), else as :meth:`scan` reads them."""
-        buf = self.buf if isinstance(self.buf, bytes) else bytes(self.buf)  # values are sliced from it
+        buf = self.buf if isinstance(self.buf, (bytes, bytearray)) else bytes(self.buf)  # values are sliced from it
         blocks = [(h, read_block(buf, h, self.name)) for h in self.block_handles()]
         if self.size >= BULK_MIN_BYTES:
             got = bulk_entries(buf, blocks)
             if got is not None:
-                names, starts, ends = got
-                return TableEntries(names, buf, starts, ends)
+                return got
         keys: list[bytes] = []
         values: list[bytes] = []
         for handle, contents in blocks:

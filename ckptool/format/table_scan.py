@@ -45,6 +45,8 @@ if TYPE_CHECKING:
 BULK_MIN_BYTES = 64 << 10
 #: A restart group of more entries than this (TF writes 16) is left to the entry-by-entry scan.
 MAX_GROUP = 64
+#: Keys rebuilt this many at a time (bounds the Python ints their positions take).
+CHUNK = 8192
 
 
 class TableEntries:
@@ -53,15 +55,17 @@ class TableEntries:
     value's bytes, sliced from the table's bytes when asked for (or held, when the table
     was scanned entry by entry)."""
 
-    __slots__ = ("buf", "names", "starts", "ends", "values")
+    __slots__ = ("buf", "names", "starts", "ends", "values", "ascii")
 
-    def __init__(self, names: list[str], buf: bytes = b"", starts: array[int] | None = None,
+    def __init__(self, names: list[str], buf: bytes | bytearray = b"", starts: array[int] | None = None,
                  ends: array[int] | None = None, values: list[bytes] | None = None):
         self.names = names
         self.buf = buf
         self.starts = array("q") if starts is None else starts
         self.ends = array("q") if ends is None else ends
         self.values = values
+        #: every name ASCII (read in bulk): they sort as strings as their keys sort as bytes
+        self.ascii = False
 
     def __len__(self) -> int:
         return len(self.names)
@@ -69,7 +73,7 @@ class TableEntries:
     def value(self, i: int) -> bytes:
         if self.values is not None:
             return self.values[i]
-        return self.buf[self.starts[i]:self.ends[i]]
+        return bytes(self.buf[self.starts[i]:self.ends[i]])
 
     def drop_first(self) -> None:
         """Forget the first entry (a bundle's header, once parsed)."""
@@ -84,14 +88,14 @@ class TableEntries:
         if self.values is not None:
             return self.values
         buf = self.buf
-        return [buf[a:b] for a, b in zip(self.starts, self.ends)]
+        return [bytes(buf[a:b]) for a, b in zip(self.starts, self.ends)]
 
 
-def bulk_entries(buf: bytes, blocks: list[tuple[BlockHandle, memoryview | bytes]]
-                 ) -> tuple[list[str], array[int], array[int]] | None:
-    """``(names, value starts, value ends)`` of every entry of the data ``blocks``
-    (each ``(handle, verified contents)`` of the table ``buf``), header included; None
-    when the table is not laid out as this path expects (see the module doc)."""
+def bulk_entries(buf: bytes | bytearray, blocks: list[tuple[BlockHandle, memoryview | bytes]]
+                 ) -> TableEntries | None:
+    """Every entry of the data ``blocks`` (each ``(handle, verified contents)`` of the
+    table ``buf``), header included; None when the table is not laid out as this path
+    expects (see the module doc)."""
     import numpy as np
 
     u8 = np.frombuffer(buf, np.uint8)
@@ -120,7 +124,7 @@ def bulk_entries(buf: bytes, blocks: list[tuple[BlockHandle, memoryview | bytes]
         ends.append(e + off)
         limits.append(np.full(nr, off + limit, np.int64))
     if not starts:
-        return [], array("q"), array("q")
+        return TableEntries([], buf)
     got = _groups(buf, u8, np.concatenate(starts), np.concatenate(ends), np.concatenate(limits))
     if got is None:
         return None
@@ -128,22 +132,28 @@ def bulk_entries(buf: bytes, blocks: list[tuple[BlockHandle, memoryview | bytes]
     text = buf.decode("latin-1")  # one character a byte: string slices are byte slices
     # a key is the previous one's first ``s`` characters and its own; consecutive keys often
     # share as many (a scope's variables): that prefix is then the one just made
+    names: list[str] = []
     key = prefix = ""
     last = -1
-    names = [key := (prefix if s == last else (prefix := key[:(last := s)])) + text[a:b]
-             for s, a, b in zip(shared.tolist(), key_start.tolist(), key_end.tolist())]
+    for lo in range(0, len(shared), CHUNK):  # a chunk at a time: its positions as ints, not all
+        part = slice(lo, lo + CHUNK)
+        names += [key := (prefix if s == last else (prefix := key[:(last := s)])) + text[a:b]
+                  for s, a, b in zip(shared[part].tolist(), key_start[part].tolist(), key_end[part].tolist())]
     del text
     if not all(map(lt, names, islice(names, 1, None))):
         return None  # out of order (or repeated): the entry-by-entry scan says where
-    if not "".join(names).isascii():
+    ascii = all("".join(names[lo:lo + CHUNK]).isascii() for lo in range(0, len(names), CHUNK))
+    if not ascii:
         names = [name_of(n.encode("latin-1")) for n in names]
     out_start, out_end = array("q"), array("q")
     out_start.frombytes(key_end.astype("=i8").tobytes())
     out_end.frombytes(value_end.astype("=i8").tobytes())
-    return names, out_start, out_end
+    out = TableEntries(names, buf, out_start, out_end)
+    out.ascii = ascii
+    return out
 
 
-def _groups(buf: bytes, u8: np.ndarray, start: np.ndarray, end: np.ndarray, limit: np.ndarray
+def _groups(buf: bytes | bytearray, u8: np.ndarray, start: np.ndarray, end: np.ndarray, limit: np.ndarray
             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
     """``(shared, key start, key end, value end)`` of every entry, in order: the entries of
     each restart group ``[start, end)`` read one step per entry, all groups at once."""

@@ -115,15 +115,6 @@ def test_a_bad_crc_is_still_caught():
         TableReader(bytes(raw), "t").entries()
 
 
-def _python_groups(values):
-    groups = {}
-    for v in values:
-        h = v[:4 + v[3]] if len(v) > 3 and v[0] == 8 and v[2] == 18 and v[1] < 128 and v[3] < 128 else v
-        groups.setdefault(h, len(groups))
-    return [h for h in groups], [groups[v[:4 + v[3]] if len(v) > 3 and v[0] == 8 and v[2] == 18 and v[1] < 128
-                                        and v[3] < 128 else v] for v in values]
-
-
 heads = st.one_of(
     st.builds(lambda d, dims: bytes([8, d, 18, len(dims)]) + dims + b"\x18\x00\x20\x05\x28\x10",
               st.integers(1, 30), st.binary(max_size=20)),
@@ -145,9 +136,12 @@ def test_group_heads_groups_as_a_dict_of_bytes(values):
     if got is None:
         return  # a head the bulk path does not take (too long): listing groups it entry by entry
     group, hs = got
-    want_heads, want_ids = _python_groups(values)
+    want_ids, want_heads = bundle_heads.group_values(values)  # a dict of each entry's head bytes
     assert [hs[g] for g in group.tolist()] == [want_heads[i] for i in want_ids]
     assert len(hs) == len(want_heads)
+    assert want_heads[want_ids[0]] == (values[0][:4 + values[0][3]] if values[0][:1] == b"\x08"
+                                       and len(values[0]) > 3 and values[0][2] == 18 and values[0][1] < 128
+                                       and values[0][3] < 128 else values[0])
 
 
 def test_picked_and_members():

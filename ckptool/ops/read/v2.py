@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import warnings
+from bisect import bisect_left
 from collections.abc import Iterator
 from itertools import repeat
 from typing import TYPE_CHECKING
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING
 from ckptool.errors import CkptWarning, CorruptError, MissingError, TensorNotFoundError, UnsupportedError
 from ckptool.format import bundle, dtypes, tensors
 from ckptool.format.bundle import Entry
-from ckptool.format.bundle_heads import group_heads, members, picked
+from ckptool.format.bundle_heads import group_entries, members, picked
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, ObjectGraph
 from ckptool.format.slices import key_text, slice_text
 from ckptool.format.table import read_table
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
     from ckptool.format.slices import Slice
     from ckptool.io.storage import Reader
 
+#: Parsed entries kept at most (a few hundred bytes each).
+ENTRY_CACHE = 4096
 #: Up to this many shards, :meth:`BundleCheckpoint.shard_paths` names every shard the
 #: header counts; above it (a header can claim 2^31 - 1), only those entries reference.
 SHARD_LIST_MAX = 4096
@@ -86,18 +89,33 @@ class BundleCheckpoint(Checkpoint):
             self._pos = dict(zip(names, range(len(names))))
         return self._pos
 
-    def _entry_at(self, i: int) -> Entry:
+    def _position(self, name: str) -> int | None:
+        """The position of ``name`` in the index, or None: a binary search of the names when
+        they sort as strings as their keys sort as bytes (ASCII names: a big index read in
+        bulk), which takes no memory; else a probe of :meth:`_index`."""
+        names = self._table.names
+        if self._table.ascii:
+            i = bisect_left(names, name)
+            return i if i < len(names) and names[i] == name else None
+        return self._index().get(name)
+
+    def _entry_at(self, i: int, key: bytes | None = None) -> Entry:
+        """Entry ``i`` (whose key is ``key``, when the caller has it), parsed, kept among the last
+        :data:`ENTRY_CACHE` used (an operation asks for a tensor's entry a few times in a row;
+        memory stays flat, whatever the count)."""
         e = self._entries.get(i)
         if e is None:
-            e = self._entries[i] = bundle.parse_entry(key_of(self._table.names[i]), self._table.value(i),
-                                                      self.index_path)
+            if len(self._entries) >= ENTRY_CACHE:
+                self._entries.clear()
+            e = self._entries[i] = bundle.parse_entry(key_of(self._table.names[i]) if key is None else key,
+                                                      self._table.value(i), self.index_path)
         return e
 
     def entry(self, key: bytes) -> Entry:
-        i = self._index().get(name_of(key))
+        i = self._position(name_of(key))
         if i is None:
             raise TensorNotFoundError(f"{self.prefix}: key {key!r} not found in checkpoint")
-        return self._entry_at(i)
+        return self._entry_at(i, key if type(key) is bytes else None)
 
     def keys(self) -> list[bytes]:
         """Every key of the index but the header, slice keys included, sorted."""
@@ -105,7 +123,7 @@ class BundleCheckpoint(Checkpoint):
 
     def raw_entry(self, key: bytes) -> bytes:
         """The serialized BundleEntryProto of ``key``, exactly as stored."""
-        i = self._index().get(name_of(key))
+        i = self._position(name_of(key))
         if i is None:
             raise TensorNotFoundError(f"{self.prefix}: key {key!r} not found in checkpoint")
         return bytes(self._table.value(i))
@@ -136,13 +154,8 @@ class BundleCheckpoint(Checkpoint):
         dtype and shape fields (parsed once per distinct serialization); None if an
         entry turns out to be partitioned after all (its slices then have no entries:
         :meth:`_list_all` says so)."""
-        t = self._table
-        names = t.names
-        grouped: tuple[np.ndarray | list[int], list[bytes]] | None
-        grouped = group_heads(t.buf, t.starts, t.ends) if t.values is None else None
-        if grouped is None:
-            grouped = _group_heads(t.all_values())
-        ids, heads = grouped
+        names = self._table.names
+        ids, heads = group_entries(self._table)
         info = [bundle.listing_head(h) for h in heads]
         # dtype, shape and size from each entry's group; a group listing_head cannot read (a string
         # tensor, an entry not laid out as TF writes it) is parsed entry by entry
@@ -174,16 +187,24 @@ class BundleCheckpoint(Checkpoint):
         return out
 
     def __contains__(self, name: str) -> bool:
-        return name in self._index() and (not self._may_slice or key_of(name) not in self.slice_keys())
+        return self._position(name) is not None and (not self._may_slice or key_of(name) not in self.slice_keys())
+
+    def variable(self, name: str) -> Variable:
+        if self._may_slice:  # positions in the index are not positions in the listing
+            return super().variable(name)
+        i = self._position(name)
+        if i is None:
+            raise self._not_found(name)
+        return (self._variables if self._variables is not None else self.variables())[i]
 
     def _lookup(self, name: str) -> Entry:
-        i = self._index().get(name)
+        i = self._position(name)
         if i is None or (self._may_slice and key_of(name) in self.slice_keys()):
             raise self._not_found(name)
         return self._entry_at(i)
 
     def _slice_entry(self, full: Entry, sl: Slice) -> Entry:
-        i = self._index().get(name_of(bundle.encode_tensor_name_slice(full.key, sl)))
+        i = self._position(name_of(bundle.encode_tensor_name_slice(full.key, sl)))
         if i is None:
             raise CorruptError(
                 f"{self.index_path}: slice {slice_text(name_of(full.key), sl)!r} has no entry in the index"
@@ -370,13 +391,3 @@ class BundleCheckpoint(Checkpoint):
             r.close()
         self._readers.clear()
 
-
-def _group_heads(values: list[bytes]) -> tuple[list[int], list[bytes]]:
-    """:func:`~ckptool.format.bundle_heads.group_heads` of values held one by one: each entry's
-    head (its dtype and shape fields, :func:`ckptool.format.bundle._entry_head`), grouped by a dict."""
-    groups: dict[bytes, int] = {}
-    ids = []
-    for v in values:
-        h = v[:4 + v[3]] if len(v) > 3 and v[0] == 0x08 and v[2] == 0x12 and v[1] < 0x80 and v[3] < 0x80 else v
-        ids.append(groups.setdefault(h, len(groups)))
-    return ids, list(groups)
