@@ -98,15 +98,20 @@ def emit_json_rows(rows, texts=()) -> None:
     except UnicodeEncodeError:
         ascii_only = True
     with tempfile.SpooledTemporaryFile(max_size=2 << 20, mode="w+", encoding="utf-8") as spool:
-        parts: list[str] = []
+        batch: list = []
+
+        def flush() -> None:  # "[\n  row,\n  row\n]": its rows as the whole array's, at the same indent
+            spool.write(("[\n" if not spool.tell() else ",\n")
+                        + dumps(batch, ensure_ascii=ascii_only, default=_default)[2:-2])
+            batch.clear()
+
         for row in rows:
-            parts.append(("[\n  " if not spool.tell() and not parts else ",\n  ")
-                         + dumps(row, ensure_ascii=ascii_only, default=_default).replace("\n", "\n  "))
-            if len(parts) >= 512:
-                spool.write("".join(parts))
-                parts.clear()
-        parts.append("\n]" if parts or spool.tell() else "[]")
-        spool.write("".join(parts))
+            batch.append(row)
+            if len(batch) >= 512:
+                flush()
+        if batch:
+            flush()
+        spool.write("\n]" if spool.tell() else "[]")
         spool.seek(0)
         while chunk := spool.read(1 << 20):
             click.echo(chunk, nl=False)
