@@ -141,6 +141,10 @@ class Tools:
                 if not self.workloads.get(need[5:]):
                     return f"workload {need[5:]} not built (it needs TensorFlow)"
                 continue
+            if need == "tf":
+                if not self.tf_python:
+                    return "needs TensorFlow (--tf-python)"
+                continue
             if need == "s3":
                 r = subprocess.run([self.py, "-c", "import s3fs"], capture_output=True, env=self.ck_env)
                 if r.returncode != 0:
@@ -171,7 +175,8 @@ def ensure_tf(args) -> str | None:
     if not os.path.exists(py):
         print(f"bench: installing {TF_PIN} into {venv} (once)", file=sys.stderr)
         subprocess.run([sys.executable, "-m", "venv", venv], check=True)
-        subprocess.run([py, "-m", "pip", "install", "-q", TF_PIN], check=True)
+        # crc32c: the listing rows import ckptool in TF's process
+        subprocess.run([py, "-m", "pip", "install", "-q", TF_PIN, "crc32c"], check=True)
     return py
 
 
@@ -193,6 +198,7 @@ class Row:
     best: bool = False  # report the best of at least BEST_RUNS runs of each side (see the write rows)
     probe: object = None  # callable after every measurement: a dict kept in the sample's extra
     data_bytes: int = 0  # bytes of tensor data the row reads (the object-store rows' bytes ratio)
+    paired: bool = False  # ``ck`` runs both sides in one TF process (child.same_list): its TF time is the TF column
 
 
 class S3Server:
@@ -297,10 +303,11 @@ def rows(t: Tools, w: dict, sizes: dict, out: str, s3: S3Server | None = None) -
         Row("list", f"list {many_n} variables, cold: first call in a fresh process (in-process)",
             t.child("ck_list", many), t.tf_child("tf_list", many), "op", "ratio<=1.0",
             ["lib:open"], note="TF: tf.train.list_variables, first call (pays TF's lazy set-up)"),
-        *[Row(f"list-warm-{k}", f"list {k:,} variables, warm: best of 3 after the first call, "
-                                f"each opening afresh (in-process)",
-              t.child("ck_list_warm", w[f"many_{k}"]), t.tf_child("tf_list_warm", w[f"many_{k}"]), "op",
-              "ratio<=1.0", ["lib:open"], note="ckptool.open(p).variables() vs tf.train.list_variables, warm")
+        *[Row(f"list-warm-{k}", f"list {k:,} variables, warm, in one process with TF: best of 15 each, "
+                                f"interleaved, each opening afresh (in-process)",
+              t.tf_child("same_list", w[f"many_{k}"], "15"), None, "op", "ratio<=0.7", ["lib:open", "tf"],
+              paired=True, note="ckptool.open(p).variables() vs the faster of tf.train.list_variables and "
+                                "load_checkpoint(p).get_variable_to_shape_map(), one process, interleaved")
           for k in sizes["list_sizes"]],
         *[Row(f"list-cold-{k}", f"list {k:,} variables, cold: first call in a fresh process (in-process)",
               t.child("ck_list", w[f"many_{k}"]), t.tf_child("tf_list", w[f"many_{k}"]), "op",
@@ -457,6 +464,18 @@ def run_row(res: Result, repeat: int, tools: Tools, progress) -> None:
     row = res.row
     if row.best:
         repeat = max(repeat, BEST_RUNS)
+    if row.paired:  # one process (TF's python, ckptool on its path) times both sides
+        env = dict(tools.tf_env, PYTHONPATH=ROOT)
+        for i in range(repeat):
+            try:
+                s = measure(row.ck, env)
+            except RunFailed as exc:
+                res.failed = f"ckptool and TF: {exc}"
+                return
+            res.ck.append(s)
+            res.tf.append(Sample(s.wall, s.extra.get("tf_seconds"), s.peak_mb, s.extra))
+            progress(f"  {row.key} #{i + 1}: ckptool {s.op:.4f} s, TF {s.extra.get('tf_seconds', 0):.4f} s")
+        return
     sides = [("ck", row.ck, tools.ck_env)]
     if row.tf is not None and row.base_is_ck:
         sides.append(("tf", row.tf, tools.ck_env))

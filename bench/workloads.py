@@ -27,7 +27,7 @@ FULL = {
     "dir_ckpts": 10_000,  # checkpoints in one directory
     "runs": 1_000,  # run directories ...
     "runs_ckpts": 20,  # ... of 20 checkpoints each
-    "list_sizes": (20_000, 200_000),  # listing rows (issue 21)
+    "list_sizes": (20_000, 300_000),  # listing rows (issues 21, 42)
     "stats_sizes": (5_000, 20_000, 80_000),  # statistics rows: linear in variables
     "big_shards": 8,  # the verify-on-every-core row: the 1 GiB in 8 shards
     "retention_sizes": (1_000, 10_000, 100_000),  # retention decisions: linear in checkpoints
