@@ -111,6 +111,16 @@ def many_spec(n: int):
             yield f"{base}/step", np.array(i, dtype=np.int64)
 
 
+def obj_spec(n: int):
+    """``(key, array)`` pairs of an object-based checkpoint with the values of :func:`many_spec`:
+    ``model/block_BBB/layer_LL/{kernel,bias,moving_mean,step}/.ATTRIBUTES/VARIABLE_VALUE`` (the
+    keys tf.train.Checkpoint(model=...) gives nested modules; ckptool.write adds the object graph
+    TF would), so that thousands of objects share one parent (``model``'s blocks)."""
+    for i, (_, value) in enumerate(many_spec(n)):
+        block, layer, kind = obj_var_name(i)
+        yield f"model/{block}/{layer}/{kind}/.ATTRIBUTES/VARIABLE_VALUE", value
+
+
 def _marker_ok(path: str, params: dict) -> bool:
     try:
         with open(os.path.join(path, MARKER)) as f:
@@ -155,6 +165,19 @@ def build_many(root: str, n: int) -> str:
     if not _marker_ok(root, params):
         _fresh(root)
         ckptool.write(prefix, many_spec(n), sync=False)
+        _mark(root, params)
+    return prefix
+
+
+def build_obj_keys(root: str, n: int) -> str:
+    """``root/ckpt``: ``n`` small variables, object-based (:func:`obj_spec`), written by ckptool."""
+    import ckptool
+
+    params = {"kind": "obj_keys", "n": n}
+    prefix = os.path.join(root, "ckpt")
+    if not _marker_ok(root, params):
+        _fresh(root)
+        ckptool.write(prefix, obj_spec(n), sync=False)
         _mark(root, params)
     return prefix
 
