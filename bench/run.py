@@ -247,12 +247,16 @@ class S3Server:
             self.proc = None
 
 
+def size_text(nbytes: int) -> str:
+    return next(f"{nbytes / 2**s:g} {u}" for s, u in ((30, "GiB"), (20, "MiB"), (10, "KiB"), (0, "B"))
+                if nbytes >= 2**s or s == 0)
+
+
 def rows(t: Tools, w: dict, sizes: dict, out: str, s3: S3Server | None = None) -> list[Row]:
     big, many, cdir, runs = w["big"], w["many"], w["dir"], w["runs"]
     n, elems = str(sizes["big_tensors"]), str(sizes["big_elems"])
     nbytes = sizes["big_tensors"] * sizes["big_elems"] * 4
-    size = next(f"{nbytes / 2**s:g} {u}" for s, u in ((30, "GiB"), (20, "MiB"), (10, "KiB"), (0, "B"))
-                if nbytes >= 2**s or s == 0)
+    size = size_text(nbytes)
     mapfile = os.path.join(os.path.dirname(out), "rename-map.json")
     with open(mapfile, "w") as f:
         json.dump({workloads.big_name(i): f"renamed_{i:03d}/kernel" for i in range(sizes["big_tensors"])}, f)
@@ -373,6 +377,14 @@ def rows(t: Tools, w: dict, sizes: dict, out: str, s3: S3Server | None = None) -
             t.cli("inspect", w["s3"], "--stats"), t.child("raw_s3_get", w["s3"], "8", "8"), "wall", "ratio<=2.0",
             ["inspect --stats", "s3"], s3_reset, base_is_ck=True, probe=s3.stats, data_bytes=s3_bytes,
             note="as s3-verify"),
+        Row("s3-verify-big", f"`ckptool verify` s3:// {size_text(sizes['s3_big_bytes'])} in {sizes['s3_big_shards']} "
+                             "shards vs a raw parallel download of the same bytes (process; as s3-verify; peak RSS "
+                             "bounded by the GETs in flight)",
+            t.cli("-q", "verify", w["s3_big"]), t.child("raw_s3_get", w["s3_big"], "8", "8"), "wall",
+            "ratio<=1.25;mem<=200", ["verify", "s3"], s3_reset, base_is_ck=True, probe=s3.stats,
+            data_bytes=sizes["s3_big_bytes"],
+            note="sparse data files (zeros, each tensor's CRC32C right) served by bench/s3server.py; raw: s3fs, "
+                 "8 MiB ranged GETs, 8 in flight; targets also >= 4 GETs in flight, <= 1.1x bytes"),
         Row("listcli", f"`list-variables` {many_n} variables (process)",
             t.cli("list-variables", many), [t.tf_python, "-m", "tensorflow.python.tools.inspect_checkpoint",
                                             f"--file_name={many}", "--all_tensor_names"] if t.tf_python else None,
@@ -443,16 +455,14 @@ class Result:
         return c / t if c is not None and t else None
 
     def verdict(self) -> str:
-        if self.skipped or self.failed or not self.ck:
+        if self.skipped or self.failed or not self.ck or not self.row.target:
             return ""
-        kind, _, value = self.row.target.partition("<=")
-        if not kind:
-            return ""
-        limit = float(value)
-        got = {"ratio": self.ratio(), "wall": self.reported("ck"), "mem": self.peak("ck")}[kind]
-        if got is None:
-            return "n/a"
-        return "yes" if got <= limit else "**NO**"
+        verdicts = []
+        for target in self.row.target.split(";"):  # every target must be met
+            kind, _, value = target.partition("<=")
+            got = {"ratio": self.ratio(), "wall": self.reported("ck"), "mem": self.peak("ck")}[kind]
+            verdicts.append("n/a" if got is None else "yes" if got <= float(value) else "**NO**")
+        return next((v for v in verdicts if v != "yes"), "yes")
 
 
 #: Runs of each side of a ``best`` row at the least: its runs are bimodal (fast, or 5-10x
@@ -524,8 +534,11 @@ def fmt_mb(x: float | None) -> str:
 
 
 def fmt_target(t: str) -> str:
-    kind, _, v = t.partition("<=")
-    return {"ratio": f"ratio ≤ {v}", "wall": f"≤ {v} s", "mem": f"peak ≤ {v} MB"}.get(kind, "")
+    out = []
+    for one in filter(None, t.split(";")):
+        kind, _, v = one.partition("<=")
+        out.append({"ratio": f"ratio ≤ {v}", "wall": f"≤ {v} s", "mem": f"peak ≤ {v} MB"}.get(kind, ""))
+    return ", ".join(out)
 
 
 def table(results: list[Result]) -> str:
