@@ -193,6 +193,52 @@ def tf_write_obj(prefix: str, kind: str, n: str, elems: str) -> None:
     _report(time.perf_counter() - t0)
 
 
+def same_list(prefix: str, runs: str = "15") -> None:
+    """Listing in one process, TF 2.21 and ckptool interleaved (the first call of each
+    untimed), best of ``runs`` each: ckptool.open(p).variables() against both
+    tf.train.list_variables(p) and tf.train.load_checkpoint(p).get_variable_to_shape_map(); the
+    TF time reported is the faster of the two. Run with TF's python, ckptool on PYTHONPATH."""
+    tf = _tf()
+    from ckptool import open as ck_open
+
+    def ck():
+        with ck_open(prefix) as c:
+            return len(c.variables())
+
+    def tf_list():
+        return len(tf.train.list_variables(prefix))
+
+    def tf_map():
+        return len(tf.train.load_checkpoint(prefix).get_variable_to_shape_map())
+
+    calls = [ck, tf_list, tf_map]
+    counts = {f.__name__: f() for f in calls}
+    best = {f.__name__: float("inf") for f in calls}
+    for i in range(int(runs)):
+        for f in calls if i % 2 == 0 else calls[::-1]:
+            t0 = time.perf_counter()
+            f()
+            best[f.__name__] = min(best[f.__name__], time.perf_counter() - t0)
+    _report(best["ck"], tf_seconds=min(best["tf_list"], best["tf_map"]), tf_list=best["tf_list"],
+            tf_map=best["tf_map"], variables=counts["ck"], tf_variables=counts["tf_list"])
+
+
+def raw_read(*paths: str) -> None:
+    """The floor for reading: every byte of ``paths`` (files, or directories: their files) read
+    in 8 MiB pieces, as cat would, bytes discarded."""
+    files = []
+    for p in paths:
+        files += sorted(os.path.join(p, f) for f in os.listdir(p)) if os.path.isdir(p) else [p]
+    buf = bytearray(8 << 20)
+    t0 = time.perf_counter()
+    total = 0
+    for f in files:
+        with open(f, "rb", buffering=0) as fh:
+            while n := fh.readinto(buf):
+                total += n
+    _report(time.perf_counter() - t0, bytes=total)
+
+
 def raw_s3_get(url: str, jobs: str = "8", mib: str = "8") -> None:
     """The floor for the object-store rows: every data file under the checkpoint's directory
     downloaded with s3fs in ``mib`` MiB ranged GETs, ``jobs`` in flight (bytes discarded).
@@ -265,7 +311,7 @@ def tf_import() -> None:
 
 OPS = {f.__name__: f for f in (ck_read_all, ck_list, ck_list_warm, ck_write, raw_write, ck_verify, tf_read_all, tf_list,
                                tf_list_warm, tf_write, tf_rename, tf_prune, tf_import, ck_retention, tf_write_obj,
-                               raw_s3_get)}
+                               raw_s3_get, same_list, raw_read)}
 
 if __name__ == "__main__":
     OPS[sys.argv[1]](*sys.argv[2:])

@@ -27,13 +27,15 @@ FULL = {
     "dir_ckpts": 10_000,  # checkpoints in one directory
     "runs": 1_000,  # run directories ...
     "runs_ckpts": 20,  # ... of 20 checkpoints each
-    "list_sizes": (20_000, 200_000),  # listing rows (issue 21)
+    "list_sizes": (20_000, 300_000),  # listing rows (issues 21, 42)
     "stats_sizes": (5_000, 20_000, 80_000),  # statistics rows: linear in variables
     "big_shards": 8,  # the verify-on-every-core row: the 1 GiB in 8 shards
     "retention_sizes": (1_000, 10_000, 100_000),  # retention decisions: linear in checkpoints
     "s3_tensors": 64,  # the object-store rows: 64 float32 tensors ...
     "s3_elems": 1024 * 1024,  # ... of 4 MiB: 256 MiB
     "obj_many": 20_000,  # object-based variables (written with tf.train.Checkpoint)
+    "s3_big_bytes": 8 << 30,  # the object store at scale: 8 GiB ...
+    "s3_big_shards": 64,  # ... in 64 data shards (sparse files: no disk used)
 }
 
 #: ``--quick``: the same shapes of work, about a tenth the size.
@@ -51,6 +53,8 @@ QUICK = {
     "s3_tensors": 16,
     "s3_elems": 1024 * 1024,  # 64 MiB
     "obj_many": 2_000,
+    "s3_big_bytes": 512 << 20,
+    "s3_big_shards": 64,
 }
 
 #: Toy sizes for the smoke test.
@@ -68,6 +72,8 @@ TOY = {
     "s3_tensors": 4,
     "s3_elems": 1024,
     "obj_many": 40,
+    "s3_big_bytes": 4 << 20,
+    "s3_big_shards": 4,
 }
 
 #: Epoch of the synthetic step times (2026-01-01T00:00:00Z) and the step spacing.
@@ -109,6 +115,16 @@ def many_spec(n: int):
             yield f"{base}/moving_mean", np.full((8,), i, dtype=np.float64)
         else:
             yield f"{base}/step", np.array(i, dtype=np.int64)
+
+
+def obj_spec(n: int):
+    """``(key, array)`` pairs of an object-based checkpoint with the values of :func:`many_spec`:
+    ``model/block_BBB/layer_LL/{kernel,bias,moving_mean,step}/.ATTRIBUTES/VARIABLE_VALUE`` (the
+    keys tf.train.Checkpoint(model=...) gives nested modules; ckptool.write adds the object graph
+    TF would), so that thousands of objects share one parent (``model``'s blocks)."""
+    for i, (_, value) in enumerate(many_spec(n)):
+        block, layer, kind = obj_var_name(i)
+        yield f"model/{block}/{layer}/{kind}/.ATTRIBUTES/VARIABLE_VALUE", value
 
 
 def _marker_ok(path: str, params: dict) -> bool:
@@ -155,6 +171,19 @@ def build_many(root: str, n: int) -> str:
     if not _marker_ok(root, params):
         _fresh(root)
         ckptool.write(prefix, many_spec(n), sync=False)
+        _mark(root, params)
+    return prefix
+
+
+def build_obj_keys(root: str, n: int) -> str:
+    """``root/ckpt``: ``n`` small variables, object-based (:func:`obj_spec`), written by ckptool."""
+    import ckptool
+
+    params = {"kind": "obj_keys", "n": n}
+    prefix = os.path.join(root, "ckpt")
+    if not _marker_ok(root, params):
+        _fresh(root)
+        ckptool.write(prefix, obj_spec(n), sync=False)
         _mark(root, params)
     return prefix
 
@@ -237,6 +266,41 @@ def build_s3(root: str, n: int, elems: int) -> str:
     return "s3://bkt/run/ckpt"
 
 
+def build_sparse(root: str, nbytes: int, num_shards: int, tensor_bytes: int = 32 << 20) -> str:
+    """``root/ckpt``: ``nbytes`` of float32 zeros in ``num_shards`` data files, tensors of
+    ``tensor_bytes``, written cheaply: each data file is a sparse file of its size (a hole
+    that reads as zeros, no disk used) and the index is built directly, every entry with the
+    CRC32C of its zeros. A valid checkpoint TF reads; for the object-store row at scale."""
+    from ckptool.format import bundle, dtypes
+    from ckptool.format.coding import crc32c, mask_crc
+    from ckptool.format.table_build import TableBuilder
+
+    params = {"kind": "sparse", "bytes": nbytes, "shards": num_shards, "tensor": tensor_bytes}
+    prefix = os.path.join(root, "ckpt")
+    if _marker_ok(root, params):
+        return prefix
+    _fresh(root)
+    per_shard = max(1, nbytes // num_shards // tensor_bytes)
+    tensor_bytes = min(tensor_bytes, nbytes // num_shards)
+    crc = mask_crc(crc32c(bytes(tensor_bytes)))
+    entries = []
+    for shard in range(num_shards):
+        with open(bundle.data_filename(prefix, shard, num_shards), "wb") as f:
+            f.truncate(per_shard * tensor_bytes)
+        for k in range(per_shard):
+            entries.append((f"t{shard:03d}_{k:04d}".encode(),
+                            bundle.encode_entry(dtypes.BY_NAME["float32"], (tensor_bytes // 4,), shard,
+                                                k * tensor_bytes, tensor_bytes, crc)))
+    with open(prefix + ".index", "wb") as f:
+        table = TableBuilder(f)
+        table.add(bundle.HEADER_KEY, bundle.encode_header(num_shards))
+        for key, value in sorted(entries):
+            table.add(key, value)
+        table.finish()
+    _mark(root, params)
+    return prefix
+
+
 def obj_var_name(i: int) -> tuple[str, str, str]:
     """``(block, layer, kind)`` of object-based variable ``i`` (the shapes of many_spec)."""
     block, layer = divmod(i, 100)
@@ -284,6 +348,8 @@ def build_all(work: str, sizes: dict, tf_python: str | None = None) -> dict[str,
         **{k: v for k, v in obj.items() if v is not None},
         "s3_root": os.path.join(work, "s3"),
         "s3": build_s3(os.path.join(work, "s3"), sizes["s3_tensors"], sizes["s3_elems"]),
+        "s3_big": (build_sparse(os.path.join(work, "s3", "bkt", "big"), sizes["s3_big_bytes"], sizes["s3_big_shards"])
+                   and "s3://bkt/big/ckpt"),
         "big": build_big(os.path.join(work, "big"), sizes["big_tensors"], sizes["big_elems"]),
         "many": build_many(os.path.join(work, "many"), sizes["many"]),
         "dir": build_ckpt_dir(os.path.join(work, "dir"), sizes["dir_ckpts"]),

@@ -115,3 +115,25 @@ def test_harness_runs_rows_without_tensorflow(built, capsys):
     for label in ("read all tensors", "list 50 variables", "write", "`list-variables` 50 variables"):
         assert label in out
     assert "failed" not in out
+
+
+def test_growth_curves_run_without_tensorflow(tmp_path, capsys):
+    """bench/growth.py at toy size: every operation measured at every point, the exponents printed."""
+    growth = _load("growth")
+    assert growth.main(["--sizes", "toy", "--no-tf", "--repeat", "1", "--work", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    for op in growth.VAR_OPS:
+        for kind in ("names", "objects"):
+            assert f"| {kind} | 200 | {op}" in out
+            assert f"- {kind} {op}: " in out
+    for op in growth.BYTE_OPS:
+        assert f"| float32 | 256 KiB | {op}" in out
+    assert "*" not in out.split("Growth exponent")[0].replace("**", "")  # no point failed (a note in italics)
+    assert not (tmp_path / "growth-toy" / "out").exists()  # outputs removed
+
+
+def test_growth_exponent_fit():
+    growth = _load("growth")
+    assert abs(growth.exponent([(1_000, 2.0), (10_000, 20.0), (100_000, 200.0)]) - 1.0) < 1e-9
+    assert abs(growth.exponent([(10, 1.0), (20, 4.0)]) - 2.0) < 1e-9
+    assert growth.exponent([(10, 1.0)]) is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import click
@@ -148,7 +149,7 @@ def _num(x) -> str:
     return f"{x:.6g}"
 
 
-def print_stats(rows: list[dict]) -> None:
+def print_stats(rows: Iterable[dict]) -> None:
     table = [(display_name(r["name"]), r["dtype"], format_shape(r["shape"]), _num(r["min"]), _num(r["max"]),
               _num(r["mean"]), _num(r["std"]), _num(r["nan"]), _num(r["inf"]), _num(r["zeros"])) for r in rows]
     for line in _table(("NAME", "DTYPE", "SHAPE", "MIN", "MAX", "MEAN", "STD", "NAN", "INF", "ZEROS"), table,

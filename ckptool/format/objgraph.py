@@ -8,10 +8,8 @@ recorded on the optimizer's node.
 
 from __future__ import annotations
 
-import copy
 from collections import deque
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import cast
 
 from google.protobuf.message import DecodeError
@@ -26,31 +24,11 @@ from ckptool.format.objkeys import is_object_key as is_object_key
 from ckptool.format.objkeys import object_key as object_key
 from ckptool.format.objkeys import parse_object_key as parse_object_key
 from ckptool.format.objkeys import unescape as unescape
+from ckptool.format.objnodes import Attribute as Attribute  # X as X: defined there, named here
+from ckptool.format.objnodes import ChildIndex, copy_node
+from ckptool.format.objnodes import Node as Node
+from ckptool.format.objnodes import SlotVariable as SlotVariable
 from ckptool.format.protos.tensor_bundle_pb2 import TrackableObjectGraph
-
-
-@dataclass
-class Attribute:
-    name: str
-    full_name: str
-    checkpoint_key: str
-
-
-@dataclass
-class SlotVariable:
-    original_variable_node_id: int
-    slot_name: str
-    slot_variable_node_id: int
-
-
-@dataclass
-class Node:
-    id: int
-    children: list[tuple[str, int]] = field(default_factory=list)  # (local name, node id)
-    attributes: list[Attribute] = field(default_factory=list)
-    slot_variables: list[SlotVariable] = field(default_factory=list)
-    registered_saver: str = ""
-    has_checkpoint_values: bool | None = None  # None: the field is absent
 
 
 class ObjectGraph:
@@ -138,13 +116,8 @@ class ObjectGraph:
         return out
 
     def _walk(self, path: Sequence[str]) -> int | None:
-        nid: int | None
-        nid = 0
-        for name in path:
-            nid = next((c for n, c in self.nodes[nid].children if n == name), None)
-            if nid is None:
-                return None
-        return nid
+        """The node ``path`` reaches from the root (the first child of each name), or None."""
+        return ChildIndex(self.nodes).walk(path)
 
     def edited(self, renames: dict[str, str], dropped: Collection[str] = frozenset(),
                strip_optimizer: bool = False) -> tuple[ObjectGraph, dict[str, str | None]]:
@@ -162,7 +135,7 @@ class ObjectGraph:
         through a removed path is re-keyed by its first path breadth first, as TF
         would key it.
         """
-        nodes = [copy.deepcopy(n) for n in self.nodes]
+        nodes = [copy_node(n) for n in self.nodes]
         g = ObjectGraph(nodes)
         if not nodes:
             return g, {}
@@ -170,7 +143,8 @@ class ObjectGraph:
             opt = self.optimizer_nodes()
             for n in nodes:
                 n.slot_variables = []
-                n.children = [(c, i) for c, i in n.children if i not in opt]
+                if any(i in opt for _, i in n.children):
+                    n.children = [(c, i) for c, i in n.children if i not in opt]
         slot_nodes = set(self.slot_owners())
         # node -> (old path, new path, new key)
         moves: dict[int, tuple[tuple[str, ...] | None, tuple[str, ...], str]] = {}
@@ -195,15 +169,19 @@ class ObjectGraph:
                                             f"{'/'.join(prev[1])!r} and {'/'.join(path)!r}")
                 kept.append(a)
             n.attributes = kept
+        edit = ChildIndex(nodes)  # one index of names per node: each step of a walk is a dict probe
         for nid, (old_path, _, _) in moves.items():  # detach every mover first: swaps work
-            if old_path and g._walk(old_path) == nid:
-                parent = nodes[cast(int, g._walk(old_path[:-1]))]  # a walked path's prefix walks too
-                parent.children = [(c, i) for c, i in parent.children if not (c == old_path[-1] and i == nid)]
+            if old_path and edit.walk(old_path) == nid:
+                parent = cast(int, edit.walk(old_path[:-1]))  # a walked path's prefix walks too
+                edit.detach(parent, old_path[-1], nid)
         for nid, (_, path, new) in moves.items():
-            g._attach(nid, path, new)
+            edit.attach(nid, path, new)
+        edit.commit()  # each parent's children list rewritten once
         emptied = self._valued() - g._valued()  # objects whose values all moved or went
-        for n in nodes:
-            n.children = [(c, i) for c, i in n.children if i not in emptied]
+        if emptied:
+            for n in nodes:
+                if any(i in emptied for _, i in n.children):
+                    n.children = [(c, i) for c, i in n.children if i not in emptied]
         return g._compacted()
 
     def _valued(self) -> set[int]:
@@ -221,22 +199,6 @@ class ObjectGraph:
                     out.add(p)
                     queue.append(p)
         return out
-
-    def _attach(self, nid: int, path: tuple[str, ...], key: str) -> None:
-        cur = 0
-        for depth, name in enumerate(path):
-            last = depth == len(path) - 1
-            child = next((c for n, c in self.nodes[cur].children if n == name), None)
-            if child is None:
-                if last:
-                    self.nodes[cur].children.append((name, nid))
-                    return
-                child = len(self.nodes)
-                self.nodes.append(Node(child))
-                self.nodes[cur].children.append((name, child))
-            elif last and child != nid:
-                raise CkptError(f"cannot rename to {key!r}: another object already has that path")
-            cur = child
 
     def _compacted(self) -> tuple[ObjectGraph, dict[str, str | None]]:
         reach: list[int] = []
@@ -267,10 +229,11 @@ class ObjectGraph:
         g = ObjectGraph(nodes)
         slots = set(g.slot_owners())
         paths = g.paths()
+        walk = ChildIndex(nodes).walk
         for n in nodes:
             for a in n.attributes:
                 parsed = parse_object_key(a.checkpoint_key)
-                if n.id not in slots and n.id in paths and (parsed is None or g._walk(parsed[0]) != n.id):
+                if n.id not in slots and n.id in paths and (parsed is None or walk(parsed[0]) != n.id):
                     key = f"{paths[n.id]}/{ATTRIBUTES}/{escape(a.name)}"
                     keys[a.checkpoint_key] = key
                     a.checkpoint_key = key

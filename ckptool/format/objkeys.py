@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import re
+
 OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 ATTRIBUTES = ".ATTRIBUTES"
 OPTIMIZER_SLOT = ".OPTIMIZER_SLOT"
@@ -32,18 +34,19 @@ def escape(name: str) -> str:
 
 
 def unescape(name: str) -> str:
-    out = []
-    i = 0
-    while i < len(name):
-        c = name[i]
-        if c == "." and i + 1 < len(name):
-            nxt = name[i + 1]
-            out.append("." if nxt == "." else "/" if nxt == "S" else c + nxt)
-            i += 2
-            continue
-        out.append(c)
-        i += 1
-    return "".join(out)
+    """The inverse of :func:`escape`: '..' -> '.', '.S' -> '/'; a '.' before any other character
+    (or last) stays as it is."""
+    if "." not in name:  # most names: nothing escaped
+        return name
+    return _ESCAPED.sub(_unescaped, name)
+
+
+_ESCAPED = re.compile(r"\.(.)", re.DOTALL)
+
+
+def _unescaped(m: re.Match[str]) -> str:
+    c = m[1]
+    return "." if c == "." else "/" if c == "S" else m[0]
 
 
 def parse_object_key(key: str) -> tuple[tuple[str, ...], str, tuple[tuple[str, ...], str] | None] | None:

@@ -32,7 +32,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from ckptool.errors import CorruptError, UnsupportedError
@@ -186,21 +186,59 @@ def decode_metadata(meta: dict[str, str], where: str = METADATA) -> Extras:
     return out
 
 
-def encode_header(tensors: list[tuple[str, str, tuple[int, ...]]], extras: Extras) -> tuple[bytes, int]:
+def encode_header(tensors: Iterable[tuple[str, str, tuple[int, ...]]], extras: Extras) -> tuple[bytes, int]:
     """``(8-byte length + JSON header padded to 8 bytes, data size)`` for tensors written in
     the order given, each ``(name, safetensors dtype, shape)``."""
-    header: dict[str, object] = {METADATA: encode_metadata(extras)}
+    sizes: list[int] = []
+    text = b"".join(_header_text(tensors, extras, sizes))
+    pad = -len(text) % 8
+    return (len(text) + pad).to_bytes(8, "little") + text + b" " * pad, sizes[0]
+
+
+def header_pieces(tensors: Iterable[tuple[str, str, tuple[int, ...]]], extras: Extras
+                  ) -> tuple[int, Iterator[bytes]]:
+    """:func:`encode_header` without the header in memory: ``(data size, the header's bytes in
+    pieces)``. ``tensors`` is gone through twice (give a list, or an object whose every
+    ``iter()`` starts afresh): once for the header's length, which comes first, then to
+    write it, a few thousand tensors at a time (300,000 tensors: tens of MB never held)."""
+    sizes: list[int] = []
+    length = sum(map(len, _header_text(tensors, extras, sizes)))
+    pad = -length % 8
+
+    def pieces() -> Iterator[bytes]:
+        yield (length + pad).to_bytes(8, "little")
+        yield from _header_text(tensors, extras, [])
+        yield b" " * pad
+
+    return sizes[0], pieces()
+
+
+def _header_text(tensors: Iterable[tuple[str, str, tuple[int, ...]]], extras: Extras, size: list[int]
+                 ) -> Iterator[bytes]:
+    """The JSON header in pieces, as ``json.dumps(header, ensure_ascii=False, separators=(",",
+    ":"))`` writes it (no dict per tensor); ``size`` gets the data size appended at the end."""
+    from json.encoder import encode_basestring as quote  # json's own (C)
+
+    yield ("{" + quote(METADATA) + ":"
+           + json.dumps(encode_metadata(extras), ensure_ascii=False, separators=(",", ":"))).encode("utf-8")
+    seen: set[str] = set()
+    parts: list[str] = []
     offset = 0
     for name, code, shape in tensors:
         check_name(name)
-        if name in header:
+        if name in seen:
             raise UnsupportedError(f"tensor {name!r} is given twice")
+        seen.add(name)
         n = _numel(shape) * ST_ITEMSIZE[code]
-        header[name] = {"dtype": code, "shape": list(shape), "data_offsets": [offset, offset + n]}
+        parts.append(f',{quote(name)}:{{"dtype":{quote(code)},"shape":[{",".join(map(str, shape))}],'
+                     f'"data_offsets":[{offset},{offset + n}]}}')
         offset += n
-    text = json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    text += b" " * (-len(text) % 8)
-    return len(text).to_bytes(8, "little") + text, offset
+        if len(parts) >= 4096:
+            yield "".join(parts).encode("utf-8")
+            parts.clear()
+    parts.append("}")
+    yield "".join(parts).encode("utf-8")
+    size.append(offset)
 
 
 def header_length(head: bytes | bytearray, file_size: int, where: str) -> int:

@@ -27,6 +27,8 @@ from ckptool.format.coding import (
     encode_varint,
     unmask_crc,
 )
+from ckptool.format.objkeys import name_of
+from ckptool.format.table_scan import BULK_MIN_BYTES, TableEntries, bulk_entries
 
 MAGIC = 0xDB4775248B80FB57
 FOOTER_SIZE = 48
@@ -249,6 +251,22 @@ class TableReader:
         for handle in self.block_handles():
             _scan_block(self.read_block(handle), self.name, handle.offset, keys, values)
         return keys, values
+
+    def entries(self) -> TableEntries:
+        """Every entry of the table, keys as names (:func:`~ckptool.format.objkeys.name_of`),
+        each block's CRC32C checked: in bulk for a big table
+        (:func:`~ckptool.format.table_scan.bulk_entries`), else as :meth:`scan` reads them."""
+        buf = self.buf if isinstance(self.buf, (bytes, bytearray)) else bytes(self.buf)  # values are sliced from it
+        blocks = [(h, read_block(buf, h, self.name)) for h in self.block_handles()]
+        if self.size >= BULK_MIN_BYTES:
+            got = bulk_entries(buf, blocks)
+            if got is not None:
+                return got
+        keys: list[bytes] = []
+        values: list[bytes] = []
+        for handle, contents in blocks:
+            _scan_block(contents, self.name, handle.offset, keys, values)
+        return TableEntries(list(map(name_of, keys)), values=values)
 
     def __iter__(self) -> Iterator[tuple[bytes, bytes]]:
         last = None

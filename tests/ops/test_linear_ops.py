@@ -67,8 +67,8 @@ def test_name_index_built_once(tmp_path, monkeypatch):
         for v in ck.variables():
             ck.variable(v.name)
             assert v.name in ck
-        assert ck._by_name is not None and len(ck._by_name) == 500
-        pos = ck._pos
+        pos = ck._pos  # one index of names serves lookups and variable(): no second map
+        assert pos is not None and len(pos) == 500 and ck._by_name is None
         for v in ck.variables():
             ck.read(v.name)
         assert ck._pos is pos  # the same index: never rebuilt

@@ -4,7 +4,7 @@
 public names for callers that import them from one place."""
 
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY
-from ckptool.ops.inspect.stats import tensor_stats, tensors_stats
+from ckptool.ops.inspect.stats import iter_tensors_stats, tensor_stats, tensors_stats
 from ckptool.ops.inspect.summary import directory_state, iso_time, summary
 from ckptool.ops.inspect.tree import TreeNode, tree
 from ckptool.ops.inspect.values import json_value, tensor_json
@@ -12,5 +12,6 @@ from ckptool.ops.inspect.verify import Problem, VerifyReport, verify
 from ckptool.ops.read.chunks import CHUNK_BYTES, entry_chunks, tensor_chunks
 
 __all__ = ["summary", "directory_state", "iso_time", "json_value", "tensor_json", "tensor_chunks",
-           "entry_chunks", "tensor_stats", "tensors_stats", "verify", "VerifyReport", "Problem", "tree", "TreeNode",
+           "entry_chunks", "tensor_stats", "tensors_stats",
+           "iter_tensors_stats", "verify", "VerifyReport", "Problem", "tree", "TreeNode",
            "CHUNK_BYTES", "OBJECT_GRAPH_KEY"]

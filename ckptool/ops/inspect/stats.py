@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -106,32 +106,42 @@ def tensors_stats(ck: Any, names: list[str], chunk_bytes: int = CHUNK_BYTES, job
     """:func:`tensor_stats` of each of ``names``, in order, their data fetched ahead on an
     object store (``jobs`` ranged GETs in flight; memory bounded by those). Small tensors
     are done in batches (:mod:`ckptool.ops.inspect.stats_small`), with the same values."""
-    from ckptool.ops.inspect.stats_small import BATCH_BYTES, batch_stats, batchable
+    return list(iter_tensors_stats(ck, names, chunk_bytes, jobs, on_bytes))
 
-    out: list[Any] = [None] * len(names)
+
+def iter_tensors_stats(ck: Any, names: list[str], chunk_bytes: int = CHUNK_BYTES, jobs: int | None = None,
+                       on_bytes: Callable[[int], None] | None = None) -> Iterator[dict[str, Any]]:
+    """:func:`tensors_stats`, each tensor's as soon as it is done: memory holds a batch of small
+    tensors' statistics at most, not every tensor's (``inspect --stats --json`` writes them so)."""
+    from ckptool.ops.inspect.stats_small import BATCH_BYTES, BATCH_TENSORS, batch_stats, batchable
+
     batch: list[Any] = []
     size = 0
 
     def single(name: str) -> dict[str, Any]:
         return tensor_stats(ck, name, chunk_bytes, on_bytes)
 
+    def flush() -> list[Any]:
+        out: list[Any] = [None] * len(batch)
+        batch_stats(ck, [(k, name, e) for k, (_, name, e) in enumerate(batch)], out, single, on_bytes)
+        return out
+
     with prefetch(ck, names, jobs, fixed_only=True):
         for i, name in enumerate(names):
             e = batchable(ck, name)
             if e is None:
                 if batch:  # read in order: the batch before this tensor
-                    batch_stats(ck, batch, out, single, on_bytes)
+                    yield from flush()
                     batch, size = [], 0
-                out[i] = single(name)
+                yield single(name)
                 continue
             batch.append((i, name, e))
             size += e.size
-            if size >= BATCH_BYTES:
-                batch_stats(ck, batch, out, single, on_bytes)
+            if size >= BATCH_BYTES or len(batch) >= BATCH_TENSORS:
+                yield from flush()
                 batch, size = [], 0
         if batch:
-            batch_stats(ck, batch, out, single, on_bytes)
-    return out
+            yield from flush()
 
 
 def tensor_stats(ck: Any, name: str, chunk_bytes: int = CHUNK_BYTES,

@@ -29,6 +29,8 @@ from ckptool.ops.read.v2 import BundleCheckpoint
 SMALL_ELEMS = 4096
 #: A batch holds at most this many bytes of tensor data.
 BATCH_BYTES = 4 << 20
+#: ... and at most this many tensors (memory per batch: their entries and results, not the checkpoint's)
+BATCH_TENSORS = 4096
 _KINDS = "fiub"  # numpy kinds batched: real floats, integers, booleans
 
 

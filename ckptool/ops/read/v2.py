@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import threading
 import warnings
+from bisect import bisect_left
 from collections.abc import Iterator
+from itertools import repeat
 from typing import TYPE_CHECKING
 
 from ckptool.errors import CkptWarning, CorruptError, MissingError, TensorNotFoundError, UnsupportedError
 from ckptool.format import bundle, dtypes, tensors
 from ckptool.format.bundle import Entry
+from ckptool.format.bundle_heads import group_entries, members, picked
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, ObjectGraph
 from ckptool.format.slices import key_text, slice_text
 from ckptool.format.table import read_table
@@ -38,6 +41,8 @@ if TYPE_CHECKING:
     from ckptool.format.slices import Slice
     from ckptool.io.storage import Reader
 
+#: Parsed entries kept at most (a few hundred bytes each).
+ENTRY_CACHE = 4096
 #: Up to this many shards, :meth:`BundleCheckpoint.shard_paths` names every shard the
 #: header counts; above it (a header can claim 2^31 - 1), only those entries reference.
 SHARD_LIST_MAX = 4096
@@ -56,18 +61,19 @@ class BundleCheckpoint(Checkpoint):
             reader.close()
         self.index_size = table.size
         with gc_paused():
-            keys, values = table.scan()
-        if not keys:
+            entries = table.entries()
+        del table
+        if not len(entries):
             raise CorruptError(f"{self.index_path}: table has no header entry")
-        if keys[0] != bundle.HEADER_KEY:
+        if entries.names[0] != "":
             raise CorruptError(f"{self.index_path}: first entry is not the bundle header")
-        self.header = bundle.parse_header(values[0], self.index_path)
-        del keys[0], values[0]
-        self._keys, self._values = keys, values
+        self.header = bundle.parse_header(entries.value(0), self.index_path)
+        entries.drop_first()
+        self._table = entries  # names once, values as offsets into the index's bytes
         # Slice keys (EncodeTensorNameSlice) start with a NUL byte and so sort first.
-        self._may_slice = bool(keys) and keys[0][:1] == b"\x00"
-        self._pos: dict[bytes, int] | None = None
-        self._entries: dict[bytes, Entry] = {}
+        self._may_slice = bool(len(entries)) and entries.names[0][:1] == "\x00"
+        self._pos: dict[str, int] | None = None
+        self._entries: dict[int, Entry] = {}
         self._variables: list[Variable] | None = None
         self._slice_keys: set[bytes] | None = None
         self._readers: dict[int, Reader] = {}
@@ -76,42 +82,55 @@ class BundleCheckpoint(Checkpoint):
 
     # -- index ---------------------------------------------------------------
 
-    def _index(self) -> dict[bytes, int]:
+    def _index(self) -> dict[str, int]:
+        """Name -> position in the index (slice keys included), built once."""
         if self._pos is None:
-            self._pos = dict(zip(self._keys, range(len(self._keys))))
+            names = self._table.names
+            self._pos = dict(zip(names, range(len(names))))
         return self._pos
 
-    def _value(self, key: bytes) -> bytes | None:
-        i = self._index().get(key)
-        return None if i is None else self._values[i]
+    def _position(self, name: str) -> int | None:
+        """The position of ``name`` in the index, or None: a binary search of the names when
+        they sort as strings as their keys sort as bytes (ASCII names: a big index read in
+        bulk), which takes no memory; else a probe of :meth:`_index`."""
+        names = self._table.names
+        if self._table.ascii:
+            i = bisect_left(names, name)
+            return i if i < len(names) and names[i] == name else None
+        return self._index().get(name)
+
+    def _entry_at(self, i: int, key: bytes | None = None) -> Entry:
+        """Entry ``i`` (whose key is ``key``, when the caller has it), parsed, kept among the last
+        :data:`ENTRY_CACHE` used (an operation asks for a tensor's entry a few times in a row;
+        memory stays flat, whatever the count)."""
+        e = self._entries.get(i)
+        if e is None:
+            if len(self._entries) >= ENTRY_CACHE:
+                self._entries.clear()
+            e = self._entries[i] = bundle.parse_entry(key_of(self._table.names[i]) if key is None else key,
+                                                      self._table.value(i), self.index_path)
+        return e
 
     def entry(self, key: bytes) -> Entry:
-        e = self._entries.get(key)
-        if e is None:
-            value = self._value(key)
-            if value is None:
-                raise TensorNotFoundError(f"{self.prefix}: key {key!r} not found in checkpoint")
-            e = bundle.parse_entry(key, value, self.index_path)
-            self._entries[key] = e
-        return e
+        i = self._position(name_of(key))
+        if i is None:
+            raise TensorNotFoundError(f"{self.prefix}: key {key!r} not found in checkpoint")
+        return self._entry_at(i, key if type(key) is bytes else None)
 
     def keys(self) -> list[bytes]:
         """Every key of the index but the header, slice keys included, sorted."""
-        return list(self._keys)
+        return list(map(key_of, self._table.names))
 
     def raw_entry(self, key: bytes) -> bytes:
         """The serialized BundleEntryProto of ``key``, exactly as stored."""
-        value = self._value(key)
-        if value is None:
+        i = self._position(name_of(key))
+        if i is None:
             raise TensorNotFoundError(f"{self.prefix}: key {key!r} not found in checkpoint")
-        return bytes(value)
+        return bytes(self._table.value(i))
 
-    def _all_entries(self) -> dict[bytes, Entry]:
+    def _all_entries(self) -> list[Entry]:
         """Every entry parsed (once), in key order."""
-        if len(self._entries) != len(self._keys):
-            parse, where, done = bundle.parse_entry, self.index_path, self._entries
-            self._entries = {k: done.get(k) or parse(k, v, where) for k, v in zip(self._keys, self._values)}
-        return self._entries
+        return [self._entry_at(i) for i in range(len(self._table))]
 
     def slice_keys(self) -> set[bytes]:
         """Keys of the slice entries that partitioned tensors refer to (hidden from listings)."""
@@ -120,13 +139,12 @@ class BundleCheckpoint(Checkpoint):
                 self._slice_keys = set()
             else:
                 enc = bundle.encode_tensor_name_slice
-                self._slice_keys = {enc(key, sl) for key, e in self._all_entries().items() if e.slices
-                                    for sl in e.slices}
+                self._slice_keys = {enc(e.key, sl) for e in self._all_entries() if e.slices for sl in e.slices}
         return self._slice_keys
 
     def variables(self) -> list[Variable]:
         if self._variables is None:
-            with gc_paused():
+            with gc_paused(keep=True):
                 out = self._list_plain() if not self._may_slice else None
                 self._variables = out if out is not None else self._list_all()
         return self._variables
@@ -136,63 +154,62 @@ class BundleCheckpoint(Checkpoint):
         dtype and shape fields (parsed once per distinct serialization); None if an
         entry turns out to be partitioned after all (its slices then have no entries:
         :meth:`_list_all` says so)."""
-        values = self._values
-        try:
-            heads = [v[:4 + v[3]] for v in values]
-        except IndexError:  # an entry of under 4 bytes: not TF's layout
-            heads = [v[:4 + v[3]] if len(v) > 3 else v for v in values]
-        info = {}
-        for h in set(heads):
-            got = bundle.listing_head(h)
-            info[h] = None if got is None else (got[1], got[2], got[3], 0)
-        new = tuple.__new__
-        names = [name_of(k) for k in self._keys]
-        rows = list(map(info.__getitem__, heads))
-        if None not in rows:
-            return [new(Variable, (n,) + r) for n, r in zip(names, rows)]  # type: ignore[operator]  # no None
-        out = []
-        for key, name, r in zip(self._keys, names, rows):
-            if r is None:
-                e = self.entry(key)
+        names = self._table.names
+        ids, heads = group_entries(self._table)
+        info = [bundle.listing_head(h) for h in heads]
+        # dtype, shape and size from each entry's group; a group listing_head cannot read (a string
+        # tensor, an entry not laid out as TF writes it) is parsed entry by entry
+        odd = {k for k, g in enumerate(info) if g is None}
+        rows = [picked([g[k] if g is not None else None for g in info], ids) for k in (1, 2, 3)]
+        out: list[Variable] = list(map(tuple.__new__, repeat(Variable), zip(names, *rows, repeat(0))))
+        if odd:
+            for i in members(ids, odd):
+                e = self._entry_at(i)
                 if e.slices:
                     return None
-                r = (e.dtype.name, e.shape, e.size, 0)
-            out.append(new(Variable, (name,) + r))
+                out[i] = Variable(names[i], e.dtype.name, e.shape, e.size, 0)
         return out
 
     def _list_all(self) -> list[Variable]:
         hidden = self.slice_keys()
         out = []
-        for key, e in self._all_entries().items():
-            if key in hidden:
+        for e in self._all_entries():
+            if e.key in hidden:
                 continue
             if not e.slices:
-                out.append(Variable(name_of(key), e.dtype.name, e.shape, e.size, 0))
+                out.append(Variable(name_of(e.key), e.dtype.name, e.shape, e.size, 0))
                 continue
             stored = {}  # a slice listed twice is stored once
             for sl in e.slices:
                 part = self._slice_entry(e, sl)
                 stored[part.key] = part.size
-            out.append(Variable(name_of(key), e.dtype.name, e.shape, sum(stored.values()), len(e.slices)))
+            out.append(Variable(name_of(e.key), e.dtype.name, e.shape, sum(stored.values()), len(e.slices)))
         return out
 
     def __contains__(self, name: str) -> bool:
-        key = key_of(name)
-        return key in self._index() and key not in self.slice_keys()
+        return self._position(name) is not None and (not self._may_slice or key_of(name) not in self.slice_keys())
+
+    def variable(self, name: str) -> Variable:
+        if self._may_slice:  # positions in the index are not positions in the listing
+            return super().variable(name)
+        i = self._position(name)
+        if i is None:
+            raise self._not_found(name)
+        return (self._variables if self._variables is not None else self.variables())[i]
 
     def _lookup(self, name: str) -> Entry:
-        key = key_of(name)
-        if key not in self._index() or key in self.slice_keys():
+        i = self._position(name)
+        if i is None or (self._may_slice and key_of(name) in self.slice_keys()):
             raise self._not_found(name)
-        return self.entry(key)
+        return self._entry_at(i)
 
     def _slice_entry(self, full: Entry, sl: Slice) -> Entry:
-        key = bundle.encode_tensor_name_slice(full.key, sl)
-        if key not in self._index():
+        i = self._position(name_of(bundle.encode_tensor_name_slice(full.key, sl)))
+        if i is None:
             raise CorruptError(
                 f"{self.index_path}: slice {slice_text(name_of(full.key), sl)!r} has no entry in the index"
             )
-        e = self.entry(key)
+        e = self._entry_at(i)
         if e.slices:
             raise CorruptError(f"{self.index_path}: slice entry of {name_of(full.key)!r} is itself sliced")
         if e.dtype != full.dtype:
@@ -223,9 +240,9 @@ class BundleCheckpoint(Checkpoint):
     def referenced_shards(self) -> list[int]:
         """The shard ids that entries name, sorted (entries that do not parse are skipped)."""
         ids = set()
-        for key, _value in zip(self._keys, self._values):
+        for i in range(len(self._table)):
             try:
-                e = self.entry(key)
+                e = self._entry_at(i)
             except CorruptError:
                 continue
             if not e.slices:
@@ -364,8 +381,8 @@ class BundleCheckpoint(Checkpoint):
 
     def plain_entries(self) -> Iterator[Entry]:
         """Every entry that holds data (slice entries included), in key order."""
-        for key in self._keys:
-            e = self.entry(key)
+        for i in range(len(self._table)):
+            e = self._entry_at(i)
             if not e.slices:
                 yield e
 
@@ -373,3 +390,4 @@ class BundleCheckpoint(Checkpoint):
         for r in self._readers.values():
             r.close()
         self._readers.clear()
+

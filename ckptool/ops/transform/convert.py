@@ -117,8 +117,10 @@ def convert(src: str, dst: str, *, to: str | None = None, match: Sequence[str] =
         if keep_slices and (fmt != TF or opened.checkpoint is None or not any(s.raw for s in opened.specs)):
             raise CkptError("--keep-slices is for V2 -> V2 conversion only")
         # a --match/--exclude that leaves nothing is an error (ops.read.select), before anything is written
-        kept = set(select([s.name for s in opened.specs], src, tuple(match), None, tuple(exclude), writes=True))
-        specs = [s for s in opened.specs if s.name in kept]
+        specs = opened.specs
+        if match or exclude:
+            kept = set(select([s.name for s in specs], src, tuple(match), None, tuple(exclude), writes=True))
+            specs = [s for s in specs if s.name in kept]
         result = ConvertResult(dst, fmt)
         over = Overflows(allow_overflow)
         # the read order, fetched ahead from an object store (.safetensors reads strings first)

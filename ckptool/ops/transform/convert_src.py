@@ -33,13 +33,25 @@ NPZ, NPY, SAFETENSORS, CHECKPOINT = "npz", "npy", "safetensors", "checkpoint"
 # --------------------------------------------------------------------------- raw copies
 
 
-@dataclass
 class RawTensor:
-    """A tensor of a V2 checkpoint, to copy without decoding (CRC kept)."""
+    """A tensor of a V2 checkpoint, to copy without decoding (CRC kept). Its entry is parsed
+    when asked for (the reader keeps the last few): a conversion of 300,000 tensors holds
+    their names, not their entries."""
 
-    checkpoint: BundleCheckpoint
-    entry: Entry
-    verify: bool = True
+    __slots__ = ("checkpoint", "name", "verify")
+
+    def __init__(self, checkpoint: BundleCheckpoint, name: str, verify: bool = True):
+        self.checkpoint = checkpoint
+        self.name = name
+        self.verify = verify
+
+    @property
+    def entry(self) -> Entry:
+        return self.checkpoint.entry(key_of(self.name))
+
+    def __call__(self) -> np.ndarray:
+        """The value, decoded: a RawTensor is also its spec's ``load`` (one object a tensor)."""
+        return self.checkpoint.read(self.name, verify=self.verify)
 
     def write_to(self, writer: BundleWriter, key: str) -> None:
         e = self.entry
@@ -76,7 +88,7 @@ def kind_of(path: str) -> str:
     return CHECKPOINT
 
 
-@dataclass
+@dataclass(slots=True)  # one per tensor: no __dict__
 class Spec:
     name: str
     dtype: str  # TensorFlow's dtype name of the stored value
@@ -109,26 +121,43 @@ def _checkpoint(src: str, keep_slices: bool, verify: bool) -> Opened:
     try:
         raw = isinstance(ck, BundleCheckpoint) and not ck.header.big_endian
         specs = []
+        ordered, last = True, -1  # in the source's data order already (as written, mostly)?
         for v in ck.variables():
             rt = None
+            load: Callable[[], np.ndarray] = _Read(ck, v.name, verify)
             if raw and isinstance(ck, BundleCheckpoint):
                 e = ck.entry(key_of(v.name))
+                load = RawTensor(ck, v.name, verify)
                 if not e.slices or keep_slices:
-                    rt = RawTensor(ck, e, verify)
-            specs.append(Spec(v.name, v.dtype, tuple(v.shape), _reader(ck, v.name, verify), rt))
-        if raw:  # the source's data order (shard, offset): sequential reads
-            def order(s: Spec) -> tuple[int, int, int]:
-                e = s.raw.entry if s.raw is not None else None
-                return (1, 0, 0) if e is None or e.slices else (0, e.shard_id, e.offset)
-            specs.sort(key=order)
+                    rt = load
+                place = _place(e)
+                ordered = ordered and place >= last
+                last = place
+            specs.append(Spec(v.name, v.dtype, v.shape, load, rt))
+        if raw and not ordered and isinstance(ck, BundleCheckpoint):  # sequential reads: data order
+            bundle_ck = ck
+            specs.sort(key=lambda s: _place(bundle_ck.entry(key_of(s.name))))
     except BaseException:
         ck.close()
         raise
     return Opened(specs, ck.close, ck)
 
 
-def _reader(ck: Checkpoint, name: str, verify: bool) -> Callable[[], np.ndarray]:
-    return lambda: ck.read(name, verify=verify)
+def _place(e: Entry) -> int:
+    """Where ``e``'s bytes are, as one number ordering shard, then offset; partitioned last."""
+    return 1 << 128 if e.slices else e.shard_id << 64 | e.offset
+
+
+class _Read:
+    """``ck.read(name, verify=verify)`` as a call of no arguments (a spec's ``load``), in 64 bytes."""
+
+    __slots__ = ("ck", "name", "verify")
+
+    def __init__(self, ck: Checkpoint, name: str, verify: bool):
+        self.ck, self.name, self.verify = ck, name, verify
+
+    def __call__(self) -> np.ndarray:
+        return self.ck.read(self.name, verify=self.verify)
 
 
 def _strings(shape: tuple[int, ...], values: list[bytes]) -> np.ndarray:

@@ -46,6 +46,22 @@ def _string_values(arr: np.ndarray) -> list[bytes]:
     return out
 
 
+class _Header:
+    """The header's ``(name, safetensors dtype, shape)`` of each tensor, made afresh on each pass
+    (write_file goes through them twice; a list of 300,000 tuples is not kept)."""
+
+    def __init__(self, numeric: list[Spec], stored: Callable[[Spec], str], casts: dict[str, str]):
+        self.numeric, self.stored, self.casts = numeric, stored, casts
+
+    def __iter__(self) -> Iterator[tuple[str, str, tuple[int, ...]]]:
+        stored, casts = self.stored, self.casts
+        return ((stored(s), stm.TF_TO_ST[target_dtype(casts, s.dtype)], s.shape) for s in self.numeric)
+
+
+def _own_name(s: Spec) -> str:
+    return s.name
+
+
 def _short_plan(specs: list[Spec], graph_bytes: bytes | None, dst: str
                 ) -> tuple[list[Spec], dict[int, str], dict[str, str], bytes | None]:
     """``(specs kept, stored name per spec, names mapping, graph bytes)`` for ``--names short``:
@@ -88,22 +104,23 @@ def to_safetensors(dst: str, specs: list[Spec], result: ConvertResult, force: bo
     if graph is not None:
         graph_bytes = graph.stored if graph.stored is not None else _string_values(graph.load())[0]
     rest = [s for s in specs if s.name != OBJECT_GRAPH_KEY]
-    stored = {id(s): s.name for s in rest}
+    stored: Callable[[Spec], str] = _own_name  # full names: no map of 300,000 entries
     mapping: dict[str, str] = {}
     if names == "short":
-        rest, stored, mapping, graph_bytes = _short_plan(rest, graph_bytes, dst)
+        rest, short, mapping, graph_bytes = _short_plan(rest, graph_bytes, dst)
+        stored = lambda s: short[id(s)]  # noqa: E731
     extras = stm.Extras(format="pt" if names == "short" else "tf", object_graph=graph_bytes, names=mapping)
     numeric = []
     for s in rest:
-        stm.check_name(stored[id(s)], dst)
+        stm.check_name(stored(s), dst)
         if s.dtype == "string":
             if s.name.startswith("\0"):
                 raise UnsupportedError(f"{dst}: tensor {s.name!r}: not a name .safetensors metadata holds")
             arr = s.load()
-            extras.strings[stored[id(s)]] = (tuple(arr.shape), _string_values(arr))
+            extras.strings[stored(s)] = (tuple(arr.shape), _string_values(arr))
         else:
             numeric.append(s)
-    header = [(stored[id(s)], stm.TF_TO_ST[target_dtype(casts, s.dtype)], s.shape) for s in numeric]
+    header = _Header(numeric, stored, casts)
 
     def chunks() -> Iterator[Any]:
         import numpy as np

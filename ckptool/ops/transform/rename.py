@@ -96,7 +96,10 @@ class Renamer:
     def __init__(self, rules: list[Rule]):
         self.rules = rules
         self.exact = {r.old: r for r in rules if r.kind == EXACT}
-        self.prefixes = sorted((r for r in rules if r.kind == PREFIX), key=lambda r: -len(r.old))
+        self.prefixes: dict[str, Rule] = {}  # a scope ends in '/': a name's scopes are looked up, longest first
+        for r in rules:
+            if r.kind == PREFIX:
+                self.prefixes.setdefault(r.old, r)
         self.root = [r for r in rules if r.kind == ROOT]
         self.regex = [r for r in rules if r.kind == REGEX]
 
@@ -105,10 +108,14 @@ class Renamer:
         if r is not None:
             r.used += 1
             return r.new
-        for r in self.prefixes:
-            if name.startswith(r.old):
-                r.used += 1
-                return r.new + name[len(r.old):]
+        if self.prefixes:
+            end = name.rfind("/")
+            while end >= 0:
+                r = self.prefixes.get(name[:end + 1])
+                if r is not None:
+                    r.used += 1
+                    return r.new + name[end + 1:]
+                end = name.rfind("/", 0, end)
         for r in self.root:
             r.used += 1
             return r.new + name
@@ -188,14 +195,23 @@ def plan_names(names: list[str], rules: list[Rule], drop: Any = (), strip_optimi
     plan.renames = sorted(((o, n) for n, o in targets.items()), key=lambda p: p[1])
     plan.unmatched_rules = renamer.unused() + [f"--drop {g}" for g, n in zip(drop, used_drops) if not n]
     if (strict or not allow_unused) and plan.unmatched_rules:
-        from ckptool.ops.read.suggest import did_you_mean
-
-        hints = {r.text(): did_you_mean(r.old, names).lstrip("; ") for r in renamer.rules
-                 if not r.used and r.kind == EXACT}  # an exact name: the source names it may have meant
-        shown = [f"{u} ({hints[u]})" if hints.get(u) else u for u in plan.unmatched_rules]
-        raise CkptError("these rules match no source name: " + ", ".join(shown)
+        raise CkptError("these rules match no source name: " + _unmatched(renamer, plan.unmatched_rules, names)
                         + " (nothing written; --allow-unused accepts them)")
     return plan
+
+
+def _unmatched(renamer: Renamer, unmatched: list[str], names: list[str]) -> str:
+    """The first few rules that match nothing, an exact name with the source names it may
+    have meant, and how many more (suggestions from one index of the names, for those shown)."""
+    from ckptool.ops.read.suggest import MAX_SHOWN, Suggester, did_you_mean, listed, shorten
+
+    exact = {r.text(): r.old for r in renamer.rules if not r.used and r.kind == EXACT}
+    index = Suggester(names)
+    shown = []
+    for u in unmatched[:MAX_SHOWN]:
+        hint = did_you_mean(exact[u], index).lstrip("; ") if u in exact else ""
+        shown.append(f"{shorten(u)} ({hint})" if hint else shorten(u))
+    return listed(shown, len(unmatched))
 
 
 def _graph_for(src_graph: ObjectGraph | None, plan: Plan, strip_optimizer: bool) -> ObjectGraph | None:

@@ -9,13 +9,13 @@ bookkeeping (``save_counter``) and optimizer state are not required.
 
 from __future__ import annotations
 
-import difflib
 from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError
 from ckptool.format import bundle
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, OPTIMIZER_SLOT, object_key
 from ckptool.format.objkeys import key_of
+from ckptool.ops.read.suggest import MAX_SHOWN, Suggester, listed, shorten
 
 if TYPE_CHECKING:
     from ckptool.format.bundle import Entry
@@ -68,22 +68,20 @@ def with_template(ck: Any, plan: Plan, template: str, dprefix: str, storage: Sto
         if strict and (missing or unused or mismatched):
             parts = []
             if missing:
-                parts.append("missing: " + ", ".join(missing))
+                parts.append("missing: " + listed([shorten(t) for t in missing[:MAX_SHOWN]], len(missing)))
             if unused:
-                parts.append("not in the template: " + ", ".join(sorted(unused)))
+                parts.append("not in the template: " + listed([shorten(u) for u in sorted(unused)[:MAX_SHOWN]],
+                                                              len(unused)))
             if mismatched:
-                parts.append("shape/dtype mismatch: " + ", ".join(
-                    f"{m['name']} ({m['template']['dtype']}{m['template']['shape']} vs "
-                    f"{m['src']['dtype']}{m['src']['shape']})" for m in mismatched))
+                parts.append("shape/dtype mismatch: " + _mismatches(mismatched))
             raise CkptError("--strict template check failed: " + "; ".join(parts) + " (nothing written)")
         if mismatched:
-            raise CkptError("shape/dtype mismatch with the template: " + ", ".join(
-                f"{m['name']} ({m['template']['dtype']}{m['template']['shape']} vs "
-                f"{m['src']['dtype']}{m['src']['shape']})" for m in mismatched) + " (nothing written)")
+            raise CkptError("shape/dtype mismatch with the template: " + _mismatches(mismatched) + " (nothing written)")
         if missing and not allow_missing:
-            raise CkptError("template variables that SRC does not fill: " + "; ".join(
-                _closest(t, list(svars)) for t in missing) + " (nothing written; --allow-missing keeps "
-                "the template's values)")
+            index = Suggester(svars)
+            raise CkptError("template variables that SRC does not fill: " + listed(
+                [_closest(t, index) for t in missing[:MAX_SHOWN]], len(missing), sep="; ")
+                + " (nothing written; --allow-missing keeps the template's values)")
         plan.renames = [(supply.get(t, f"<template>:{t}"), t) for t in sorted(tvars)]
         if dry_run:  # the same plan, counts and names, as the real run reports
             return plan
@@ -109,14 +107,19 @@ def with_template(ck: Any, plan: Plan, template: str, dprefix: str, storage: Sto
         return plan
 
 
-def _closest(name: str, sources: list[str]) -> str:
-    """``name`` with the SRC names closest to it (by difflib), to show what a rule missed."""
+def _mismatches(mismatched: list[dict[str, Any]]) -> str:
+    return listed([f"{shorten(m['name'])} ({m['template']['dtype']}{m['template']['shape']} vs "
+                   f"{m['src']['dtype']}{m['src']['shape']})" for m in mismatched[:MAX_SHOWN]], len(mismatched))
+
+
+def _closest(name: str, index: Suggester) -> str:
+    """``name`` with the SRC names closest to it, to show what a rule missed."""
     from ckptool.format.objgraph import parse_object_key
 
     parsed = parse_object_key(name)
-    plain = "/".join(parsed[0]) if parsed else name
-    close = difflib.get_close_matches(plain, sources, n=3, cutoff=0.4)
-    return f"{name} (closest in SRC: {', '.join(close)})" if close else f"{name} (nothing close in SRC)"
+    close = index.closest("/".join(parsed[0]) if parsed else name)
+    return (f"{shorten(name)} (closest in SRC: {', '.join(shorten(c) for c in close)})" if close
+            else f"{shorten(name)} (nothing close in SRC)")
 
 
 def copy_raw(ck: Any, e: Entry, new: str, w: BundleWriter) -> None:

@@ -70,18 +70,20 @@ def write_file(dst: str, tensors: Iterable[tuple[str, str, tuple[int, ...]]], ex
                chunks: Iterable[Any], *, force: bool | tuple[bool, Sequence[str]] = False,
                progress: Callable[[int, int], None] | None = None, check: Callable[[], None] | None = None,
                sync: bool = True) -> tuple[str, int]:
-    """Write ``dst``: ``tensors`` are ``(name, safetensors dtype, shape)`` in data order;
+    """Write ``dst``: ``tensors`` are ``(name, safetensors dtype, shape)`` in data order (a
+    collection, or an object whose every ``iter()`` starts afresh: it is gone through twice);
     ``chunks`` yields each tensor's little-endian bytes (buffers), in the same order.
     ``check`` (if given) runs after the data and before the file is put in place: an
     error there leaves nothing behind. Returns ``(path, data bytes)``."""
     force, ids = force if isinstance(force, tuple) else (force, ())
     storage, path = storage_for(dst)
     check_destination(storage, [path], force=force, sources=ids)
-    head, total = stm.encode_header(list(tensors), extras)
+    total, head = stm.header_pieces(tensors, extras)  # tensors gone through twice: not all held
     make_output_dir(storage, storage.dirname(path))
     f = AtomicFile(storage, path, sync=sync)
     try:
-        f.write(head)
+        for piece in head:
+            f.write(piece)
         done = 0
         for buf in chunks:
             view = memoryview(buf).cast("B")
