@@ -200,6 +200,12 @@ def encode_header(tensors: list[tuple[str, str, tuple[int, ...]]], extras: Extra
         offset += n
     text = json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     text += b" " * (-len(text) % 8)
+    if len(text) > MAX_HEADER:  # safetensors would refuse to load the file
+        longest = max((t[0] for t in tensors), key=len, default="")
+        raise UnsupportedError(f"the .safetensors header would be {len(text):,} bytes, over safetensors' limit "
+                               f"of {MAX_HEADER:,} ({len(tensors):,} tensors; the longest name "
+                               f"{longest[:48]!r}{'...' if len(longest) > 48 else ''} is {len(longest):,} "
+                               "characters); nothing written")
     return len(text).to_bytes(8, "little") + text, offset
 
 
