@@ -17,7 +17,6 @@ from ckptool.format import safetensors_meta as stm
 from ckptool.ops.retain import prune as P
 from ckptool.ops.transform.rename import Renamer, parse_rule
 
-
 # --------------------------------------------------------------------------- regex rules in the order given
 
 
