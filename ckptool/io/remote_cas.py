@@ -97,25 +97,25 @@ def put(st: Any, path: str, data: bytes, token: Any) -> Any:
         return data
     bucket, key, _ = fs.split_path(path)
     try:
-        with request_errors(path, "write"):
-            if proto in ("gs", "gcs"):
-                from urllib.parse import quote
+        if proto in ("gs", "gcs"):
+            from urllib.parse import quote
 
-                doc = fs.call("POST", f"{fs._location}/upload/storage/v1/b/{quote(bucket)}/o", uploadType="media",
-                              name=key, ifGenerationMatch=str(token or 0), data=data, json_out=True,
-                              headers={"Content-Type": "application/octet-stream"})
-                fs.invalidate_cache(path)
-                return str(doc.get("generation"))
-            _s3_conditions_known(fs, path)
-            cond = {"IfNoneMatch": "*"} if token is None else {"IfMatch": token}
-            out = fs.call_s3("put_object", Bucket=bucket, Key=key, Body=data, **cond)
+            doc = fs.call("POST", f"{fs._location}/upload/storage/v1/b/{quote(bucket)}/o", uploadType="media",
+                          name=key, ifGenerationMatch=str(token or 0), data=data, json_out=True,
+                          headers={"Content-Type": "application/octet-stream"})
             fs.invalidate_cache(path)
-            return out.get("ETag") or "?"
-    except Exception as exc:  # noqa: BLE001 - the translated error keeps the store's answer as its cause
-        if _lost(exc) or _lost(getattr(exc, "__context__", None) or exc):
-            fs.invalidate_cache(path)
+            return str(doc.get("generation"))
+        _s3_conditions_known(fs, path)
+        cond = {"IfNoneMatch": "*"} if token is None else {"IfMatch": token}
+        out = fs.call_s3("put_object", Bucket=bucket, Key=key, Body=data, **cond)
+        fs.invalidate_cache(path)
+        return out.get("ETag") or "?"
+    except Exception as exc:  # noqa: BLE001 - the store's answer, translated below unless a lost race
+        fs.invalidate_cache(path)
+        if _lost(exc):
             return None
-        raise
+        with request_errors(path, "write"):
+            raise
 
 
 def delete(st: Any, path: str, token: Any) -> bool:
@@ -129,15 +129,15 @@ def delete(st: Any, path: str, token: Any) -> bool:
         return True
     bucket, key, _ = fs.split_path(path)
     try:
-        with request_errors(path, "delete"):
-            if proto in ("gs", "gcs"):
-                fs.call("DELETE", "b/{}/o/{}", bucket, key, ifGenerationMatch=str(token))
-            else:
-                fs.call_s3("delete_object", Bucket=bucket, Key=key, IfMatch=token)
-    except Exception as exc:  # noqa: BLE001
-        if _lost(exc) or isinstance(exc, FileNotFoundError) or "no such file" in str(exc):
+        if proto in ("gs", "gcs"):
+            fs.call("DELETE", "b/{}/o/{}", bucket, key, ifGenerationMatch=str(token))
+        else:
+            fs.call_s3("delete_object", Bucket=bucket, Key=key, IfMatch=token)
+    except Exception as exc:  # noqa: BLE001 - the store's answer, translated below unless a lost race
+        if _lost(exc) or isinstance(exc, FileNotFoundError):
             return False
-        raise
+        with request_errors(path, "delete"):
+            raise
     finally:
         fs.invalidate_cache(path)
     return True
