@@ -142,3 +142,25 @@ def test_verify_closes_each_shard_once_checked(many_shards):
     assert report.ok and report.tensors == SHARDS
     assert len(opened) == SHARDS and max(opened) <= 4
     assert os.path.exists(str(many_shards) + ".index")
+
+
+@pytest.mark.parametrize("argv", [
+    ("inspect", "{}", "--stats"), ("convert", "{}", "{out}/c"), ("convert", "{}", "{out}/c.npz"),
+    ("average", "{}", "{}2", "-o", "{out}/avg"), ("diff", "{}", "{}2"),
+    ("rewrite-names", "{}", "{out}/r", "--rule", "re:v(.*)=w\\1")])
+def test_every_streaming_command_says_out_of_descriptors_never_damage(many_shards, tmp_path, argv):
+    """The other commands that open shards: under ulimit -n 64 a 1000-shard checkpoint is either
+    handled or refused in one line that says too many open files: never corrupt, missing or a
+    traceback (diff: exit 2, "cannot be read")."""
+    second = str(many_shards) + "2"
+    if not os.path.exists(second + ".index"):
+        for name in os.listdir(many_shards.parent):
+            if name.startswith("ckpt-1."):
+                os.link(many_shards.parent / name, many_shards.parent / name.replace("ckpt-1.", "ckpt-12.", 1))
+    got = _ckptool(64, *[a.replace("{out}", str(tmp_path)).replace("{}", str(many_shards)) for a in argv])
+    text = (got.stdout + got.stderr).lower()
+    assert "traceback" not in text and "corrupt" not in text and "damaged" not in text and "missing" not in text
+    if got.returncode:
+        err = [ln for ln in got.stderr.splitlines() if ln.strip()]
+        assert len(err) == 1 and "too many open files" in err[0], got.stderr
+        assert got.returncode == (2 if argv[0] == "diff" else 1)
