@@ -140,4 +140,15 @@ class RemoteLock:
         return False
 
 
-__all__ = ["LOCK_FILENAME", "TTL", "RemoteLock"]
+def held_elsewhere(storage: Any, directory: str) -> bool:
+    """Whether another holder's lock object on DIR is live now (not ours, not expired), without
+    taking it: ``prune --clean-temp --dry-run`` says nothing would go while a writer holds it."""
+    path = storage.join(directory, LOCK_FILENAME)
+    with _mutex:
+        if path in _held:
+            return False
+    raw = storage.read_if_exists(path)
+    return raw is not None and _who(raw)[1] >= time.time()
+
+
+__all__ = ["LOCK_FILENAME", "TTL", "RemoteLock", "held_elsewhere"]

@@ -113,6 +113,24 @@ def test_a_killed_holders_lock_expires_and_is_taken_over(store):
             pass
 
 
+def test_a_live_lock_object_of_another_holder_is_seen_without_taking_it(store):
+    """For ``prune --clean-temp --dry-run`` (which says nothing would go while a writer holds
+    the lock): ``remote_lock.held_elsewhere``."""
+    fs, root = store
+    st = remote.storage_for_url(root)
+    d = f"{root}/h"
+    assert not remote_lock.held_elsewhere(st, d)
+    live = {"tool": "ckptool", "pid": 1, "host": "elsewhere", "command": "ckptool save", "expires": time.time() + 60}
+    st.write_bytes_atomic(f"{d}/.ckptool.lock", json.dumps(live).encode())
+    assert remote_lock.held_elsewhere(st, d)
+    live["expires"] = time.time() - 1  # a killed writer's, expired
+    st.write_bytes_atomic(f"{d}/.ckptool.lock", json.dumps(live).encode())
+    assert not remote_lock.held_elsewhere(st, d)
+    st.remove(f"{d}/.ckptool.lock")
+    with st.lock(d):
+        assert not remote_lock.held_elsewhere(st, d)  # ours
+
+
 def test_an_emulator_that_ignores_generations_is_refused_plainly(gcs_server, gs):
     fs, root = gs
     honour = gcs_server[2]
