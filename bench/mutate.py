@@ -31,6 +31,7 @@ LAYOUT_TESTS = ("tests/io/test_layout_rules.py",)
 ATOMIC_TESTS = ("tests/io/test_atomic.py",)
 RENAME_TESTS = ("tests/ops/test_rename_matcher.py",)
 RETENTION_TESTS = ("tests/ops/test_retention.py",)
+ISSUE39_TESTS = ("tests/robustness/test_mutants.py",)  # the three survivors a review found (issue 39)
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,16 @@ MUTANTS = [
            "r.pattern.fullmatch(name)", "r.pattern.search(name)", RENAME_TESTS),
     Mutant("rename: a scope before an exact rule", "ckptool/ops/transform/rename.py", "Renamer.__call__",
            "        r = self.exact.get(name)", "        r = None", RENAME_TESTS),
+    Mutant("rename: regex rules applied in reverse order", "ckptool/ops/transform/rename.py", "Renamer.__call__",
+           "        for r in self.regex:", "        for r in reversed(self.regex):", RENAME_TESTS + ISSUE39_TESTS),
+    # ---- the safetensors reader
+    Mutant("safetensors: a gap between tensors accepted", "ckptool/format/safetensors_meta.py", "decode_header",
+           "        if t.begin != pos or t.end < t.begin:", "        if t.begin < pos or t.end < t.begin:",
+           ISSUE39_TESTS),
+    # ---- prune --clean-temp beside a writer
+    Mutant("clean-temp --dry-run: is_locked always false", "ckptool/ops/retain/prune.py", "_clean_temp",
+           "    if res.dry_run and is_locked(d.path, d.fd if isinstance(d, LocalDir) else None):",
+           "    if res.dry_run and False:", ISSUE39_TESTS),
     # ---- retention
     Mutant("retention: latest not protected", "ckptool/ops/retain/retention.py", "plan",
            "        if e.name == latest:", "        if False:", RETENTION_TESTS),

@@ -28,6 +28,14 @@ class MissingError(CkptError, FileNotFoundError):
         return str(self.args[0]) if self.args else ""
 
 
+class ResourceError(CkptError, OSError):
+    """The machine refused the run something it needs (too many open files): an error of the
+    run, never a verdict on a checkpoint (``verify`` says "could not check", not "damaged")."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
 class TensorNotFoundError(CkptError, KeyError):
     """A tensor name is not in the checkpoint. ``name`` is the name asked for and ``suggestions``
     the checkpoint's names closest to it, best first (also in the message: "did you mean ...?")."""

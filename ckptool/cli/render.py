@@ -163,9 +163,10 @@ def print_verify(report) -> None:
     if report.ok:
         click.echo(f"ok: {plural(report.tensors, 'tensor')}, {human_bytes(report.bytes)} read, every checksum matches")
     else:
-        names = report.damaged()
-        click.echo(f"corrupt: {len(names)} of {plural(report.tensors, 'tensor')}: "
-                   + ", ".join(display_name(n) for n in names))
+        for word, names in (("missing", report.lost()), ("corrupt", report.corrupt())):
+            if names:
+                click.echo(f"{word}: {len(names)} of {plural(report.tensors, 'tensor')}: "
+                           + ", ".join(display_name(n) for n in names))
 
 
 def print_tree(root, depth: int | None, title: str) -> None:

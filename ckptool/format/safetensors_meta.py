@@ -192,6 +192,7 @@ def encode_header(tensors: Iterable[tuple[str, str, tuple[int, ...]]], extras: E
     sizes: list[int] = []
     text = b"".join(_header_text(tensors, extras, sizes))
     pad = -len(text) % 8
+    _check_size(len(text) + pad, tensors)
     return (len(text) + pad).to_bytes(8, "little") + text + b" " * pad, sizes[0]
 
 
@@ -204,6 +205,7 @@ def header_pieces(tensors: Iterable[tuple[str, str, tuple[int, ...]]], extras: E
     sizes: list[int] = []
     length = sum(map(len, _header_text(tensors, extras, sizes)))
     pad = -length % 8
+    _check_size(length + pad, tensors)
 
     def pieces() -> Iterator[bytes]:
         yield (length + pad).to_bytes(8, "little")
@@ -211,6 +213,21 @@ def header_pieces(tensors: Iterable[tuple[str, str, tuple[int, ...]]], extras: E
         yield b" " * pad
 
     return sizes[0], pieces()
+
+
+def _check_size(length: int, tensors: Iterable[tuple[str, str, tuple[int, ...]]]) -> None:
+    """Refuse a header safetensors would refuse to load (over ``MAX_HEADER``), before anything is
+    written, naming the count and the longest name (``tensors`` gone through once more)."""
+    if length <= MAX_HEADER:
+        return
+    count, longest = 0, ""
+    for name, _code, _shape in tensors:
+        count += 1
+        longest = max(longest, name, key=len)
+    raise UnsupportedError(f"the .safetensors header would be {length:,} bytes, over safetensors' limit "
+                           f"of {MAX_HEADER:,} ({count:,} tensors; the longest name "
+                           f"{longest[:48]!r}{'...' if len(longest) > 48 else ''} is {len(longest):,} "
+                           "characters); nothing written")
 
 
 def _header_text(tensors: Iterable[tuple[str, str, tuple[int, ...]]], extras: Extras, size: list[int]

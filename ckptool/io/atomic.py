@@ -29,13 +29,14 @@ The overwrite rule that comes before a write, :func:`check_destination`, is in
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from ckptool.errors import CkptError, MissingError
+from ckptool.errors import CkptError, MissingError, ResourceError
 from ckptool.io.destination import check_destination as check_destination  # re-exported
 from ckptool.io.destination import checkpoint_identity as checkpoint_identity  # re-exported
 
@@ -184,7 +185,22 @@ def os_error(path: str, exc: OSError, doing: str) -> CkptError:
         return exc
     if isinstance(exc, FileNotFoundError):
         return MissingError(f"{path}: no such file or directory")
+    if exc.errno in (errno.EMFILE, errno.ENFILE):
+        return ResourceError(f"{path}: cannot {doing}: {out_of_files(exc)}")
     return CkptError(f"{path}: cannot {doing}: {exc.strerror or exc}")
+
+
+def out_of_files(exc: OSError) -> str:
+    """EMFILE / ENFILE, said with the limit that was met (``ulimit -n``)."""
+    if exc.errno == errno.ENFILE:
+        return "too many open files in the system"
+    try:
+        import resource
+
+        limit = f" (this process may have {resource.getrlimit(resource.RLIMIT_NOFILE)[0]:,}: ulimit -n)"
+    except (ImportError, OSError, ValueError):
+        limit = ""
+    return f"too many open files{limit}"
 
 
 class AtomicFile:

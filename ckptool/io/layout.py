@@ -15,7 +15,7 @@ import posixpath
 import warnings
 from dataclasses import dataclass
 
-from ckptool.errors import CkptError, CkptWarning, CorruptError, MissingError
+from ckptool.errors import CkptError, CkptWarning, CorruptError, MissingError, ResourceError
 from ckptool.format.bundle import HEADER_KEY, INDEX_SUFFIX, parse_header
 from ckptool.io.names import (  # the name rules: re-exported (__all__), layout is their one entry point
     DATA,
@@ -70,6 +70,8 @@ def first_entry(storage: Storage, path: str) -> tuple[bytes, bytes] | None:
         if not storage.isfile(path):
             return None
         reader = storage.open_reader(path)
+    except ResourceError:
+        raise  # out of descriptors says nothing of the file
     except (CkptError, OSError):
         return None
     try:
@@ -120,6 +122,8 @@ def names_in(storage: Storage, directory: str) -> list[str]:
     (never a glob built from a prefix: ``ckpt[a]-400`` is an ordinary name)."""
     try:
         return storage.listdir(directory or ".")
+    except ResourceError:
+        raise  # out of descriptors: not an empty directory
     except (CkptError, OSError):
         return []
 

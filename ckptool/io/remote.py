@@ -14,8 +14,8 @@ over an fsspec filesystem; :func:`storage_for_url` hands one out per protocol
   file being written is uploaded only when it is closed (one PUT, or a
   multipart upload completed at close), so until then nothing exists under
   its name; :meth:`RemoteWriter.discard` abandons it.
-- No advisory lock and no symlinks (no ``lock``/``lstat``): prune's callers
-  fall back to size/mtime.
+- The lock is an object written only if absent (:mod:`ckptool.io.remote_lock`); the
+  state file is replaced by a conditional write (:mod:`ckptool.io.remote_cas`).
 - The endpoint of an S3-compatible store comes from ``AWS_ENDPOINT_URL``
   (botocore >= 1.31 reads it; for older ones it is passed to s3fs here) or
   from fsspec's configuration (``~/.config/fsspec/*.json``, ``FSSPEC_S3_*``).
@@ -33,6 +33,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, MissingError, UnsupportedError
+from ckptool.io import remote_cas
 from ckptool.io.atomic import ANY, tempstate_name
 from ckptool.io.pathcaps import PathCapabilities
 from ckptool.io.remote_files import (  # noqa: F401 - re-exported
@@ -52,6 +53,7 @@ from ckptool.io.remote_files import (  # noqa: F401 - re-exported
     short_error,
     split_url,
 )
+from ckptool.io.remote_lock import RemoteLock
 from ckptool.io.storage import Reader, Writer
 
 if TYPE_CHECKING:
@@ -158,8 +160,6 @@ class RemoteStorage(PathCapabilities):
     def __repr__(self) -> str:
         return f"<ckptool RemoteStorage {self.scheme}>"
 
-    # -- names ---------------------------------------------------------------
-
     def _split(self, path: str) -> tuple[str, str]:
         scheme, rest = split_url(path)
         return scheme or self.scheme, rest
@@ -189,8 +189,6 @@ class RemoteStorage(PathCapabilities):
 
     def realpath(self, path: str) -> str:
         return path  # no symlinks in an object store
-
-    # -- queries -------------------------------------------------------------
 
     def _info(self, path: str) -> dict[str, Any] | None:
         """The object's info dict, or None when nothing is there (a file's is kept for
@@ -312,8 +310,6 @@ class RemoteStorage(PathCapabilities):
         with request_errors(path, "look up"):
             return float(self.fs.modified(path).timestamp())
 
-    # -- reading -------------------------------------------------------------
-
     def read_bytes(self, path: str) -> bytes:
         with request_errors(path, "read"):
             return bytes(self.fs.cat_file(path))
@@ -328,8 +324,6 @@ class RemoteStorage(PathCapabilities):
         """Fetch the planned reads ahead, ``jobs`` ranged GETs of up to 8 MiB in flight
         (:mod:`ckptool.io.prefetch`); the counts of the last plan stay in ``last_prefetch``."""
         return prefetching(ranges, jobs, lambda stats: setattr(self, "last_prefetch", stats))
-
-    # -- writing -------------------------------------------------------------
 
     def makedirs(self, path: str) -> None:
         # Object stores have no directories: a key's "folders" exist once it does.
@@ -354,6 +348,9 @@ class RemoteStorage(PathCapabilities):
     def start_writeback(self, f: Writer, offset: int, length: int) -> None:
         pass
 
+    def fsync_dir(self, path: str) -> None:
+        pass
+
     def rename(self, src: str, dst: str) -> None:
         """Copy then delete (not atomic; writers avoid it: ``atomic_rename`` is False)."""
         if src == dst:
@@ -364,9 +361,6 @@ class RemoteStorage(PathCapabilities):
             self.fs.copy(src, dst)
             self.fs.rm_file(src)
 
-    def fsync_dir(self, path: str) -> None:
-        pass
-
     def remove(self, path: str) -> None:
         self._forget(path)
         if not self.isfile(path):
@@ -375,14 +369,20 @@ class RemoteStorage(PathCapabilities):
             self.fs.rm_file(path)
 
     def write_bytes_atomic(self, path: str, data: bytes, expect: object = ANY) -> bool:
-        """Replace ``path`` with ``data``: one PUT, which is atomic on an object store.
-        ``expect``: as for local files, checked just before the PUT."""
-        if expect is not ANY and self.read_if_exists(path) != expect:
-            return False
+        """One PUT, atomic on an object store; with ``expect`` (bytes read before, None: absent) a
+        conditional one (:mod:`ckptool.io.remote_cas`): False when the object changed since."""
         self._forget(path)
-        with request_errors(path, "write", NO_PARENT):
-            self.fs.pipe_file(path, bytes(data))
-        return True
+        if expect is ANY:
+            with request_errors(path, "write", NO_PARENT):
+                self.fs.pipe_file(path, bytes(data))
+            return True
+        if not remote_cas.supported(self.protocol):
+            raise remote_cas.refuse(self.protocol, path, "replacing it")
+        raw, token = remote_cas.read(self, path)
+        return raw == expect and remote_cas.put(self, path, bytes(data), token) is not None
+
+    def lock(self, directory: str, **options: Any) -> RemoteLock:  # the object DIR/.ckptool.lock
+        return RemoteLock(self, directory, **options)
 
     def read_if_exists(self, path: str) -> bytes | None:
         self._forget(path)
@@ -392,5 +392,5 @@ class RemoteStorage(PathCapabilities):
             return None
 
 
-__all__ = ["RemoteStorage", "RemoteReader", "RemoteWriter", "RemoteError", "storage_for_url",
-           "filesystem", "clear_cache"]
+__all__ = ["RemoteStorage", "RemoteReader", "RemoteWriter", "RemoteError", "storage_for_url", "filesystem",
+           "clear_cache"]

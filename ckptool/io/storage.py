@@ -203,7 +203,7 @@ def open_regular(path: str) -> tuple[int, int]:
     except IsADirectoryError:
         raise MissingError(f"{path}: is a directory, not a data file") from None
     except OSError as exc:
-        raise CkptError(f"{path}: cannot open: {exc.strerror}") from None
+        raise atomic.os_error(path, exc, "open") from None
     try:
         st = os.fstat(fd)
         if stat.S_ISDIR(st.st_mode):
@@ -258,7 +258,7 @@ class LocalStorage(LocalCapabilities):
         except FileNotFoundError:
             raise MissingError(f"{path}: no such directory") from None
         except OSError as exc:
-            raise CkptError(f"{path}: cannot list: {exc.strerror}") from None
+            raise atomic.os_error(path, exc, "list") from None
 
     def glob(self, directory: str, pattern: str) -> list[str]:
         """Names in ``directory`` matching a glob ``pattern`` (no recursion)."""
@@ -280,7 +280,7 @@ class LocalStorage(LocalCapabilities):
         try:
             return bytes(r.read(0, r.size))
         except OSError as exc:
-            raise CkptError(f"{path}: cannot read: {exc.strerror}") from None
+            raise atomic.os_error(path, exc, "read") from None
         finally:
             r.close()
 

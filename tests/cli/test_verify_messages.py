@@ -28,12 +28,18 @@ def test_a_missing_shard_is_one_error(one_shard_gone):
     out = completed("inspect", p, "--verify")
     assert out.returncode == 1
     errors = [ln for ln in out.stderr.splitlines() if ln.startswith("ckptool: error:")]
-    assert errors == [f"ckptool: error: {p}: 1 of 3 data shards is missing (shards 1); "
+    # the file is named and said missing; its tensors are missing, not corrupt (issue 40)
+    assert errors == [f"ckptool: error: {p}.data-00001-of-00003: missing (data shard 1 of 3); "
                       f"{len(held)} tensors are stored there",
-                      f"ckptool: error: {p}: verification failed: {len(held)} of 67 tensors corrupt"]
-    assert out.stdout == f"corrupt: {len(held)} of 67 tensors: {', '.join(held)}\n"
+                      f"ckptool: error: {p}: verification failed: {len(held)} of 67 tensors missing"]
+    assert out.stdout == f"missing: {len(held)} of 67 tensors: {', '.join(held)}\n"
+    assert "corrupt" not in out.stdout + out.stderr
     doc = json.loads(completed("inspect", p, "--verify", "--json").stdout)
-    assert [(e["name"], e.get("tensors")) for e in doc["errors"]] == [("", held)]
+    assert [(e["name"], e.get("tensors"), e.get("missing")) for e in doc["errors"]] == [
+        ("", held, [f"{p}.data-00001-of-00003"])]
+    doc = json.loads(completed("verify", p, "--json").stdout)
+    assert doc["results"][0]["errors"][0]["missing"] == [f"{p}.data-00001-of-00003"]
+    assert "corrupt" not in json.dumps(doc)
     out = completed("verify", p)
     assert out.returncode == 1 and len(out.stdout.splitlines()) == 2, out.stdout  # DAMAGED, then its one line
 

@@ -19,7 +19,6 @@ import pytest
 
 import ckptool
 from ckptool.errors import CkptError, MissingError, UnsupportedError
-from clirun import run as run_cli
 
 fsspec = pytest.importorskip("fsspec")
 
@@ -31,16 +30,6 @@ FIXTURES = ["keras_adam", "tf1_saver", "dtensor", "partitioned", "ckpt_save", "s
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-@pytest.fixture
-def run(capsys):
-    def go(*argv, code=0):
-        rc, out, err = run_cli(capsys, *argv)
-        assert rc == code, (argv, out, err)
-        go.last_out = out
-        return out, err
-    return go
 
 
 def upload(fs, local: pathlib.Path, root: str) -> None:
@@ -318,101 +307,6 @@ def test_memory_convert_matches_local(run, mem, tmp_path):
 # --------------------------------------------------------------------------- a real S3 server
 
 
-class Counter:
-    """WSGI middleware around moto's app: every request, and the body bytes it answered."""
-
-    def __init__(self, app):
-        self.app = app
-        self.lock = threading.Lock()
-        self.log: list[dict] = []
-        self.delay = 0.0  # seconds added to each ranged GET (a store's first-byte latency)
-        self.active = 0  # ranged GETs being answered now
-        self.max_active = 0
-
-    def __call__(self, environ, start_response):
-        rec = {"method": environ["REQUEST_METHOD"], "path": environ.get("PATH_INFO", ""),
-               "query": environ.get("QUERY_STRING", ""), "range": environ.get("HTTP_RANGE"), "bytes": 0}
-        ranged = rec["method"] == "GET" and rec["range"] is not None
-        with self.lock:
-            self.log.append(rec)
-            if ranged:
-                self.active += 1
-                self.max_active = max(self.max_active, self.active)
-        try:
-            if ranged and self.delay:
-                import time
-
-                time.sleep(self.delay)
-            for chunk in self.app(environ, start_response):
-                rec["bytes"] += len(chunk)
-                yield chunk
-        finally:
-            if ranged:
-                with self.lock:
-                    self.active -= 1
-
-    def reset(self) -> None:
-        with self.lock:
-            self.log.clear()
-            self.max_active = 0
-
-    def snapshot(self) -> list[dict]:
-        with self.lock:
-            return list(self.log)
-
-
-@pytest.fixture(scope="session")
-def s3_server():
-    """moto's S3 server on 127.0.0.1 (a free port), with the standard AWS_* variables
-    pointing at it; yields (s3fs filesystem, bucket, counter)."""
-    pytest.importorskip("moto")
-    pytest.importorskip("s3fs")
-    pytest.importorskip("boto3")
-    import logging
-
-    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
-    from werkzeug.serving import make_server
-
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    counter = Counter(DomainDispatcherApplication(create_backend_app))
-    server = make_server("127.0.0.1", 0, counter, threaded=True, request_handler=MotoRequestHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    host, port = server.server_address[:2]
-    env = {"AWS_ENDPOINT_URL": f"http://{host}:{port}", "AWS_ACCESS_KEY_ID": "testing",
-           "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
-    saved = {k: os.environ.get(k) for k in [*env, "AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "AWS_SESSION_TOKEN"]}
-    for k in saved:
-        os.environ.pop(k, None)
-    os.environ.update(env)
-    import s3fs
-
-    s3fs.S3FileSystem.clear_instance_cache()
-    remote.clear_cache()
-    try:
-        fs = remote.filesystem("s3")
-        bucket = "ckptool-test"
-        fs.mkdir(bucket)
-        yield fs, bucket, counter
-    finally:
-        server.shutdown()
-        thread.join(10)
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        s3fs.S3FileSystem.clear_instance_cache()
-        remote.clear_cache()
-
-
-@pytest.fixture
-def s3(s3_server):
-    fs, bucket, counter = s3_server
-    prefix = f"{bucket}/t{uuid.uuid4().hex[:12]}"
-    return fs, f"s3://{prefix}", counter
-
-
 def test_s3_endpoint_comes_from_aws_endpoint_url(s3):
     fs, root, counter = s3
     counter.reset()
@@ -447,7 +341,10 @@ def test_s3_save_cli_and_read_back(run, s3, tmp_path):
     run("save", f"{root}/out/ckpt", "--from", npz, "--global-step", 4, "--shards", "2")
     puts = [r["path"] for r in counter.snapshot() if r["method"] == "PUT"]
     names = [p.rsplit("/", 1)[-1] for p in puts]
+    assert names[0] == ".ckptool.lock"  # the directory's lock object, taken first (issue 39)
+    names = [n for n in names if n != ".ckptool.lock"]
     assert names[:3] == sorted(names[:2]) + ["ckpt-4.index"], names
+    assert ".ckptool.lock" not in st.listdir(f"{root}/out")  # and released
     assert set(names[:2]) == {"ckpt-4.data-00000-of-00002", "ckpt-4.data-00001-of-00002"}
     assert not any("tempstate" in r["path"] or "x-amz-copy-source" in r["query"] for r in counter.snapshot())
     with ckptool.open(f"{root}/out") as ck:

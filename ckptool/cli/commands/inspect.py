@@ -91,8 +91,9 @@ def command(checkpoint: str, as_json: bool, tensors: tuple[str, ...], all_tensor
             else:
                 render.print_verify(report)
             if not report.ok:
-                bad = len(report.damaged())
-                raise Failed(f"{ck.prefix}: verification failed: {bad} of {report.tensors} tensors corrupt")
+                bad = [f"{len(names)} of {report.tensors} tensors {word}"
+                       for word, names in (("missing", report.lost()), ("corrupt", report.corrupt())) if names]
+                raise Failed(f"{ck.prefix}: verification failed: {', '.join(bad) or 'damaged'}")
             return
         from ckptool.ops.inspect import inspection
 

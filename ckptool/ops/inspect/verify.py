@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import Counter
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ckptool.errors import CkptError
+from ckptool.errors import CkptError, ResourceError
 from ckptool.format import bundle
 from ckptool.format.coding import crc32c
 from ckptool.format.slices import key_text as _shown
@@ -39,11 +40,15 @@ class Problem:
     error: str
     #: for a problem of the checkpoint that damages tensors (missing data shards): those tensors
     tensors: list[str] = field(default_factory=list)
+    #: the data files that are missing (each named in full), when that is the problem
+    missing: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"name": self.name, "error": self.error}
         if self.tensors:
             doc["tensors"] = self.tensors
+        if self.missing:
+            doc["missing"] = self.missing
         return doc
 
 
@@ -61,6 +66,14 @@ class VerifyReport:
     def damaged(self) -> list[str]:
         """The tensors found damaged, each once, sorted (a missing shard's included)."""
         return sorted({n for p in self.problems for n in ([p.name] if p.name else []) + p.tensors})
+
+    def lost(self) -> list[str]:
+        """The tensors stored in data shards that are missing, sorted (not read: not corrupt)."""
+        return sorted({n for p in self.problems if p.missing for n in p.tensors})
+
+    def corrupt(self) -> list[str]:
+        """The tensors whose own bytes or entries are bad, sorted."""
+        return sorted({p.name for p in self.problems if p.name} - set(self.lost()))
 
     def to_json(self) -> dict[str, Any]:
         return {"prefix": self.prefix, "ok": self.ok, "tensors": self.tensors, "bytes": self.bytes,
@@ -81,20 +94,25 @@ def verify(ck: Any, progress: Callable[[int, int], None] | None = None,
     """Read every stored byte and check every checksum; collect each problem.
 
     Checked: every entry parses; every data shard the header counts is present
-    (the missing ones are reported at once, as a count and ranges, from one
-    listing of the directory); the slices of each partitioned tensor tile its
+    (the missing ones are reported at once, by file name, from one listing of
+    the directory; the tensors stored there are missing, not corrupt); the slices of each partitioned tensor tile its
     shape exactly once; every tensor's bytes match its CRC32C. Tensors are read
     by ``workers`` threads (default: one per core), each with at most one
     ``chunk_bytes`` buffer, so memory stays bounded; on an object store, one
     thread checks while ``workers`` ranged GETs (default 8) fetch ahead in key
-    order, memory bounded by those in flight. ``progress(done_bytes,
+    order, memory bounded by those in flight. Shards are read one after the other
+    and each closed once checked (open files stay bounded); running out of them
+    (EMFILE) is a :class:`ResourceError` "could not check", never damage. ``progress(done_bytes,
     total_bytes)`` is called as data is read, from any of those threads.
     """
     report = VerifyReport(ck.prefix)
-    if ck.format != "V2":
-        return _verify_v1(ck, report, progress)
-    with ExitStack() as fetching:
-        return _verify_v2(ck, report, progress, chunk_bytes, workers, fetching)
+    try:
+        if ck.format != "V2":
+            return _verify_v1(ck, report, progress)
+        with ExitStack() as fetching:
+            return _verify_v2(ck, report, progress, chunk_bytes, workers, fetching)
+    except ResourceError as exc:  # too many open files: no verdict on the checkpoint
+        raise ResourceError(f"could not check {ck.prefix}: {exc}") from None
 
 
 def _verify_v2(ck: Any, report: VerifyReport, progress: Callable[[int, int], None] | None, chunk_bytes: int,
@@ -121,15 +139,10 @@ def _verify_v2(ck: Any, report: VerifyReport, progress: Callable[[int, int], Non
             except CkptError as exc:
                 report.problems.append(Problem(_shown(e.key), str(exc)))
     plain = [e for e in entries if not e.slices]
-    n_shards = ck.header.num_shards
     missing, ranges = ck.missing_shards()
     counted = plain
-    if missing:  # one problem for the missing shards; the tensors stored there join it, unread
-        shown = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in ranges[:5])
-        more = f" and {len(ranges) - 5:,} more ranges" if len(ranges) > 5 else ""
-        are = "is" if missing == 1 else "are"
-        gone = Problem("", f"{ck.prefix}: {missing:,} of {n_shards:,} data shards {are} missing "
-                           f"(shards {shown}{more})")
+    if missing:  # one problem for the missing shards, naming their files; their tensors join it, unread
+        gone = _missing_problem(ck, missing, ranges)
         report.problems.insert(0, gone)
         starts = [a for a, _ in ranges]
         lost = [e for e in plain if _in_ranges(e.shard_id, starts, ranges)]
@@ -141,6 +154,12 @@ def _verify_v2(ck: Any, report: VerifyReport, progress: Callable[[int, int], Non
     # Local files: ``workers`` threads read and check (one per core by default). An object
     # store: one thread checks while ``workers`` ranged GETs are in flight (the storage's
     # default when not given), fetched ahead in key order from here on.
+    # Read in storage order (shard, then offset): each shard front to back, closed once its last
+    # tensor is checked, so the files open stay bounded (1000 shards under ``ulimit -n 64``);
+    # problems are still reported in key order.
+    rank = {e.key: i for i, e in enumerate(plain)}
+    plain.sort(key=lambda e: (e.shard_id, e.offset))
+    left = Counter(e.shard_id for e in plain)
     fetching.enter_context(prefetch_entries(ck, plain, jobs=None if ck.storage.concurrent_reads else workers))
     total = sum(e.size for e in plain)
     lock = threading.Lock()
@@ -170,7 +189,14 @@ def _verify_v2(ck: Any, report: VerifyReport, progress: Callable[[int, int], Non
     buf_bytes = min(chunk_bytes, max((e.size for e in plain if e.dtype.is_fixed), default=0))
     local = threading.local()
 
-    def check(batch: list[Any]) -> list[Problem]:
+    def checked(shard: int) -> None:
+        with lock:
+            left[shard] -= 1
+            last = not left[shard]
+        if last:
+            ck.release_shard(shard)
+
+    def check(batch: list[Any]) -> list[tuple[int, Problem]]:
         out = []
         buf = getattr(local, "buf", None)
         if buf is None:
@@ -178,16 +204,44 @@ def _verify_v2(ck: Any, report: VerifyReport, progress: Callable[[int, int], Non
         for e in batch:
             try:
                 _check_entry(ck, e, buf, tick)
+            except ResourceError:
+                raise  # the run's trouble, not the checkpoint's
             except CkptError as exc:
-                out.append(Problem(owners.get(e.key, _shown(e.key)), str(exc)))
+                out.append((rank[e.key], Problem(owners.get(e.key, _shown(e.key)), str(exc))))
+            finally:
+                checked(e.shard_id)
         return out
 
     threads = (workers or default_workers()) if ck.storage.concurrent_reads else 1
-    for problems in _map_threads(check, batches, max(1, threads)):  # in key order
-        report.problems.extend(problems)
+    found = [p for problems in _map_threads(check, batches, max(1, threads)) for p in problems]
+    report.problems.extend(p for _, p in sorted(found, key=lambda rp: rp[0]))  # in key order
     report.tensors = sum(1 for e in counted if e.key not in owners) + sum(1 for e in entries if e.slices)
     report.bytes = total
     return report
+
+
+#: A missing-shard problem names up to this many data files (then "and N more").
+MISSING_NAMED = 5
+
+
+def _missing_problem(ck: Any, missing: int, ranges: list[tuple[int, int]]) -> Problem:
+    """The one problem of the data shards the header counts that are not there: each named
+    (``ckpt-5.data-00002-of-00005``), up to :data:`MISSING_NAMED`, and said to be missing."""
+    n_shards = ck.header.num_shards
+    first: list[str] = []
+    for a, b in ranges:
+        first.extend(ck.shard_path(i) for i in range(a, min(b, a + MISSING_NAMED) + 1))
+        if len(first) >= MISSING_NAMED:
+            break
+    first = first[:MISSING_NAMED]
+    shown = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in ranges[:5])
+    more = (f" and {missing - len(first):,} more (shards {shown}"
+            f"{f' and {len(ranges) - 5:,} more ranges' if len(ranges) > 5 else ''})" if missing > len(first) else "")
+    if missing == 1:
+        text = f"{first[0]}: missing (data shard {ranges[0][0]} of {n_shards:,})"
+    else:
+        text = f"{missing:,} of {n_shards:,} data shards are missing: {', '.join(first)}{more}"
+    return Problem("", text, missing=first)
 
 
 def _in_ranges(i: int, starts: list[int], ranges: list[tuple[int, int]]) -> bool:
@@ -261,6 +315,8 @@ def _verify_v1(ck: Any, report: VerifyReport, progress: Callable[[int, int], Non
     for v in variables:
         try:
             ck.read(v.name, verify=True)
+        except ResourceError:
+            raise
         except CkptError as exc:
             report.problems.append(Problem(v.name, str(exc)))
         done += v.nbytes

@@ -11,12 +11,14 @@ that holds no checkpoint at all gives an empty report, not a damaged one.
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ckptool.errors import CkptError
+from ckptool.errors import CkptError, ResourceError
+from ckptool.io.atomic import os_error
 from ckptool.io.layout import list_checkpoints, list_v1_checkpoints
 from ckptool.io.urls import storage_for
 from ckptool.ops.inspect.verify import Problem, VerifyReport, verify
@@ -65,6 +67,8 @@ def _directories(storage: Storage, top: str, recursive: bool, unreadable: list[U
         return
 
     def cannot(exc: OSError) -> None:
+        if exc.errno in (errno.EMFILE, errno.ENFILE):
+            raise os_error(str(exc.filename or top), exc, "list")
         unreadable.append(Unreadable(str(exc.filename or top), exc.strerror or str(exc)))
 
     for d, subdirs, _ in os.walk(top, onerror=cannot, followlinks=False):
@@ -87,6 +91,8 @@ def targets(path: str, recursive: bool = False, unreadable: list[Unreadable] | N
     for d in _directories(storage, p, recursive, unreadable if unreadable is not None else []):
         try:
             found = list_checkpoints(storage, d, damaged=True) + list_v1_checkpoints(storage, d, damaged=True)
+        except ResourceError:
+            raise
         except CkptError:
             continue
         out.extend(found)
@@ -116,6 +122,9 @@ def verify_paths(paths: Iterable[str], recursive: bool = False,
                         continue
                     seen.add(ck.prefix)
                     r = verify(ck, progress=progress(ck.prefix) if progress else None, workers=workers)
+            except ResourceError as exc:  # too many open files: the run's trouble, no verdict
+                raise ResourceError(str(exc) if str(exc).startswith("could not check")
+                                    else f"could not check {target}: {exc}") from None
             except CkptError as exc:
                 r = VerifyReport(target, problems=[Problem("", str(exc))])
             report.checkpoints.append(r)

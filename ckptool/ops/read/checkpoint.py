@@ -9,7 +9,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ckptool.errors import CkptError, CorruptError, TensorNotFoundError, UnsupportedError
+from ckptool.errors import CkptError, CorruptError, ResourceError, TensorNotFoundError, UnsupportedError
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, ObjectGraph
 from ckptool.format.objkeys import key_of as key_of  # re-exported
 from ckptool.format.objkeys import name_of as name_of
@@ -173,6 +173,8 @@ class Checkpoint:
         for v in self.variables():
             try:
                 self.read(v.name, verify=True)
+            except ResourceError:
+                raise  # too many open files: no verdict on the tensor
             except CkptError as exc:
                 yield v.name, str(exc)
             else:

@@ -386,6 +386,14 @@ class BundleCheckpoint(Checkpoint):
             if not e.slices:
                 yield e
 
+    def release_shard(self, shard_id: int) -> None:
+        """Close shard ``shard_id``'s file (opened again if read again): a caller that reads
+        shard by shard keeps the files it holds open bounded."""
+        with self._lock:
+            r = self._readers.pop(shard_id, None)
+        if r is not None:
+            r.close()
+
     def close(self) -> None:
         for r in self._readers.values():
             r.close()

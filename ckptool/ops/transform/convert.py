@@ -215,12 +215,20 @@ def check_target(storage: Storage, path: str, force_ids: tuple[bool, Sequence[st
     make_output_dir(storage, storage.dirname(path))
 
 
+#: A zip member name is at most this many bytes (its length is a 2-byte field); a tensor's
+#: member is its name plus ".npy".
+ZIP_NAME_MAX = 0xFFFF
+
+
 def npz_names(names: Iterable[str], dst: str) -> None:
     """Refuse names an ``.npz`` cannot hold distinctly: a NUL byte (zip names end there),
-    not UTF-8, or ``x`` beside ``x.npy`` (np.load's ``z["x.npy"]`` gives ``x``)."""
+    not UTF-8, over :data:`ZIP_NAME_MAX` bytes with ``.npy``, or ``x`` beside ``x.npy``
+    (np.load's ``z["x.npy"]`` gives ``x``). Before anything is written."""
     seen = set(names)
     for n in names:
         shown = objkeys.shown(n)
+        if len(shown) > 80:
+            shown = f"{shown[:48]}...{shown[-24:]}"
         if "\0" in n:
             raise UnsupportedError(f"{dst}: tensor {shown!r} has a NUL byte, where a zip member name "
                                    "ends; .npz cannot hold it distinctly")
@@ -229,6 +237,11 @@ def npz_names(names: Iterable[str], dst: str) -> None:
         except UnicodeEncodeError:
             raise UnsupportedError(f"{dst}: tensor name {shown!r} is not UTF-8, which .npz member "
                                    "names cannot hold") from None
+        size = len(n.encode("utf-8")) + len(".npy")
+        if size > ZIP_NAME_MAX:
+            raise UnsupportedError(f"{dst}: tensor {shown!r}: its name is {size - 4:,} bytes; a zip member name "
+                                   f"(.npz) holds at most {ZIP_NAME_MAX - 4:,} with '.npy'; nothing written "
+                                   "(.safetensors or a TF checkpoint holds it)")
         if n.endswith(".npy") and n[:-4] in seen:
             raise UnsupportedError(f"{dst}: tensors {n[:-4]!r} and {n!r} are one name to np.load "
                                    "(it reads 'x.npy' as 'x'); .npz cannot hold both")

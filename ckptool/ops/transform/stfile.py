@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ckptool.errors import CkptError
+from ckptool.errors import CkptError, UnsupportedError
 from ckptool.format import safetensors_meta as stm
 from ckptool.io.atomic import AtomicFile, check_destination, make_output_dir, publish
 from ckptool.io.urls import storage_for
@@ -78,7 +78,10 @@ def write_file(dst: str, tensors: Iterable[tuple[str, str, tuple[int, ...]]], ex
     force, ids = force if isinstance(force, tuple) else (force, ())
     storage, path = storage_for(dst)
     check_destination(storage, [path], force=force, sources=ids)
-    total, head = stm.header_pieces(tensors, extras)  # tensors gone through twice: not all held
+    try:
+        total, head = stm.header_pieces(tensors, extras)  # tensors gone through twice: not all held
+    except UnsupportedError as exc:  # named for the file it was to be (nothing is written yet)
+        raise UnsupportedError(str(exc) if str(exc).startswith(dst) else f"{dst}: {exc}") from None
     make_output_dir(storage, storage.dirname(path))
     f = AtomicFile(storage, path, sync=sync)
     try:

@@ -1,0 +1,154 @@
+"""The directory lock on an object store: the object ``DIR/.ckptool.lock``, written only if
+absent (S3 ``If-None-Match: *``, GCS ``ifGenerationMatch=0``: :mod:`ckptool.io.remote_cas`),
+holding who took it and when it expires.
+
+- Held: renewed every :data:`TTL` / 4 seconds by a conditional write at the version we wrote,
+  so a prune of any length keeps it; a holder killed with ``kill -9`` leaves one that expires
+  :data:`TTL` seconds later, and is then taken over by a conditional write at the stale
+  version (two that race for it: one wins).
+- Waiting: as the local flock, bounded by ``timeout``; then refused naming the holder.
+- Released: deleted only if still at our version.
+- Re-entrant within a process, as :class:`ckptool.io.lock.DirLock`.
+- A protocol with no conditional write cannot hold it: refused plainly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import threading
+import time
+from typing import Any, Literal
+
+from ckptool.errors import CkptError, RefusedError
+from ckptool.io import remote_cas
+
+LOCK_FILENAME = ".ckptool.lock"
+#: Seconds a lock object holds without renewal (a killed holder's is taken over after it).
+TTL = 120.0
+_POLL = 0.2
+
+_held: dict[str, list[Any]] = {}  # lock URL -> [depth, RemoteLock]
+_mutex = threading.Lock()
+
+
+def _holder_doc() -> dict[str, Any]:
+    return {"tool": "ckptool", "pid": os.getpid(), "host": socket.gethostname(),
+            "command": " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv[:3]))}
+
+
+def _who(raw: bytes | None) -> tuple[str, float]:
+    """``(holder said in words, expiry time)`` of a lock object's bytes (unparsable: expired)."""
+    try:
+        doc = json.loads((raw or b"").decode("utf-8"))
+        expires = float(doc["expires"])
+        who = f"{doc.get('command') or 'ckptool'} (PID {doc.get('pid')} on {doc.get('host')})"
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        return "an unreadable lock object", 0.0
+    return who, expires
+
+
+class RemoteLock:
+    """``with RemoteLock(storage, directory, timeout): ...`` (``storage`` a RemoteStorage)."""
+
+    def __init__(self, storage: Any, directory: str, timeout: float | None = 30.0,
+                 on_wait: Any = None, **_: object):
+        self.storage = storage
+        self.path = storage.join(directory, LOCK_FILENAME)
+        self.timeout = timeout
+        self.on_wait = on_wait
+        self._token: Any = None
+        self._stop = threading.Event()
+        self._renewer: threading.Thread | None = None
+        self.lost = False  # a renewal found the lock taken over (we were stalled past TTL)
+
+    def _body(self) -> bytes:
+        return json.dumps({**_holder_doc(), "expires": time.time() + TTL}).encode("utf-8")
+
+    def __enter__(self) -> RemoteLock:
+        if not remote_cas.supported(self.storage.protocol):
+            raise remote_cas.refuse(self.storage.protocol, self.path, "a lock")
+        with _mutex:
+            entry = _held.get(self.path)
+            if entry is not None:
+                entry[0] += 1
+                return self
+        start = time.monotonic()
+        while True:
+            body = self._body()
+            token = remote_cas.put(self.storage, self.path, body, None)
+            if token is None:
+                raw, stale = remote_cas.read(self.storage, self.path)
+                who, expires = _who(raw)
+                if raw is not None and expires < time.time():  # a killed holder's: take it over
+                    token = remote_cas.put(self.storage, self.path, body, stale)
+                if token is None:
+                    waited = time.monotonic() - start
+                    if raw is not None and self.timeout is not None and waited >= self.timeout:
+                        raise RefusedError(f"{self.path}: {who} holds this directory's lock (it expires in "
+                                           f"{max(0.0, expires - time.time()):.0f} s unless renewed); try again "
+                                           "later")
+                    if self.on_wait is not None and raw is not None:
+                        self.on_wait(waited)
+                    time.sleep(_POLL if raw is not None else 0.0)
+                    continue
+            self._token = token
+            break
+        try:
+            remote_cas.check_honoured(self.storage, self.path, body, token)
+        except BaseException:
+            self._release()
+            raise
+        with _mutex:
+            _held[self.path] = [1, self]
+        self._renewer = threading.Thread(target=self._renew, name="ckptool-lock-renew", daemon=True)
+        self._renewer.start()
+        return self
+
+    def _renew(self) -> None:
+        while not self._stop.wait(TTL / 4):
+            try:
+                token = remote_cas.put(self.storage, self.path, self._body(), self._token)
+            except CkptError:
+                continue  # the store failed a request: the next renewal tries again
+            if token is None:
+                self.lost = True
+                return
+            self._token = token
+
+    def _release(self) -> None:
+        self._stop.set()
+        if self._renewer is not None:
+            self._renewer.join()
+        try:
+            remote_cas.delete(self.storage, self.path, self._token)
+        except CkptError:
+            pass  # it expires by itself
+
+    def __exit__(self, *exc: object) -> Literal[False]:
+        with _mutex:
+            entry = _held.get(self.path)
+            if entry is None:
+                return False
+            entry[0] -= 1
+            if entry[0]:
+                return False
+            del _held[self.path]
+        entry[1]._release()
+        return False
+
+
+def held_elsewhere(storage: Any, directory: str) -> bool:
+    """Whether another holder's lock object on DIR is live now (not ours, not expired), without
+    taking it: ``prune --clean-temp --dry-run`` says nothing would go while a writer holds it."""
+    path = storage.join(directory, LOCK_FILENAME)
+    with _mutex:
+        if path in _held:
+            return False
+    raw = storage.read_if_exists(path)
+    return raw is not None and _who(raw)[1] >= time.time()
+
+
+__all__ = ["LOCK_FILENAME", "TTL", "RemoteLock", "held_elsewhere"]
