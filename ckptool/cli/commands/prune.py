@@ -18,6 +18,7 @@ from ckptool.cli.common import (
     verbose,
 )
 from ckptool.cli.keep_best import best_options, best_spec, note_without_value, reason  # keep-best
+from ckptool.cli.prune_report import changed, damage_failure, extra_rows, note_changes
 
 
 @click.command("prune")
@@ -63,14 +64,17 @@ from ckptool.cli.keep_best import best_options, best_spec, note_without_value, r
                    "of one. Nothing else (softmax_temp_0.5/, "
                    "hparams.tmpl and a checkpoint named model_temp-3 are ordinary).")
 @best_options  # keep-best
+@click.option("--verify", is_flag=True,
+              help="Check what is kept by its CRCs too (every byte read), not only that every file is there "
+                   "and each data file as long as its index needs.")
 @click.option("-n", "--dry-run", is_flag=True, help="Show the plan; change nothing.")
 @json_option('Print {"kept": [...], "deleted": [...], "preserved": [...], "reasons": {...}, '
              '"bytes_freed": N, "best": {...} (--keep-best), "policy_sources": {setting: "flag" | FILE | '
              '"default"}, ...} as JSON (with --recursive, a run left alone: {"no_policy": true}).')
 def command(directory: str, max_to_keep: int, keep_every_n_hours: float | None, keep_steps_every: int | None,
             min_age: float | None, pinned: tuple[str, ...], scan: bool, recursive: bool, exclude: tuple[str, ...],
-            one_file_system: bool, follow_symlinks: bool, clean_temp: bool, dry_run: bool, as_json: bool,
-            **best_flags) -> None:
+            one_file_system: bool, follow_symlinks: bool, clean_temp: bool, verify: bool, dry_run: bool,
+            as_json: bool, **best_flags) -> None:
     """Apply retention to the checkpoints in DIR, exactly as TensorFlow would.
 
     The decision is tf.train.CheckpointManager's: the state file's
@@ -149,23 +153,25 @@ def command(directory: str, max_to_keep: int, keep_every_n_hours: float | None, 
         given[name] = value if source not in (None, click.core.ParameterSource.DEFAULT) else UNSET
     if recursive:
         _recursive(directory, given, pinned, scan, exclude, dry_run, as_json, prune_tree, clean_temp=clean_temp,
-                   one_file_system=one_file_system, follow_symlinks=follow_symlinks, best=best)
+                   one_file_system=one_file_system, follow_symlinks=follow_symlinks, best=best, verify=verify)
         return
 
     from ckptool.cli.progress import progress_bar
 
     with progress_bar(f"prune {directory}", unit="items") as bar:
         result = prune(directory, keep=pinned, scan=scan, dry_run=dry_run, clean_temp=clean_temp, best=best,
-                       progress=bar, **given)
+                       verify=verify, progress=bar, **given)
     if as_json:
         emit_json(result.to_json())
-    elif result.deleted or result.temp_deleted or result.failed or dry_run or verbose():
+    elif result.deleted or result.temp_deleted or result.failed or dry_run or verbose() or changed(result):
         render_sources(result)
         render_result(result)  # with nothing deleted, nothing at all (cron mails every line)
     for f in result.failed:
-        error(f"{f['path']}: cannot delete: {f['error']}")
+        error(f"{f['path']}: cannot {f.get('action', 'delete')}: {f['error']}")
     if result.failed:
         raise Failed(f"{plural(len(result.failed), 'file')} could not be deleted")
+    if (damaged := damage_failure([result])) is not None:
+        raise Failed(damaged)
 
 
 def render_sources(result, prefix: str = "") -> None:
@@ -185,12 +191,14 @@ def render_result(result, prefix: str = "") -> None:
     rows += [(p, "would delete" if result.dry_run else "deleted", "") for p in result.deleted]
     rows += [(p, "skipped", "outside the directory") for p in result.skipped]
     rows += [(p, "would delete" if result.dry_run else "deleted", "temporary") for p in result.temp_deleted]
+    rows += extra_rows(result)
     rows = [(escape(p), action, escape(why)) for p, action, why in rows]
     width = max((len(r[0]) for r in rows), default=10)
     aw = max((len(r[1]) for r in rows), default=4)
     for path, action, why in rows:
         click.echo(f"{prefix}{path:<{width}}  {action:<{aw}}  {why}".rstrip())
     note_without_value(result)  # keep-best
+    note_changes(result, prefix)
     verb = "would free" if result.dry_run else "freed"
     note(f"{len(result.kept)} kept, {len(result.preserved)} preserved, {len(result.deleted)} "
          f"{'to delete' if result.dry_run else 'deleted'}; {verb} {human_bytes(result.bytes_freed)}")
@@ -203,7 +211,7 @@ def _recursive(root, given, pinned, scan, exclude, dry_run, as_json, prune_tree,
     with progress_bar(f"prune {root}", unit="items") as bar:  # runs done of runs found
         tree = prune_tree(root, keep=pinned, exclude=exclude, scan=scan, dry_run=dry_run,
                           progress=lambda i, n, d: bar(i, n), **given, **walk)
-    anything = any(r.deleted or r.temp_deleted or r.failed for r in tree.runs.values())
+    anything = any(r.deleted or r.temp_deleted or r.failed or changed(r) for r in tree.runs.values())
     if as_json:
         emit_json(tree.to_json())
     elif anything or dry_run or verbose():
@@ -225,8 +233,12 @@ def _recursive(root, given, pinned, scan, exclude, dry_run, as_json, prune_tree,
     if (dry_run or verbose()) and not as_json:
         for d, r in tree.runs.items():
             render_sources(r, prefix=f"{escape(d)}: ")
+    for d, r in tree.runs.items() if not as_json else ():
+        note_changes(r, prefix=f"{d}: ")
     for _d, msg in tree.errors.items():
         error(msg)
     if tree.errors:
         dirs = plural(len(tree.runs) + len(tree.errors), "directory", "directories")
         raise Failed(f"{len(tree.errors)} of {dirs} failed")
+    if (damaged := damage_failure(tree.runs.values())) is not None:
+        raise Failed(damaged)
