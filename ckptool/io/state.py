@@ -124,13 +124,7 @@ def tf_state_problem(storage: Storage, directory: str, filename: str = STATE_FIL
         return "names no model_checkpoint_path: TF's latest_checkpoint raises ValueError ('Invalid checkpoint state')"
     prefix = resolve(directory, latest, storage)
     d, base = storage.dirname(prefix), storage.basename(prefix)
-    found = storage.isfile(prefix + ".index") or storage.isfile(prefix)
-    if not found and "?????" in base and storage.isdir(d or "."):  # a V1 sharded spec, matched as TF globs it
-        try:
-            found = bool(storage.glob(d, base))
-        except (CkptError, OSError):
-            found = False
-    if found:
+    if _found(storage, prefix):
         return None
     if any(c in base for c in "*?[") and storage.isdir(d or "."):
         try:
@@ -139,10 +133,24 @@ def tf_state_problem(storage: Storage, directory: str, filename: str = STATE_FIL
                        f"matches another checkpoint; restoring it fails)"
         except (CkptError, OSError):
             pass
-    here = storage.join(directory, storage.basename(latest)) if directory else storage.basename(latest)
+    here = storage.join(directory, base) if directory else base
     moved = " ('ckptool state --relative' points it at the checkpoint of that name here)" if (
-        storage.isabs(latest) and storage.isfile(here + ".index")) else ""
+        storage.isabs(latest) and _found(storage, here)) else ""
     return f"its latest, {latest!r}, does not exist: TF's {scratch} (\"Couldn't match files\"){moved}"
+
+
+def _found(storage: Storage, prefix: str) -> bool:
+    """TF's test for a checkpoint at ``prefix``: its V2 index, or the V1 file (a sharded V1 spec's
+    files, as TF globs ``?????``)."""
+    if storage.isfile(prefix + ".index") or storage.isfile(prefix):
+        return True
+    d, base = storage.dirname(prefix), storage.basename(prefix)
+    if "?????" in base and storage.isdir(d or "."):
+        try:
+            return bool(storage.glob(d, base))
+        except (CkptError, OSError):
+            return False
+    return False
 
 
 def write_state(directory: str, state: CheckpointState, storage: Storage = LOCAL,

@@ -69,8 +69,10 @@ from ckptool.cli.prune_report import changed, damage_failure, extra_rows, note_c
                    "and each data file as long as its index needs.")
 @click.option("-n", "--dry-run", is_flag=True, help="Show the plan; change nothing.")
 @json_option('Print {"kept": [...], "deleted": [...], "preserved": [...], "reasons": {...}, '
-             '"bytes_freed": N, "best": {...} (--keep-best), "policy_sources": {setting: "flag" | FILE | '
-             '"default"}, ...} as JSON (with --recursive, a run left alone: {"no_policy": true}).')
+             '"bytes_freed": N, "moved": [{"from", "to"}], "linked": [{"from", "to"}] (into DIR/kept/), '
+             '"damaged": [{"path", "problem"}], "already_gone": [...], "best": {...} (--keep-best), '
+             '"policy_sources": {setting: "flag" | FILE | "default"}, ...} as JSON (with --recursive, a run '
+             'left alone: {"no_policy": true}).')
 def command(directory: str, max_to_keep: int, keep_every_n_hours: float | None, keep_steps_every: int | None,
             min_age: float | None, pinned: tuple[str, ...], scan: bool, recursive: bool, exclude: tuple[str, ...],
             one_file_system: bool, follow_symlinks: bool, clean_temp: bool, verify: bool, dry_run: bool,
@@ -91,10 +93,40 @@ def command(directory: str, max_to_keep: int, keep_every_n_hours: float | None, 
     which beats the default (max_to_keep 5); --dry-run and -v print where
     each setting came from (flag, the file, default). A .ckptool.toml that
     does not parse stops the run. --keep-steps-every, --min-age and --keep
-    add protection (the union of the rules keeps a checkpoint). Kept means
-    kept: a checkpoint kept beyond the newest K by --keep, --keep-best or
-    --keep-steps-every leaves the state file's list (as TF's every-N-hours
-    keeps do), so the trainer's next save cannot delete it; --scan finds it.
+    add protection (the union of the rules keeps a checkpoint).
+
+    Kept means kept, even beside a trainer that is still running (TF's
+    CheckpointManager and Saver delete from the list they hold in memory,
+    not from the state file): a checkpoint kept by --keep, --keep-best,
+    --keep-steps-every or --keep-every-n-hours is given a second name in
+    DIR/kept/ (a hard link: nothing copied; a copy across file systems and
+    on an object store), a checkpoint directory with its own state file that
+    tf.train.latest_checkpoint and load_checkpoint read. Beyond the newest K
+    it moves there (its names in DIR go, and it leaves DIR's state file);
+    still among them it is linked there and stays in DIR. A name in kept/ is
+    never overwritten (another checkpoint of that name becomes STEM.2-STEP).
+    The table and --json give each kept checkpoint's path there. inspect,
+    du, verify and --keep-best see DIR/kept/ as part of the run; prune
+    deletes from it only under a policy given for it (prune DIR/kept
+    --max-to-keep N, or DIR/kept/.ckptool.toml; --recursive leaves it alone
+    otherwise). --min-age keeps stay in place. Every step is journaled: a
+    prune killed anywhere is finished by the next one.
+
+    Damaged checkpoints: before deleting anything, prune checks what it
+    keeps (every file there, each data file as long as the index needs;
+    --verify: every CRC too). A damaged checkpoint is never counted as one
+    of K and never preserved; the newest intact checkpoint is never deleted
+    (preserved as 'last intact' when a damaged one took its place); each
+    damaged one kept is named on stderr and the exit status is 1, so cron
+    mails it. State entries whose files were already gone are reported as
+    'already gone', not deleted.
+
+    A TF1 Saver's state file has no timestamps: the .index modification
+    times are used, the oldest checkpoint's as the trainer's start, with
+    Saver's every-N-hours arithmetic (a checkpoint is preserved when its
+    time is strictly after the next keep time, which then advances by N
+    hours); the times and last_preserved_timestamp are written back, so the
+    next run continues from them (as a CheckpointManager's file).
 
     Safe to run from cron: the latest checkpoint is never deleted; a plan that
     would delete every checkpoint is refused; nothing outside DIR is touched
@@ -131,8 +163,9 @@ def command(directory: str, max_to_keep: int, keep_every_n_hours: float | None, 
 
     Exit status: 0 done (or nothing to do); 1 refused or failed (no state
     file without --scan, a corrupt state file or .ckptool.toml, lock held, a
-    file that could not be deleted, a --keep naming nothing; with --recursive,
-    any directory failed); 2 usage error.
+    file that could not be deleted or kept, a --keep naming nothing, a
+    damaged checkpoint kept; with --recursive, any directory failed); 2
+    usage error. A run refused before it starts leaves no .ckptool.lock.
     """
     from ckptool.cli.main import Failed
     from ckptool.ops.retain.fleet import prune_tree

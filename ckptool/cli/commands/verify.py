@@ -35,8 +35,9 @@ def command(paths: tuple[str, ...], recursive: bool, jobs: int | None, as_json: 
     file is read as TensorFlow reads it: one TF ignores (it does not parse or
     cannot be read: TF logs "Checkpoint ignored"), raises on (not UTF-8, no
     model_checkpoint_path) or whose latest does not exist (latest_checkpoint
-    is None) is reported as IGNORED and exits 1: a trainer would start from
-    scratch.
+    is None: a moved TF1 run's absolute paths too; 'ckptool state
+    --relative' fixes those) is reported as STATE and exits 1: a trainer
+    would start from scratch.
 
     \b
     A tree with no checkpoint at all prints "no checkpoints found under
@@ -87,7 +88,7 @@ def command(paths: tuple[str, ...], recursive: bool, jobs: int | None, as_json: 
         for u in report.missing:
             click.echo(f"MISSING  {display_name(u.path)}: {display_name(u.error)}")
         for u in report.states:
-            click.echo(f"IGNORED  {display_name(u.path)}: {display_name(u.error)}")
+            click.echo(f"STATE  {display_name(u.path)}: {display_name(u.error)}")
         if not (report.checkpoints or report.unreadable or report.missing or report.states):
             click.echo("no checkpoints found under " + ", ".join(display_name(p) for p in paths))
     failures = []

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError
 from ckptool.io.keptdir import kept_path
-from ckptool.io.layout import checkpoint_files, list_checkpoints, list_v1_checkpoints
+from ckptool.io.layout import list_checkpoints, list_v1_checkpoints, names_in, owns
 from ckptool.io.state import STATE_FILENAME, tf_state_problem
 from ckptool.io.urls import storage_for
 from ckptool.ops.inspect.verify import Problem, VerifyReport, verify
@@ -126,7 +126,8 @@ def verify_paths(paths: Iterable[str], recursive: bool = False,
                 problem = tf_state_problem(storage, d)
                 if problem is not None:
                     report.states.append(Unreadable(storage.join(d, STATE_FILENAME), problem))
-        elif not storage.exists(p) and not checkpoint_files(storage, p):
+        elif not storage.exists(p) and not any(owns(storage.basename(p), n)
+                                               for n in names_in(storage, storage.dirname(p))):
             report.missing.append(Unreadable(path, "no such checkpoint or directory"))
             continue
         for target in targets(path, recursive, report.unreadable):

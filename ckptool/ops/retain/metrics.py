@@ -287,7 +287,7 @@ def best_pins(directory: str, candidates: Iterable[tuple[str, int | None]], spec
     (:func:`stored_step`), else (or when the metric has no value there) the number in
     its name. ``spec.metrics`` relative paths are taken as they are (the caller
     resolves them)."""
-    name, values = metric_values(directory, spec.metric, metrics=spec.metrics, storage=storage)
+    name, values = spec.found or metric_values(directory, spec.metric, metrics=spec.metrics, storage=storage)
     scored = []
     steps = {}
     none = 0

@@ -21,6 +21,7 @@ Decisions come from the pure engine (:mod:`ckptool.ops.retain.retention`) throug
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import time
 from collections.abc import Callable
@@ -56,6 +57,7 @@ from ckptool.ops.retain.engine import (
 from ckptool.ops.retain.health import Health
 from ckptool.ops.retain.keep_best import spec_from_policy  # keep-best
 from ckptool.ops.retain.kept import MOVE
+from ckptool.ops.retain.metrics import metric_values
 from ckptool.ops.retain.outcome import describe
 from ckptool.ops.retain.plan import PruneResult, freed_bytes, make_plan, merge_state
 
@@ -95,7 +97,7 @@ def _pins(storage: Storage, directory: str, pins: tuple[str, ...], listing: DirL
     for pin in pins:
         p = pin.rstrip("/")
         p = s if (s := strip_file_suffix(p)) is not None and not p.endswith(".meta") else p
-        head, base = storage.dirname(p), storage.basename(p)
+        head, base = (storage.dirname(p) if "/" in p else ""), storage.basename(p)  # a bare name: DIR's
         ok = base in known and (not head or storage.same_dir(head, directory or "."))  # by identity
         if not ok:
             if strict:
@@ -120,19 +122,22 @@ def _no_state(directory: str) -> MissingError:
 
 
 def preflight(storage: Storage, d: Dir, *, scan_all: bool, pins: tuple[str, ...] = (),
-              strict_pins: bool = False, pol: dict[str, Any] | None = None) -> None:
+              strict_pins: bool = False, pol: dict[str, Any] | None = None) -> Any:
     """What refuses a prune before it starts, checked before the lock is taken (so a refused
     prune leaves no ``.ckptool.lock`` behind): a FIFO or device in the way, a state file that
     does not parse or is not there (without ``scan_all``), a ``--keep`` naming nothing, a
-    keep-best policy without a metric."""
+    keep-best policy without a metric or whose metric no file has. Returns the keep-best spec
+    with its values read (None without keep-best)."""
     refuse_special(d)
     _, state = read_dir_state(d)
     if state is None and not scan_all:
         raise _no_state(d.path)
     if pins and strict_pins:
         _pins(storage, d.path, pins, scan(d), state, True)
-    if pol is not None:
-        spec_from_policy(pol, d.path)
+    spec = spec_from_policy(pol or {}, d.path)
+    if spec is None:
+        return None
+    return dataclasses.replace(spec, found=metric_values(d.path, spec.metric, metrics=spec.metrics, storage=storage))
 
 
 def run(storage: Storage, d: Dir, policy: R.Policy, *, now: float, dry_run: bool, scan_all: bool,
@@ -332,12 +337,12 @@ def prune_open(storage: Storage, d: Dir, pol: dict[str, Any], *, now: float, dry
     (taken only once :func:`preflight` finds nothing that refuses the run)."""
     policy = R.Policy(pol.get("max_to_keep") or None, pol.get("keep_every_n_hours") or None,
                       pol.get("keep_steps_every"), pol.get("min_age"))
-    preflight(storage, d, scan_all=scan_all, pins=tuple(pins), strict_pins=strict_pins, pol=pol)
+    best = preflight(storage, d, scan_all=scan_all, pins=tuple(pins), strict_pins=strict_pins, pol=pol)
     lock = contextlib.nullcontext() if dry_run else lock_open(storage, d, timeout=lock_timeout)
     with lock:
         return run(storage, d, policy, now=now, dry_run=dry_run, scan_all=scan_all, pins=tuple(pins),
                    strict_pins=strict_pins, clean_temp=clean_temp, soft_pins=tuple(pol.get("keep") or ()),
-                   best=spec_from_policy(pol, d.path), verify=verify, progress=progress)  # keep-best
+                   best=best, verify=verify, progress=progress)  # keep-best
 
 
 def record_save(directory: str, prefix: str, *, max_to_keep: int | None, keep_every_n_hours: float | None,
