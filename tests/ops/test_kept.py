@@ -235,3 +235,17 @@ def test_a_refused_prune_leaves_no_lock_file(tmp_path, capsys):
     code, out, err = run(capsys, "prune", d)
     assert code == 1
     assert not (d / ".ckptool.lock").exists()
+
+
+def test_a_journaled_move_goes_only_once_kept_holds_it(tmp_path, monkeypatch):
+    """Killed after the journal and the state file, before DIR's names went; then kept/ lost its
+    copy (someone removed it): the next prune links it there again before DIR's names go."""
+    d = make(tmp_path / "run", range(1, 6))
+    with monkeypatch.context() as mp:
+        mp.setattr(P, "release", lambda *a, **k: (_ for _ in ()).throw(Killed()))
+        with pytest.raises(Killed):
+            P.prune(str(d), max_to_keep=2, keep=("ckpt-2",), now=T0 + 9999)
+    for f in (d / "kept").glob("ckpt-2.*"):
+        f.unlink()
+    P.prune(str(d), max_to_keep=2, keep=("ckpt-2",), now=T0 + 9999)
+    assert value(d / "kept" / "ckpt-2") == 2.0 and not (d / "ckpt-2.index").exists()

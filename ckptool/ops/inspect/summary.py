@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ckptool.errors import CkptError
 from ckptool.format import bundle
 from ckptool.format.meta_graph import tf_versions
+from ckptool.io.keptdir import KEPT_DIRNAME, kept_path
 from ckptool.io.layout import (
     checkpoint_exists,
     checkpoint_files,
@@ -18,7 +19,6 @@ from ckptool.io.layout import (
     resolve_recorded,
     step_of,
 )
-from ckptool.io.keptdir import KEPT_DIRNAME, kept_path
 from ckptool.io.state import read_state, resolve, state_path
 
 if TYPE_CHECKING:

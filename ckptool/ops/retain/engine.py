@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, CkptWarning, RefusedError
 from ckptool.format.bundle import INDEX_SUFFIX
-from ckptool.io.layout import INDEX, file_role, resolve_recorded, step_of
 from ckptool.io.keptdir import fsync_dir, open_kept, place_file, same_file
+from ckptool.io.layout import INDEX, file_role, resolve_recorded, step_of
 from ckptool.io.listing import DirListing, FileInfo, scan
 from ckptool.io.lock import DEFAULT_TIMEOUT, LOCK_FILENAME, lock_open
 from ckptool.io.state import STATE_FILENAME, CheckpointState, parse_state

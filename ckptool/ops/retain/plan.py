@@ -197,7 +197,13 @@ def make_plan(storage: Storage, directory: str, state: CheckpointState | None, l
                                f"({len(decision.deleted)})")
     damaged = damaged_kept(decision, health, latest_base) if health is not None else {}
     unlisted = set() if in_kept else beyond_max_to_keep(decision)  # kept/ itself: nothing is moved out of it
-    moves = {} if in_kept else kept_moves(decision, unlisted, health)
+    listed = [e.timestamp for e in decision.kept if e.name not in unlisted]
+    if tf1 and listed and decision.last_preserved_timestamp >= min(listed):
+        # written back, TF's CheckpointManager would not manage the oldest listed: backdated, as TF backdates
+        decision.last_preserved_timestamp = min(listed) - 1.0
+    # kept/ is for what a trainer must not reach; after ckptool's own save (new_entry) the writer is ckptool,
+    # and the retention is CheckpointManager.save's, file for file
+    moves = {} if in_kept or new_entry is not None else kept_moves(decision, unlisted, health)
     preserved = set() if in_kept else {e.name for e in decision.preserved}
     drop = {e.name for e in decision.deleted} | preserved | missing_bases | unlisted
     return Plan(decision, names, drop, unsafe, missing, managed, have_ts or scan or new_entry is not None or tf1,
@@ -282,8 +288,6 @@ def merge_state(storage: Storage, directory: str, planned: CheckpointState | Non
     lp = decision.last_preserved_timestamp
     if current is not None and current.last_preserved_timestamp > lp:
         lp = current.last_preserved_timestamp
-    if plan.tf1 and stamps and lp >= min(stamps):  # TF2 would not manage the oldest: backdated, as TF does
-        lp = min(stamps) - 1.0
     if not plan.with_ts:
         stamps = []
         lp = current.last_preserved_timestamp if current is not None else 0.0

@@ -164,8 +164,8 @@ def _guard_last_intact(storage: Storage, directory: str, state: CheckpointState 
     if latest is None or health(latest) == INTACT:
         return
     if state is not None:
-        order = [resolve_recorded(storage, directory, p, warn=False).base
-                 for p in state.all_model_checkpoint_paths + [state.model_checkpoint_path]]
+        order = [b for p in state.all_model_checkpoint_paths + [state.model_checkpoint_path]
+                 if (b := resolve_recorded(storage, directory, p, warn=False).base) is not None]
     else:
         order = sorted(listing.complete, key=lambda b: (step_of(b) if step_of(b) is not None else -1,
                                                         listing.mtime(b) or 0.0))
