@@ -202,7 +202,8 @@ def command(directory: str, max_to_keep: int, keep_every_n_hours: float | None, 
     for f in result.failed:
         error(f"{f['path']}: cannot {f.get('action', 'delete')}: {f['error']}")
     if result.failed:
-        raise Failed(f"{plural(len(result.failed), 'file')} could not be deleted")
+        raise Failed(f"{plural(len(result.failed), 'file')} could not be "
+                     f"{'deleted' if all(f.get('action', 'delete') == 'delete' for f in result.failed) else 'handled'}")
     if (damaged := damage_failure([result])) is not None:
         raise Failed(damaged)
 

@@ -78,10 +78,6 @@ def _disk_full(exc: BaseException) -> bool:
     return isinstance(cause, OSError) and cause.errno in _FULL
 
 
-def _disp(storage: Storage, directory: str, base: str) -> str:
-    return storage.join(directory, base) if directory else base
-
-
 def _pins(storage: Storage, directory: str, pins: tuple[str, ...], listing: DirListing,
           state: CheckpointState | None, strict: bool) -> frozenset[str]:
     """Pins as base names; every CHECKPOINT form names one (``ckpt-2``, ``DIR/ckpt-2``,
