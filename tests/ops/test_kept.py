@@ -249,3 +249,15 @@ def test_a_journaled_move_goes_only_once_kept_holds_it(tmp_path, monkeypatch):
         f.unlink()
     P.prune(str(d), max_to_keep=2, keep=("ckpt-2",), now=T0 + 9999)
     assert value(d / "kept" / "ckpt-2") == 2.0 and not (d / "ckpt-2.index").exists()
+
+
+def test_a_cron_run_that_changes_nothing_says_nothing(tmp_path, capsys):
+    d = make(tmp_path / "run", range(1, 7))
+    code, out, err = run(capsys, "prune", d, "--max-to-keep", "2", "--keep-steps-every", "3")
+    assert code == 0 and "moved" in err and "ckpt-6" in err  # ckpt-3 moved, ckpt-6 linked (still among the 2)
+    state = (d / "kept" / "checkpoint").read_bytes()
+    code, out, err = run(capsys, "prune", d, "--max-to-keep", "2", "--keep-steps-every", "3")
+    assert code == 0 and out == "" and err == ""  # kept/ holds them already: nothing to say
+    assert (d / "kept" / "checkpoint").read_bytes() == state  # nor rewritten
+    r = P.prune(str(d), max_to_keep=2, keep_steps_every=3, dry_run=True)
+    assert not r.linked and not r.moved

@@ -156,17 +156,17 @@ def _holds(d: Dir, kept: Dir, klisting: DirListing, files: list[FileInfo], base:
 
 
 def keep_into(storage: Storage, d: Dir, listing: DirListing, want: dict[str, float],
-              failed: list[dict[str, str]]) -> dict[str, str]:
+              failed: list[dict[str, str]]) -> tuple[dict[str, str], set[str]]:
     """Give each checkpoint of ``want`` (base -> its time) second names in ``DIR/kept/``, under
-    kept/'s lock; base -> its name there for each that kept/ now holds. A name of kept/ that
+    kept/'s lock. ``(base -> its name there for each that kept/ now holds, the bases that got a
+    name there now: the others it held already)``. A name of kept/ that
     holds another checkpoint is never overwritten (the next of :func:`alternatives` is taken);
     a checkpoint whose files went meanwhile (a trainer deleted it) is reported in ``failed``."""
-    if not want:
-        return {}
     placed: dict[str, str] = {}
-    kept = open_kept(storage, d, create=True)
-    if kept is None:  # pragma: no cover - create=True makes it
-        return {}
+    fresh: set[str] = set()
+    kept = open_kept(storage, d, create=True) if want else None
+    if kept is None:
+        return placed, fresh
     with kept, lock_open(storage, kept, timeout=DEFAULT_TIMEOUT):
         klisting = scan(kept)
         for base in want:
@@ -180,14 +180,20 @@ def keep_into(storage: Storage, d: Dir, listing: DirListing, want: dict[str, flo
                 missing = [f for f in files if kept.lstat(names[f.name]) is None]  # none: kept/ holds it already
                 if _place(d, kept, missing, base, kbase, failed):
                     placed[base] = kbase
+                    if missing:
+                        fresh.add(base)
                 break
             else:
                 warn(f"{d.join(base)}: {kept.path} holds other checkpoints of this name; left where it is")
         fsync_dir(kept)
         stamps = {placed[b]: t for b, t in want.items() if b in placed}
-        update_state(kept, lambda _raw, cur: kept_state(storage, kept.path, scan(kept), stamps, cur) or KEEP,
-                     "prune", lenient=True)
-    return placed
+
+        def compute(_raw: bytes | None, cur: CheckpointState | None) -> object:
+            new = kept_state(storage, kept.path, scan(kept), stamps, cur)
+            return KEEP if new is None or (cur is not None and cur.to_text() == new.to_text()) else new
+
+        update_state(kept, compute, "prune", lenient=True)
+    return placed, fresh
 
 
 def _place(d: Dir, kept: Dir, files: list[FileInfo], base: str, kbase: str, failed: list[dict[str, str]]) -> bool:
@@ -292,7 +298,7 @@ def finish_journal(storage: Storage, d: Dir, state: CheckpointState | None) -> N
     _, pending = release(storage, d, listing, moves, kfailed, quiet=True)  # kept/ holds them: their DIR names go
     left_moves = set()
     if pending:  # killed before kept/ held them whole: linked now (the originals are whole), then released
-        placed = keep_into(storage, d, listing, {b: listing.mtime(b) or 0.0 for b in pending}, kfailed)
+        placed, _ = keep_into(storage, d, listing, {b: listing.mtime(b) or 0.0 for b in pending}, kfailed)
         _, still = release(storage, d, listing, placed, kfailed)
         left_moves = (pending - set(placed)) | still
     left = []

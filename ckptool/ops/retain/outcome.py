@@ -67,10 +67,12 @@ class PruneResult:
 
 
 def describe(res: PruneResult, storage: Storage, plan: Plan, listing: DirListing,
-             placed: dict[str, str] | None = None, left: set[str] | frozenset[str] = frozenset()) -> None:
+             placed: dict[str, str] | None = None, left: set[str] | frozenset[str] = frozenset(),
+             fresh: set[str] | frozenset[str] = frozenset()) -> None:
     """Fill ``res`` from ``plan``: before the run (``placed`` None: the plan's paths), or after it
-    with ``placed`` (base -> its name in kept/, for those kept/ now holds) and ``left`` (the
-    checkpoints a file of which could not be deleted)."""
+    with ``placed`` (base -> its name in kept/, for those kept/ now holds), ``left`` (the
+    checkpoints a file of which could not be deleted) and ``fresh`` (those linked into kept/ by
+    this run: ``linked`` names only them, so that a cron run that changes nothing says nothing)."""
     directory, d = res.directory, plan.decision
 
     def disp(b: str) -> str:
@@ -83,7 +85,8 @@ def describe(res: PruneResult, storage: Storage, plan: Plan, listing: DirListing
         return bool(listing.files.get(b))
 
     moved = {b for b, how in plan.moves.items() if how == MOVE and (placed is None or b in placed)}
-    linked = {b for b, how in plan.moves.items() if how == LINK and (placed is None or b in placed)}
+    linked = {b for b, how in plan.moves.items() if how == LINK and (
+        b in fresh if placed is not None else not checkpoint_exists(storage, kept_path(storage, directory, b)))}
 
     def shown(b: str) -> str:
         return in_kept(b) if b in moved else disp(b)

@@ -179,7 +179,7 @@ def run(storage: Storage, d: Dir, policy: R.Policy, *, now: float, dry_run: bool
             res.bytes_freed += _clean_temp(d, listing, res, now)
         return res
     # (0) what is kept out of the trainer's reach gets its second name in DIR/kept/ first
-    placed = keep_into(storage, d, listing, {b: res.timestamps.get(b, 0.0) for b in plan.moves}, res.failed)
+    placed, fresh = keep_into(storage, d, listing, {b: res.timestamps.get(b, 0.0) for b in plan.moves}, res.failed)
     moving = {b: k for b, k in placed.items() if plan.moves[b] == MOVE}
     gone = {e.name for e in decision.deleted if listing.files.get(e.name)}
     space_first = False
@@ -222,7 +222,7 @@ def run(storage: Storage, d: Dir, policy: R.Policy, *, now: float, dry_run: bool
     if not space_first:
         done, left = _delete_all(d, listing, decision, res, progress)  # (3)
     _, left_moves = release(storage, d, listing, moving, res.failed)  # (3) the DIR names of what moved
-    describe(res, storage, plan, listing, placed, left)
+    describe(res, storage, plan, listing, placed, left, fresh)
     res.bytes_freed = freed_bytes(done)
     if gone or moving:
         end_journal(d, left, {b: moving[b] for b in sorted(left_moves)})
