@@ -1,7 +1,8 @@
 """A small mutation run over the rules a wrong line would make dangerous.
 
 Each mutant changes one line of one named function (the io rules: which files are a
-checkpoint's, temporaries, the atomic publish; the rename matcher; retention). The
+checkpoint's, temporaries, the atomic publish; the rename matcher; retention; the integrity
+check and the moves into kept/). The
 script copies the tracked tree to a temporary directory, applies one mutant at a
 time there (the working tree is never touched), runs the fast tests chosen to kill
 it, and prints which were killed and the score. A mutant survives when those tests
@@ -32,6 +33,8 @@ ATOMIC_TESTS = ("tests/io/test_atomic.py",)
 RENAME_TESTS = ("tests/ops/test_rename_matcher.py",)
 RETENTION_TESTS = ("tests/ops/test_retention.py",)
 ISSUE39_TESTS = ("tests/robustness/test_mutants.py",)  # the three survivors a review found (issue 39)
+INTEGRITY_TESTS = ("tests/ops/test_integrity.py",)
+KEPT_TESTS = ("tests/ops/test_kept.py",)
 
 
 @dataclass(frozen=True)
@@ -118,12 +121,25 @@ MUTANTS = [
            "e.step % policy.keep_steps_every == 0", "e.step % policy.keep_steps_every != 0", RETENTION_TESTS),
     Mutant("retention: a pin ignored", "ckptool/ops/retain/retention.py", "plan",
            "        if e.name in policy.pinned:", "        if False:", RETENTION_TESTS),
-    Mutant("sweep: keeps one more than max_to_keep", "ckptool/ops/retain/retention.py", "sweep",
-           "while len(managed) - first > max_to_keep:", "while len(managed) - first > max_to_keep + 1:",
-           RETENTION_TESTS),
+    Mutant("sweep: keeps one more than max_to_keep", "ckptool/ops/retain/retention.py", "window_start",
+           "        return n - max_to_keep\n", "        return n - max_to_keep - 1\n", RETENTION_TESTS),
     Mutant("sweep: every-n-hours spacing off by the interval", "ckptool/ops/retain/retention.py", "sweep",
-           "e.timestamp - keep_every_n_hours * 3600.0 >= d.last_preserved_timestamp",
-           "e.timestamp >= d.last_preserved_timestamp", RETENTION_TESTS),
+           "e.timestamp - hours >= d.last_preserved_timestamp", "e.timestamp >= d.last_preserved_timestamp",
+           RETENTION_TESTS),
+    # ---- issue 36: damaged checkpoints, TF1's hours, the moves into kept/
+    Mutant("window: a damaged checkpoint counted as one of max_to_keep", "ckptool/ops/retain/retention.py",
+           "window_start", "        if health(managed[i].name) != BROKEN:", "        if True:", RETENTION_TESTS),
+    Mutant("plan: the newest intact checkpoint may be deleted", "ckptool/ops/retain/retention.py", "plan",
+           "        if newest is not None and newest not in protect:", "        if False:", RETENTION_TESTS),
+    Mutant("sweep: TF1's keep time not strict", "ckptool/ops/retain/retention.py", "sweep",
+           "e.timestamp > next_keep if tf1", "e.timestamp >= next_keep if tf1", RETENTION_TESTS),
+    Mutant("integrity: a short data file passes", "ckptool/ops/read/integrity.py", "_v2_damage",
+           "        if have < end:", "        if have < 0:", INTEGRITY_TESTS),
+    Mutant("release: DIR's names go before kept/ holds the checkpoint", "ckptool/ops/retain/engine.py", "release",
+           "            if not _holds(d, kept, klisting, here, base, kbase):", "            if False:", KEPT_TESTS),
+    Mutant("keep_into: a name kept/ holds for another checkpoint is taken", "ckptool/ops/retain/engine.py",
+           "keep_into", "                    continue  # another checkpoint has this name in kept/",
+           "                    pass  # another checkpoint has this name in kept/", KEPT_TESTS),
 ]
 
 

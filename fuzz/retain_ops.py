@@ -178,10 +178,15 @@ def check(case, d: pathlib.Path, before: dict, after: dict, code: int, failure) 
     if op in ("rm", "prune-clean-temp") or (op == "prune-best" and "deletable" in case.meta):
         allowed = set(case.meta.get("deletable", ())) | set(OWN)
         changed = sorted(k for k in before if before.get(k) != after.get(k))
-        bad = [k for k in changed if k not in allowed and not (WRITER_TEMP.match(k) and "--dry-run" not in case.argv)]
+        kept = {k for k in changed if after.get(k) is None and after.get("run/kept/" + k[4:]) == before[k]}  # moved
+        bad = [k for k in changed if k not in allowed and k not in kept
+               and not (WRITER_TEMP.match(k) and "--dry-run" not in case.argv)]
         if bad:
             raise failure(f"deleted-not-ours@{op}", f"exit {code}: changed or deleted {bad[:6]}")
-        new = sorted(k for k in after if k not in before and not k.startswith("run/.ckptool") and k not in OWN)
+        # prune keeps what it keeps beyond max_to_keep in run/kept/: a second name of a checkpoint file of run/
+        ours = {"run/kept", "run/kept/checkpoint", "run/kept/.ckptool.lock"}
+        new = sorted(k for k in after if k not in before and not k.startswith("run/.ckptool") and k not in OWN
+                     and k not in ours and not (k.startswith("run/kept/") and before.get("run/" + k[9:]) == after[k]))
         if new:
             raise failure(f"created-files@{op}", f"exit {code}: {new[:6]}")
     elif op == "average" and code == 0 and case.meta.get("identical"):

@@ -6,6 +6,7 @@ printing go through protobuf's ``text_format``; writes are atomic.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from google.protobuf import text_format
@@ -38,17 +39,23 @@ class CheckpointState:
 
     @classmethod
     def from_text(cls, text: str, where: str) -> CheckpointState:
+        """Parsed as TF parses it (``text_format.Merge``: a field given twice, the last wins)."""
         proto = _StateProto()
         try:
-            text_format.Parse(text, proto)
+            text_format.Merge(text, proto)
         except text_format.ParseError as exc:
-            raise CorruptError(f"{where}: not a valid checkpoint state file: {exc}") from None
+            raise CorruptError(f"{where}: not a valid checkpoint state file: {_plain(exc)}") from None
         return cls(
             proto.model_checkpoint_path,
             list(proto.all_model_checkpoint_paths),
             list(proto.all_model_checkpoint_timestamps),
             proto.last_preserved_timestamp,
         )
+
+
+def _plain(exc: Exception) -> str:
+    """protobuf's parse error in the words of the file (no message class name)."""
+    return re.sub(r'Message type "[\w.]+"', "the checkpoint state file", str(exc))
 
 
 def state_path(directory: str, storage: Storage = LOCAL, filename: str = STATE_FILENAME) -> str:
@@ -83,6 +90,69 @@ def parse_state(raw: bytes, path: str) -> CheckpointState:
     return state
 
 
+def tf_state_problem(storage: Storage, directory: str, filename: str = STATE_FILENAME) -> str | None:
+    """What TF makes of DIR's state file when it is wrong, else None (also when there is none).
+
+    As ``tf.train.get_checkpoint_state`` / ``latest_checkpoint`` (TF 2.21) read it: a file that
+    cannot be read or does not parse is ignored ("Checkpoint ignored": latest_checkpoint is
+    None); one that is not UTF-8 makes them raise UnicodeDecodeError; one with no
+    model_checkpoint_path makes them raise ValueError; a model_checkpoint_path (relative ones
+    joined to DIR; absolute ones taken as they are, a moved directory's too) that names no
+    checkpoint gives None ("Couldn't match files"). A trainer then starts from scratch."""
+    path = state_path(directory, storage, filename)
+    kind = storage.kind(path)
+    if kind is None:
+        return None
+    scratch = "latest_checkpoint is None: a trainer would start from scratch"
+    if kind != "file":
+        return f"not a file TF can read: TF ignores it ('Checkpoint ignored'), {scratch}"
+    try:
+        raw = storage.read_bytes(path)
+    except (CkptError, OSError) as exc:
+        return f"cannot be read ({exc}): TF ignores it ('Checkpoint ignored'), {scratch}"
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return "not UTF-8 text: TF's get_checkpoint_state and latest_checkpoint raise UnicodeDecodeError on it"
+    proto = _StateProto()
+    try:
+        text_format.Merge(text, proto)
+    except text_format.ParseError as exc:
+        return f"does not parse ({_plain(exc)}): TF ignores it ('Checkpoint ignored'), {scratch}"
+    latest = proto.model_checkpoint_path
+    if not latest:
+        return "names no model_checkpoint_path: TF's latest_checkpoint raises ValueError ('Invalid checkpoint state')"
+    prefix = resolve(directory, latest, storage)
+    d, base = storage.dirname(prefix), storage.basename(prefix)
+    if _found(storage, prefix):
+        return None
+    if any(c in base for c in "*?[") and storage.isdir(d or "."):
+        try:
+            if storage.glob(d, base + ".index"):  # TF globs: it returns the name, which then does not restore
+                return f"its latest, {latest!r}, does not exist (TF's latest_checkpoint returns it, as a glob " \
+                       f"matches another checkpoint; restoring it fails)"
+        except (CkptError, OSError):
+            pass
+    here = storage.join(directory, base) if directory else base
+    moved = " ('ckptool state --relative' points it at the checkpoint of that name here)" if (
+        storage.isabs(latest) and _found(storage, here)) else ""
+    return f"its latest, {latest!r}, does not exist: TF's {scratch} (\"Couldn't match files\"){moved}"
+
+
+def _found(storage: Storage, prefix: str) -> bool:
+    """TF's test for a checkpoint at ``prefix``: its V2 index, or the V1 file (a sharded V1 spec's
+    files, as TF globs ``?????``)."""
+    if storage.isfile(prefix + ".index") or storage.isfile(prefix):
+        return True
+    d, base = storage.dirname(prefix), storage.basename(prefix)
+    if "?????" in base and storage.isdir(d or "."):
+        try:
+            return bool(storage.glob(d, base))
+        except (CkptError, OSError):
+            return False
+    return False
+
+
 def write_state(directory: str, state: CheckpointState, storage: Storage = LOCAL,
                 filename: str = STATE_FILENAME, expect: object = ANY) -> bool:
     """Write the state file atomically (temp file, then rename over it). With ``expect``
@@ -112,4 +182,5 @@ def relative_to(directory: str, path: str, storage: Storage = LOCAL) -> str:
     return storage.relpath(path, directory or ".")
 
 
-__all__ = ["CheckpointState", "read_state", "write_state", "resolve", "relative_to", "STATE_FILENAME"]
+__all__ = ["CheckpointState", "read_state", "write_state", "resolve", "relative_to", "STATE_FILENAME",
+           "tf_state_problem"]

@@ -69,7 +69,11 @@ def test_one_shape_per_concept(example, tmp_path):
     (example / "checkpoint").write_text('model_checkpoint_path: "ckpt-5"\nall_model_checkpoint_paths: "ckpt-5"\n')
     assert _doc("inspect", example)["state"]["last_preserved_timestamp"] is None
     assert _doc("state", example)["last_preserved_timestamp"] is None
-    assert _doc("prune", example, "--max-to-keep", "5", "--dry-run")["last_preserved_timestamp"] is None
+    # issue 36: a state file without timestamps is a TF1 Saver's; prune writes back the times it used and
+    # the last_preserved_timestamp that continues them (backdated a second before the oldest listed, as TF does)
+    mtime = (example / "ckpt-5.index").stat().st_mtime
+    lp = _doc("prune", example, "--max-to-keep", "5", "--dry-run")["last_preserved_timestamp"]
+    assert lp == pytest.approx(mtime - 1.0)
 
 
 def test_a_schema_rejects_the_old_shapes():

@@ -18,19 +18,25 @@ RUN = os.path.join(ROOT, "tests", "data", "ckpt_save")
 def test_v1_only_tree_is_verified_not_damaged(tmp_path):
     shutil.copytree(V1, tmp_path / "t" / "v1")
     (tmp_path / "t" / "v1" / "single" / "ckpt").write_text("a text file named like a checkpoint\n")
+    # the fixtures' state files hold TF1 Saver's absolute paths of where they were made: TF finds no latest
+    r = completed("verify", "-r", tmp_path / "t")
+    assert r.returncode == 1 and r.stdout.count("STATE ") == 2 and "state --relative" in r.stdout, r.stdout
+    for d in ("single", "sharded"):
+        assert completed("state", tmp_path / "t" / "v1" / d, "--relative").returncode == 0
     r = completed("verify", "-r", tmp_path / "t")
     assert r.returncode == 0, (r.stdout, r.stderr)
     assert "DAMAGED" not in r.stdout
     assert r.stdout.count("ok ") == 2
     assert f"{tmp_path}/t/v1/single/v1ckpt " in r.stdout and "v1sharded-?????-of-00003" in r.stdout
     doc = json.loads(completed("verify", "-r", tmp_path / "t", "--json").stdout)
-    assert doc["ok"] is True and doc["checkpoints"] == 2 and doc["unreadable"] == []
+    assert doc["ok"] is True and doc["checkpoints"] == 2 and doc["unreadable"] == [] and doc["state_files"] == []
 
 
 def test_v1_beside_v2_both_verified(tmp_path):
     shutil.copytree(RUN, tmp_path / "run")
     for f in os.listdir(os.path.join(V1, "single")):
-        shutil.copy(os.path.join(V1, "single", f), tmp_path / "run" / f)
+        if f != "checkpoint":  # the run's own state file stays
+            shutil.copy(os.path.join(V1, "single", f), tmp_path / "run" / f)
     r = completed("verify", tmp_path / "run")
     assert r.returncode == 0, r.stderr
     assert r.stdout.count("ok ") == 4 and "v1ckpt" in r.stdout
@@ -53,14 +59,24 @@ def test_tree_without_checkpoints_says_so_and_exits_as_prune_does(tmp_path, cont
     if content == "files":
         (root / "a" / "ckpt").write_text("not a checkpoint")
         (root / "a" / "b" / "notes.index").write_bytes(b"junk" * 20)
-        (root / "checkpoint").write_text('model_checkpoint_path: "gone-1"\n')
     r = completed("verify", "-r", root)
     assert "DAMAGED" not in r.stdout
     assert r.stdout.strip() == f"no checkpoints found under {root}"
     assert r.returncode == 0 and r.stderr == ""
     assert completed("prune", "-r", root).returncode == r.returncode  # the same answer for cron
     doc = json.loads(completed("verify", "-r", root, "--json").stdout)
-    assert doc == {"ok": True, "checkpoints": 0, "damaged": 0, "results": [], "unreadable": []}
+    assert doc == {"ok": True, "checkpoints": 0, "damaged": 0, "results": [], "unreadable": [], "missing": [],
+                   "state_files": []}
+
+
+def test_a_state_file_naming_nothing_is_reported_as_tf_reads_it(tmp_path):
+    """Issue 36: TF's latest_checkpoint is None for it (a trainer would start from scratch)."""
+    root = tmp_path / "tree"
+    root.mkdir()
+    (root / "checkpoint").write_text('model_checkpoint_path: "gone-1"\n')
+    r = completed("verify", "-r", root)
+    assert r.returncode == 1 and "STATE" in r.stdout and "'gone-1', does not exist" in r.stdout
+    assert "DAMAGED" not in r.stdout
 
 
 def test_missing_path_is_still_an_error(tmp_path):

@@ -164,17 +164,18 @@ def test_checkpoint_manager_run_pruned_by_best_restores_in_tf(tmp_path):
         assert exc.code in (0, None)
     st = tf.train.get_checkpoint_state(str(d))
     # issue 27, kept means kept: the best kept beyond max_to_keep leave the state's list (so the
-    # trainer's next save cannot delete them), as TF's every-N-hours keeps do; their files stay
+    # trainer's next save cannot delete them), as TF's every-N-hours keeps do; issue 36: they move
+    # into DIR/kept/, out of a running trainer's reach
     assert [os.path.basename(p) for p in st.all_model_checkpoint_paths] == ["ckpt-600", "ckpt-700"]
     assert os.path.basename(st.model_checkpoint_path) == "ckpt-700"
-    kept = ["ckpt-200", "ckpt-400", "ckpt-600", "ckpt-700"]
-    assert sorted(n[:-6] for n in os.listdir(d) if n.endswith(".index")) == kept
-    for name in kept:
+    assert sorted(n[:-6] for n in os.listdir(d) if n.endswith(".index")) == ["ckpt-600", "ckpt-700"]
+    assert sorted(n[:-6] for n in os.listdir(d / "kept") if n.endswith(".index")) == ["ckpt-200", "ckpt-400"]
+    for where, name in [("kept", "ckpt-200"), ("kept", "ckpt-400"), ("", "ckpt-600"), ("", "ckpt-700")]:
         v2 = tf.Variable(-1.0)
-        tf.train.Checkpoint(v=v2, step=tf.Variable(0, dtype=tf.int64)).restore(str(d / name)).assert_consumed()
+        tf.train.Checkpoint(v=v2, step=tf.Variable(0, dtype=tf.int64)).restore(str(d / where / name)).assert_consumed()
         assert float(v2.numpy()) == float(name.split("-")[1])
     mgr2 = tf.train.CheckpointManager(tf.train.Checkpoint(v=v), str(d), max_to_keep=2)
     assert [os.path.basename(p) for p in mgr2.checkpoints] == ["ckpt-600", "ckpt-700"]
     mgr2.save(checkpoint_number=800)
-    assert sorted(n[:-6] for n in os.listdir(d) if n.endswith(".index")) == ["ckpt-200", "ckpt-400", "ckpt-700",
-                                                                             "ckpt-800"]
+    assert sorted(n[:-6] for n in os.listdir(d) if n.endswith(".index")) == ["ckpt-700", "ckpt-800"]
+    assert sorted(n[:-6] for n in os.listdir(d / "kept") if n.endswith(".index")) == ["ckpt-200", "ckpt-400"]

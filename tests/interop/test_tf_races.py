@@ -279,7 +279,12 @@ def test_prune_and_poll_while_tensorflow_saves(tmp_path):
                 assert all(err is None for _, err in ck.verify()), base
                 assert int(ck.read(VAR)) == step_of(base)
         # No orphans: every file left belongs to a complete checkpoint (no half-deleted one).
-        names = set(os.listdir(d)) - {"checkpoint", ".ckptool.lock"}
+        names = set(os.listdir(d)) - {"checkpoint", ".ckptool.lock", "kept"}  # kept/: what prune keeps (issue 36)
+        kept = os.path.join(d, "kept")
+        for n in (os.listdir(kept) if os.path.isdir(kept) else []):
+            if n.endswith(".index"):
+                with ckptool.open(os.path.join(kept, n[:-6])) as ck:
+                    assert all(err is None for _, err in ck.verify()) and int(ck.read(VAR)) == step_of(n[:-6])
         owners = {n.split(".", 1)[0] for n in names}
         assert owners == set(tf_view["on_disk"]), sorted(names)
         assert all(n.endswith(".index") or ".data-" in n for n in names), sorted(names)

@@ -510,6 +510,24 @@ def test_s3_diff_and_rewrite_names_match_local(run, s3, tmp_path):
     assert not [n for n in remote.storage_for_url(url).listdir(url) if "tempstate" in n]
 
 
+def test_s3_prune_keeps_a_pin_in_kept_as_locally(run, s3, tmp_path):
+    """Issue 36 on an object store (no hard links): the pinned checkpoint is copied into DIR/kept/ and
+    its DIR objects deleted, through the same journal; the outcome is the local one."""
+    fs, root, _ = s3
+    import shutil
+
+    local = tmp_path / "m"
+    shutil.copytree(DATA / "manager", local)
+    upload(fs, DATA / "manager", f"{root}/pin")
+    url = f"{root}/pin"
+    same_output(run, str(local), url, "prune", "{}", "--max-to-keep", "1", "--keep", "ckpt-3", "--json")
+    st = remote.storage_for_url(url)
+    assert st.listdir(url) == local_names(local) and "ckpt-3.index" not in st.listdir(url)
+    assert st.listdir(f"{url}/kept") == local_names(local / "kept")
+    same_output(run, str(local), url, "verify", "{}")
+    same_output(run, str(local), url, "inspect", "{}/kept/ckpt-3", "--verify")
+
+
 def test_s3_recursive_prune_and_du_match_local(run, s3, tmp_path):
     fs, root, counter = s3
     import shutil

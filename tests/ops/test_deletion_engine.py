@@ -165,15 +165,29 @@ def test_prune_and_rm_share_one_engine():
 
 
 @pytest.mark.parametrize("extra", [dict(keep=("ckpt-2",)), dict(keep_steps_every=2)])
-def test_kept_beyond_max_to_keep_leaves_the_state_list_not_the_disk(tmp_path, extra):
+def test_kept_beyond_max_to_keep_moves_into_kept_and_leaves_the_state_list(tmp_path, extra):
     d = make(tmp_path / "run", [1, 2, 3, 4, 5])
+    ino = os.stat(d / "ckpt-2.data-00000-of-00001").st_ino
     r = P.prune(str(d), max_to_keep=2, now=T0 + 10, **extra)
-    assert str(d / "ckpt-2") in r.kept and (d / "ckpt-2.index").exists()
+    assert str(d / "kept" / "ckpt-2") in r.kept and not (d / "ckpt-2.index").exists()
+    assert r.moved == [{"from": str(d / "ckpt-2"), "to": str(d / "kept" / "ckpt-2")}]
+    assert os.stat(d / "kept" / "ckpt-2.data-00000-of-00001").st_ino == ino  # a hard link: nothing copied
     st = read_state(str(d))
     assert st.all_model_checkpoint_paths == ["ckpt-4", "ckpt-5"] and st.model_checkpoint_path == "ckpt-5"
     assert len(st.all_model_checkpoint_timestamps) == 2
-    r = P.prune(str(d), max_to_keep=2, now=T0 + 20, scan=True, **extra)  # found again by scanning
-    assert str(d / "ckpt-2") in r.kept and (d / "ckpt-2.index").exists()
+    kept = read_state(str(d / "kept"))
+    assert "ckpt-2" in kept.all_model_checkpoint_paths and kept.all_model_checkpoint_timestamps[0] == T0 + 1
+    if "keep_steps_every" in extra:  # ckpt-4 is one of the newest 2: linked, and stays in DIR and its state
+        assert r.linked == [{"from": str(d / "ckpt-4"), "to": str(d / "kept" / "ckpt-4")}]
+        assert (d / "ckpt-4.index").exists() and kept.model_checkpoint_path == "ckpt-4"
+    r = P.prune(str(d), max_to_keep=1, now=T0 + 20, scan=True, **extra)  # a later prune: kept/ is not DIR's
+    assert (d / "kept" / "ckpt-2.index").exists()
+    if "keep_steps_every" in extra:  # ckpt-4 rotated out: kept/ holds it already, so only its DIR names go
+        assert [m["from"] for m in r.moved] == [str(d / "ckpt-4")] and not (d / "ckpt-4.index").exists()
+        assert (d / "kept" / "ckpt-4.index").exists() and r.bytes_freed == 0
+    else:
+        assert not r.moved
+    assert ckptool.open(str(d / "kept" / "ckpt-2")).read("w")[0] == 2
 
 
 def test_every_command_refuses_a_fifo_index_with_one_line(tmp_path, capsys):

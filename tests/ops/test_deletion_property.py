@@ -2,7 +2,12 @@
 ``.tmp``, ``[``, ``*``, unicode, spaces) in random trees with user files and genuine
 temporaries beside the checkpoints. prune, rm, prune --clean-temp and prune --recursive delete
 exactly the files of the checkpoints the policy drops plus the genuine temporaries; nothing
-else, checked against a model of the tree."""
+else, checked against a model of the tree.
+
+Issue 36: some checkpoints of the random trees are damaged (a data file truncated or missing,
+the index missing or garbled, the latest among them). A damaged checkpoint is not counted as
+one of max_to_keep, so no intact checkpoint newer than every kept one is ever deleted; rm
+refuses the newest intact one while the latest is damaged (unless forced)."""
 
 import os
 import shutil
@@ -29,8 +34,10 @@ PIECES = ["a", "b", "model", "ckpt", "_temp", ".tmp", "[", "]", "*", "?", " ", "
 names = st.lists(st.sampled_from(PIECES), min_size=1, max_size=5).map("".join).filter(
     lambda n: n not in (".", "..") and not n.startswith(".") and len(n.encode()) < 60)
 
+DAMAGE = ("truncate", "no-data", "no-index", "garble")
 runs = st.lists(st.tuples(names, names, st.lists(st.integers(1, 40), min_size=1, max_size=5, unique=True),
-                          st.booleans()),  # the state file's paths absolute (TF1 Saver's default)
+                          st.booleans(),  # the state file's paths absolute (TF1 Saver's default)
+                          st.lists(st.tuples(st.integers(0, 4), st.sampled_from(DAMAGE)), max_size=3)),  # damage
                 min_size=1, max_size=3, unique_by=lambda r: r[0])
 ops = st.one_of(
     st.tuples(st.just("prune"), st.integers(1, 4), st.booleans(), st.booleans()),  # (.., clean_temp, via a link)
@@ -51,7 +58,7 @@ def _build(root, spec):
     """The tree, and the model: per run its checkpoints (prefix -> files) in step order, its
     genuine temporaries (with everything below them), and the user files that must stay."""
     model = []
-    for run_name, ck_name, steps, absolute in spec:
+    for run_name, ck_name, steps, absolute, damage in spec:
         d = os.path.join(root, run_name)
         os.makedirs(d)
         steps = sorted(steps)
@@ -62,6 +69,23 @@ def _build(root, spec):
             P.record_save(d, os.path.join(d, prefix), max_to_keep=None, keep_every_n_hours=None, now=T0 + i)
             cks[prefix] = {os.path.join(run_name, n) for n in os.listdir(d)
                            if n in (prefix + ".index", prefix + ".data-00000-of-00001")}
+        damaged = set()
+        for i, kind in damage:  # after the saves: TF does not fsync, a crash leaves these
+            prefix = f"{ck_name}-{steps[i % len(steps)]}"
+            index, data = os.path.join(d, prefix + ".index"), os.path.join(d, prefix + ".data-00000-of-00001")
+            if prefix in damaged:
+                continue
+            damaged.add(prefix)
+            if kind == "truncate":
+                os.truncate(data, 3)
+            elif kind == "no-data":
+                os.unlink(data)
+            elif kind == "no-index":
+                os.unlink(index)
+            else:
+                with open(index, "wb") as f:
+                    f.write(b"not an index")
+            cks[prefix] = {x for x in cks[prefix] if os.path.exists(os.path.join(root, x))}
         if absolute:
             st_ = read_state(d)
             write_state(d, CheckpointState(os.path.join(d, st_.model_checkpoint_path),
@@ -98,7 +122,7 @@ def _build(root, spec):
         for n in temps:
             rel = os.path.join(run_name, n)
             temp_paths |= {x for x in _all(root) if x == rel or x.startswith(rel + os.sep)}
-        model.append({"dir": d, "run": run_name, "cks": cks, "temps": temp_paths})
+        model.append({"dir": d, "run": run_name, "cks": cks, "temps": temp_paths, "damaged": damaged})
     for r, ds, fs in os.walk(root):  # everything old: only the rule, not the age, tells temporaries apart
         for n in ds + fs:
             os.utime(os.path.join(r, n), (OLD, OLD))
@@ -106,8 +130,14 @@ def _build(root, spec):
 
 
 def _dropped_by_count(run, k):
+    """TF's sweep, damaged checkpoints not counted: what comes before the newest k intact ones."""
     prefixes = list(run["cks"])  # in step order = timestamp order
-    return prefixes[:-k] if k < len(prefixes) else []
+    intact = [i for i, p in enumerate(prefixes) if p not in run["damaged"]]
+    return prefixes[:intact[-k]] if k <= len(intact) else []
+
+
+def _newest_intact(run):
+    return next((p for p in reversed(list(run["cks"])) if p not in run["damaged"]), None)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
@@ -140,10 +170,18 @@ def test_deletion_removes_exactly_the_dropped_checkpoints_and_genuine_temporarie
                 prefixes = list(run["cks"])
                 victim = prefixes[n % len(prefixes)]
                 latest = victim == prefixes[-1]
-                if latest and not flag:
+                last_good = prefixes[-1] in run["damaged"] and victim == _newest_intact(run)
+                no_index = not any(x.endswith(".index") for x in run["cks"][victim])
+                if no_index:  # no CHECKPOINT argument names data files without their index
+                    try:
+                        rm([os.path.join(where(run), victim)], force=flag)
+                        raise AssertionError("rm took a checkpoint without its index")
+                    except ckptool.errors.MissingError:
+                        pass
+                elif (latest or last_good) and not flag:
                     try:
                         rm([os.path.join(where(run), victim)])
-                        raise AssertionError("rm deleted the latest without --force")
+                        raise AssertionError("rm deleted the latest (or the last intact) without --force")
                     except ckptool.errors.RefusedError:
                         pass
                 else:
@@ -161,11 +199,18 @@ def test_deletion_removes_exactly_the_dropped_checkpoints_and_genuine_temporarie
         after = _all(root)
         gone = before - after
         assert gone == expected_gone, (op, sorted(gone ^ expected_gone))
+        if kind != "rm" or flag:  # the property itself: no intact checkpoint newer than every kept one is deleted
+            for run in model:
+                left = [p for p, fs in run["cks"].items() if fs and not fs & gone]
+                newest = _newest_intact(run)
+                if newest is not None and left and kind != "rm":
+                    assert not run["cks"][newest] & gone, (op, newest, sorted(gone))
         for run in model:  # every state file names existing checkpoints only, the latest first of all
             st_ = read_state(run["dir"])
             if st_ is None:
                 continue
             for p in st_.all_model_checkpoint_paths + [st_.model_checkpoint_path]:
-                assert os.path.isfile(resolve(run["dir"], p) + ".index"), (op, p)
+                here = resolve(run["dir"], p)
+                assert os.path.isfile(here + ".index") or os.path.basename(here) in run["damaged"], (op, p)
     finally:
         shutil.rmtree(top)

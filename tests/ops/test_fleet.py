@@ -98,7 +98,8 @@ def test_every_directory_ends_as_prune_dir_with_its_policy(tree, tmp_path):
     assert lost <= files(root)
     # Root policy (3) applies; exp03's file overrides with 2 and a pin; exp20's min_age keeps all.
     assert sorted(p.name for p in (root / "exp01").glob("*.index")) == ["ckpt-10.index", "ckpt-8.index", "ckpt-9.index"]
-    assert sorted(p.name for p in (root / "exp03").glob("*.index")) == ["ckpt-1.index", "ckpt-6.index", "ckpt-7.index"]
+    assert sorted(p.name for p in (root / "exp03").glob("*.index")) == ["ckpt-6.index", "ckpt-7.index"]
+    assert sorted(p.name for p in (root / "exp03").glob("kept/*.index")) == ["ckpt-1.index"]  # the pin, moved
     assert len(list((root / "exp20").glob("*.index"))) == 8  # TF1 dir: min_age keeps all 8
     assert (root / "exp14" / "ckpt-99.index").is_symlink()
     # TF1 Saver dirs: absolute paths inside, mtimes; .meta deleted with the rest; orphans need --scan.

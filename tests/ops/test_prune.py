@@ -93,7 +93,8 @@ def test_human_table_says_why(tmp_path, capsys):
                          "--keep", "ckpt-100", "--dry-run")
     assert code == 0, err
     lines = {line.split()[0]: line for line in out.splitlines()}
-    assert "pinned" in lines[str(d / "ckpt-100")] and "steps-every" in lines[str(d / "ckpt-200")]
+    # kept beyond the newest max_to_keep by a lasting rule: shown where it moves, DIR/kept/
+    assert "pinned" in lines[str(d / "kept" / "ckpt-100")] and "steps-every" in lines[str(d / "kept" / "ckpt-200")]
     assert "would delete" in lines[str(d / "ckpt-300")] and "latest" in lines[str(d / "ckpt-500")]
     assert "to delete" in err
 
@@ -103,7 +104,8 @@ def test_every_n_hours_preserves_and_drops_from_the_state(tmp_path):
     r = P.prune(str(d), max_to_keep=1, keep_every_n_hours=2.0, now=T0 + 10 * 3600)
     # lp = T0 - 1: ckpt-1 (T0) is not 2 h later; ckpt-2 (T0+1h) neither; ckpt-3 (T0+2h) is.
     assert [os.path.basename(p) for p in r.preserved] == ["ckpt-3"]
-    assert indexes(d) == ["ckpt-3", "ckpt-5"]
+    assert r.preserved == [str(d / "kept" / "ckpt-3")]  # out of a running trainer's reach
+    assert indexes(d) == ["ckpt-5"] and indexes(d / "kept") == ["ckpt-3"]
     st = read_state(str(d))
     assert st.all_model_checkpoint_paths == ["ckpt-5"] and st.last_preserved_timestamp == T0 + 2 * 3600
 
@@ -122,8 +124,11 @@ def test_tf1_state_without_timestamps_uses_mtimes_and_drops_missing(tmp_path):
     write_state(str(d), CheckpointState("ckpt-4", ["ckpt-0", "ckpt-1", "ckpt-2", "ckpt-3", "ckpt-4"]))
     r = P.prune(str(d), max_to_keep=2, now=T0 + 9999)
     assert r.missing == ["ckpt-0"] and indexes(d) == ["ckpt-3", "ckpt-4"]
+    assert r.already_gone == [str(d / "ckpt-0")] and len(r.deleted) == 2
     st = read_state(str(d))
-    assert st.all_model_checkpoint_paths == ["ckpt-3", "ckpt-4"] and st.all_model_checkpoint_timestamps == []
+    # the times used (the index mtimes) are written back, so the next run continues from them (issue 36)
+    assert st.all_model_checkpoint_paths == ["ckpt-3", "ckpt-4"]
+    assert st.all_model_checkpoint_timestamps == [T0 + 120, T0 + 180] and st.last_preserved_timestamp == T0
 
 
 def test_scan_considers_orphans(tmp_path):
@@ -174,13 +179,14 @@ def test_latest_is_never_deleted_and_delete_all_is_refused(tmp_path):
     write_state(str(d), CheckpointState("ckpt-1", ["ckpt-2", "ckpt-3", "ckpt-1"], [T0, T0 + 1, T0 + 2], T0 - 1))
     P.prune(str(d), max_to_keep=1, now=T0 + 99)
     assert indexes(d) == ["ckpt-1"]
-    # A plan that leaves no checkpoint on disk: the latest is gone already.
+    # The latest is gone already: the newest intact one is kept too, and the latest named as damaged.
     d = make(tmp_path / "run2", [1, 2, 3])
     for f in d.glob("ckpt-3.*"):
         f.unlink()
-    with pytest.raises(RefusedError):
-        P.prune(str(d), max_to_keep=1, now=T0 + 99)
-    assert indexes(d) == ["ckpt-1", "ckpt-2"]
+    r = P.prune(str(d), max_to_keep=1, now=T0 + 99)
+    assert indexes(d) == ["ckpt-2"] and r.preserved == [str(d / "ckpt-2")]
+    assert r.reasons[str(d / "ckpt-2")] == ["last intact"] and [x["path"] for x in r.damaged] == [str(d / "ckpt-3")]
+
 
 
 def test_entries_a_writer_adds_meanwhile_are_kept(tmp_path, monkeypatch):
@@ -310,9 +316,10 @@ def test_pruning_10000_checkpoints_lists_the_directory_once(tmp_path, monkeypatc
     n = 2000
     ckptool.write(str(tmp_path / "one"), {"w": np.zeros(1, np.float32)}, sync=False)
     index = (tmp_path / "one.index").read_bytes()
+    data = (tmp_path / "one.data-00000-of-00001").read_bytes()
     for i in range(1, n + 1):
         (d / f"ckpt-{i}.index").write_bytes(index)
-        (d / f"ckpt-{i}.data-00000-of-00001").write_bytes(b"x")
+        (d / f"ckpt-{i}.data-00000-of-00001").write_bytes(data)
     write_state(str(d), CheckpointState(f"ckpt-{n}", [f"ckpt-{i}" for i in range(1, n + 1)],
                                         [T0 + i for i in range(1, n + 1)], T0))
     from ckptool.io.dirfd import LocalDir

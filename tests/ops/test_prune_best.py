@@ -45,7 +45,12 @@ def events(path, rows):
 
 
 def indexes(d):
-    return sorted((n[:-6] for n in os.listdir(d) if n.endswith(".index")), key=lambda n: int(n.split("-")[1]))
+    """The checkpoints that survive, in DIR or in DIR/kept/ (where prune moves what it keeps beyond
+    the newest max_to_keep, out of a running trainer's reach)."""
+    names = set(n[:-6] for n in os.listdir(d) if n.endswith(".index"))
+    if os.path.isdir(os.path.join(d, "kept")):
+        names |= set(n[:-6] for n in os.listdir(os.path.join(d, "kept")) if n.endswith(".index"))
+    return sorted(names, key=lambda n: int(n.split("-")[1]))
 
 
 LOSS = {1: 0.9, 2: 0.2, 3: 0.5, 4: 0.2, 5: 0.8, 6: 0.7, 7: 0.6, 8: 0.95}
@@ -65,10 +70,12 @@ def test_keeps_the_newest_plus_the_best(tmp_path):
     assert indexes(d) == ["ckpt-2", "ckpt-4", "ckpt-7", "ckpt-8"]
     st = read_state(d)
     # issue 27, kept means kept: the best kept beyond max_to_keep leave the state's list (TF's next
-    # CheckpointManager.save would delete them otherwise); their files stay
+    # CheckpointManager.save would delete them otherwise); issue 36: and move into DIR/kept/ (a running
+    # trainer deletes from the list it holds in memory)
     assert st.all_model_checkpoint_paths == ["ckpt-7", "ckpt-8"]
     assert st.model_checkpoint_path == "ckpt-8"
-    assert r.reasons[os.path.join(d, "ckpt-2")] == ["best"]
+    assert r.reasons[os.path.join(d, "kept", "ckpt-2")] == ["best"]
+    assert read_state(os.path.join(d, "kept")).all_model_checkpoint_paths == ["ckpt-2", "ckpt-4"]
     assert r.best["best"] == [{"checkpoint": "ckpt-4", "step": 4, "value": pytest.approx(0.2)},
                               {"checkpoint": "ckpt-2", "step": 2, "value": pytest.approx(0.2)}]
     assert r.best["without_value"] == 1 and r.best["series"] == "eval/loss"
@@ -114,11 +121,11 @@ def test_cli_dry_run_json_and_text(tmp_path, capsys):
     assert code == 0, err
     doc = json.loads(out)
     assert doc["best"]["best"][0]["checkpoint"] == "ckpt-4" and doc["best"]["without_value"] == 1
-    assert doc["reasons"][os.path.join(d, "ckpt-4")] == ["best"]
+    assert doc["reasons"][os.path.join(d, "kept", "ckpt-4")] == ["best"]
     code, out, err = run(capsys, "prune", d, "--max-to-keep", "2", "--keep-best", "2", "--metric", "eval/loss",
                          "--dry-run")
     assert code == 0
-    line = next(x for x in out.splitlines() if x.startswith(os.path.join(d, "ckpt-4")))
+    line = next(x for x in out.splitlines() if x.startswith(os.path.join(d, "kept", "ckpt-4")))
     assert "best" in line and "0.2" in line
     assert "1 of 8" in err and "no eval/loss value" in err
     code, _, err = run(capsys, "prune", d, "--keep-best", "2")

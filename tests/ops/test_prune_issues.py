@@ -35,7 +35,9 @@ def make(d, steps, *, gap=60.0, state=True):
 
 
 def indexes(d):
-    return sorted(p.name[:-6] for p in d.glob("*.index"))
+    """The checkpoints that survive, in DIR or in DIR/kept/ (where prune moves what it keeps beyond
+    the newest max_to_keep, out of a running trainer's reach)."""
+    return sorted({p.name[:-6] for p in [*d.glob("*.index"), *d.glob("kept/*.index")]})
 
 
 def tree(d):

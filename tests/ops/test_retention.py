@@ -112,3 +112,62 @@ def test_parse_duration(text, seconds):
 def test_parse_duration_rejects(text):
     with pytest.raises(ValueError):
         R.parse_duration(text)
+
+
+# ---- issue 36: damaged checkpoints are not counted; TF1 Saver's every-N-hours
+
+
+def health_of(damaged=(), gone=()):
+    return lambda name: R.BROKEN if name in damaged else R.GONE if name in gone else R.INTACT
+
+
+def test_a_damaged_checkpoint_is_not_counted_as_one_of_max_to_keep():
+    es = entries(1, 2, 3, 4, 5)
+    d = R.sweep(es, 1, None, 0.0, health_of({"ckpt-5"}))
+    assert names(d.kept) == ["ckpt-4", "ckpt-5"] and names(d.deleted) == ["ckpt-1", "ckpt-2", "ckpt-3"]
+    assert d.reasons["ckpt-4"] == [R.LAST_INTACT] and d.reasons["ckpt-5"] == [R.MAX_TO_KEEP]
+    d = R.sweep(es, 2, None, 0.0, health_of({"ckpt-4"}))  # damaged inside the window: one more intact kept
+    assert names(d.kept) == ["ckpt-3", "ckpt-4", "ckpt-5"] and d.reasons["ckpt-3"] == [R.LAST_INTACT]
+    d = R.sweep(es, 1, None, 0.0, health_of({"ckpt-2", "ckpt-5"}))  # one older than the window goes
+    assert names(d.kept) == ["ckpt-4", "ckpt-5"] and names(d.deleted) == ["ckpt-1", "ckpt-2", "ckpt-3"]
+    d = R.sweep(es, 1, None, 0.0, health_of({"ckpt-4", "ckpt-5"}))  # both newest damaged
+    assert names(d.kept) == ["ckpt-3", "ckpt-4", "ckpt-5"] and d.reasons["ckpt-4"] == [R.DAMAGED]
+    d = R.sweep(es, 2, None, 0.0, health_of(set(names(es))))  # nothing intact: nothing goes
+    assert names(d.kept) == names(es) and not d.deleted
+    d = R.sweep(es, 2, None, 0.0, health_of())  # none damaged: TF's sweep exactly
+    assert names(d.kept) == ["ckpt-4", "ckpt-5"] and d.reasons["ckpt-4"] == [R.MAX_TO_KEEP]
+
+
+def test_a_damaged_checkpoint_is_never_preserved_by_every_n_hours():
+    d = R.sweep(entries(1 * H, 2 * H, 5 * H, 6 * H, 7 * H), 1, 1.0, 0.0, health_of({"ckpt-2", "ckpt-5"}))
+    # ckpt-1 (1 h) is preserved; ckpt-2 (2 h) would be, but it is damaged: deleted; ckpt-3 (5 h) is;
+    # the window is the newest intact (ckpt-4) and the damaged latest
+    assert names(d.preserved) == ["ckpt-1", "ckpt-3"] and names(d.deleted) == ["ckpt-2"]
+    assert names(d.kept) == ["ckpt-4", "ckpt-5"] and d.last_preserved_timestamp == 5 * H
+
+
+def test_the_newest_intact_is_never_deleted_even_when_the_latest_is_gone():
+    es = entries(1, 2, 3)
+    p = R.plan(es, R.Policy(1), 0.0, now=10, health=health_of(gone={"ckpt-3"}))
+    # a gone entry counts as TF counts it (nothing of it to delete); the newest intact stays
+    assert names(p.kept) == ["ckpt-2", "ckpt-3"] and names(p.deleted) == ["ckpt-1"]
+    assert p.reasons["ckpt-2"] == [R.LAST_INTACT]
+    p = R.plan(es, R.Policy(1), 0.0, now=10, health=health_of(gone={"ckpt-2"}))
+    assert names(p.kept) == ["ckpt-3"] and names(p.deleted) == ["ckpt-1", "ckpt-2"]
+
+
+def test_tf1_saver_preserves_strictly_after_the_next_keep_time_which_advances_by_n_hours():
+    # Saver._MaybeDeleteOldCheckpoints: next = start + N h; preserved when t > next; next += N h
+    es = entries(0, 1 * H, 2 * H, 3 * H, 4 * H, 5 * H, 6 * H)
+    d = R.sweep(es, 1, 2.0, 0.0, tf1=True)
+    # next = 2 h: 0, 1 h, 2 h (not strictly after) go; 3 h is kept (next 4 h); 4 h goes; 5 h kept
+    assert names(d.preserved) == ["ckpt-4", "ckpt-6"] and names(d.deleted) == ["ckpt-1", "ckpt-2", "ckpt-3", "ckpt-5"]
+    assert d.last_preserved_timestamp == 4 * H  # the next keep time (6 h) less N hours
+    tf2 = R.sweep(es, 1, 2.0, 0.0)  # CheckpointManager's rule differs: >= and from the preserved one's time
+    assert names(tf2.preserved) != names(d.preserved)
+
+
+def test_tf1_seconds_apart_preserve_nothing():
+    es = entries(*[float(i) for i in range(8)])
+    d = R.sweep(es, 2, 2.0, 0.0, tf1=True)
+    assert not d.preserved and names(d.kept) == ["ckpt-7", "ckpt-8"]

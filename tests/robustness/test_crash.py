@@ -231,6 +231,52 @@ def test_prune_killed_at_every_disk_event(tmp_path):
             assert sorted(p.name for p in d.glob("*.index")) == ["ckpt-5.index", "ckpt-6.index"]
 
 
+def test_prune_moving_into_kept_killed_at_every_disk_event(tmp_path):
+    """Issue 36: a prune that moves what it keeps beyond max_to_keep into DIR/kept/ (a pin, steps-every
+    beyond and within the window), killed before and after each disk event: no kept checkpoint is ever
+    lost (it is whole in DIR or in DIR/kept/), and a rerun ends exactly as an uninterrupted run."""
+    argv = ["--max-to-keep", "2", "--keep", "ckpt-2", "--keep-steps-every", "4"]
+
+    def setup(d):
+        d.mkdir()
+        for s in range(1, 9):
+            ckptool.write(str(d / f"ckpt-{s}"), {"w": np.full(3, s, np.float32)}, sync=False)
+        from ckptool.io.state import CheckpointState, write_state
+
+        write_state(str(d), CheckpointState("ckpt-8", [f"ckpt-{s}" for s in range(1, 9)],
+                                            [1.7e9 + s for s in range(1, 9)], 1.7e9))
+
+    def whole(prefix):
+        try:
+            with ckptool.open(str(prefix)) as ck:
+                return all(e is None for _, e in ck.verify()) and float(ck.read("w")[0]) == float(prefix.name[5:])
+        except ckptool.errors.CkptError:
+            return False
+
+    d = tmp_path / "count"
+    setup(d)
+    log = tmp_path / "prune.log"
+    r = _run(["prune", str(d), *argv], {"CKPTOOL_FAULT_LOG": str(log)})
+    assert r.returncode == 0, r.stderr
+    n = sum(1 for line in log.read_text().splitlines() if " fs " in line)
+    assert n >= 10
+    for k in range(1, n + 1):
+        for mode in ("fs", "fs+"):
+            d = tmp_path / f"k-{mode.replace('+', 'p')}-{k}"
+            setup(d)
+            r = _run(["prune", str(d), *argv], {"CKPTOOL_CRASH_AT": f"{mode}:{k}"})
+            assert r.returncode == -signal.SIGKILL, r.stderr
+            _killed("prune")
+            for name in ("ckpt-2", "ckpt-4", "ckpt-7", "ckpt-8"):
+                assert whole(d / name) or whole(d / "kept" / name), f"{name} lost after kill {mode}:{k}"
+            r = _run(["prune", str(d), *argv])
+            assert r.returncode == 0, r.stderr
+            assert sorted(p.name for p in d.glob("*.index")) == ["ckpt-7.index", "ckpt-8.index"], (mode, k)
+            assert sorted(p.name for p in d.glob("kept/*.index")) == ["ckpt-2.index", "ckpt-4.index", "ckpt-8.index"]
+            assert read_state(str(d / "kept")).all_model_checkpoint_paths == ["ckpt-2", "ckpt-4", "ckpt-8"]
+            assert not (d / ".ckptool-prune-pending").exists()
+
+
 def _rename_setup(d):
     d.mkdir()
     src = d / "src" / "ckpt-3"

@@ -60,11 +60,12 @@ def test_verify_json_under_ulimit_64(many_shards):
 
 
 _EXHAUSTED = textwrap.dedent("""
-    import os, sys
+    import contextlib, io, os, sys
     from ckptool.cli.main import main
     path, args = sys.argv[1], sys.argv[2:]
-    try:  # warm up: every module the command imports is imported now, not under EMFILE
-        main([a.replace("{}", path) for a in args] + ["-q"])
+    try:  # warm up: every module the command imports is imported now, not under EMFILE (its output dropped)
+        with contextlib.redirect_stdout(io.StringIO()):
+            main([a.replace("{}", path) for a in args] + ["-q"])
     except SystemExit:
         pass
     import ckptool

@@ -38,7 +38,10 @@ def command(checkpoint: str, as_json: bool, tensors: tuple[str, ...], all_tensor
     CHECKPOINT is a directory with a 'checkpoint' state file, each of its
     checkpoints with step, time (UTC), size and status: latest, kept
     (listed in the state), preserved (dropped from the state by
-    keep_checkpoint_every_n_hours), untracked, or missing.
+    keep_checkpoint_every_n_hours), untracked, missing, or in kept/ (in
+    DIR/kept/, where prune keeps what a running trainer must not delete: part
+    of the run). A data file missing or shorter than the index says is
+    warned about on stderr (verify reads every byte).
 
     \b
     The object graph (_CHECKPOINTABLE_OBJECT_GRAPH, a serialized proto) is

@@ -18,6 +18,7 @@ from ckptool.cli.common import (
     verbose,
 )
 from ckptool.cli.keep_best import best_options, best_spec, note_without_value, reason  # keep-best
+from ckptool.cli.prune_report import changed, damage_failure, extra_rows, note_changes
 
 
 @click.command("prune")
@@ -63,14 +64,19 @@ from ckptool.cli.keep_best import best_options, best_spec, note_without_value, r
                    "of one. Nothing else (softmax_temp_0.5/, "
                    "hparams.tmpl and a checkpoint named model_temp-3 are ordinary).")
 @best_options  # keep-best
+@click.option("--verify", is_flag=True,
+              help="Check what is kept by its CRCs too (every byte read), not only that every file is there "
+                   "and each data file as long as its index needs.")
 @click.option("-n", "--dry-run", is_flag=True, help="Show the plan; change nothing.")
 @json_option('Print {"kept": [...], "deleted": [...], "preserved": [...], "reasons": {...}, '
-             '"bytes_freed": N, "best": {...} (--keep-best), "policy_sources": {setting: "flag" | FILE | '
-             '"default"}, ...} as JSON (with --recursive, a run left alone: {"no_policy": true}).')
+             '"bytes_freed": N, "moved": [{"from", "to"}], "linked": [{"from", "to"}] (into DIR/kept/), '
+             '"damaged": [{"path", "problem"}], "already_gone": [...], "best": {...} (--keep-best), '
+             '"policy_sources": {setting: "flag" | FILE | "default"}, ...} as JSON (with --recursive, a run '
+             'left alone: {"no_policy": true}).')
 def command(directory: str, max_to_keep: int, keep_every_n_hours: float | None, keep_steps_every: int | None,
             min_age: float | None, pinned: tuple[str, ...], scan: bool, recursive: bool, exclude: tuple[str, ...],
-            one_file_system: bool, follow_symlinks: bool, clean_temp: bool, dry_run: bool, as_json: bool,
-            **best_flags) -> None:
+            one_file_system: bool, follow_symlinks: bool, clean_temp: bool, verify: bool, dry_run: bool,
+            as_json: bool, **best_flags) -> None:
     """Apply retention to the checkpoints in DIR, exactly as TensorFlow would.
 
     The decision is tf.train.CheckpointManager's: the state file's
@@ -87,10 +93,40 @@ def command(directory: str, max_to_keep: int, keep_every_n_hours: float | None, 
     which beats the default (max_to_keep 5); --dry-run and -v print where
     each setting came from (flag, the file, default). A .ckptool.toml that
     does not parse stops the run. --keep-steps-every, --min-age and --keep
-    add protection (the union of the rules keeps a checkpoint). Kept means
-    kept: a checkpoint kept beyond the newest K by --keep, --keep-best or
-    --keep-steps-every leaves the state file's list (as TF's every-N-hours
-    keeps do), so the trainer's next save cannot delete it; --scan finds it.
+    add protection (the union of the rules keeps a checkpoint).
+
+    Kept means kept, even beside a trainer that is still running (TF's
+    CheckpointManager and Saver delete from the list they hold in memory,
+    not from the state file): a checkpoint kept by --keep, --keep-best,
+    --keep-steps-every or --keep-every-n-hours is given a second name in
+    DIR/kept/ (a hard link: nothing copied; a copy across file systems and
+    on an object store), a checkpoint directory with its own state file that
+    tf.train.latest_checkpoint and load_checkpoint read. Beyond the newest K
+    it moves there (its names in DIR go, and it leaves DIR's state file);
+    still among them it is linked there and stays in DIR. A name in kept/ is
+    never overwritten (another checkpoint of that name becomes STEM.2-STEP).
+    The table and --json give each kept checkpoint's path there. inspect,
+    du, verify and --keep-best see DIR/kept/ as part of the run; prune
+    deletes from it only under a policy given for it (prune DIR/kept
+    --max-to-keep N, or DIR/kept/.ckptool.toml; --recursive leaves it alone
+    otherwise). --min-age keeps stay in place. Every step is journaled: a
+    prune killed anywhere is finished by the next one.
+
+    Damaged checkpoints: before deleting anything, prune checks what it
+    keeps (every file there, each data file as long as the index needs;
+    --verify: every CRC too). A damaged checkpoint is never counted as one
+    of K and never preserved; the newest intact checkpoint is never deleted
+    (preserved as 'last intact' when a damaged one took its place); each
+    damaged one kept is named on stderr and the exit status is 1, so cron
+    mails it. State entries whose files were already gone are reported as
+    'already gone', not deleted.
+
+    A TF1 Saver's state file has no timestamps: the .index modification
+    times are used, the oldest checkpoint's as the trainer's start, with
+    Saver's every-N-hours arithmetic (a checkpoint is preserved when its
+    time is strictly after the next keep time, which then advances by N
+    hours); the times and last_preserved_timestamp are written back, so the
+    next run continues from them (as a CheckpointManager's file).
 
     Safe to run from cron: the latest checkpoint is never deleted; a plan that
     would delete every checkpoint is refused; nothing outside DIR is touched
@@ -127,8 +163,9 @@ def command(directory: str, max_to_keep: int, keep_every_n_hours: float | None, 
 
     Exit status: 0 done (or nothing to do); 1 refused or failed (no state
     file without --scan, a corrupt state file or .ckptool.toml, lock held, a
-    file that could not be deleted, a --keep naming nothing; with --recursive,
-    any directory failed); 2 usage error.
+    file that could not be deleted or kept, a --keep naming nothing, a
+    damaged checkpoint kept; with --recursive, any directory failed); 2
+    usage error. A run refused before it starts leaves no .ckptool.lock.
     """
     from ckptool.cli.main import Failed
     from ckptool.ops.retain.fleet import prune_tree
@@ -149,23 +186,26 @@ def command(directory: str, max_to_keep: int, keep_every_n_hours: float | None, 
         given[name] = value if source not in (None, click.core.ParameterSource.DEFAULT) else UNSET
     if recursive:
         _recursive(directory, given, pinned, scan, exclude, dry_run, as_json, prune_tree, clean_temp=clean_temp,
-                   one_file_system=one_file_system, follow_symlinks=follow_symlinks, best=best)
+                   one_file_system=one_file_system, follow_symlinks=follow_symlinks, best=best, verify=verify)
         return
 
     from ckptool.cli.progress import progress_bar
 
     with progress_bar(f"prune {directory}", unit="items") as bar:
         result = prune(directory, keep=pinned, scan=scan, dry_run=dry_run, clean_temp=clean_temp, best=best,
-                       progress=bar, **given)
+                       verify=verify, progress=bar, **given)
     if as_json:
         emit_json(result.to_json())
-    elif result.deleted or result.temp_deleted or result.failed or dry_run or verbose():
+    elif result.deleted or result.temp_deleted or result.failed or dry_run or verbose() or changed(result):
         render_sources(result)
         render_result(result)  # with nothing deleted, nothing at all (cron mails every line)
     for f in result.failed:
-        error(f"{f['path']}: cannot delete: {f['error']}")
+        error(f"{f['path']}: cannot {f.get('action', 'delete')}: {f['error']}")
     if result.failed:
-        raise Failed(f"{plural(len(result.failed), 'file')} could not be deleted")
+        raise Failed(f"{plural(len(result.failed), 'file')} could not be "
+                     f"{'deleted' if all(f.get('action', 'delete') == 'delete' for f in result.failed) else 'handled'}")
+    if (damaged := damage_failure([result])) is not None:
+        raise Failed(damaged)
 
 
 def render_sources(result, prefix: str = "") -> None:
@@ -185,12 +225,14 @@ def render_result(result, prefix: str = "") -> None:
     rows += [(p, "would delete" if result.dry_run else "deleted", "") for p in result.deleted]
     rows += [(p, "skipped", "outside the directory") for p in result.skipped]
     rows += [(p, "would delete" if result.dry_run else "deleted", "temporary") for p in result.temp_deleted]
+    rows += extra_rows(result)
     rows = [(escape(p), action, escape(why)) for p, action, why in rows]
     width = max((len(r[0]) for r in rows), default=10)
     aw = max((len(r[1]) for r in rows), default=4)
     for path, action, why in rows:
         click.echo(f"{prefix}{path:<{width}}  {action:<{aw}}  {why}".rstrip())
     note_without_value(result)  # keep-best
+    note_changes(result, prefix)
     verb = "would free" if result.dry_run else "freed"
     note(f"{len(result.kept)} kept, {len(result.preserved)} preserved, {len(result.deleted)} "
          f"{'to delete' if result.dry_run else 'deleted'}; {verb} {human_bytes(result.bytes_freed)}")
@@ -203,7 +245,7 @@ def _recursive(root, given, pinned, scan, exclude, dry_run, as_json, prune_tree,
     with progress_bar(f"prune {root}", unit="items") as bar:  # runs done of runs found
         tree = prune_tree(root, keep=pinned, exclude=exclude, scan=scan, dry_run=dry_run,
                           progress=lambda i, n, d: bar(i, n), **given, **walk)
-    anything = any(r.deleted or r.temp_deleted or r.failed for r in tree.runs.values())
+    anything = any(r.deleted or r.temp_deleted or r.failed or changed(r) for r in tree.runs.values())
     if as_json:
         emit_json(tree.to_json())
     elif anything or dry_run or verbose():
@@ -225,8 +267,12 @@ def _recursive(root, given, pinned, scan, exclude, dry_run, as_json, prune_tree,
     if (dry_run or verbose()) and not as_json:
         for d, r in tree.runs.items():
             render_sources(r, prefix=f"{escape(d)}: ")
+    for d, r in tree.runs.items() if not as_json else ():
+        note_changes(r, prefix=f"{d}: ")
     for _d, msg in tree.errors.items():
         error(msg)
     if tree.errors:
         dirs = plural(len(tree.runs) + len(tree.errors), "directory", "directories")
         raise Failed(f"{len(tree.errors)} of {dirs} failed")
+    if (damaged := damage_failure(tree.runs.values())) is not None:
+        raise Failed(damaged)

@@ -32,7 +32,9 @@ def command(checkpoints: tuple[str, ...], force: bool, dry_run: bool, as_json: b
     advisory lock (the one prune takes), and only if no one changed it
     meanwhile, so it never names a deleted checkpoint and TensorFlow's
     get_checkpoint_state keeps reading it. The latest checkpoint (or, without
-    a state file, the newest on disk) is removed only with --force. Every
+    a state file, the newest on disk) is removed only with --force; so is,
+    while the latest is damaged (a file missing, a data file shorter than its
+    index says), the newest intact one: what a restart needs. Every
     argument is resolved before anything is deleted: one that names no
     checkpoint deletes nothing.
 
@@ -45,7 +47,7 @@ def command(checkpoints: tuple[str, ...], force: bool, dry_run: bool, as_json: b
     .index is refused at once.
 
     Exit status: 0 removed (or would be, with --dry-run); 1 not found,
-    refused (the latest without --force, lock held) or failed (a file that
+    refused (the latest or the last intact without --force, lock held) or failed (a file that
     could not be deleted); 2 usage error.
     """
     from ckptool.cli.common import error

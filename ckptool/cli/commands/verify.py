@@ -32,15 +32,27 @@ def command(paths: tuple[str, ...], recursive: bool, jobs: int | None, as_json: 
     flight), plus under 1 KB a tensor for the index.
 
     \b
+    A directory is one run: its kept/ (where prune keeps what a running
+    trainer must not delete) is verified with it, and its 'checkpoint' state
+    file is read as TensorFlow reads it: one TF ignores (it does not parse or
+    cannot be read: TF logs "Checkpoint ignored"), raises on (not UTF-8, no
+    model_checkpoint_path) or whose latest does not exist (latest_checkpoint
+    is None: a moved TF1 run's absolute paths too; 'ckptool state
+    --relative' fixes those) is reported as STATE and exits 1: a trainer
+    would start from scratch.
+
+    \b
     A tree with no checkpoint at all prints "no checkpoints found under
     PATH" and exits 0, as prune --recursive does on it: nothing to check is
-    not damage, and the line still reaches a cron mail. A PATH that does not
-    exist, or a directory named without --recursive that holds no
-    checkpoint, is reported and exits 1.
+    not damage, and the line still reaches a cron mail. A PATH with nothing
+    there is reported as MISSING ("no such checkpoint"), not damaged, and
+    exits 1; so is a directory named without --recursive that holds no
+    checkpoint.
 
     \b
     JSON: {"ok", "checkpoints", "damaged", "results": [{"prefix", "ok",
     "tensors", "bytes", "errors": [{"name", "error"}]}], "unreadable":
+    [{"path", "error"}], "missing": [{"path", "error"}], "state_files":
     [{"path", "error"}]}.
     """
     from ckptool.cli.main import Failed
@@ -75,13 +87,21 @@ def command(paths: tuple[str, ...], recursive: bool, jobs: int | None, as_json: 
                 click.echo(f"  {display_name(p.name) if p.name else '(checkpoint)'}: {display_name(p.error)}")
         for u in report.unreadable:
             click.echo(f"UNREADABLE  {display_name(u.path)}: {display_name(u.error)}")
-        if not report.checkpoints and not report.unreadable:
+        for u in report.missing:
+            click.echo(f"MISSING  {display_name(u.path)}: {display_name(u.error)}")
+        for u in report.states:
+            click.echo(f"STATE  {display_name(u.path)}: {display_name(u.error)}")
+        if not (report.checkpoints or report.unreadable or report.missing or report.states):
             click.echo("no checkpoints found under " + ", ".join(display_name(p) for p in paths))
     failures = []
     if report.unreadable:
         n = len(report.unreadable)
         failures.append(f"cannot read {plural(n, 'directory', 'directories')}: "
                         + ", ".join(display_name(u.path) for u in report.unreadable))
+    if report.missing:
+        failures.append("no such checkpoint: " + ", ".join(display_name(u.path) for u in report.missing))
+    if report.states:
+        failures.append("TF cannot use the state file " + ", ".join(display_name(u.path) for u in report.states))
     if report.damaged:
         bad = report.damaged
         failures.append(f"{len(bad)} of {plural(len(report.checkpoints), 'checkpoint')} damaged: "

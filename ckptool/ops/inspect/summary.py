@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ckptool.errors import CkptError
 from ckptool.format import bundle
 from ckptool.format.meta_graph import tf_versions
+from ckptool.io.keptdir import KEPT_DIRNAME, kept_path
 from ckptool.io.layout import (
     checkpoint_exists,
     checkpoint_files,
@@ -33,7 +34,7 @@ class CheckpointInfo:
     step: int | None
     timestamp: float | None  # from the state file, else the .index modification time
     bytes: int | None  # every file of the checkpoint; None when it is not on disk
-    status: str  # "latest", "kept", "preserved", "untracked" or "missing"
+    status: str  # "latest", "kept", "preserved", "untracked", "missing" or "in kept/" (DIR/kept/, part of the run)
 
     def to_json(self) -> dict[str, Any]:
         return {"prefix": self.prefix, "path": self.path, "step": self.step, "timestamp": finite(self.timestamp),
@@ -67,7 +68,8 @@ def directory_state(directory: str, storage: Storage) -> dict[str, Any] | None:
     retention), ``preserved`` (on disk, no longer listed, at or before
     ``last_preserved_timestamp``, as ``keep_checkpoint_every_n_hours`` leaves
     them), ``untracked`` (on disk, not listed, newer than that: from another
-    run or written with ``--no-state``), ``missing`` (listed, not on disk).
+    run or written with ``--no-state``), ``missing`` (listed, not on disk), ``in kept/``
+    (in ``DIR/kept/``, where prune keeps what a running trainer must not delete: part of the run).
     """
     state = read_state(directory, storage)
     if state is None:
@@ -108,12 +110,27 @@ def directory_state(directory: str, storage: Storage) -> dict[str, Any] | None:
         else:
             status = "untracked"
         out.append(CheckpointInfo(prefix, recorded.get(prefix, ""), step_of(prefix), ts, size, status))
+    out += _kept_entries(directory, storage)
     return {
         "path": state_path(directory, storage),
         "model_checkpoint_path": state.model_checkpoint_path,
         "last_preserved_timestamp": finite(state.last_preserved_timestamp) or None,
         "entries": [c.to_json() for c in out],
     }
+
+
+def _kept_entries(directory: str, storage: Storage) -> list[CheckpointInfo]:
+    """The checkpoints of ``DIR/kept/`` (oldest first by step), status ``in kept/``."""
+    kept = kept_path(storage, directory)
+    if not storage.isdir(kept):
+        return []
+    out = []
+    for prefix in sorted(list_checkpoints(storage, kept), key=lambda p: (step_of(p) is None, step_of(p) or 0, p)):
+        idx = prefix + bundle.INDEX_SUFFIX
+        size = sum(_size_or_zero(storage, f) for f in checkpoint_files(storage, prefix))
+        out.append(CheckpointInfo(prefix, f"{KEPT_DIRNAME}/{storage.basename(prefix)}", step_of(prefix),
+                                  storage.mtime(idx), size, "in kept/"))
+    return out
 
 
 def _size_or_zero(storage: Storage, path: str) -> int:
@@ -151,6 +168,7 @@ def summary(ck: Any, path: str | None = None) -> dict[str, Any]:
         "dtypes": dict(sorted(by_dtype.items(), key=lambda kv: (-kv[1]["bytes"], kv[0]))),
     }
     if ck.format == "V2":
+        _warn_damage(storage, ck.prefix)
         h = ck.header
         doc["index"] = {"path": ck.index_path, "bytes": ck.index_size}
         doc["shards"] = [{"path": p, "bytes": storage.size(p) if storage.isfile(p) else None}
@@ -183,6 +201,19 @@ def summary(ck: Any, path: str | None = None) -> dict[str, Any]:
             warnings.warn(f"the directory's state is not shown: {exc}", CkptWarning, stacklevel=2)
             doc["state"] = None
     return doc
+
+
+def _warn_damage(storage: Storage, prefix: str) -> None:
+    """A data file missing or shorter than the index says (the cheap check, no CRC): one warning."""
+    import warnings
+
+    from ckptool.errors import CkptWarning
+    from ckptool.ops.read.integrity import damage
+
+    problem = damage(storage, prefix)
+    if problem is not None:
+        warnings.warn(f"{prefix}: damaged: {problem} (TF cannot restore it; 'ckptool verify' checks every byte)",
+                      CkptWarning, stacklevel=3)
 
 
 #: A .meta file is read for its version strings only up to this size.

@@ -6,7 +6,13 @@ symlinks to directories not followed). Each is verified in full by
 :func:`ckptool.ops.inspect.verify.verify`; one that cannot even be opened is reported
 as damaged, and the others are still checked. A directory below PATH that cannot
 be listed or entered is reported as unreadable (the report is then not ok); a tree
-that holds no checkpoint at all gives an empty report, not a damaged one.
+that holds no checkpoint at all gives an empty report, not a damaged one. A PATH
+with nothing at all there is reported as missing ("no such checkpoint"), not damaged.
+
+A directory is one run: its ``kept/`` (where prune keeps what a running trainer must not
+delete) is verified with it, and its ``checkpoint`` state file is read as TF reads it
+(:func:`ckptool.io.state.tf_state_problem`): one TF ignores, or whose latest TF cannot
+find (``latest_checkpoint`` None: a trainer would start from scratch), is reported.
 """
 
 from __future__ import annotations
@@ -19,7 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, ResourceError
 from ckptool.io.atomic import os_error
-from ckptool.io.layout import list_checkpoints, list_v1_checkpoints
+from ckptool.io.keptdir import kept_path
+from ckptool.io.layout import list_checkpoints, list_v1_checkpoints, names_in, owns
+from ckptool.io.state import STATE_FILENAME, tf_state_problem
 from ckptool.io.urls import storage_for
 from ckptool.ops.inspect.verify import Problem, VerifyReport, verify
 
@@ -42,10 +50,12 @@ class Unreadable:
 class TreeReport:
     checkpoints: list[VerifyReport] = field(default_factory=list)
     unreadable: list[Unreadable] = field(default_factory=list)
+    missing: list[Unreadable] = field(default_factory=list)  # a PATH with nothing there
+    states: list[Unreadable] = field(default_factory=list)  # a state file as TF reads it: what is wrong
 
     @property
     def ok(self) -> bool:
-        return all(r.ok for r in self.checkpoints) and not self.unreadable
+        return all(r.ok for r in self.checkpoints) and not self.unreadable and not self.missing and not self.states
 
     @property
     def damaged(self) -> list[VerifyReport]:
@@ -54,7 +64,8 @@ class TreeReport:
     def to_json(self) -> dict[str, Any]:
         return {"ok": self.ok, "checkpoints": len(self.checkpoints), "damaged": len(self.damaged),
                 "results": [r.to_json() for r in self.checkpoints],
-                "unreadable": [u.to_json() for u in self.unreadable]}
+                "unreadable": [u.to_json() for u in self.unreadable],
+                "missing": [u.to_json() for u in self.missing], "state_files": [u.to_json() for u in self.states]}
 
 
 def _directories(storage: Storage, top: str, recursive: bool, unreadable: list[Unreadable]) -> Iterator[str]:
@@ -91,6 +102,9 @@ def targets(path: str, recursive: bool = False, unreadable: list[Unreadable] | N
     for d in _directories(storage, p, recursive, unreadable if unreadable is not None else []):
         try:
             found = list_checkpoints(storage, d, damaged=True) + list_v1_checkpoints(storage, d, damaged=True)
+            kept = kept_path(storage, d)
+            if not recursive and storage.isdir(kept):  # part of the run (--recursive enters it anyway)
+                found += list_checkpoints(storage, kept, damaged=True)
         except ResourceError:
             raise
         except CkptError:
@@ -107,25 +121,46 @@ def verify_paths(paths: Iterable[str], recursive: bool = False,
     """Verify every checkpoint ``paths`` name (see the module docstring).
 
     ``progress(prefix)`` may return a ``callback(done_bytes, total_bytes)`` for that checkpoint."""
+    report = TreeReport()
+    seen: set[str] = set()
+    for path in paths:
+        try:
+            _verify_path(path, recursive, report, seen, progress, workers)
+        except ResourceError as exc:  # too many open files: the run's trouble, no verdict
+            raise ResourceError(str(exc) if str(exc).startswith("could not check")
+                                else f"could not check {path}: {exc}") from None
+    return report
+
+
+def _verify_path(path: str, recursive: bool, report: TreeReport, seen: set[str],
+                 progress: Callable[[str], Callable[[int, int], None] | None] | None,
+                 workers: int | None) -> None:
+    """One PATH argument of :func:`verify_paths`: its state files, then its checkpoints."""
     from ckptool.ops.read.reader import open as open_checkpoint
 
-    report = TreeReport()
-    seen = set()
-    for path in paths:
-        for target in targets(path, recursive, report.unreadable):
-            if target in seen:
-                continue
-            seen.add(target)
-            try:
-                with open_checkpoint(target) as ck:
-                    if ck.prefix in seen and ck.prefix != target:
-                        continue
-                    seen.add(ck.prefix)
-                    r = verify(ck, progress=progress(ck.prefix) if progress else None, workers=workers)
-            except ResourceError as exc:  # too many open files: the run's trouble, no verdict
-                raise ResourceError(str(exc) if str(exc).startswith("could not check")
-                                    else f"could not check {target}: {exc}") from None
-            except CkptError as exc:
-                r = VerifyReport(target, problems=[Problem("", str(exc))])
-            report.checkpoints.append(r)
-    return report
+    storage, p = storage_for(path)
+    if storage.isdir(p):
+        for d in _directories(storage, p, recursive, []):
+            problem = tf_state_problem(storage, d)
+            if problem is not None:
+                report.states.append(Unreadable(storage.join(d, STATE_FILENAME), problem))
+    elif not storage.exists(p) and not any(owns(storage.basename(p), n)
+                                           for n in names_in(storage, storage.dirname(p))):
+        report.missing.append(Unreadable(path, "no such checkpoint or directory"))
+        return
+    for target in targets(path, recursive, report.unreadable):
+        if target in seen:
+            continue
+        seen.add(target)
+        try:
+            with open_checkpoint(target) as ck:
+                if ck.prefix in seen and ck.prefix != target:
+                    continue
+                seen.add(ck.prefix)
+                r = verify(ck, progress=progress(ck.prefix) if progress else None, workers=workers)
+        except ResourceError as exc:  # too many open files: the run's trouble, no verdict
+            raise ResourceError(str(exc) if str(exc).startswith("could not check")
+                                else f"could not check {target}: {exc}") from None
+        except CkptError as exc:
+            r = VerifyReport(target, problems=[Problem("", str(exc))])
+        report.checkpoints.append(r)

@@ -387,8 +387,7 @@ class BundleCheckpoint(Checkpoint):
                 yield e
 
     def release_shard(self, shard_id: int) -> None:
-        """Close shard ``shard_id``'s file (opened again if read again): a caller that reads
-        shard by shard keeps the files it holds open bounded."""
+        """Close shard ``shard_id``'s file (reopened if read again): bounds the files held open."""
         with self._lock:
             r = self._readers.pop(shard_id, None)
         if r is not None:

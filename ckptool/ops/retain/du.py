@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError
 from ckptool.io.dirfd import open_dir
+from ckptool.io.keptdir import is_kept_dir, kept_path
 from ckptool.io.layout import resolve_recorded, step_of
 from ckptool.io.listing import scan
 from ckptool.io.urls import storage_for
@@ -33,12 +34,14 @@ class RunUsage:
     error: str | None = None
     temp_files: int = 0
     temp_bytes: int = 0
+    kept_checkpoints: int = 0  # of them, in DIR/kept/ (part of the run)
+    kept_bytes: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {"directory": self.directory, "checkpoints": self.checkpoints, "bytes": self.bytes,
                 "latest": self.latest, "latest_step": self.latest_step, "latest_age_seconds": self.latest_age,
                 "would_free": self.would_free, "temp_files": self.temp_files, "temp_bytes": self.temp_bytes,
-                "error": self.error}
+                "kept_checkpoints": self.kept_checkpoints, "kept_bytes": self.kept_bytes, "error": self.error}
 
 
 def du(root: str, *, max_to_keep: Any = UNSET, keep_every_n_hours: Any = UNSET, keep_steps_every: Any = UNSET,
@@ -48,7 +51,8 @@ def du(root: str, *, max_to_keep: Any = UNSET, keep_every_n_hours: Any = UNSET, 
     files (each file counted once, hard links included), temporary files of writers apart,
     the latest and its age (from the timestamp retention uses: the state file's where it
     records them, else the file's mtime), and what prune would free with the effective policy (a
-    hard-linked file only when its last link would go). Sorted by bytes, largest first."""
+    hard-linked file only when its last link would go). A run's ``kept/`` is counted in its row
+    (``kept_checkpoints``, ``kept_bytes``), never a row of its own. Sorted by bytes, largest first."""
     if storage is None:
         storage, root = storage_for(root)
     now = time.time() if now is None else now
@@ -57,7 +61,10 @@ def du(root: str, *, max_to_keep: Any = UNSET, keep_every_n_hours: Any = UNSET, 
                       dry_run=True, now=now, storage=storage, discover_all=True)
     seen_inodes: set[Any] = set()
     out = []
+    kept_dirs = [d for d in list(plan.runs) + list(plan.errors) + plan.kept_dirs if is_kept_dir(storage, d)]
     for d in list(plan.runs) + list(plan.errors) + list(plan.no_policy):  # no policy: nothing would go
+        if d in kept_dirs:
+            continue  # counted in its run's row
         r = plan.runs.get(d)
         try:
             stamps: dict[str, float] = {}
@@ -78,14 +85,19 @@ def du(root: str, *, max_to_keep: Any = UNSET, keep_every_n_hours: Any = UNSET, 
         except CkptError as exc:
             out.append(RunUsage(d, 0, 0, None, None, None, None, str(exc)))
             continue
-        total = 0
-        for base in listing.complete:
-            for f in listing.files.get(base, ()):
-                key = f.inode or (d, f.name)
-                if f.link_out or key in seen_inodes:
-                    continue
-                seen_inodes.add(key)
-                total += f.size
+        total = _bytes(d, listing, seen_inodes)
+        kept_dir = kept_path(storage, d)
+        kept_n = kept_total = 0
+        kept_free: int | None = 0
+        if kept_dir in kept_dirs or storage.isdir(kept_dir):
+            try:
+                with open_dir(storage, kept_dir) as h:
+                    klisting = scan(h)
+                kept_n, kept_total = len(klisting.complete), _bytes(kept_dir, klisting, seen_inodes)
+            except CkptError:
+                pass
+            kr = plan.runs.get(kept_dir)
+            kept_free = kr.bytes_freed if kr is not None else None if kept_dir in plan.errors else 0
         if latest is None or latest not in listing.complete:
             ranked = sorted(listing.complete, key=lambda b: (step_of(b) if step_of(b) is not None else -1,
                                                              listing.mtime(b) or 0))
@@ -93,12 +105,26 @@ def du(root: str, *, max_to_keep: Any = UNSET, keep_every_n_hours: Any = UNSET, 
         # the age retention sees: the state file's timestamp where it has them, else the .index mtime
         ts = stamps.get(latest, listing.mtime(latest)) if latest else None
         age = None if ts is None or not math.isfinite(ts) else max(0.0, now - ts)
-        out.append(RunUsage(d, len(listing.complete), total, storage.join(d, latest) if latest else None,
-                            step_of(latest) if latest else None, age,
-                            r.bytes_freed if r is not None else 0 if d in plan.no_policy else None, plan.errors.get(d),
-                            len(listing.temps), listing.temp_bytes()))
+        free = r.bytes_freed if r is not None else 0 if d in plan.no_policy else None
+        out.append(RunUsage(d, len(listing.complete) + kept_n, total + kept_total,
+                            storage.join(d, latest) if latest else None, step_of(latest) if latest else None, age,
+                            None if free is None or kept_free is None else free + kept_free, plan.errors.get(d),
+                            len(listing.temps), listing.temp_bytes(), kept_n, kept_total))
     out.sort(key=lambda u: (-u.bytes, u.directory))
     return out
+
+
+def _bytes(d: str, listing: Any, seen_inodes: set[Any]) -> int:
+    """The bytes of the complete checkpoints of a listing, each file once (hard links too)."""
+    total = 0
+    for base in listing.complete:
+        for f in listing.files.get(base, ()):
+            key = f.inode or (d, f.name)
+            if f.link_out or key in seen_inodes:
+                continue
+            seen_inodes.add(key)
+            total += f.size
+    return total
 
 
 __all__ = ["RunUsage", "du"]

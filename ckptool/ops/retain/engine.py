@@ -7,9 +7,15 @@ and ``state --rebuild`` all go through it (docs/ARCHITECTURE.md, "One rule, one 
   base, by :mod:`ckptool.io.layout`), through DIR's descriptor, the ``.index`` first: when
   the index cannot go, nothing else of it goes (it stays whole); a file that cannot go is
   reported and the checkpoint is not called deleted;
-- the journal ``DIR/.ckptool-prune-pending``: what is about to go is written there first;
+- the journal ``DIR/.ckptool-prune-pending``: what is about to go is written there first
+  (the checkpoints to delete, and those moving into ``DIR/kept/`` with their name there);
   :func:`finish_journal` (run by every deleting command under the lock) completes an
   interrupted prune or rm;
+- :func:`keep_into`: a checkpoint's files get second names in ``DIR/kept/`` (hard links,
+  data first, the index last; :mod:`ckptool.io.keptdir`), then ``kept/``'s state file is
+  rewritten; :func:`release` deletes the DIR names of a moved one only once ``kept/`` holds
+  every file (kill -9 anywhere: the next run's :func:`finish_journal` links what is missing,
+  then deletes);
 - :func:`update_state`: the one compare-and-swap update of the state file (re-read,
   recompute, replace only if unchanged; :data:`STATE_ATTEMPTS` tries);
 - :func:`latest_base`: the one answer to "which checkpoint is the latest" that every
@@ -26,10 +32,12 @@ from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, CkptWarning, RefusedError
 from ckptool.format.bundle import INDEX_SUFFIX
+from ckptool.io.keptdir import fsync_dir, open_kept, place_file, same_file
 from ckptool.io.layout import INDEX, file_role, resolve_recorded, step_of
 from ckptool.io.listing import DirListing, FileInfo, scan
-from ckptool.io.lock import LOCK_FILENAME
+from ckptool.io.lock import DEFAULT_TIMEOUT, LOCK_FILENAME, lock_open
 from ckptool.io.state import STATE_FILENAME, CheckpointState, parse_state
+from ckptool.ops.retain.kept import alternatives, kept_file, kept_state
 
 if TYPE_CHECKING:
     from ckptool.io.dirfd import LocalDir, PathDir
@@ -137,23 +145,138 @@ def delete_temporaries(d: Dir, listing: DirListing, now: float, dry_run: bool, f
     return gone, freed
 
 
+# --------------------------------------------------------------------------- kept/
+
+
+def _holds(d: Dir, kept: Dir, klisting: DirListing, files: list[FileInfo], base: str, kbase: str) -> bool:
+    """``kept/`` holds checkpoint ``base`` as ``kbase``: complete there, and each of ``files``
+    (its names left in DIR) is the same file as its name there."""
+    return kbase in klisting.complete and all(same_file(d, f.name, kept, kept_file(base, kbase, f.name))
+                                              for f in files)
+
+
+def keep_into(storage: Storage, d: Dir, listing: DirListing, want: dict[str, float],
+              failed: list[dict[str, str]]) -> tuple[dict[str, str], set[str]]:
+    """Give each checkpoint of ``want`` (base -> its time) second names in ``DIR/kept/``, under
+    kept/'s lock. ``(base -> its name there for each that kept/ now holds, the bases that got a
+    name there now: the others it held already)``. A name of kept/ that
+    holds another checkpoint is never overwritten (the next of :func:`alternatives` is taken);
+    a checkpoint whose files went meanwhile (a trainer deleted it) is reported in ``failed``."""
+    placed: dict[str, str] = {}
+    fresh: set[str] = set()
+    kept = open_kept(storage, d, create=True) if want else None
+    if kept is None:
+        return placed, fresh
+    with kept, lock_open(storage, kept, timeout=DEFAULT_TIMEOUT):
+        klisting = scan(kept)
+        for base in want:
+            files = sorted(listing.files.get(base, []), key=lambda f: (f.name == base + INDEX_SUFFIX, f.name))
+            for kbase in alternatives(base, base in listing.v1):
+                names = {f.name: kept_file(base, kbase, f.name) for f in files}
+                theirs = {f.name for f in klisting.files.get(kbase, [])}
+                if not theirs <= set(names.values()) or any(
+                        kept.lstat(n) is not None and not same_file(d, o, kept, n) for o, n in names.items()):
+                    continue  # another checkpoint has this name in kept/
+                missing = [f for f in files if kept.lstat(names[f.name]) is None]  # none: kept/ holds it already
+                if _place(d, kept, missing, base, kbase, failed):
+                    placed[base] = kbase
+                    if missing:
+                        fresh.add(base)
+                break
+            else:
+                warn(f"{d.join(base)}: {kept.path} holds other checkpoints of this name; left where it is")
+        fsync_dir(kept)
+        stamps = {placed[b]: t for b, t in want.items() if b in placed}
+
+        def compute(_raw: bytes | None, cur: CheckpointState | None) -> object:
+            new = kept_state(storage, kept.path, scan(kept), stamps, cur)
+            return KEEP if new is None or (cur is not None and cur.to_text() == new.to_text()) else new
+
+        update_state(kept, compute, "prune", lenient=True)
+    return placed, fresh
+
+
+def _place(d: Dir, kept: Dir, files: list[FileInfo], base: str, kbase: str, failed: list[dict[str, str]]) -> bool:
+    """Link (or copy) ``files`` into kept/ as ``kbase``, the index last; on failure the names
+    made here are removed again (an incomplete checkpoint is never left in kept/)."""
+    made: list[str] = []
+    try:
+        for f in files:
+            name = kept_file(base, kbase, f.name)
+            place_file(d, kept, f.name, name, follow=f.inode is None)
+            made.append(name)
+        return True
+    except (OSError, CkptError) as exc:
+        gone = isinstance(exc, FileNotFoundError)
+        failed.append({"path": d.join(base), "action": "keep", "error": "deleted by another process while being kept"
+                       if gone else f"{kept.path}: {_why(exc)}"})
+        for name in reversed(made):
+            try:
+                kept.unlink(name)
+            except (OSError, CkptError):
+                pass
+        return False
+
+
+def release(storage: Storage, d: Dir, listing: DirListing, moved: dict[str, str],
+            failed: list[dict[str, str]], quiet: bool = False) -> tuple[list[FileInfo], set[str]]:
+    """Delete the DIR names of each checkpoint of ``moved`` (base -> its name in kept/) that
+    kept/ holds whole; ``(files deleted, bases left)``. One kept/ does not hold is left and
+    reported in ``failed`` (unless ``quiet``)."""
+    done: list[FileInfo] = []
+    left: set[str] = set()
+    kept = open_kept(storage, d, create=False) if moved else None
+    if kept is None:
+        return done, set(moved)
+    with kept:
+        klisting = scan(kept)
+        for base, kbase in moved.items():
+            here = [f for f in listing.files.get(base, []) if d.lstat(f.name) is not None]
+            if not _holds(d, kept, klisting, here, base, kbase):
+                if not quiet:
+                    failed.append({"path": d.join(base), "action": "keep",
+                                   "error": f"{kept.path} does not hold it whole; left in place"})
+                left.add(base)
+                continue
+            files, ok = delete_checkpoint(d, listing, base, failed)
+            done += files
+            if not ok:
+                left.add(base)
+    return done, left
+
+
 # --------------------------------------------------------------------------- the journal
 
 
-def write_journal(d: Dir, bases: Iterable[str]) -> None:
-    d.replace(JOURNAL, json.dumps(sorted(set(bases))).encode("utf-8"))
+def write_journal(d: Dir, bases: Iterable[str], moves: dict[str, str] | None = None) -> None:
+    """What is about to go: a JSON list of bases to delete, or, when some move into kept/,
+    ``{"delete": [...], "move": {base: name in kept/}}``."""
+    doc: Any = sorted(set(bases))
+    if moves:
+        doc = {"delete": doc, "move": dict(sorted(moves.items()))}
+    d.replace(JOURNAL, json.dumps(doc).encode("utf-8"))
+
+
+def _read_journal(raw: bytes) -> tuple[list[str], dict[str, str]]:
+    doc = json.loads(raw.decode("utf-8"))
+    if isinstance(doc, dict):
+        names, moves = doc.get("delete", []), doc.get("move", {})
+    else:
+        names, moves = doc, {}
+    if not (isinstance(names, list) and all(isinstance(n, str) for n in names) and isinstance(moves, dict)
+            and all(isinstance(k, str) and isinstance(v, str) for k, v in moves.items())):
+        raise ValueError
+    return names, moves
 
 
 def finish_journal(storage: Storage, d: Dir, state: CheckpointState | None) -> None:
-    """Complete the deletions of an earlier prune or rm (killed, or stopped by a file it could
-    not delete): the names it journaled that the state file does not list."""
+    """Complete the deletions and moves of an earlier prune or rm (killed, or stopped by a file
+    it could not delete): those it journaled that the state file does not list."""
     raw = d.read(JOURNAL)
     if raw is None:
         return
     try:
-        names = json.loads(raw.decode("utf-8"))
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-            raise ValueError
+        names, moves = _read_journal(raw)
     except (ValueError, UnicodeDecodeError):
         warn(f"{d.join(JOURNAL)}: unreadable journal; ignored")
         d.unlink(JOURNAL)
@@ -164,32 +287,46 @@ def finish_journal(storage: Storage, d: Dir, state: CheckpointState | None) -> N
             b = resolve_recorded(storage, d.path, p, warn=False).base
             if b:
                 listed.add(b)
+
+    def ok(base: str) -> bool:
+        return base not in listed and "/" not in base and base not in ("", ".", "..")
+
     listing = scan(d)
-    left = []
     failed: list[dict[str, str]] = []
+    moves = {b: k for b, k in moves.items() if ok(b) and ok(k) and b in listing.files}
+    kfailed: list[dict[str, str]] = []
+    _, pending = release(storage, d, listing, moves, kfailed, quiet=True)  # kept/ holds them: their DIR names go
+    left_moves = set()
+    if pending:  # killed before kept/ held them whole: linked now (the originals are whole), then released
+        placed, _ = keep_into(storage, d, listing, {b: listing.mtime(b) or 0.0 for b in pending}, kfailed)
+        _, still = release(storage, d, listing, placed, kfailed)
+        left_moves = (pending - set(placed)) | still
+    left = []
     for base in names:
-        if base in listed or "/" in base or base in ("", ".", ".."):
+        if not ok(base):
             continue
-        _, ok = delete_checkpoint(d, listing, base, failed)
-        if not ok:
+        _, done = delete_checkpoint(d, listing, base, failed)
+        if not done:
             left.append(base)
     for f in failed:
         warn(f"{f['path']}: cannot delete: {f['error']}")
-    if left:
+    for f in kfailed:
+        warn(f"{f['path']}: cannot keep: {f['error']}")
+    if left or left_moves:
         try:
-            write_journal(d, left)
+            write_journal(d, left, {b: moves[b] for b in sorted(left_moves)})
         except CkptError:
             pass  # the old journal names a superset: still true
     else:
         d.unlink(JOURNAL)
 
 
-def end_journal(d: Dir, left: Iterable[str]) -> None:
+def end_journal(d: Dir, left: Iterable[str], left_moves: dict[str, str] | None = None) -> None:
     """After the deletions: the journal names what is still to go, or is removed."""
     left = list(left)
-    if left:
+    if left or left_moves:
         try:
-            write_journal(d, left)
+            write_journal(d, left, left_moves)
         except CkptError:
             pass  # the journal written before names a superset: still true
     else:
@@ -235,5 +372,5 @@ def update_state(d: Dir, compute: Callable[[bytes | None, CheckpointState | None
 
 
 __all__ = ["JOURNAL", "KEEP", "STATE_ATTEMPTS", "TEMP_MAX_AGE", "delete_checkpoint", "delete_temporaries",
-           "end_journal", "finish_journal", "latest_base", "read_dir_state", "refuse_special", "update_state",
-           "warn", "write_journal"]
+           "end_journal", "finish_journal", "keep_into", "latest_base", "read_dir_state", "refuse_special", "release",
+           "update_state", "warn", "write_journal"]

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, MissingError
 from ckptool.io.dirfd import LocalDir, PathDir, os_error
-from ckptool.io.policy import resolve_policy
+from ckptool.io.keptdir import is_kept_dir
+from ckptool.io.policy import read_policy, resolve_policy
 from ckptool.io.state import STATE_FILENAME
 from ckptool.io.urls import storage_for
 from ckptool.ops.retain.prune import UNSET, PruneResult, policy_values, prune_open
@@ -57,6 +58,7 @@ class TreeResult:
     errors: dict[str, str] = field(default_factory=dict)  # directory -> message
     dry_run: bool = False
     no_policy: list[str] = field(default_factory=list)  # runs left alone: no policy flag, no .ckptool.toml
+    kept_dirs: list[str] = field(default_factory=list)  # DIR/kept/ of a run: no .ckptool.toml of its own, left alone
 
     def to_json(self) -> dict[str, Any]:
         runs: list[dict[str, Any]] = []  # an array of per-directory objects, as du's "directories"
@@ -87,12 +89,14 @@ def prune_tree(root: str, *, max_to_keep: Any = UNSET, keep_every_n_hours: Any =
                exclude: tuple[str, ...] = (), scan: bool = False, dry_run: bool = False, now: float | None = None,
                storage: Storage | None = None, progress: Any = None, discover_all: bool = False,
                clean_temp: bool = False, one_file_system: bool = False, follow_symlinks: bool = False,
-               best: Any = None) -> TreeResult:
+               best: Any = None, verify: bool = False) -> TreeResult:
     """``prune --recursive``: each run directory below ROOT pruned as :func:`prune` would, with
     its effective policy (io/policy.resolve_policy: an argument given beats the nearest
     ``.ckptool.toml``, which beats the default); a directory's failure is recorded and the
     others still run. Without any policy argument, only runs with a ``.ckptool.toml`` at or
-    above them (from ROOT down) are pruned; the others are listed in ``no_policy``, untouched."""
+    above them (from ROOT down) are pruned; the others are listed in ``no_policy``, untouched.
+    A run's ``kept/`` is no run of its own: neither flags nor an inherited file prune it, only a
+    ``kept/.ckptool.toml`` (alone); else it is listed in ``kept_dirs``, untouched."""
     if storage is None:
         storage, root = storage_for(root)
     if root != "/" and root.endswith("/") and "://" not in root:
@@ -107,13 +111,19 @@ def prune_tree(root: str, *, max_to_keep: Any = UNSET, keep_every_n_hours: Any =
 
     def one(d: LocalDir | PathDir) -> None:
         try:
-            eff = resolve_policy(root, d.path, defaults, storage, explicit)
+            if is_kept_dir(storage, d.path):  # part of its run: pruned only by a policy of its own
+                if read_policy(d.path, storage) is None:
+                    out.kept_dirs.append(d.path)
+                    return
+                eff = resolve_policy(d.path, d.path, {**defaults, "max_to_keep": None}, storage)
+            else:
+                eff = resolve_policy(root, d.path, defaults, storage, explicit)
             if not any_policy_flag and not eff.files:
                 out.no_policy.append(d.path)
                 return
             run_scan = scan or STATE_FILENAME not in d.names()
             res = prune_open(storage, d, eff.policy, now=now, dry_run=dry_run, scan_all=run_scan,
-                             clean_temp=clean_temp)
+                             clean_temp=clean_temp, verify=verify)
             res.sources = eff.sources
             out.runs[d.path] = res
         except (CkptError, OSError) as exc:

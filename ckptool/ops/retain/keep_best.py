@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Container, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ckptool.errors import CkptError
@@ -28,6 +28,8 @@ class BestSpec:
     metric: str
     mode: str = "min"
     metrics: str | None = None
+    #: (series name, {step: value}) once read (prune reads them before it takes the lock)
+    found: Any = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 1:

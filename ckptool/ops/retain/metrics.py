@@ -269,6 +269,17 @@ def stored_step(prefix: str, storage: Storage = LOCAL) -> int | None:
     return None
 
 
+def kept_candidates(directory: str, storage: Storage = LOCAL) -> list[tuple[str, int | None]]:
+    """The checkpoints of ``DIR/kept/`` as keep-best candidates: ``("kept/NAME", step)``."""
+    from ckptool.io.keptdir import KEPT_DIRNAME
+    from ckptool.io.layout import list_checkpoints, step_of
+
+    kept = storage.join(directory, KEPT_DIRNAME) if directory else KEPT_DIRNAME
+    if not storage.isdir(kept):
+        return []
+    return [(f"{KEPT_DIRNAME}/{storage.basename(p)}", step_of(p)) for p in sorted(list_checkpoints(storage, kept))]
+
+
 def best_pins(directory: str, candidates: Iterable[tuple[str, int | None]], spec: BestSpec,
               storage: Storage = LOCAL) -> BestPins:
     """The ``spec.n`` best of ``candidates`` ((base name, step or None) pairs, oldest first)
@@ -276,7 +287,7 @@ def best_pins(directory: str, candidates: Iterable[tuple[str, int | None]], spec
     (:func:`stored_step`), else (or when the metric has no value there) the number in
     its name. ``spec.metrics`` relative paths are taken as they are (the caller
     resolves them)."""
-    name, values = metric_values(directory, spec.metric, metrics=spec.metrics, storage=storage)
+    name, values = spec.found or metric_values(directory, spec.metric, metrics=spec.metrics, storage=storage)
     scored = []
     steps = {}
     none = 0
@@ -295,14 +306,20 @@ def best_pins(directory: str, candidates: Iterable[tuple[str, int | None]], spec
 
 
 def pin_best(directory: str, managed: list[Entry], policy: Policy, spec: BestSpec | None,
-             storage: Storage = LOCAL) -> tuple[Policy, BestPins | None]:
+             storage: Storage = LOCAL, with_kept: bool = False) -> tuple[Policy, BestPins | None]:
     """For prune: ``(policy with the spec.n best of managed pinned, BestPins)``, given the
-    retention engine's entries (oldest first) and Policy; ``(policy, None)`` without a spec."""
+    retention engine's entries (oldest first) and Policy; ``(policy, None)`` without a spec.
+    ``with_kept``: the checkpoints of ``DIR/kept/`` compete too (as ``kept/NAME``), so that one
+    of DIR is kept as best only when it beats those already kept."""
     import dataclasses
 
     if spec is None:
         return policy, None
-    bp = best_pins(directory, [(e.name, e.step) for e in managed], spec, storage)
+    candidates = [(e.name, e.step) for e in managed]
+    if with_kept:
+        candidates = sorted(candidates + kept_candidates(directory, storage),
+                            key=lambda c: -1 if c[1] is None else c[1])  # stable: oldest first by step
+    bp = best_pins(directory, candidates, spec, storage)
     return dataclasses.replace(policy, pinned=policy.pinned | frozenset(bp.pins)), bp
 
 
@@ -314,6 +331,7 @@ __all__ = [
     "event_series",
     "find_event_files",
     "jsonl_series",
+    "kept_candidates",
     "metric_values",
     "pin_best",
     "select_series",

@@ -16,8 +16,11 @@ from ckptool.io.state import STATE_FILENAME, CheckpointState
 from ckptool.ops.retain import retention as R
 from ckptool.ops.retain.engine import latest_base as _latest_of
 from ckptool.ops.retain.engine import warn
+from ckptool.ops.retain.health import Health
 from ckptool.ops.retain.keep_best import mark_best  # keep-best
+from ckptool.ops.retain.kept import kept_moves
 from ckptool.ops.retain.metrics import BestPins, pin_best  # keep-best
+from ckptool.ops.retain.outcome import PruneResult, finite, freed_bytes  # re-exported: their home was here
 
 
 @dataclass
@@ -48,7 +51,11 @@ class Plan:
     with_ts: bool
     latest_base: str | None
     best: BestPins | None = None  # keep-best: when asked
-    unlisted: set[str] = field(default_factory=set)  # kept beyond max_to_keep: on disk, not in the state file
+    unlisted: set[str] = field(default_factory=set)  # kept beyond max_to_keep: into kept/, not in the state file
+    moves: dict[str, str] = field(default_factory=dict)  # base -> kept.MOVE / kept.LINK (into DIR/kept/)
+    damaged: dict[str, str] = field(default_factory=dict)  # base -> what is wrong: kept, but damaged
+    tf1: bool = False  # no timestamps: TF1 Saver's every-N-hours from the index mtimes, written back
+    gone: set[str] = field(default_factory=set)  # state entries none of whose files is there, dropped (TF1's rule)
 
 
 def state_entries(storage: Storage, directory: str, state: CheckpointState) -> list[Candidate]:
@@ -64,8 +71,18 @@ def state_entries(storage: Storage, directory: str, state: CheckpointState) -> l
     return out
 
 
+def _stamp(listing: DirListing, base: str) -> float | None:
+    """A checkpoint's time from the disk: its index's mtime, else (index missing: damaged) the
+    newest of its files'; None when none of its files is there."""
+    t = listing.mtime(base)
+    if t is None and listing.files.get(base):
+        t = max(f.mtime for f in listing.files[base])
+    return t
+
+
 def make_plan(storage: Storage, directory: str, state: CheckpointState | None, listing: DirListing, policy: R.Policy,
-              now: float, scan: bool, new_entry: str | None, best: Any = None) -> Plan:
+              now: float, scan: bool, new_entry: str | None, best: Any = None, health: Health | None = None,
+              in_kept: bool = False) -> Plan:
     entries = state_entries(storage, directory, state) if state is not None else []
     user_pinned = policy.pinned  # keep-best pins the best beside them
     if new_entry is not None:
@@ -106,7 +123,7 @@ def make_plan(storage: Storage, directory: str, state: CheckpointState | None, l
                 names[base] = base
         pool = []
         for c in by_base.values():
-            t = c.timestamp if (have_ts and c.timestamp is not None) else listing.mtime(c.base)
+            t = c.timestamp if (have_ts and c.timestamp is not None) else _stamp(listing, c.base)
             if t is None:
                 missing.append(c.name)
                 missing_bases.add(c.base)
@@ -118,8 +135,10 @@ def make_plan(storage: Storage, directory: str, state: CheckpointState | None, l
             managed = R.record(managed, R.Entry(new_entry, now, step_of(new_entry)))
             names[new_entry] = new_entry
         lp0 = state.last_preserved_timestamp if state is not None else 0.0
-        policy, best_found = pin_best(directory, managed, policy, best, storage)  # keep-best
-        decision = R.rethin(managed, policy, now, latest=new_entry or latest_base)
+        policy, best_found = pin_best(directory, managed, policy, best, storage, with_kept=not in_kept)
+        tf1 = not have_ts and bool(managed)  # no recorded times: TF1 Saver's arithmetic from the oldest
+        decision = R.plan(managed, policy, min(e.timestamp for e in managed) if tf1 else 0.0, now,
+                          latest=new_entry or latest_base, health=health, tf1=tf1)
         decision.last_preserved_timestamp = max(decision.last_preserved_timestamp, min(lp0, now))
         unmanaged: list[R.Entry] = []
     else:
@@ -130,7 +149,7 @@ def make_plan(storage: Storage, directory: str, state: CheckpointState | None, l
         else:
             stamped = []
             for c in safe:
-                t = listing.mtime(c.base)
+                t = _stamp(listing, c.base)
                 if t is None:
                     missing.append(c.name)
                     missing_bases.add(c.base)
@@ -151,8 +170,12 @@ def make_plan(storage: Storage, directory: str, state: CheckpointState | None, l
         if new_entry is not None:
             managed = R.record(managed, R.Entry(new_entry, now, step_of(new_entry)))
             names[new_entry] = new_entry
-        policy, best_found = pin_best(directory, managed, policy, best, storage)  # keep-best
-        decision = R.plan(managed, policy, rec.last_preserved_timestamp, now, latest=new_entry or latest_base)
+        policy, best_found = pin_best(directory, managed, policy, best, storage, with_kept=not in_kept)
+        # TF1 Saver's state file has no timestamps: the index mtimes, the oldest as the trainer's start
+        tf1 = state is not None and not have_ts and bool(managed)
+        start = max(min(e.timestamp for e in managed), rec.last_preserved_timestamp) if tf1 else \
+            rec.last_preserved_timestamp
+        decision = R.plan(managed, policy, start, now, latest=new_entry or latest_base, health=health, tf1=tf1)
     if best_found is not None:  # keep-best: say "best" (the values are in Plan.best)
         mark_best(decision.reasons, best_found.pins, user_pinned)
     for e in unmanaged:
@@ -172,22 +195,48 @@ def make_plan(storage: Storage, directory: str, state: CheckpointState | None, l
         if not survivors and not unsafe and new_entry is None:
             raise RefusedError(f"{directory}: refusing a policy that would delete every checkpoint "
                                f"({len(decision.deleted)})")
-    unlisted = beyond_max_to_keep(decision)
-    drop = {e.name for e in decision.deleted} | {e.name for e in decision.preserved} | missing_bases | unlisted
-    return Plan(decision, names, drop, unsafe, missing, managed, have_ts or scan or new_entry is not None,
-                latest_base, best_found, unlisted)
+    damaged = damaged_kept(decision, health, latest_base) if health is not None else {}
+    unlisted = set() if in_kept else beyond_max_to_keep(decision)  # kept/ itself: nothing is moved out of it
+    listed = [e.timestamp for e in decision.kept if e.name not in unlisted]
+    if tf1 and listed and decision.last_preserved_timestamp >= min(listed):
+        # written back, TF's CheckpointManager would not manage the oldest listed: backdated, as TF backdates
+        decision.last_preserved_timestamp = min(listed) - 1.0
+    # kept/ is for what a trainer must not reach; after ckptool's own save (new_entry) the writer is ckptool,
+    # and the retention is CheckpointManager.save's, file for file
+    moves = {} if in_kept or new_entry is not None else kept_moves(decision, unlisted, health)
+    preserved = set() if in_kept else {e.name for e in decision.preserved}
+    drop = {e.name for e in decision.deleted} | preserved | missing_bases | unlisted
+    return Plan(decision, names, drop, unsafe, missing, managed, have_ts or scan or new_entry is not None or tf1,
+                latest_base, best_found, unlisted, moves, damaged, tf1, missing_bases)
+
+
+def damaged_kept(decision: R.Decision, health: Health, latest: str | None) -> dict[str, str]:
+    """The checkpoints prune keeps that are damaged (the reason "damaged" added to theirs), and a
+    latest none of whose files is there (TF's latest_checkpoint is then None): base -> what."""
+    out: dict[str, str] = {}
+    for e in decision.kept + decision.preserved:
+        h = health(e.name)
+        if h == R.BROKEN:
+            out[e.name] = health.problem(e.name) or "damaged"
+        elif h == R.GONE and e.name == latest:
+            out[e.name] = "none of its files is there (the state file names it as the latest)"
+        else:
+            continue
+        if R.DAMAGED not in decision.reasons.get(e.name, []):
+            decision.reasons[e.name] = decision.reasons.get(e.name, []) + [R.DAMAGED]
+    return out
 
 
 #: Reasons that keep a checkpoint in the state file: TF's own (the newest max_to_keep, the
 #: latest) and min-age (a short wait: the next prune decides again).
-LISTED_REASONS = frozenset({R.MAX_TO_KEEP, R.LATEST, R.MIN_AGE})
+LISTED_REASONS = frozenset({R.MAX_TO_KEEP, R.LATEST, R.MIN_AGE, R.LAST_INTACT, R.DAMAGED})
 
 
 def beyond_max_to_keep(decision: R.Decision) -> set[str]:
     """Kept means kept: the checkpoints kept only by a rule beyond TF's (pinned, best,
     steps-every) leave the state file's all_model_checkpoint_paths, as TF takes its every-N-hours
-    keeps out of it, so that the trainer's next CheckpointManager.save does not delete them. Their
-    files stay; ckptool finds them by scanning (``--scan``, ``du``, ``state --rebuild``)."""
+    keeps out of it, and move into ``DIR/kept/`` (:mod:`ckptool.ops.retain.kept`), out of the reach
+    of a trainer that deletes from the list it holds in memory."""
     return {e.name for e in decision.kept if not LISTED_REASONS & set(decision.reasons.get(e.name, ()))}
 
 
@@ -245,56 +294,4 @@ def merge_state(storage: Storage, directory: str, planned: CheckpointState | Non
     return CheckpointState(latest, paths, stamps, lp)
 
 
-@dataclass
-class PruneResult:
-    directory: str
-    kept: list[str] = field(default_factory=list)
-    deleted: list[str] = field(default_factory=list)
-    preserved: list[str] = field(default_factory=list)
-    reasons: dict[str, list[str]] = field(default_factory=dict)
-    skipped: list[str] = field(default_factory=list)  # refused: outside DIR or a symlink out
-    missing: list[str] = field(default_factory=list)  # listed in the state, not on disk
-    failed: list[dict[str, Any]] = field(default_factory=list)  # {"path", "error"}: files that could not be deleted
-    temp_deleted: list[str] = field(default_factory=list)  # --clean-temp
-    bytes_freed: int = 0
-    dry_run: bool = False
-    last_preserved_timestamp: float = 0.0
-    policy: dict[str, Any] = field(default_factory=dict)
-    listing: DirListing | None = field(default=None, repr=False, compare=False)
-    latest: str | None = field(default=None, repr=False, compare=False)
-    #: base -> the timestamp retention used (the state file's where it has them, else the mtime): du's age
-    timestamps: dict[str, float] = field(default_factory=dict, repr=False, compare=False)
-    best: dict[str, Any] | None = None  # keep-best: ckptool.ops.retain.metrics.BestPins.to_json(), when asked
-    sources: dict[str, str] = field(default_factory=dict, repr=False, compare=False)  # setting -> flag/file/default
-
-    def to_json(self) -> dict[str, Any]:
-        doc = {"kept": list(self.kept), "deleted": list(self.deleted), "preserved": list(self.preserved),
-               "directory": self.directory, "reasons": dict(self.reasons), "skipped": list(self.skipped),
-               "missing": list(self.missing), "failed": list(self.failed), "temp_deleted": list(self.temp_deleted),
-               "bytes_freed": self.bytes_freed, "dry_run": self.dry_run,
-               "last_preserved_timestamp": finite(self.last_preserved_timestamp) or None, "policy": dict(self.policy)}
-        if self.best is not None:  # keep-best
-            doc["best"] = self.best
-        if self.sources:  # where each setting came from: "flag", "default" or a .ckptool.toml's path
-            doc["policy_sources"] = dict(self.sources)
-        return doc
-
-
-def finite(x: object) -> float | int | None:
-    """JSON has no NaN or infinity: such timestamps (a hostile state file) show as null."""
-    import math
-
-    return x if isinstance(x, (int, float)) and math.isfinite(x) else None
-
-
-def freed_bytes(files: Any) -> int:
-    """Bytes freed by deleting ``files``: a hard-linked file counts only when its last link goes."""
-    by: dict[Any, Any] = {}
-    for f in files:
-        key = f.inode if f.inode is not None else id(f)
-        slot = by.setdefault(key, [f, 0])
-        slot[1] += 1
-    return sum(f.size for f, n in by.values() if n >= f.nlink)
-
-
-__all__ = ["Candidate", "Plan", "PruneResult", "finite", "freed_bytes", "make_plan", "merge_state"]
+__all__ = ["Candidate", "Plan", "PruneResult", "damaged_kept", "finite", "freed_bytes", "make_plan", "merge_state"]

@@ -21,6 +21,7 @@ Decisions come from the pure engine (:mod:`ckptool.ops.retain.retention`) throug
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import time
 from collections.abc import Callable
@@ -28,7 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, MissingError, RefusedError
 from ckptool.io.dirfd import LocalDir, open_dir
-from ckptool.io.layout import basename_any, strip_file_suffix
+from ckptool.io.keptdir import is_kept_dir, kept_path
+from ckptool.io.layout import basename_any, file_role, names_in, strip_file_suffix
 from ckptool.io.listing import DirListing, FileInfo, scan
 from ckptool.io.lock import DEFAULT_TIMEOUT, is_locked, lock_open
 from ckptool.io.policy import DEFAULT, FLAG, effective_policy, resolve_policy
@@ -44,12 +46,19 @@ from ckptool.ops.retain.engine import (
     delete_temporaries,
     end_journal,
     finish_journal,
+    keep_into,
     read_dir_state,
     refuse_special,
+    release,
     update_state,
+    warn,
     write_journal,
 )
+from ckptool.ops.retain.health import Health
 from ckptool.ops.retain.keep_best import spec_from_policy  # keep-best
+from ckptool.ops.retain.kept import MOVE
+from ckptool.ops.retain.metrics import metric_values
+from ckptool.ops.retain.outcome import describe
 from ckptool.ops.retain.plan import PruneResult, freed_bytes, make_plan, merge_state
 
 if TYPE_CHECKING:
@@ -69,23 +78,22 @@ def _disk_full(exc: BaseException) -> bool:
     return isinstance(cause, OSError) and cause.errno in _FULL
 
 
-def _disp(storage: Storage, directory: str, base: str) -> str:
-    return storage.join(directory, base) if directory else base
-
-
 def _pins(storage: Storage, directory: str, pins: tuple[str, ...], listing: DirListing,
           state: CheckpointState | None, strict: bool) -> frozenset[str]:
     """Pins as base names; every CHECKPOINT form names one (``ckpt-2``, ``DIR/ckpt-2``,
     ``ckpt-2.index``, an absolute path). With ``strict`` a pin that names no checkpoint of
-    DIR is an error."""
+    DIR (nor of ``DIR/kept/``, where an earlier prune moved it) is an error."""
     known = set(listing.complete) | set(listing.files)
     if state is not None:
         known |= {basename_any(p) for p in state.all_model_checkpoint_paths + [state.model_checkpoint_path]}
+    if strict and pins:
+        kept = kept_path(storage, directory)
+        known |= {r[0] for n in names_in(storage, kept) if (r := file_role(n)) is not None}
     out = set()
     for pin in pins:
         p = pin.rstrip("/")
         p = s if (s := strip_file_suffix(p)) is not None and not p.endswith(".meta") else p
-        head, base = storage.dirname(p), storage.basename(p)
+        head, base = (storage.dirname(p) if "/" in p else ""), storage.basename(p)  # a bare name: DIR's
         ok = base in known and (not head or storage.same_dir(head, directory or "."))  # by identity
         if not ok:
             if strict:
@@ -104,13 +112,38 @@ def _clean_temp(d: Dir, listing: DirListing, res: PruneResult, now: float) -> in
     return freed
 
 
+def _no_state(directory: str) -> MissingError:
+    return MissingError(f"{directory}: no 'checkpoint' state file here (use --scan to consider every "
+                        f"checkpoint on disk, or 'ckptool state --rebuild' to recreate it)")
+
+
+def preflight(storage: Storage, d: Dir, *, scan_all: bool, pins: tuple[str, ...] = (),
+              strict_pins: bool = False, pol: dict[str, Any] | None = None) -> Any:
+    """What refuses a prune before it starts, checked before the lock is taken (so a refused
+    prune leaves no ``.ckptool.lock`` behind): a FIFO or device in the way, a state file that
+    does not parse or is not there (without ``scan_all``), a ``--keep`` naming nothing, a
+    keep-best policy without a metric or whose metric no file has. Returns the keep-best spec
+    with its values read (None without keep-best)."""
+    refuse_special(d)
+    _, state = read_dir_state(d)
+    if state is None and not scan_all:
+        raise _no_state(d.path)
+    if pins and strict_pins:
+        _pins(storage, d.path, pins, scan(d), state, True)
+    spec = spec_from_policy(pol or {}, d.path)
+    if spec is None:
+        return None
+    return dataclasses.replace(spec, found=metric_values(d.path, spec.metric, metrics=spec.metrics, storage=storage))
+
+
 def run(storage: Storage, d: Dir, policy: R.Policy, *, now: float, dry_run: bool, scan_all: bool,
         new_entry: str | None = None, pins: tuple[str, ...] = (), strict_pins: bool = False, clean_temp: bool = False,
-        soft_pins: tuple[str, ...] = (), best: Any = None,
+        soft_pins: tuple[str, ...] = (), best: Any = None, verify: bool = False,
         progress: Callable[[int, int], None] | None = None) -> PruneResult:
     """One prune of the open directory ``d`` (the caller holds its lock unless ``dry_run``).
     ``pins`` name checkpoints never deleted (an error, with ``strict_pins``, when one names
-    none of DIR); ``soft_pins`` (a policy file's) may name checkpoints of other runs."""
+    none of DIR); ``soft_pins`` (a policy file's) may name checkpoints of other runs.
+    ``verify``: what is kept is also checked by its CRCs, not only by the cheap check."""
     directory = d.path
     res = PruneResult(directory, dry_run=dry_run)
     refuse_special(d)
@@ -121,37 +154,38 @@ def run(storage: Storage, d: Dir, policy: R.Policy, *, now: float, dry_run: bool
     refuse_special(d, listing)
     res.listing = listing
     if state is None and not scan_all and new_entry is None:
-        raise MissingError(f"{directory}: no 'checkpoint' state file here (use --scan to consider every "
-                           f"checkpoint on disk, or 'ckptool state --rebuild' to recreate it)")
+        raise _no_state(directory)
     if pins or soft_pins:
         pinned = _pins(storage, directory, pins, listing, state, strict_pins)
         pinned |= _pins(storage, directory, soft_pins, listing, state, False)
         policy = R.Policy(policy.max_to_keep, policy.keep_every_n_hours, policy.keep_steps_every, policy.min_age,
                           policy.pinned | pinned)
     res.policy = policy.to_json()
-    plan = make_plan(storage, directory, state, listing, policy, now, scan_all, new_entry, best)  # keep-best
+    health = Health(storage, directory, listing, verify)
+    plan = make_plan(storage, directory, state, listing, policy, now, scan_all, new_entry, best, health,
+                     in_kept=is_kept_dir(storage, directory))
     res.best = plan.best.to_json() if plan.best is not None else None  # keep-best
     decision = plan.decision
     res.latest = plan.latest_base
     res.timestamps = {e.name: e.timestamp for e in (*decision.kept, *decision.preserved, *decision.deleted)}  # du
     res.skipped = [c.name for c in plan.unsafe]
     res.missing = plan.missing
-    gone = {e.name for e in decision.deleted}
-    res.kept = [_disp(storage, directory, e.name) for e in decision.kept]
-    res.preserved = [_disp(storage, directory, e.name) for e in decision.preserved]
-    res.deleted = [_disp(storage, directory, e.name) for e in decision.deleted]
-    res.reasons = {_disp(storage, directory, k): v for k, v in decision.reasons.items() if k not in gone}
     res.last_preserved_timestamp = decision.last_preserved_timestamp
-    doomed = [f for e in decision.deleted for f in listing.files.get(e.name, ())]
-    res.bytes_freed = freed_bytes(doomed)
+    describe(res, storage, plan, listing)
+    for item in res.damaged:
+        warn(f"{item['path']}: damaged: {item['problem']}")
     if dry_run:
         if clean_temp:
             res.bytes_freed += _clean_temp(d, listing, res, now)
         return res
+    # (0) what is kept out of the trainer's reach gets its second name in DIR/kept/ first
+    placed, fresh = keep_into(storage, d, listing, {b: res.timestamps.get(b, 0.0) for b in plan.moves}, res.failed)
+    moving = {b: k for b, k in placed.items() if plan.moves[b] == MOVE}
+    gone = {e.name for e in decision.deleted if listing.files.get(e.name)}
     space_first = False
-    if decision.deleted:
+    if gone or moving:
         try:
-            write_journal(d, gone)  # (1)
+            write_journal(d, gone, moving)  # (1)
         except CkptError as exc:
             if not _disk_full(exc):
                 raise
@@ -182,16 +216,16 @@ def run(storage: Storage, d: Dir, policy: R.Policy, *, now: float, dry_run: bool
             done, left = _delete_all(d, listing, decision, res, progress)
             update_state(d, compute, "prune")
     except RefusedError:
-        if decision.deleted and not space_first:
+        if (gone or moving) and not space_first:
             d.unlink(JOURNAL)
         raise
     if not space_first:
         done, left = _delete_all(d, listing, decision, res, progress)  # (3)
+    _, left_moves = release(storage, d, listing, moving, res.failed)  # (3) the DIR names of what moved
+    describe(res, storage, plan, listing, placed, left, fresh)
     res.bytes_freed = freed_bytes(done)
-    if left:  # a checkpoint a file of which could not go is not called deleted
-        res.deleted = [p for e, p in zip(decision.deleted, res.deleted) if e.name not in left]
-    if decision.deleted:
-        end_journal(d, left)
+    if gone or moving:
+        end_journal(d, left, {b: moving[b] for b in sorted(left_moves)})
     if clean_temp:
         res.bytes_freed += _clean_temp(d, listing, res, now)
     return res
@@ -253,7 +287,7 @@ def policy_values(max_to_keep: Any = UNSET, keep_every_n_hours: Any = UNSET, kee
 def prune(directory: str, *, max_to_keep: Any = UNSET, keep_every_n_hours: Any = UNSET,
           keep_steps_every: Any = UNSET, min_age: Any = UNSET, keep: tuple[str, ...] = (), scan: bool = False,
           dry_run: bool = False, now: float | None = None, storage: Storage | None = None, policy_file: bool = True,
-          clean_temp: bool = False, lock_timeout: float | None = 0.0, best: Any = None,
+          clean_temp: bool = False, lock_timeout: float | None = 0.0, best: Any = None, verify: bool = False,
           progress: Callable[[int, int], None] | None = None) -> PruneResult:
     """Apply retention to ``directory`` (see the module docstring for the safety rules).
 
@@ -264,6 +298,12 @@ def prune(directory: str, *, max_to_keep: Any = UNSET, keep_every_n_hours: Any =
     add up. A file that does not parse stops the run before anything is deleted.
     ``lock_timeout``: seconds to wait for the directory lock.
     ``progress(checkpoints_deleted, to_delete)`` as checkpoints are deleted.
+
+    What is kept is checked first (every file there, each data file as long as its index
+    needs; with ``verify`` the CRCs too): a damaged checkpoint is not counted as one of
+    ``max_to_keep``, the newest intact one is never deleted, and ``.damaged`` lists each
+    damaged one kept (the CLI exits 1). What is kept beyond the newest ``max_to_keep`` by a
+    lasting rule moves into ``DIR/kept/`` (``.moved``; ``.linked`` for those still among them).
     """
     storage, directory = _directory(storage, directory)
     now = time.time() if now is None else now
@@ -274,25 +314,31 @@ def prune(directory: str, *, max_to_keep: Any = UNSET, keep_every_n_hours: Any =
             raise MissingError(f"{directory}: no such directory")
         eff = resolve_policy(directory, directory, pol, storage, explicit)
         pol, sources = eff.policy, eff.sources
+    if sources.get("max_to_keep") == DEFAULT and is_kept_dir(storage, directory):
+        pol["max_to_keep"] = None  # DIR/kept/: nothing goes without a policy given for it
     with open_dir(storage, directory) as d:
         res = prune_open(storage, d, pol, now=now, dry_run=dry_run, scan_all=scan, clean_temp=clean_temp,
-                         pins=tuple(keep), strict_pins=True, lock_timeout=lock_timeout, progress=progress)
+                         pins=tuple(keep), strict_pins=True, lock_timeout=lock_timeout, verify=verify,
+                         progress=progress)
     res.sources = sources
     return res
 
 
 def prune_open(storage: Storage, d: Dir, pol: dict[str, Any], *, now: float, dry_run: bool, scan_all: bool,
                clean_temp: bool = False, pins: tuple[str, ...] = (), strict_pins: bool = False,
-               lock_timeout: float | None = 0.0, progress: Callable[[int, int], None] | None = None) -> PruneResult:
+               lock_timeout: float | None = 0.0, verify: bool = False,
+               progress: Callable[[int, int], None] | None = None) -> PruneResult:
     """Prune the open directory ``d`` with the policy dict ``pol`` (the keys of a policy
-    file; its ``keep`` pins are lenient), under the directory lock unless ``dry_run``."""
+    file; its ``keep`` pins are lenient), under the directory lock unless ``dry_run``
+    (taken only once :func:`preflight` finds nothing that refuses the run)."""
     policy = R.Policy(pol.get("max_to_keep") or None, pol.get("keep_every_n_hours") or None,
                       pol.get("keep_steps_every"), pol.get("min_age"))
+    best = preflight(storage, d, scan_all=scan_all, pins=tuple(pins), strict_pins=strict_pins, pol=pol)
     lock = contextlib.nullcontext() if dry_run else lock_open(storage, d, timeout=lock_timeout)
     with lock:
         return run(storage, d, policy, now=now, dry_run=dry_run, scan_all=scan_all, pins=tuple(pins),
                    strict_pins=strict_pins, clean_temp=clean_temp, soft_pins=tuple(pol.get("keep") or ()),
-                   best=spec_from_policy(pol, d.path), progress=progress)  # keep-best
+                   best=best, verify=verify, progress=progress)  # keep-best
 
 
 def record_save(directory: str, prefix: str, *, max_to_keep: int | None, keep_every_n_hours: float | None,

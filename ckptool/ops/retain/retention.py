@@ -8,7 +8,18 @@ Pure (no I/O, no clock): callers give the checkpoints, their timestamps and
 - :func:`sweep` is ``CheckpointManager._sweep``: while more than
   ``max_to_keep`` are managed, pop the oldest; keep it on disk ("preserved",
   no longer listed) when ``keep_every_n_hours`` says so, else delete it.
-  ``max_to_keep`` None or 0 keeps everything.
+  ``max_to_keep`` None or 0 keeps everything. With ``tf1``, the every-N-hours
+  test is TF1 ``Saver._MaybeDeleteOldCheckpoints``' instead (a checkpoint is
+  preserved when its time is strictly after the next keep time, which then
+  advances by N hours; ``last_preserved`` is then that next time less N hours).
+
+A damaged checkpoint is never counted as one of ``max_to_keep`` (``health``):
+the window kept is the shortest run of the newest entries that holds
+``max_to_keep`` intact ones (TF's last ``max_to_keep`` when none is damaged);
+the extra intact ones it holds are kept for reason :data:`LAST_INTACT`, and
+a damaged one rotated out is deleted, never preserved. An entry whose files
+are all gone is counted as TF counts it, but :func:`plan` never deletes the
+newest intact checkpoint (:data:`LAST_INTACT` again).
 
 :func:`plan` adds the rules beyond TF that ``ckptool prune`` offers (the
 latest is never deleted, ``keep_steps_every``, ``min_age``, pinned names);
@@ -17,6 +28,7 @@ with none of them it decides exactly as :func:`sweep`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +42,12 @@ STEPS_EVERY = "steps-every"
 MIN_AGE = "min-age"
 PINNED = "pinned"
 UNMANAGED = "unmanaged"  # TF dropped it from management (timestamp <= last_preserved): never deleted
+LAST_INTACT = "last intact"  # kept in place of a damaged newer one (damaged ones are not counted)
+DAMAGED = "damaged"  # kept, but damaged (the latest, or in the window): prune says so and exits 1
+
+#: ``health(name)`` answers: intact, damaged (files there, incomplete or short), gone (no file at all).
+INTACT, BROKEN, GONE = "intact", "damaged", "gone"
+Health = Callable[[str], str]
 
 
 @dataclass(frozen=True)
@@ -117,36 +135,63 @@ def record(managed: list[Entry], new: Entry) -> list[Entry]:
     return [e for e in managed if e.name != new.name] + [new]
 
 
+def window_start(managed: list[Entry], max_to_keep: int | None, health: Health | None = None) -> int:
+    """The index of the oldest entry ``max_to_keep`` keeps: TF's ``len - max_to_keep``; with
+    ``health``, the start of the shortest run of newest entries holding ``max_to_keep`` that
+    are not damaged (gone ones count, as for TF; all of them when there are fewer)."""
+    n = len(managed)
+    if not max_to_keep or n <= max_to_keep:
+        return 0
+    if health is None:
+        return n - max_to_keep
+    counted = 0
+    for i in range(n - 1, -1, -1):
+        if health(managed[i].name) != BROKEN:
+            counted += 1
+            if counted == max_to_keep:
+                return i
+    return 0
+
+
 def sweep(managed: list[Entry], max_to_keep: int | None, keep_every_n_hours: float | None,
-          last_preserved: float) -> Decision:
-    """``CheckpointManager._sweep``, exactly."""
+          last_preserved: float, health: Health | None = None, tf1: bool = False) -> Decision:
+    """``CheckpointManager._sweep``, exactly (``tf1``: ``Saver``'s every-N-hours test); with
+    ``health``, damaged entries are not counted (the module docstring)."""
     d = Decision(last_preserved_timestamp=last_preserved)
-    first = 0  # the queue is managed[first:]: popping the oldest is a step of ``first``
-    if max_to_keep:
-        while len(managed) - first > max_to_keep:
-            e = managed[first]
-            first += 1
-            if keep_every_n_hours and e.timestamp - keep_every_n_hours * 3600.0 >= d.last_preserved_timestamp:
+    start = window_start(managed, max_to_keep, health)
+    hours = keep_every_n_hours * 3600.0 if keep_every_n_hours else 0.0
+    next_keep = last_preserved + hours  # TF1: Saver._next_checkpoint_time
+    for e in managed[:start]:  # popped oldest first, as TF pops them
+        due = hours and (e.timestamp > next_keep if tf1 else e.timestamp - hours >= d.last_preserved_timestamp)
+        if due and not (health is not None and health(e.name) == BROKEN):
+            if tf1:
+                next_keep += hours
+                d.last_preserved_timestamp = next_keep - hours
+            else:
                 d.last_preserved_timestamp = e.timestamp
-                d.preserved.append(e)
-                d.reasons[e.name] = [EVERY_N_HOURS]
-                continue
-            d.deleted.append(e)
-    queue = list(managed[first:])
-    d.kept = queue
-    for e in queue:
-        d.reasons.setdefault(e.name, [MAX_TO_KEEP])
+            d.preserved.append(e)
+            d.reasons[e.name] = [EVERY_N_HOURS]
+            continue
+        d.deleted.append(e)
+    d.kept = list(managed[start:])
+    tf_start = len(managed) - max_to_keep if max_to_keep and len(managed) > max_to_keep else 0
+    for i, e in enumerate(d.kept, start):
+        if i < tf_start and health is not None:  # beyond TF's window: held because a newer one is damaged
+            d.reasons[e.name] = [DAMAGED if health(e.name) == BROKEN else LAST_INTACT]
+        else:
+            d.reasons.setdefault(e.name, [MAX_TO_KEEP])
     return d
 
 
 def plan(managed: list[Entry], policy: Policy, last_preserved: float, now: float,
-         latest: str | None = None) -> Decision:
-    """:func:`sweep` plus ckptool's extra rules; never deletes ``latest`` (or the newest).
+         latest: str | None = None, health: Health | None = None, tf1: bool = False) -> Decision:
+    """:func:`sweep` plus ckptool's extra rules; never deletes ``latest`` (or the newest), nor,
+    with ``health``, the newest intact checkpoint (:data:`LAST_INTACT`).
 
     A checkpoint the TF rules would delete but an extra rule protects stays in
     the state file (so a later run decides again, e.g. once it is old enough).
     """
-    base = sweep(managed, policy.max_to_keep, policy.keep_every_n_hours, last_preserved)
+    base = sweep(managed, policy.max_to_keep, policy.keep_every_n_hours, last_preserved, health, tf1)
     if latest is None and managed:
         latest = managed[-1].name
     protect: dict[str, list[str]] = {}
@@ -162,6 +207,10 @@ def plan(managed: list[Entry], policy: Policy, last_preserved: float, now: float
             why.append(MIN_AGE)
         if why:
             protect[e.name] = why
+    if health is not None:  # the newest intact checkpoint is never deleted
+        newest = next((e.name for e in reversed(managed) if health(e.name) == INTACT), None)
+        if newest is not None and newest not in protect:
+            protect[newest] = [LAST_INTACT]
     out = Decision(preserved=base.preserved, last_preserved_timestamp=base.last_preserved_timestamp,
                    reasons=dict(base.reasons))
     rescued = set()
@@ -179,17 +228,23 @@ def plan(managed: list[Entry], policy: Policy, last_preserved: float, now: float
     return out
 
 
-def rethin(entries: list[Entry], policy: Policy, now: float, latest: str | None = None) -> Decision:
+def rethin(entries: list[Entry], policy: Policy, now: float, latest: str | None = None,
+           health: Health | None = None) -> Decision:
     """``--scan``: the policy over a whole directory's history, as if one manager had seen it all.
 
     The every-n-hours rule starts from the oldest checkpoint (last_preserved 0),
     so checkpoints TF preserved earlier (spaced by at least N hours) stay preserved.
     """
-    return plan(entries, policy, 0.0, now, latest)
+    return plan(entries, policy, 0.0, now, latest, health)
 
 
 __all__ = [
+    "BROKEN",
+    "DAMAGED",
     "EVERY_N_HOURS",
+    "GONE",
+    "INTACT",
+    "LAST_INTACT",
     "LATEST",
     "MAX_TO_KEEP",
     "MIN_AGE",
@@ -198,6 +253,7 @@ __all__ = [
     "UNMANAGED",
     "Decision",
     "Entry",
+    "Health",
     "Policy",
     "Recovered",
     "parse_duration",
@@ -206,4 +262,5 @@ __all__ = [
     "recover",
     "rethin",
     "sweep",
+    "window_start",
 ]

@@ -14,6 +14,9 @@ advisory lock (the one prune takes):
   file is removed (TF then finds no checkpoint, as in an empty directory);
 - then the files are deleted, the ``.index`` (the commit marker) first.
 
+While the latest checkpoint is damaged, the newest intact one is refused too without
+``force``: it is what a restart needs.
+
 Everything is resolved before anything is deleted: an argument that names no
 checkpoint, or the latest without ``force``, deletes nothing at all.
 """
@@ -25,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import RefusedError
-from ckptool.io.layout import V1_SHARD_RE, locate, resolve_recorded, v1_files
+from ckptool.io.layout import V1_SHARD_RE, locate, resolve_recorded, step_of, v1_files
 from ckptool.io.listing import DirListing, scan
 from ckptool.io.lock import lock_open
 from ckptool.io.state import CheckpointState
@@ -41,6 +44,8 @@ from ckptool.ops.retain.engine import (
     update_state,
     write_journal,
 )
+from ckptool.ops.retain.health import Health
+from ckptool.ops.retain.retention import INTACT
 
 if TYPE_CHECKING:
     from ckptool.io.dirfd import LocalDir, PathDir
@@ -150,6 +155,27 @@ def _plan_state(storage: Storage, directory: str, state: CheckpointState | None,
                  latest_key)
 
 
+def _guard_last_intact(storage: Storage, directory: str, state: CheckpointState | None, listing: DirListing,
+                       targets: dict[str, str]) -> None:
+    """While the latest is damaged (the cheap check of ops/read/integrity; or none of its files
+    is there), the newest intact checkpoint is the one a restart needs: refused without force."""
+    latest = latest_base(storage, directory, state, listing)
+    health = Health(storage, directory, listing)
+    if latest is None or health(latest) == INTACT:
+        return
+    if state is not None:
+        order = [b for p in state.all_model_checkpoint_paths + [state.model_checkpoint_path]
+                 if (b := resolve_recorded(storage, directory, p, warn=False).base) is not None]
+    else:
+        order = sorted(listing.complete, key=lambda b: (step_of(b) if step_of(b) is not None else -1,
+                                                        listing.mtime(b) or 0.0))
+    newest = next((b for b in reversed(order) if b and b != latest and health(b) == INTACT), None)
+    if newest in targets:
+        what = health.problem(latest) or "none of its files is there"
+        raise RefusedError(f"{targets[newest]}: the newest intact checkpoint of {directory or '.'}, and the latest "
+                           f"({latest}) is damaged: {what}; use --force to remove it")
+
+
 @dataclass
 class _Group:
     storage: Storage
@@ -191,6 +217,8 @@ def rm(checkpoints: list[str], *, force: bool = False, dry_run: bool = False) ->
             listing = scan(h)
             refuse_special(h, listing)
             _, state = read_dir_state(h)
+            if not force:
+                _guard_last_intact(g.storage, g.directory, state, listing, g.targets)
             opened.append((g, h, _plan_state(g.storage, g.directory, state, listing, g.targets, force)))
         for g, h, plan in opened:
             with contextlib.nullcontext() if dry_run else lock_open(g.storage, h, timeout=0.0):

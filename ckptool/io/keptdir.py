@@ -1,0 +1,168 @@
+"""``DIR/kept/``: the checkpoint directory that holds what prune keeps out of a running
+trainer's reach (README, "Kept means kept"), and the one way a file gets a second name
+there (:func:`place_file`).
+
+TF's CheckpointManager and Saver delete from the list they hold in memory, by a glob of
+``DIR/<prefix>*``: a file of ``DIR/kept/`` is never one of theirs. A local file is hard-linked
+there (the same inode: nothing copied, and once linked no delete in DIR can take it), through
+the directories' descriptors; across file systems, and on an object store (no hard links), it
+is copied (ranged reads, one PUT or multipart upload; server-side bytes are not assumed).
+A name already in ``kept/`` is never overwritten.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat as _stat
+from typing import TYPE_CHECKING
+
+from ckptool.errors import CkptError
+from ckptool.io.atomic import link_or_copy, os_error, publish, tempstate_name
+from ckptool.io.dirfd import LocalDir, PathDir
+from ckptool.io.state import STATE_FILENAME
+
+if TYPE_CHECKING:
+    from ckptool.io.storage import Storage
+
+KEPT_DIRNAME = "kept"
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_COPY_CHUNK = 8 << 20
+
+
+def is_kept_dir(storage: Storage, path: str) -> bool:
+    """Whether ``path`` is a run's ``kept/`` directory: named ``kept``, inside a directory that
+    has a ``checkpoint`` state file (a run named ``kept`` beside no run is an ordinary one)."""
+    p = path.rstrip("/")
+    if storage.basename(p) != KEPT_DIRNAME:
+        return False
+    parent = storage.dirname(p)
+    return storage.isfile(storage.join(parent, STATE_FILENAME) if parent else STATE_FILENAME)
+
+
+def kept_path(storage: Storage, directory: str, name: str = "") -> str:
+    """``DIR/kept`` (or ``DIR/kept/NAME``) as a path to show."""
+    k = storage.join(directory, KEPT_DIRNAME) if directory else KEPT_DIRNAME
+    return storage.join(k, name) if name else k
+
+
+def open_kept(storage: Storage, d: LocalDir | PathDir, create: bool) -> LocalDir | PathDir | None:
+    """``DIR/kept`` held open (made when ``create``); None when it is not there and not
+    made. Anything but a directory there (a file, a symlink) is refused: one CkptError."""
+    where = d.join(KEPT_DIRNAME)
+    if isinstance(d, LocalDir):
+        st = d.lstat(KEPT_DIRNAME)
+        if st is None:
+            if not create:
+                return None
+            try:
+                os.mkdir(KEPT_DIRNAME, 0o777, dir_fd=d.fd)
+            except FileExistsError:
+                pass
+            except OSError as exc:
+                raise os_error(where, exc, "make the directory") from None
+            st = d.lstat(KEPT_DIRNAME)
+        if st is None or not _stat.S_ISDIR(st.st_mode):
+            raise CkptError(f"{where}: not a directory (a file or a symlink); refusing to keep checkpoints there")
+        return d.subdir(KEPT_DIRNAME)
+    if storage.isdir(where):
+        return PathDir(storage, where)
+    if storage.exists(where):
+        raise CkptError(f"{where}: not a directory; refusing to keep checkpoints there")
+    if not create:
+        return None
+    storage.makedirs(where)
+    return _RemoteKept(storage, where)
+
+
+class _RemoteKept(PathDir):
+    """``kept/`` on an object store before its first object: a prefix with nothing under it yet."""
+
+    def __init__(self, storage: Storage, path: str):  # no isdir check: object stores have no empty dirs
+        self.storage, self.path = storage, path
+
+    def names(self) -> list[str]:
+        return self.storage.listdir(self.path) if self.storage.isdir(self.path) else []
+
+
+def place_file(d: LocalDir | PathDir, kept: LocalDir | PathDir, name: str, kept_name: str, *,
+               follow: bool = False, sync: bool = True) -> str:
+    """Give ``d/name`` the second name ``kept/kept_name``: ``"link"`` (a hard link) or ``"copy"``
+    (across file systems, or on an object store). FileExistsError when ``kept_name`` exists;
+    FileNotFoundError when ``name`` has gone. ``follow``: ``name`` is a symlink inside DIR
+    (the file it names gets the second name)."""
+    if isinstance(d, LocalDir) and isinstance(kept, LocalDir):
+        try:
+            os.link(name, kept_name, src_dir_fd=d.fd, dst_dir_fd=kept.fd, follow_symlinks=follow)
+            return "link"
+        except OSError as exc:
+            if exc.errno not in (errno.EXDEV, errno.EPERM, errno.ENOTSUP, errno.EMLINK, errno.EOPNOTSUPP):
+                raise
+        _copy_local(d, kept, name, kept_name, sync)
+        return "copy"
+    storage = kept.storage if isinstance(kept, PathDir) else None
+    if storage is None:  # pragma: no cover - a local DIR has a local kept/
+        raise CkptError(f"{kept.path}: not on the same storage as {d.path}")
+    target = kept.join(kept_name)
+    if storage.exists(target):
+        raise FileExistsError(errno.EEXIST, "exists", target)
+    src = d.join(name)
+    if not storage.isfile(src):
+        raise FileNotFoundError(errno.ENOENT, "no such file", src)
+    publish([link_or_copy(storage, src, target, sync=sync)])
+    return "copy"
+
+
+def _copy_local(d: LocalDir, kept: LocalDir, name: str, kept_name: str, sync: bool) -> None:
+    """A copy through the descriptors: ``kept/NAME.tempstate<N>``, fsync, then linked to its
+    name (never over an existing one) and the temporary unlinked."""
+    tmp = tempstate_name(kept_name)
+    src = os.open(name, os.O_RDONLY | _NOFOLLOW, dir_fd=d.fd)
+    try:
+        dst = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o666, dir_fd=kept.fd)
+        try:
+            try:
+                while True:
+                    chunk = os.read(src, _COPY_CHUNK)
+                    if not chunk:
+                        break
+                    os.write(dst, chunk)
+                if sync:
+                    os.fsync(dst)
+            finally:
+                os.close(dst)
+            os.link(tmp, kept_name, src_dir_fd=kept.fd, dst_dir_fd=kept.fd, follow_symlinks=False)
+        finally:
+            try:
+                os.unlink(tmp, dir_fd=kept.fd)
+            except FileNotFoundError:
+                pass
+    finally:
+        os.close(src)
+
+
+def same_file(d: LocalDir | PathDir, name: str, kept: LocalDir | PathDir, kept_name: str) -> bool:
+    """Whether ``kept/kept_name`` holds ``d/name``: the same inode locally; else (a copy) the
+    same size and, for an ``.index``, the same bytes (an index holds every tensor's CRC)."""
+    a, b = d.lstat(name), kept.lstat(kept_name)
+    if a is not None and _stat.S_ISLNK(a.st_mode):
+        a = d.stat(name)
+    if a is None or b is None or not _stat.S_ISREG(b.st_mode):
+        return False
+    if isinstance(d, LocalDir) and a.st_ino and (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino):
+        return True
+    if a.st_size != b.st_size:
+        return False
+    return not kept_name.endswith(".index") or d.read(name) == kept.read(kept_name)
+
+
+def fsync_dir(kept: LocalDir | PathDir) -> None:
+    """Make the new names in ``kept/`` durable (local directories only)."""
+    if isinstance(kept, LocalDir):
+        try:
+            os.fsync(kept.fd)
+        except OSError:
+            pass
+
+
+__all__ = ["KEPT_DIRNAME", "fsync_dir", "is_kept_dir", "kept_path", "open_kept", "place_file", "same_file"]
