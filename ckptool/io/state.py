@@ -42,13 +42,34 @@ class CheckpointState:
         try:
             text_format.Parse(text, proto)
         except text_format.ParseError as exc:
-            raise CorruptError(f"{where}: not a valid checkpoint state file: {exc}") from None
+            raise CorruptError(f"{where}: not a valid checkpoint state file: {parse_problem(exc)}") from None
         return cls(
             proto.model_checkpoint_path,
             list(proto.all_model_checkpoint_paths),
             list(proto.all_model_checkpoint_timestamps),
             proto.last_preserved_timestamp,
         )
+
+
+FIELDS = ("model_checkpoint_path", "all_model_checkpoint_paths", "all_model_checkpoint_timestamps",
+          "last_preserved_timestamp")
+
+
+def parse_problem(exc: text_format.ParseError) -> str:
+    """protobuf's complaint about a state file in the user's words: where (line, column) and
+    what, never the message class's name (``Message type "ckptool.tf.CheckpointState"``)."""
+    import re
+
+    text = re.sub(r"^\d+:\d+ : ", "", str(exc))
+    line, column = exc.GetLine(), exc.GetColumn()
+    where = f"line {line}, column {column}: " if line else ""
+    unknown = re.match(r'Message type "[^"]*" has no field named "(.*)"\.?$', text)
+    if unknown:
+        return f"{where}no field {unknown.group(1)!r} (a state file has {', '.join(FIELDS)})"
+    repeated = re.match(r'Message type "[^"]*" should not have multiple "(.*)" fields\.?$', text)
+    if repeated:
+        return f"{where}{repeated.group(1)} given more than once"
+    return where + re.sub(r'Message type "[^"]*"', "the checkpoint state file", text)
 
 
 def state_path(directory: str, storage: Storage = LOCAL, filename: str = STATE_FILENAME) -> str:
