@@ -10,7 +10,8 @@ with a slash and no space after it), so ``runs/`` goes on into the directory.
 - what convert, diff and ``save --from`` read: those, ``.safetensors``, ``.npz`` and ``.npy``;
 - what convert writes (DST): directories and the suffixes it writes by name;
 - where a new checkpoint goes (``save PREFIX``, ``average -o``, rewrite-names DST): directories;
-- ``ckptool man``: the command names; ``inspect --tensor``: the checkpoint's tensor names.
+- ``ckptool man``: the command names; ``inspect --tensor``: the checkpoint's tensor names;
+  ``prune --keep``: checkpoint prefixes; ``prune --metrics``: any file (the shell's own).
 
 :data:`ARGUMENTS` says which argument of which command takes which; :func:`attach` applies it
 as a command is loaded (tests/cli/test_completion.py checks every path argument has one).
@@ -84,6 +85,11 @@ def complete_directory(ctx, param, incomplete: str) -> list[CompletionItem]:
     return _paths(incomplete)
 
 
+def complete_file(ctx, param, incomplete: str) -> list[CompletionItem]:
+    """Any file or directory, by the shell's own completion (``--metrics``: a file or a log directory)."""
+    return [CompletionItem(incomplete, type="file")]
+
+
 def complete_command(ctx, param, incomplete: str) -> list[CompletionItem]:
     """ckptool's command names (``ckptool man``): the root group's."""
     root = ctx.find_root()
@@ -122,6 +128,7 @@ ARGUMENTS: dict[str, dict[str, Completer]] = {
     "average": {"inputs": complete_checkpoint, "out": complete_directory},
     "rewrite-names": {"src": complete_readable, "dst": complete_directory, "template": complete_readable},
     "rm": {"checkpoints": complete_checkpoint},
+    "prune": {"pinned": complete_checkpoint, "metrics_path": complete_file},
     "man": {"command_name": complete_command},
 }
 
@@ -137,7 +144,9 @@ def attach(name: str, command: click.Command) -> click.Command:
 
 # The scripts. click's own, but: a "path" item is a file name (bash `compopt -o filenames`, zsh
 # `compadd -f`: quoted, a directory given its slash and no space; fish adds no space after a
-# slash itself); read -r; a value may hold a comma. Generated into completions/ by cli/docs.py.
+# slash itself); a value may hold a comma; zsh's file on $fpath completes at every TAB, not only
+# the first (click's tests zsh_eval_context, which says "loadautofunc" only while autoloading).
+# Generated into completions/ by cli/docs.py.
 
 _BASH = """\
 %(complete_func)s() {
@@ -217,8 +226,9 @@ _ZSH = """\
     fi
 }
 
-if [[ $zsh_eval_context[-1] == loadautofunc ]]; then
-    # autoload from fpath, call function directly
+if [[ ${funcstack[1]} == _%(prog_name)s ]]; then
+    # run as the completion function _%(prog_name)s of $fpath: at the first TAB (autoloaded) and at
+    # every later one (this body is that function), complete now
     %(complete_func)s "$@"
 else
     # eval/source/. command, register function for later
