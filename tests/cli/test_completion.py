@@ -137,58 +137,74 @@ def test_the_readme_says_how_to_enable_it_in_each_shell():
         assert line in readme
 
 
-# --------------------------------------------------------------------------- a real bash
+# --------------------------------------------------------------------------- real shells
+
+#: per shell: how to start it, and the line that loads the completion script and makes ``ckptool``
+#: a function printing its arguments (the completion itself runs the real ckptool, on PATH)
+SHELL_SETUP = {
+    "bash": (["bash", "--norc", "--noprofile", "-i"],
+             "source '{root}/completions/ckptool.bash'; ckptool() {{ printf '<%s>' \"$@\"; echo ' ARGS'; }}"),
+    "zsh": (["zsh", "-f", "-i"],
+            "fpath=('{root}/completions' $fpath); autoload -U compinit; compinit -u; "
+            "ckptool() {{ printf '<%s>' \"$@\"; echo ' ARGS'; }}"),
+    "fish": (["fish", "--no-config", "-i"],
+             "source '{root}/completions/ckptool.fish'; function ckptool; printf '<%s>' $argv; echo ' ARGS'; end"),
+}
 
 
-def _bash(cwd: pathlib.Path, typed: list[str], tmp_path: pathlib.Path) -> list[list[str]]:
-    """Type each line of ``typed`` (tabs included) into an interactive bash that sourced
-    completions/ckptool.bash; ``ckptool`` there is a function printing its arguments, so each
-    line gives the words bash completed (the completion itself runs the real ckptool)."""
-    import pty  # noqa: F401  (POSIX only; the skip below covers the rest)
+def _typed_into(shell: str, cwd: pathlib.Path, typed: list[str], tmp_path: pathlib.Path) -> list[list[str]]:
+    """Type the lines of ``typed`` (tabs included) into an interactive ``shell`` on a terminal;
+    the words each line ended as, as the shell completed them."""
+    import pty
+    import re
+    import select
 
     bindir = tmp_path / "bin"
     bindir.mkdir(exist_ok=True)
     (bindir / "ckptool").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m ckptool "$@"\n')
     (bindir / "ckptool").chmod(0o755)
-    env = {"PATH": f"{bindir}:/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(tmp_path), "TERM": "dumb",
+    env = {"PATH": f"{bindir}:/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(tmp_path), "TERM": "xterm",
            "INPUTRC": "/dev/null", "PS1": "$ "}
-    master, slave = os.openpty()
-    p = subprocess.Popen(["bash", "--norc", "--noprofile", "-i"], stdin=slave, stdout=slave, stderr=slave, cwd=cwd,
-                         env=env, start_new_session=True)
-    os.close(slave)
-    script = ROOT / "completions" / "ckptool.bash"
-    lines = [f"source '{script}'; ckptool() {{ printf '<%s>' \"$@\"; echo ' ARGS'; }}"] + typed + ["exit"]
-    for line in lines:
-        os.write(master, (line + "\n").encode())
-        time.sleep(0.05)
+    argv, setup = SHELL_SETUP[shell]
+    pid, master = pty.fork()
+    if pid == 0:  # the child: the shell, on the terminal
+        os.chdir(cwd)
+        os.execvpe(argv[0], argv, env)
+    # the shell reads its input in order, each TAB's completion done before the next key: type
+    # everything at once, then read until it exits
+    keys = "".join(line + "\r" for line in [setup.format(root=ROOT)] + typed) + "exit\r"
+    os.write(master, keys.encode())
     out = b""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # the shell exited
-            break
-        if not chunk:
-            break
-        out += chunk
-    p.wait(10)
+        if select.select([master], [], [], 0.5)[0]:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # the shell exited
+                break
+            if not chunk:
+                break
+            out += chunk
     os.close(master)
-    text = out.decode("utf-8", "replace").replace("\r", "")
-    got = []
-    for ln in text.splitlines():
-        if ln.endswith(" ARGS") and "%s" not in ln:
-            got.append(ln[:-len(" ARGS")].lstrip("$ ").strip("<>").split("><"))
-    return got
+    os.waitpid(pid, 0)
+    text = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]|\x1b\][^\x07]*\x07|\x1b[=>]", "", out.decode("utf-8", "replace"))
+    return [m.split("><") for m in re.findall(r"<(.*)> ARGS", text.replace("\r", "\n")) if "%s" not in m]
 
 
-@pytest.mark.skipif(shutil.which("bash") is None or sys.platform == "win32", reason="needs bash and a pty")
-def test_a_real_bash_completes_with_the_script(tree, tmp_path):
+TYPED = ["ckptool convert ckpt-1 w.saf\t", "ckptool inspect su\tck\t", "ckptool man pru\t",
+         "ckptool list-variables my\tc\t", "ckptool save --from a.n\t"]
+COMPLETED = [["convert", "ckpt-1", "w.safetensors"],
+             ["inspect", "sub/ckpt-9"],  # no space after the directory's slash: on into it
+             ["man", "prune"],
+             ["list-variables", "my runs/c-1"],  # quoted as a file name
+             ["save", "--from", "a.npy"]]
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_a_real_shell_completes_with_the_script(shell, tree, tmp_path):
+    if shutil.which(shell) is None or sys.platform == "win32":
+        pytest.skip(f"needs {shell} and a pty")  # CI has bash; zsh and fish where installed
     (tree / "my runs").mkdir()
     (tree / "my runs" / "c-1.index").write_bytes(b"")
-    got = _bash(tree, ["ckptool convert ckpt-1 w.saf\t", "ckptool inspect su\tck\t", "ckptool man pru\t",
-                       "ckptool list-variables my\tc\t", "ckptool save --from a.n\t"], tmp_path)
-    assert got == [["convert", "ckpt-1", "w.safetensors"],
-                   ["inspect", "sub/ckpt-9"],  # no space after the directory's slash: on into it
-                   ["man", "prune"],
-                   ["list-variables", "my runs/c-1"],  # quoted as a file name
-                   ["save", "--from", "a.npy"]]
+    typed = TYPED + (["ckptool inspect su\t"] if shell == "zsh" else [])  # zsh from $fpath: every TAB, not the first
+    assert _typed_into(shell, tree, typed, tmp_path) == COMPLETED + ([["inspect", "sub"]] if shell == "zsh" else [])
