@@ -17,6 +17,7 @@ import re
 import sys
 
 import click
+
 from ckptool import __version__
 from ckptool.cli.completion import SHELLS
 from ckptool.cli.main import cli

@@ -10,6 +10,7 @@ import pathlib
 import re
 
 import numpy as np
+
 import ckptool
 from ckptool.cli import docs
 from ckptool.io.policy import POLICY_KEYS, TEMPLATE_DEFAULTS, TEMPLATE_KEYS, parse_policy, policy_template
