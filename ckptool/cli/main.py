@@ -104,7 +104,7 @@ class NoSuchCommand(click.UsageError):
 #: subcommand and every subcommand after it (`ckptool prune DIR -q` == `ckptool -q prune DIR`).
 GLOBAL_FLAGS = (
     (("-q", "--quiet"), "quiet", "Print no status lines, warnings or progress: only data and errors."),
-    (("-v", "--verbose"), "verbose", "Say more (prune: the table even when nothing is deleted)."),
+    (("-v", "--verbose"), "verbose", "Say more (prune: the plan and each setting's source, as --dry-run)."),
     (("--debug",), "debug", "Show a full traceback on error."),
     (("--no-color",), "no_color", "No colour, even on a terminal (as NO_COLOR)."),
 )

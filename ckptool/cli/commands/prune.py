@@ -132,11 +132,14 @@ def command(directory: str, max_to_keep: int, keep_every_n_hours: float | None, 
     re-read, so that checkpoints a trainer saved meanwhile are kept; an
     advisory lock (DIR/.ckptool.lock) keeps prunes and saves apart; a FIFO
     or device at the lock, the state file or an index is refused at once.
-    Nothing is printed when nothing is deleted (-v, --dry-run or --json to
-    see the plan). A file that cannot be deleted is reported and its
-    checkpoint is not counted as deleted or freed; the rest still go.
+    A run prints what it deleted and a summary line, and nothing when
+    nothing is deleted (cron mails every line; -q: errors only). A file that
+    cannot be deleted is reported and its checkpoint is not counted as
+    deleted or freed; the rest still go.
 
-    The table says why each checkpoint is kept: latest, max_to_keep,
+    --dry-run and -v print the plan: each setting and where it came from
+    (policy: KEY = VALUE (flag | FILE | default)), then every checkpoint in a
+    table that says why each is kept: latest each checkpoint is kept: latest, max_to_keep,
     every-n-hours, steps-every, min-age, pinned (--keep), best (--keep-best,
     with its value), or unmanaged (at or before the state's
     last_preserved_timestamp: TF no longer manages it).
@@ -150,8 +153,11 @@ def command(directory: str, max_to_keep: int, keep_every_n_hours: float | None, 
     metrics (a relative path there is relative to each run directory).
 
     With --recursive, one line of cron keeps a whole tree of runs in policy:
-    per directory the kept / deleted / preserved counts and bytes freed,
-    then a total (--json: one document keyed by directory).
+    per directory where something was deleted (every one with -v or
+    --dry-run) the kept / deleted / preserved counts and bytes freed, then a
+    total (--json: one document keyed by directory). A tree where no run has
+    a policy says so on stderr ("N runs, none with a policy: nothing to
+    do"): that cron job would never prune.
 
     Exit status: 0 done (or nothing to do); 1 refused or failed (no state
     file without --scan, a corrupt state file or .ckptool.toml, lock held, a
