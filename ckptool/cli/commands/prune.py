@@ -139,7 +139,7 @@ def command(directory: str, max_to_keep: int, keep_every_n_hours: float | None, 
 
     --dry-run and -v print the plan: each setting and where it came from
     (policy: KEY = VALUE (flag | FILE | default)), then every checkpoint in a
-    table that says why each is kept: latest each checkpoint is kept: latest, max_to_keep,
+    table that says why each is kept: latest, max_to_keep,
     every-n-hours, steps-every, min-age, pinned (--keep), best (--keep-best,
     with its value), or unmanaged (at or before the state's
     last_preserved_timestamp: TF no longer manages it).
