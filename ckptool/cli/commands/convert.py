@@ -23,7 +23,8 @@ from ckptool.cli.common import (
 @click.argument("dst", metavar="DST")
 @click.option("--to", "to", type=click.Choice(["tf", "npz", "safetensors"]),
               help="Target format; default from DST's suffix (.npz, .safetensors, else a TF V2 prefix). "
-                   "A suffix ckptool does not write (.pt, .bin, .h5, ...) is refused without --to.")
+                   "A suffix ckptool does not write (.pt, .bin, .h5, ...) is refused without --to, and so is one a "
+                   "letter off a written one (out.safetensor: did you mean .safetensors?).")
 @click.option("--match", multiple=True, metavar="GLOB",
               help="Convert only names matching GLOB. Repeatable. --match and --exclude leaving no tensor "
                    "is an error naming them (exit 1, nothing written).")
