@@ -1,20 +1,24 @@
 _ckptool_completion() {
     local IFS=$'\n'
-    local response
+    local response completion type value
 
     response=$(env COMP_WORDS="${COMP_WORDS[*]}" COMP_CWORD=$COMP_CWORD _CKPTOOL_COMPLETE=bash_complete $1)
 
     for completion in $response; do
-        IFS=',' read type value <<< "$completion"
-
+        type=${completion%%,*}
+        value=${completion#*,}
         if [[ $type == 'dir' ]]; then
             COMPREPLY=()
             compopt -o dirnames
         elif [[ $type == 'file' ]]; then
             COMPREPLY=()
             compopt -o default
+        elif [[ $type == 'path' ]]; then
+            compopt -o filenames
+            [[ $value == ?*/ ]] && value=${value%/}
+            COMPREPLY+=("$value")
         elif [[ $type == 'plain' ]]; then
-            COMPREPLY+=($value)
+            COMPREPLY+=("$value")
         fi
     done
 

@@ -1,33 +1,104 @@
-"""Shell-completion callbacks: checkpoint prefixes and tensor names."""
+"""Shell completion: what each argument completes to, and the bash, zsh and fish scripts.
+
+The scripts (``completions/``, or ``_CKPTOOL_COMPLETE=bash_source ckptool``) call back into
+ckptool with the words typed; the callbacks here answer. A path the callbacks offer is of the
+type ``path``: the scripts hand it to the shell as a file name (quoted, a directory completed
+with a slash and no space after it), so ``runs/`` goes on into the directory.
+
+- what is read (inspect, list-variables, verify, rewrite-names): directories, checkpoint
+  prefixes (``x.index`` -> ``x``; never a data shard) and Keras 3 files;
+- what convert, diff and ``save --from`` read: those, ``.safetensors``, ``.npz`` and ``.npy``;
+- what convert writes (DST): directories and the suffixes it writes by name;
+- where a new checkpoint goes (``save PREFIX``, ``average -o``, rewrite-names DST): directories;
+- ``ckptool man``: the command names; ``inspect --tensor``: the checkpoint's tensor names;
+  ``prune --keep``: checkpoint prefixes; ``prune --metrics``: any file (the shell's own).
+
+:data:`ARGUMENTS` says which argument of which command takes which; :func:`attach` applies it
+as a command is loaded (tests/cli/test_completion.py checks every path argument has one).
+"""
 
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Callable
 
-from click.shell_completion import CompletionItem
+import click
+from click.shell_completion import BashComplete, CompletionItem, FishComplete, ZshComplete, add_completion_class
+
+#: Keras 3 files (ckptool.ops.read.keras.SUFFIXES: the test checks they agree)
+KERAS = (".weights.h5", ".keras", ".weights.json")
+#: what convert, diff and save --from read besides checkpoints (ckptool.ops.transform.convert_src)
+ARRAYS = (".safetensors", ".npz", ".npy")
+#: what convert writes by its name (the rest of DST is a TF prefix)
+WRITTEN = (".safetensors", ".npz", ".weights.h5", ".keras")
+
+_KERAS_SHARD = re.compile(r"(.*)_\d{5}\.weights\.h5")  # X_00000.weights.h5, a shard of X.weights.json
 
 
-def complete_checkpoint(ctx, param, incomplete: str):
-    """Complete to directories and checkpoint prefixes (``x.index`` -> ``x``), not data shards."""
+def _paths(incomplete: str, suffixes: tuple[str, ...] = (), prefixes: bool = False) -> list[CompletionItem]:
+    """Directories (with their slash), files ending in ``suffixes`` and, with ``prefixes``,
+    checkpoint prefixes, as typed so far (``~`` kept as typed); dot files only when asked for."""
     d, base = os.path.split(incomplete)
     try:
-        names = os.listdir(d or ".")
+        names = sorted(os.listdir(os.path.expanduser(d) or "."))
     except OSError:
         return []
     out = []
-    for n in sorted(names):
-        if not n.startswith(base):
+    for n in names:
+        if not n.startswith(base) or (n.startswith(".") and not base.startswith(".")):
             continue
         full = os.path.join(d, n)
-        if os.path.isdir(full):
-            # plain, not type="dir": the shell scripts would then complete directories only
-            out.append(CompletionItem(full + "/"))
-        elif n.endswith(".index"):
-            out.append(CompletionItem(full[: -len(".index")]))
+        low = n.lower()
+        shard = _KERAS_SHARD.fullmatch(n)
+        if os.path.isdir(os.path.expanduser(full)):
+            out.append(CompletionItem(full + "/", type="path"))
+        elif prefixes and n.endswith(".index") and len(n) > len(".index"):
+            out.append(CompletionItem(full[: -len(".index")], type="path"))
+        elif low.endswith(suffixes) and not (shard and f"{shard.group(1)}.weights.json" in names):
+            out.append(CompletionItem(full, type="path"))
     return out
 
 
-def complete_tensor(ctx, param, incomplete: str):
+def complete_checkpoint(ctx, param, incomplete: str) -> list[CompletionItem]:
+    """A TF checkpoint: directories and checkpoint prefixes (``x.index`` -> ``x``), not data shards."""
+    return _paths(incomplete, prefixes=True)
+
+
+def complete_readable(ctx, param, incomplete: str) -> list[CompletionItem]:
+    """What ckptool.open reads: TF checkpoints and Keras 3 files."""
+    return _paths(incomplete, KERAS, prefixes=True)
+
+
+def complete_source(ctx, param, incomplete: str) -> list[CompletionItem]:
+    """What convert, diff and save --from read: checkpoints, Keras 3 files, .safetensors, .npz, .npy."""
+    return _paths(incomplete, KERAS + ARRAYS, prefixes=True)
+
+
+def complete_written(ctx, param, incomplete: str) -> list[CompletionItem]:
+    """convert's DST: directories and the files of the formats it writes by suffix."""
+    return _paths(incomplete, WRITTEN)
+
+
+def complete_directory(ctx, param, incomplete: str) -> list[CompletionItem]:
+    """Where a new checkpoint goes (its prefix is new): directories."""
+    return _paths(incomplete)
+
+
+def complete_file(ctx, param, incomplete: str) -> list[CompletionItem]:
+    """Any file or directory, by the shell's own completion (``--metrics``: a file or a log directory)."""
+    return [CompletionItem(incomplete, type="file")]
+
+
+def complete_command(ctx, param, incomplete: str) -> list[CompletionItem]:
+    """ckptool's command names (``ckptool man``): the root group's."""
+    root = ctx.find_root()
+    group = root.command
+    names = group.list_commands(root) if isinstance(group, click.Group) else []
+    return [CompletionItem(n) for n in names if n.startswith(incomplete)]
+
+
+def complete_tensor(ctx, param, incomplete: str) -> list[CompletionItem]:
     """Complete tensor names from the command's CHECKPOINT argument."""
     # while an option's value is being completed click leaves the positional arguments
     # unprocessed, in ctx.args
@@ -41,3 +112,171 @@ def complete_tensor(ctx, param, incomplete: str):
             return [CompletionItem(n) for n in ck.names() if n.startswith(incomplete)]
     except Exception:
         return []
+
+
+Completer = Callable[[click.Context, click.Parameter, str], list[CompletionItem]]
+
+#: command -> {parameter name: completer}; parameters of click.Path type complete as the shell's
+#: own file or directory names and need no entry.
+ARGUMENTS: dict[str, dict[str, Completer]] = {
+    "inspect": {"checkpoint": complete_readable},
+    "list-variables": {"checkpoint": complete_readable},
+    "verify": {"paths": complete_readable},
+    "diff": {"a": complete_source, "b": complete_source},
+    "convert": {"src": complete_source, "dst": complete_written, "template": complete_readable},
+    "save": {"prefix": complete_directory, "sources": complete_source},
+    "average": {"inputs": complete_checkpoint, "out": complete_directory},
+    "rewrite-names": {"src": complete_readable, "dst": complete_directory, "template": complete_readable},
+    "rm": {"checkpoints": complete_checkpoint},
+    "prune": {"pinned": complete_checkpoint, "metrics_path": complete_file},
+    "man": {"command_name": complete_command},
+}
+
+
+def attach(name: str, command: click.Command) -> click.Command:
+    """Give ``command``'s parameters their completers (:data:`ARGUMENTS`)."""
+    wanted = ARGUMENTS.get(name, {})
+    for param in command.params:
+        if param.name in wanted:
+            param._custom_shell_complete = wanted[param.name]
+    return command
+
+
+# The scripts. click's own, but: a "path" item is a file name (bash `compopt -o filenames`, zsh
+# `compadd -f`: quoted, a directory given its slash and no space; fish adds no space after a
+# slash itself); a value may hold a comma; zsh's file on $fpath completes at every TAB, not only
+# the first (click's tests zsh_eval_context, which says "loadautofunc" only while autoloading).
+# Generated into completions/ by cli/docs.py.
+
+_BASH = """\
+%(complete_func)s() {
+    local IFS=$'\\n'
+    local response completion type value
+
+    response=$(env COMP_WORDS="${COMP_WORDS[*]}" COMP_CWORD=$COMP_CWORD %(complete_var)s=bash_complete $1)
+
+    for completion in $response; do
+        type=${completion%%%%,*}
+        value=${completion#*,}
+        if [[ $type == 'dir' ]]; then
+            COMPREPLY=()
+            compopt -o dirnames
+        elif [[ $type == 'file' ]]; then
+            COMPREPLY=()
+            compopt -o default
+        elif [[ $type == 'path' ]]; then
+            compopt -o filenames
+            [[ $value == ?*/ ]] && value=${value%%/}
+            COMPREPLY+=("$value")
+        elif [[ $type == 'plain' ]]; then
+            COMPREPLY+=("$value")
+        fi
+    done
+
+    return 0
+}
+
+%(complete_func)s_setup() {
+    complete -o nosort -F %(complete_func)s %(prog_name)s
+}
+
+%(complete_func)s_setup;
+"""
+
+_ZSH = """\
+#compdef %(prog_name)s
+
+%(complete_func)s() {
+    local -a completions
+    local -a completions_with_descriptions
+    local -a paths
+    local -a response
+    (( ! $+commands[%(prog_name)s] )) && return 1
+
+    response=("${(@f)$(env COMP_WORDS="${words[*]}" COMP_CWORD=$((CURRENT-1)) \
+%(complete_var)s=zsh_complete %(prog_name)s)}")
+
+    for type key descr in ${response}; do
+        if [[ "$type" == "plain" ]]; then
+            if [[ "$descr" == "_" ]]; then
+                completions+=("$key")
+            else
+                completions_with_descriptions+=("$key":"$descr")
+            fi
+        elif [[ "$type" == "path" ]]; then
+            [[ "$key" == ?*/ ]] && key=${key%%/}
+            paths+=("$key")
+        elif [[ "$type" == "dir" ]]; then
+            _path_files -/
+        elif [[ "$type" == "file" ]]; then
+            _path_files -f
+        fi
+    done
+
+    if [ -n "$completions_with_descriptions" ]; then
+        _describe -V unsorted completions_with_descriptions -U
+    fi
+
+    if [ -n "$completions" ]; then
+        compadd -U -V unsorted -a completions
+    fi
+
+    if [ -n "$paths" ]; then
+        compadd -U -f -V unsorted -a paths
+    fi
+}
+
+if [[ ${funcstack[1]} == _%(prog_name)s ]]; then
+    # run as the completion function _%(prog_name)s of $fpath: at the first TAB (autoloaded) and at
+    # every later one (this body is that function), complete now
+    %(complete_func)s "$@"
+else
+    # eval/source/. command, register function for later
+    compdef %(complete_func)s %(prog_name)s
+fi
+"""
+
+_FISH = """\
+function %(complete_func)s;
+    set -l response (env %(complete_var)s=fish_complete COMP_WORDS=(commandline -cp) \
+COMP_CWORD=(commandline -t) %(prog_name)s);
+
+    for completion in $response;
+        set -l metadata (string split -m 1 "," $completion);
+
+        if test $metadata[1] = "dir";
+            __fish_complete_directories $metadata[2];
+        else if test $metadata[1] = "file";
+            __fish_complete_path $metadata[2];
+        else if test $metadata[1] = "plain"; or test $metadata[1] = "path";
+            echo $metadata[2];
+        end;
+    end;
+end;
+
+complete --no-files --command %(prog_name)s --arguments "(%(complete_func)s)";
+"""
+
+
+class Bash(BashComplete):
+    source_template = _BASH
+
+    def source(self) -> str:  # the script is generated once, not per shell: no bash version check here
+        return self.source_template % self.source_vars()
+
+
+class Zsh(ZshComplete):
+    source_template = _ZSH
+
+
+class Fish(FishComplete):
+    source_template = _FISH
+
+
+SHELLS = {"ckptool.bash": Bash, "_ckptool": Zsh, "ckptool.fish": Fish}
+
+
+def register() -> None:
+    """Make ``_CKPTOOL_COMPLETE=SHELL_source`` (and the scripts' callbacks) use these classes."""
+    for cls in SHELLS.values():
+        add_completion_class(cls)

@@ -4,9 +4,9 @@
 
 The output depends only on the commands (no dates, no paths), so a test can
 regenerate it and fail when the committed files are stale. Completion scripts
-are click's own: they call back into ``ckptool`` (``_CKPTOOL_COMPLETE``), so
-checkpoint arguments complete to prefixes and ``--tensor`` to the names in
-the checkpoint, as the commands' shell_complete callbacks decide.
+are click's, adapted (``ckptool.cli.completion``): they call back into ``ckptool``
+(``_CKPTOOL_COMPLETE``), so each argument completes to the files it accepts and
+``--tensor`` to the names in the checkpoint, as the callbacks there decide.
 """
 
 from __future__ import annotations
@@ -17,15 +17,14 @@ import re
 import sys
 
 import click
-from click.shell_completion import BashComplete, FishComplete, ZshComplete
 
 from ckptool import __version__
+from ckptool.cli.completion import SHELLS
 from ckptool.cli.main import cli
 
 PROG = "ckptool"
 COMPLETE_VAR = "_CKPTOOL_COMPLETE"
 MAN_DIR = "man/man1"  # MANPATH=man man ckptool-inspect
-SHELLS = {"ckptool.bash": BashComplete, "_ckptool": ZshComplete, "ckptool.fish": FishComplete}
 
 EXIT_STATUS = (
     "0 on success; 1 when the data or the file system is at fault (a missing, truncated or "
@@ -119,7 +118,7 @@ def _tail(others: list[str], with_self: bool = False) -> list[str]:
 
 
 def completions() -> dict[str, str]:
-    """file name -> completion script (bash, zsh, fish), as click writes them."""
+    """file name -> completion script (bash, zsh, fish): ckptool.cli.completion.SHELLS."""
     return {fname: cls(cli, {}, PROG, COMPLETE_VAR).source() for fname, cls in SHELLS.items()}
 
 

@@ -52,7 +52,17 @@ class LazyGroup(click.Group):
         if name not in COMMANDS:
             return None
         mod = self._module(name)
-        return None if mod is None else with_global_flags(mod.command)
+        if mod is None:
+            return None
+        from ckptool.cli.completion import attach
+
+        return attach(name, with_global_flags(mod.command))
+
+    def resolve_command(self, ctx, args):
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and not ctx.resilient_parsing and self.get_command(ctx, name) is None:
+            raise NoSuchCommand(name, self.list_commands(ctx))
+        return super().resolve_command(ctx, args)
 
     def invoke(self, ctx):
         try:
@@ -66,11 +76,35 @@ class _PipeClosed(Exception):
     pass
 
 
+def nearest_command(name: str, names: list[str]) -> str | None:
+    """The command ``name`` most likely meant: the closest spelling (``inpsect``), else the one
+    command it begins (``list``), else None."""
+    import difflib
+
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    if close:
+        return close[0]
+    starting = [n for n in names if n.startswith(name)]
+    return starting[0] if len(starting) == 1 else None
+
+
+class NoSuchCommand(click.UsageError):
+    """A misspelt subcommand: one ``ckptool: error:`` line naming the nearest command (exit 2)."""
+
+    def __init__(self, name: str, names: list[str]):
+        near = nearest_command(name, names)
+        hint = f"did you mean {near!r}?" if near else "'ckptool --help' lists them"
+        super().__init__(f"no command {name!r}; {hint}")
+
+    def show(self, file=None) -> None:
+        error(self.format_message())
+
+
 #: The global flags: (declarations, Settings attribute, help). The group takes them before the
 #: subcommand and every subcommand after it (`ckptool prune DIR -q` == `ckptool -q prune DIR`).
 GLOBAL_FLAGS = (
     (("-q", "--quiet"), "quiet", "Print no status lines, warnings or progress: only data and errors."),
-    (("-v", "--verbose"), "verbose", "Say more (prune: the table even when nothing is deleted)."),
+    (("-v", "--verbose"), "verbose", "Say more (prune: the plan and each setting's source, as --dry-run)."),
     (("--debug",), "debug", "Show a full traceback on error."),
     (("--no-color",), "no_color", "No colour, even on a terminal (as NO_COLOR)."),
 )
@@ -132,6 +166,10 @@ def _install_warning_printer() -> None:
 def main(argv=None) -> None:
     args = sys.argv[1:] if argv is None else argv
     settings = Settings(debug="--debug" in args)  # the parsed flags refine it
+    if "_CKPTOOL_COMPLETE" in os.environ:  # a completion script asking (or its source wanted)
+        from ckptool.cli.completion import register
+
+        register()
     _on_sigterm()
     try:
         cli.main(args=args, prog_name="ckptool", standalone_mode=False, obj=settings)

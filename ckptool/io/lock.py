@@ -85,8 +85,7 @@ class DirLock:
             except BlockingIOError:
                 if deadline is not None and time.monotonic() >= deadline:
                     os.close(fd)
-                    raise RefusedError(f"{self.path}: another ckptool process holds this directory's lock "
-                                       f"(waited {self.timeout:g} s); try again later") from None
+                    raise held_refusal(self.directory, self.timeout, key) from None
                 if self.on_wait is not None:
                     try:
                         self.on_wait(time.monotonic() - start)
@@ -113,6 +112,76 @@ class DirLock:
                 os.close(entry[0])  # closing releases the flock
         self._key = None
         return False
+
+
+PROC_LOCKS = "/proc/locks"
+
+
+def _holder_pid(key: tuple[int, int]) -> int | None:
+    """The PID holding the flock of the file ``(st_dev, st_ino)``, if the system says: on Linux
+    ``/proc/locks`` lists each lock as ``N: FLOCK ADVISORY WRITE PID MAJ:MIN:INODE ...``;
+    elsewhere, or when the holder is in another PID namespace, None."""
+    try:
+        with open(PROC_LOCKS, encoding="ascii", errors="replace") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    want = (os.major(key[0]), os.minor(key[0]), key[1])
+    for line in lines:
+        parts = line.split()
+        if len(parts) < 6 or parts[1] != "FLOCK":  # "->": a waiter, not the holder
+            continue
+        try:
+            pid = int(parts[4])
+            major, minor, ino = (int(x, 16) if i < 2 else int(x) for i, x in enumerate(parts[5].split(":")))
+        except ValueError:
+            continue
+        if (major, minor, ino) == want and pid > 0:
+            return pid
+    return None
+
+
+def _lock_key(directory: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(os.path.join(directory or ".", LOCK_FILENAME))
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def lock_holder(directory: str) -> int | None:
+    """The PID holding ``directory``'s lock now, if the system says (else None)."""
+    key = _lock_key(directory)
+    return None if key is None else _holder_pid(key)
+
+
+def describe_holder(directory: str, key: tuple[int, int] | None = None) -> str:
+    """Who holds DIR's lock (``key``: the lock file's device and inode, when known): ``PID 1234
+    (ckptool prune runs/)``, ``PID 1234``, or ``another process``."""
+    key = key if key is not None else _lock_key(directory)
+    pid = None if key is None else _holder_pid(key)
+    if pid is None:
+        return "another process"
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = [a.decode("utf-8", "replace") for a in f.read().split(b"\0") if a]
+    except OSError:
+        argv = []
+    if argv and os.path.basename(argv[0]).startswith("python") and len(argv) > 1:
+        argv = argv[1:]
+    if argv:
+        argv[0] = os.path.basename(argv[0])
+        shown = " ".join(" ".join(argv).split())  # one line, whatever the arguments hold
+        return f"PID {pid} ({shown[:77] + '...' if len(shown) > 80 else shown})"
+    return f"PID {pid}"
+
+
+def held_refusal(directory: str, waited: float | None, key: tuple[int, int] | None = None) -> RefusedError:
+    """The one refusal of a directory whose lock another process holds (save, prune, rm, state,
+    whoever takes it), naming the holder: ``DIR: its lock is held by PID 1234 (python train.py);
+    not waiting for it`` (``waited`` 0), or ``...; gave up after waiting 30 s``."""
+    how = "not waiting for it" if not waited else f"gave up after waiting {waited:g} s"
+    return RefusedError(f"{directory or '.'}: its lock is held by {describe_holder(directory, key)}; {how}")
 
 
 def is_locked(directory: str, dir_fd: int | None = None) -> bool:
@@ -164,4 +233,5 @@ def lock_open(storage: Storage, d: LocalDir | PathDir, *, timeout: float | None 
                           on_wait=on_wait)
 
 
-__all__ = ["DEFAULT_TIMEOUT", "LOCK_FILENAME", "DirLock", "is_locked", "lock_directory", "lock_open"]
+__all__ = ["DEFAULT_TIMEOUT", "LOCK_FILENAME", "DirLock", "describe_holder", "held_refusal", "is_locked",
+           "lock_directory", "lock_holder", "lock_open"]

@@ -104,6 +104,55 @@ def read_policy(directory: str, storage: Storage = LOCAL) -> dict[str, Any] | No
     return parse_policy(storage.read_bytes(path), path)
 
 
+#: The keys of the template ``prune --print-config`` writes, in order: (key, its default as TOML or
+#: None when it has none, an example value as TOML, what it does). Every key of POLICY_KEYS is here;
+#: the template, read back by :func:`parse_policy`, is :data:`TEMPLATE_DEFAULTS`.
+TEMPLATE_KEYS: tuple[tuple[str, str | None, str, str], ...] = (
+    ("max_to_keep", "5", "5",
+     "Keep the K newest checkpoints of the state file (0 keeps all), as\n"
+     "CheckpointManager(max_to_keep=K) / Saver(max_to_keep=K)."),
+    ("keep_every_n_hours", None, "6",
+     "Of those rotated out, preserve one every H hours (kept on disk, dropped from the\n"
+     "state file), as keep_checkpoint_every_n_hours. Default: none."),
+    ("keep_steps_every", None, "10000",
+     "Also keep every checkpoint whose step is a multiple of N. Default: none."),
+    ("min_age", None, '"12h"',
+     'Never delete a checkpoint younger than this ("90s", "30m", "12h", "7d", or seconds):\n'
+     "an evaluator may be reading it. Default: none."),
+    ("keep", "[]", '["ckpt-1000"]',
+     "Never delete these checkpoints (their names in the run directory). The pins of every\n"
+     ".ckptool.toml from ROOT down and of --keep add up."),
+    ("keep_best", "0", "3",
+     "Also keep the N checkpoints that score best by `metric` at their step (0: off)."),
+    ("metric", None, '"eval/loss"',
+     "The scalar keep_best ranks by: an event file's tag, prefixed by its subdirectory\n"
+     "below the run (tag loss in RUN/eval/ is eval/loss)."),
+    ("mode", '"min"', '"max"', "min: the lowest value is best; max: the highest."),
+    ("metrics", None, '"metrics.jsonl"',
+     'Read the metric from this file instead (JSON Lines of {"step": N, "TAG": value}, a\n'
+     "TensorBoard log directory or one event file), relative to each run directory."),
+)
+#: What the template says, parsed: the defaults that TOML can spell.
+TEMPLATE_DEFAULTS: dict[str, Any] = {"max_to_keep": 5, "keep": [], "keep_best": 0, "mode": "min"}
+
+
+def policy_template() -> str:
+    """A commented ``.ckptool.toml`` holding every key prune reads, each at its default (a key
+    without one commented out, with an example), for ``prune --print-config``."""
+    lines = [
+        "# .ckptool.toml: the retention policy of the checkpoint directories at and below this one,",
+        "# read by `ckptool prune DIR`, `prune ROOT --recursive`, `du` and `save` (man ckptool-prune).",
+        "# With this file at or above a run, `prune ROOT --recursive` prunes it; a run with none is",
+        "# left alone. A flag on the command line beats a key here, and the nearest .ckptool.toml from",
+        "# ROOT down that sets a key wins: delete a key to take it from a file above.",
+    ]
+    for key, default, example, text in TEMPLATE_KEYS:
+        lines.append("")
+        lines += ["# " + ln for ln in text.split("\n")]
+        lines.append(f"{key} = {default}" if default is not None else f"# {key} = {example}")
+    return "\n".join(lines) + "\n"
+
+
 #: Where a setting came from (``Effective.sources``): a flag, the default, or a policy file's path.
 FLAG, DEFAULT = "flag", "default"
 
@@ -127,7 +176,8 @@ def resolve_policy(root: str, directory: str, values: dict[str, Any], storage: S
     value in ``values`` (the default). The ``keep`` pins of every source add up."""
     explicit = set(explicit)
     policy = dict(values)
-    sources = {k: (FLAG if k in explicit else DEFAULT) for k in values}
+    # pins given (values["keep"], or "keep" explicit: the caller holds them) are the flag's
+    sources = {k: (FLAG if k in explicit or (k == "keep" and values[k]) else DEFAULT) for k in values}
     pins = list(values.get("keep") or ())
     rel = storage.relpath(directory, root)
     parts = [] if rel in (".", "") else rel.replace(os.sep, "/").split("/")
@@ -157,5 +207,5 @@ def effective_policy(root: str, directory: str, defaults: dict[str, Any], storag
     return r.policy, r.files
 
 
-__all__ = ["DEFAULT", "FLAG", "POLICY_FILE", "POLICY_KEYS", "Effective", "effective_policy", "resolve_policy",
-           "parse_duration", "parse_policy", "read_policy"]
+__all__ = ["DEFAULT", "FLAG", "POLICY_FILE", "POLICY_KEYS", "TEMPLATE_DEFAULTS", "TEMPLATE_KEYS", "Effective",
+           "effective_policy", "parse_duration", "parse_policy", "policy_template", "read_policy", "resolve_policy"]

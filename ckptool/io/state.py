@@ -44,7 +44,7 @@ class CheckpointState:
         try:
             text_format.Merge(text, proto)
         except text_format.ParseError as exc:
-            raise CorruptError(f"{where}: not a valid checkpoint state file: {_plain(exc)}") from None
+            raise CorruptError(f"{where}: not a valid checkpoint state file: {parse_problem(exc)}") from None
         return cls(
             proto.model_checkpoint_path,
             list(proto.all_model_checkpoint_paths),
@@ -53,9 +53,21 @@ class CheckpointState:
         )
 
 
-def _plain(exc: Exception) -> str:
-    """protobuf's parse error in the words of the file (no message class name)."""
-    return re.sub(r'Message type "[\w.]+"', "the checkpoint state file", str(exc))
+FIELDS = ("model_checkpoint_path", "all_model_checkpoint_paths", "all_model_checkpoint_timestamps",
+          "last_preserved_timestamp")
+
+
+def parse_problem(exc: text_format.ParseError) -> str:
+    """protobuf's complaint about a state file in the user's words: where (line, column) and
+    what, never the message class's name (``Message type "ckptool.tf.CheckpointState"``)."""
+
+    text = re.sub(r"^\d+:\d+ : ", "", str(exc))
+    line, column = exc.GetLine(), exc.GetColumn()
+    where = f"line {line}, column {column}: " if line else ""
+    unknown = re.match(r'Message type "[^"]*" has no field named "(.*)"\.?$', text)
+    if unknown:
+        return f"{where}no field {unknown.group(1)!r} (a state file has {', '.join(FIELDS)})"
+    return where + re.sub(r'Message type "[^"]*"', "the checkpoint state file", text)
 
 
 def state_path(directory: str, storage: Storage = LOCAL, filename: str = STATE_FILENAME) -> str:
@@ -118,7 +130,7 @@ def tf_state_problem(storage: Storage, directory: str, filename: str = STATE_FIL
     try:
         text_format.Merge(text, proto)
     except text_format.ParseError as exc:
-        return f"does not parse ({_plain(exc)}): TF ignores it ('Checkpoint ignored'), {scratch}"
+        return f"does not parse ({parse_problem(exc)}): TF ignores it ('Checkpoint ignored'), {scratch}"
     latest = proto.model_checkpoint_path
     if not latest:
         return "names no model_checkpoint_path: TF's latest_checkpoint raises ValueError ('Invalid checkpoint state')"

@@ -23,7 +23,8 @@ from ckptool.cli.common import (
 @click.argument("dst", metavar="DST")
 @click.option("--to", "to", type=click.Choice(["tf", "npz", "safetensors"]),
               help="Target format; default from DST's suffix (.npz, .safetensors, else a TF V2 prefix). "
-                   "A suffix ckptool does not write (.pt, .bin, .h5, ...) is refused without --to.")
+                   "A suffix ckptool does not write (.pt, .bin, .h5, ...) is refused without --to, and so is one a "
+                   "letter off a written one (out.safetensor: did you mean .safetensors?).")
 @click.option("--match", multiple=True, metavar="GLOB",
               help="Convert only names matching GLOB. Repeatable. --match and --exclude leaving no tensor "
                    "is an error naming them (exit 1, nothing written).")
@@ -90,6 +91,8 @@ def command(src: str, dst: str, to: str | None, match: tuple[str, ...], exclude:
     """
     from ckptool.ops.transform.keras_convert import is_bridge
 
+    if to is None:
+        _refuse_suffix_typo(dst)
     if is_bridge(dst, template, to):
         given = [flag for flag, on in (("--to", to), ("--match", match), ("--exclude", exclude), ("--cast", casts),
                                        ("--allow-overflow", allow_overflow), ("--names", names != "full"),
@@ -124,6 +127,17 @@ def command(src: str, dst: str, to: str | None, match: tuple[str, ...], exclude:
     cast = f", {len(result.cast)} cast" if result.cast else ""
     note(f"converted {src} -> {result.dst} ({result.format}): {plural(result.tensors, 'tensor')}{cast}, "
          f"{human_bytes(result.nbytes)} in {plural(len(result.files), 'file')}")
+
+
+def _refuse_suffix_typo(dst: str) -> None:
+    """``out.safetensor`` is refused, not written as the TF prefix it would be (ops/transform/dst_suffix)."""
+    from ckptool.errors import UsageError
+    from ckptool.ops.transform.dst_suffix import suffix_typo
+
+    typo = suffix_typo(dst)
+    if typo:
+        raise UsageError(f"{dst}: did you mean {typo[1]}? ({typo[0]} is not a format ckptool writes; --to tf "
+                         f"writes a TF checkpoint of this name)")
 
 
 def _bridge(src: str, dst: str, template: str | None, dry_run: bool, allow_missing: bool, allow_unused: bool,

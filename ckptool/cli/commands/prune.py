@@ -15,13 +15,38 @@ from ckptool.cli.common import (
     json_option,
     note,
     plural,
+    quiet,
     verbose,
 )
 from ckptool.cli.keep_best import best_options, best_spec, note_without_value, reason  # keep-best
 from ckptool.cli.prune_report import changed, damage_failure, extra_rows, note_changes
 
 
-@click.command("prune")
+def _epilog() -> str:
+    """The crontab line and the commented .ckptool.toml (the one --print-config writes)."""
+    from ckptool.io.policy import policy_template
+
+    # each paragraph a \b block: click and the man page keep its lines as they are
+    template = "\n\n\b\n".join("\n".join("  " + ln for ln in para.splitlines())
+                                  for para in policy_template().split("\n\n"))
+    return ("\b\nFrom cron, one line keeps every run below a ROOT in policy (crontab -e; give the full path\n"
+            "of ckptool, cron's PATH is short). It prints nothing unless something was deleted or\n"
+            "went wrong, and cron mails whatever is printed; with -q, only errors:\n"
+            "  17 * * * *  /opt/venv/bin/ckptool prune /data/runs --recursive --clean-temp\n\n"
+            "\b\nA run is pruned by --recursive only under a policy: a .ckptool.toml in it or above it\n"
+            "(prune --print-config > /data/runs/.ckptool.toml writes this one, every key at its default):\n"
+            + template)
+
+
+def _print_config(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        from ckptool.io.policy import policy_template
+
+        click.echo(policy_template(), nl=False)
+        ctx.exit()
+
+
+@click.command("prune", epilog=_epilog())
 @click.argument("directory", metavar="DIR", type=click.Path(file_okay=False))
 @click.option("--max-to-keep", type=click.IntRange(min=0), default=5, show_default=True, metavar="K",
               help="Keep the K newest checkpoints of the state file (0 keeps all), as "
@@ -68,6 +93,9 @@ from ckptool.cli.prune_report import changed, damage_failure, extra_rows, note_c
               help="Check what is kept by its CRCs too (every byte read), not only that every file is there "
                    "and each data file as long as its index needs.")
 @click.option("-n", "--dry-run", is_flag=True, help="Show the plan; change nothing.")
+@click.option("--print-config", is_flag=True, is_eager=True, expose_value=False, callback=_print_config,
+              help="Print a commented .ckptool.toml with every key prune reads, each at its default, and "
+                   "exit (prune --print-config > ROOT/.ckptool.toml).")
 @json_option('Print {"kept": [...], "deleted": [...], "preserved": [...], "reasons": {...}, '
              '"bytes_freed": N, "moved": [{"from", "to"}], "linked": [{"from", "to"}] (into DIR/kept/), '
              '"damaged": [{"path", "problem"}], "already_gone": [...], "best": {...} (--keep-best), '
@@ -140,11 +168,14 @@ def command(directory: str, max_to_keep: int, keep_every_n_hours: float | None, 
     re-read, so that checkpoints a trainer saved meanwhile are kept; an
     advisory lock (DIR/.ckptool.lock) keeps prunes and saves apart; a FIFO
     or device at the lock, the state file or an index is refused at once.
-    Nothing is printed when nothing is deleted (-v, --dry-run or --json to
-    see the plan). A file that cannot be deleted is reported and its
-    checkpoint is not counted as deleted or freed; the rest still go.
+    A run prints what it deleted and a summary line, and nothing when
+    nothing is deleted (cron mails every line; -q: errors only). A file that
+    cannot be deleted is reported and its checkpoint is not counted as
+    deleted or freed; the rest still go.
 
-    The table says why each checkpoint is kept: latest, max_to_keep,
+    --dry-run and -v print the plan: each setting and where it came from
+    (policy: KEY = VALUE (flag | FILE | default)), then every checkpoint in a
+    table that says why each is kept: latest, max_to_keep,
     every-n-hours, steps-every, min-age, pinned (--keep), best (--keep-best,
     with its value), or unmanaged (at or before the state's
     last_preserved_timestamp: TF no longer manages it).
@@ -158,8 +189,11 @@ def command(directory: str, max_to_keep: int, keep_every_n_hours: float | None, 
     metrics (a relative path there is relative to each run directory).
 
     With --recursive, one line of cron keeps a whole tree of runs in policy:
-    per directory the kept / deleted / preserved counts and bytes freed,
-    then a total (--json: one document keyed by directory).
+    per directory where something was deleted (every one with -v or
+    --dry-run) the kept / deleted / preserved counts and bytes freed, then a
+    total (--json: one document keyed by directory). A tree where no run has
+    a policy says so on stderr ("N runs, none with a policy: nothing to
+    do"): that cron job would never prune.
 
     Exit status: 0 done (or nothing to do); 1 refused or failed (no state
     file without --scan, a corrupt state file or .ckptool.toml, lock held, a
@@ -196,9 +230,11 @@ def command(directory: str, max_to_keep: int, keep_every_n_hours: float | None, 
                        verify=verify, progress=bar, **given)
     if as_json:
         emit_json(result.to_json())
-    elif result.deleted or result.temp_deleted or result.failed or dry_run or verbose() or changed(result):
+    elif dry_run or verbose():  # the plan: where each setting came from, every checkpoint and why
         render_sources(result)
-        render_result(result)  # with nothing deleted, nothing at all (cron mails every line)
+        render_result(result)
+    elif (result.deleted or result.temp_deleted or result.failed or changed(result)) and not quiet():
+        render_result(result, plan=False)  # what was done, and the summary: cron mails every line
     for f in result.failed:
         error(f"{f['path']}: cannot {f.get('action', 'delete')}: {f['error']}")
     if result.failed:
@@ -219,8 +255,9 @@ def render_sources(result, prefix: str = "") -> None:
         note(f"{prefix}policy: {key} = {escape(str(shown))}  ({escape(result.sources[key])})")
 
 
-def render_result(result, prefix: str = "") -> None:
-    rows = [(p, "keep", reason(result, p)) for p in result.kept]
+def render_result(result, prefix: str = "", plan: bool = True) -> None:
+    """The table (``plan``: every checkpoint and why; else what was done) and the summary line."""
+    rows = [(p, "keep", reason(result, p)) for p in result.kept] if plan else []
     rows += [(p, "preserve", reason(result, p)) for p in result.preserved]
     rows += [(p, "would delete" if result.dry_run else "deleted", "") for p in result.deleted]
     rows += [(p, "skipped", "outside the directory") for p in result.skipped]
@@ -245,26 +282,25 @@ def _recursive(root, given, pinned, scan, exclude, dry_run, as_json, prune_tree,
     with progress_bar(f"prune {root}", unit="items") as bar:  # runs done of runs found
         tree = prune_tree(root, keep=pinned, exclude=exclude, scan=scan, dry_run=dry_run,
                           progress=lambda i, n, d: bar(i, n), **given, **walk)
-    anything = any(r.deleted or r.temp_deleted or r.failed or changed(r) for r in tree.runs.values())
+    plan = dry_run or verbose()
     if as_json:
         emit_json(tree.to_json())
-    elif anything or dry_run or verbose():
-        rows = [(escape(d), str(len(r.kept)), str(len(r.deleted)), str(len(r.preserved)), human_bytes(r.bytes_freed))
-                for d, r in tree.runs.items()]
-        rows += [(escape(d), "-", "-", "-", "no policy") for d in tree.no_policy]
-        rows = sorted(rows)
-        t = tree.total()
-        head = ("DIRECTORY", "KEPT", "TO DELETE" if dry_run else "DELETED", "PRESERVED",
-                "WOULD FREE" if dry_run else "FREED")
-        rows.append(("total", str(t["kept"]), str(t["deleted"]), str(t["preserved"]), human_bytes(t["bytes_freed"])))
-        widths = [max(len(r[i]) for r in rows + [head]) for i in range(5)]
-        for r in [head] + rows:
-            click.echo("  ".join([r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:], widths[1:])]))
-    if tree.no_policy and not as_json and (dry_run or verbose()):
+    else:
+        # the plan shows every run; a plain run (cron mails every line) only those where something was done
+        done = {d: r for d, r in tree.runs.items()
+                if plan or r.deleted or r.temp_deleted or r.failed or changed(r)}
+        if plan or (done and not quiet()):
+            _tree_table(tree, done, tree.no_policy if plan else [], dry_run)
+    if tree.no_policy and not tree.runs and not tree.errors:  # a cron job that would silently never prune
+        note(f"{plural(len(tree.no_policy), 'run')}, none with a policy: nothing to do; see .ckptool.toml in "
+             f"ckptool-prune(1)")
+    elif not tree.no_policy and not tree.runs and not tree.errors:
+        note(f"no checkpoint directories below {escape(root)}: nothing to do")
+    elif tree.no_policy and plan and not as_json:
         n = len(tree.no_policy)
         note(f"{n} run{'s' if n != 1 else ''} with no .ckptool.toml at or above {'them' if n != 1 else 'it'} and "
              f"no policy flag given: left alone")
-    if (dry_run or verbose()) and not as_json:
+    if plan and not as_json:
         for d, r in tree.runs.items():
             render_sources(r, prefix=f"{escape(d)}: ")
     for d, r in tree.runs.items() if not as_json else ():
@@ -276,3 +312,18 @@ def _recursive(root, given, pinned, scan, exclude, dry_run, as_json, prune_tree,
         raise Failed(f"{len(tree.errors)} of {dirs} failed")
     if (damaged := damage_failure(tree.runs.values())) is not None:
         raise Failed(damaged)
+
+
+def _tree_table(tree, runs, no_policy, dry_run: bool) -> None:
+    """One row per run of ``runs`` (and per run of ``no_policy``, left alone), then the total."""
+    rows = [(escape(d), str(len(r.kept)), str(len(r.deleted)), str(len(r.preserved)), human_bytes(r.bytes_freed))
+            for d, r in runs.items()]
+    rows += [(escape(d), "-", "-", "-", "no policy") for d in no_policy]
+    rows = sorted(rows)
+    t = tree.total()
+    head = ("DIRECTORY", "KEPT", "TO DELETE" if dry_run else "DELETED", "PRESERVED",
+            "WOULD FREE" if dry_run else "FREED")
+    rows.append(("total", str(t["kept"]), str(t["deleted"]), str(t["preserved"]), human_bytes(t["bytes_freed"])))
+    widths = [max(len(r[i]) for r in rows + [head]) for i in range(5)]
+    for r in [head] + rows:
+        click.echo("  ".join([r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:], widths[1:])]))

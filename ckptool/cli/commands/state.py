@@ -62,8 +62,11 @@ def command(directory: str, rebuild: bool, max_to_keep: int | None, relative: bo
         doc = state_document(directory, st) if dry_run else None
     elif relative:
         st, changed = relative_state(directory, dry_run=dry_run)
-        note(f"{plural(len(changed), 'path')} {'would be' if dry_run else ''} made relative".replace("  ", " "))
+        if changed or dry_run:  # a rewrite that changes nothing says nothing (cron mails every line)
+            note(f"{plural(len(changed), 'path')} {'would be' if dry_run else ''} made relative".replace("  ", " "))
         doc = state_document(directory, st) if dry_run else None
+    if (rebuild or relative) and not dry_run and not as_json:
+        return  # written: the status line says what; `ckptool state DIR` shows the file
     doc = doc if doc is not None else show_state(directory)
     if as_json:
         emit_json(doc)

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from ckptool.cli.common import display_name, emit_json, human_bytes, jobs_option, json_option, plural
+from ckptool.cli.common import display_name, emit_json, human_bytes, jobs_option, json_option, plural, quiet
 
 
 @click.command("verify")
@@ -43,11 +43,19 @@ def command(paths: tuple[str, ...], recursive: bool, jobs: int | None, as_json: 
 
     \b
     A tree with no checkpoint at all prints "no checkpoints found under
+<<<<<<< HEAD
     PATH" and exits 0, as prune --recursive does on it: nothing to check is
     not damage, and the line still reaches a cron mail. A PATH with nothing
     there is reported as MISSING ("no such checkpoint"), not damaged, and
     exits 1; so is a directory named without --recursive that holds no
     checkpoint.
+=======
+    PATH" and exits 0 (prune --recursive says so too): nothing to check is
+    not damage, and the line still reaches a cron mail. A PATH that does not
+    exist, or a directory named without --recursive that holds no
+    checkpoint, is reported and exits 1. From cron, -q lists only what is
+    damaged or unreadable: a sound tree prints nothing.
+>>>>>>> newcomer
 
     \b
     JSON: {"ok", "checkpoints", "damaged", "results": [{"prefix", "ok",
@@ -79,6 +87,8 @@ def command(paths: tuple[str, ...], recursive: bool, jobs: int | None, as_json: 
     else:
         for r in report.checkpoints:
             if r.ok:
+                if quiet():  # -q: only what is wrong (cron mails every line)
+                    continue
                 what = f"{plural(r.tensors, 'tensor')}, {human_bytes(r.bytes)}"
                 click.echo(f"ok       {display_name(r.prefix)}  ({what})")
                 continue

@@ -308,6 +308,7 @@ def prune(directory: str, *, max_to_keep: Any = UNSET, keep_every_n_hours: Any =
     storage, directory = _directory(storage, directory)
     now = time.time() if now is None else now
     pol, explicit = policy_values(max_to_keep, keep_every_n_hours, keep_steps_every, min_age, (), best)
+    explicit |= {"keep"} if keep else set()  # the pins given: their source is the flag's
     sources = {k: FLAG if k in explicit else DEFAULT for k in pol}
     if policy_file:
         if not storage.isdir(directory):

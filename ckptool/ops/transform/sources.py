@@ -170,22 +170,15 @@ def wait_lock(storage: Storage, prefix: str, timeout: float | None = None,
                on_wait: Callable[[str, float], None] | None = None) -> AbstractContextManager[object] | None:
     """DIR's lock, waited for (at most ``timeout`` seconds; None: the lock's default) and held
     from before the first write to the record. ``on_wait(directory, seconds)`` is called
-    while another process holds it; a refusal names that process."""
-    from ckptool.errors import RefusedError
+    while another process holds it; a refusal names that process (io/lock.held_refusal)."""
     from ckptool.io.lock import DEFAULT_TIMEOUT, lock_directory
-    from ckptool.io.lock_holder import describe_holder
 
     directory = storage.dirname(prefix) or "."
     if not storage.isdir(directory):
         return None
-    wait = DEFAULT_TIMEOUT if timeout is None else timeout
-    lock = lock_directory(storage, directory, timeout=wait,
+    lock = lock_directory(storage, directory, timeout=DEFAULT_TIMEOUT if timeout is None else timeout,
                           on_wait=None if on_wait is None else (lambda s: on_wait(directory, s)))
-    try:
-        lock.__enter__()
-    except RefusedError:
-        how = "not waiting for it" if wait == 0 else f"gave up after waiting {wait:g} s"
-        raise RefusedError(f"{directory}: its lock is held by {describe_holder(directory)}; {how}") from None
+    lock.__enter__()
     return lock
 
 
