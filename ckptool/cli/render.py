@@ -94,9 +94,9 @@ def print_summary(doc: dict) -> None:
         if meta.get("tensorflow_version"):
             git = f" ({meta['tensorflow_git_version']})" if meta.get("tensorflow_git_version") else ""
             pairs.append(("tensorflow", f"{meta['tensorflow_version']}{git}"))
-    state = doc.get("state")
+    state = doc.get("state") or doc.get("series")  # a Keras series is listed as a run's state is
     if state:
-        pairs.append(("state", display_name(state["path"])))
+        pairs.append(("state" if doc.get("state") else "series", display_name(state["path"])))
     _kv(pairs)
     if state:
         rows = [(str(c["step"]) if c["step"] is not None else "-", human_time(c["timestamp"]), human_bytes(c["bytes"]),

@@ -62,6 +62,11 @@ from ckptool.cli.keep_best import best_options, best_spec, note_without_value, r
                    "P_temp_<32 hex> holding only TF's part-* files, P a checkpoint of DIR or the next step "
                    "of one. Nothing else (softmax_temp_0.5/, "
                    "hparams.tmpl and a checkpoint named model_temp-3 are ordinary).")
+@click.option("--series", metavar="TEMPLATE",
+              help="Prune a Keras ModelCheckpoint file series instead: TEMPLATE is its filepath, e.g. "
+                   "'model-{epoch:02d}-{val_loss:.2f}.keras' (.keras, .weights.h5, .weights.json + parts, .h5, or "
+                   "a tf_keras TF-format prefix), names matched exactly, ordered by {epoch} then {batch}, else by "
+                   "time. Given, it beats series = \"...\" in .ckptool.toml.")
 @best_options  # keep-best
 @click.option("-n", "--dry-run", is_flag=True, help="Show the plan; change nothing.")
 @json_option('Print {"kept": [...], "deleted": [...], "preserved": [...], "reasons": {...}, '
@@ -69,8 +74,8 @@ from ckptool.cli.keep_best import best_options, best_spec, note_without_value, r
              '"default"}, ...} as JSON (with --recursive, a run left alone: {"no_policy": true}).')
 def command(directory: str, max_to_keep: int, keep_every_n_hours: float | None, keep_steps_every: int | None,
             min_age: float | None, pinned: tuple[str, ...], scan: bool, recursive: bool, exclude: tuple[str, ...],
-            one_file_system: bool, follow_symlinks: bool, clean_temp: bool, dry_run: bool, as_json: bool,
-            **best_flags) -> None:
+            one_file_system: bool, follow_symlinks: bool, clean_temp: bool, series: str | None, dry_run: bool,
+            as_json: bool, **best_flags) -> None:
     """Apply retention to the checkpoints in DIR, exactly as TensorFlow would.
 
     The decision is tf.train.CheckpointManager's: the state file's
@@ -121,6 +126,19 @@ def command(directory: str, max_to_keep: int, keep_every_n_hours: float | None, 
     damaged part skipped. .ckptool.toml keys: keep_best, metric, mode,
     metrics (a relative path there is relative to each run directory).
 
+    --series TEMPLATE (or series = "TEMPLATE" in .ckptool.toml) prunes a
+    Keras ModelCheckpoint file series, which Keras never prunes: the files
+    whose names TEMPLATE's fields format exactly (Keras names the epoch and
+    batch from 1), ordered by {epoch} then {batch}, else by time, under the
+    same policy (--keep-steps-every counts epochs; --keep-best takes the
+    metric from a field of the names, or from --metrics: a CSVLogger .csv,
+    JSON Lines of {"epoch": N, ...} or event files, whose epochs Keras counts
+    from 0). Keras writes in place: a member not whole is never counted;
+    the newest such is a save in progress and left alone, an older one is
+    damaged (exit 1 while it is kept); the newest file younger than a
+    minute is never deleted. A directory holding such files and no state
+    file is named in prune's error with the --series that fits it.
+
     With --recursive, one line of cron keeps a whole tree of runs in policy:
     per directory the kept / deleted / preserved counts and bytes freed,
     then a total (--json: one document keyed by directory).
@@ -149,14 +167,14 @@ def command(directory: str, max_to_keep: int, keep_every_n_hours: float | None, 
         given[name] = value if source not in (None, click.core.ParameterSource.DEFAULT) else UNSET
     if recursive:
         _recursive(directory, given, pinned, scan, exclude, dry_run, as_json, prune_tree, clean_temp=clean_temp,
-                   one_file_system=one_file_system, follow_symlinks=follow_symlinks, best=best)
+                   one_file_system=one_file_system, follow_symlinks=follow_symlinks, best=best, series=series)
         return
 
     from ckptool.cli.progress import progress_bar
 
     with progress_bar(f"prune {directory}", unit="items") as bar:
         result = prune(directory, keep=pinned, scan=scan, dry_run=dry_run, clean_temp=clean_temp, best=best,
-                       progress=bar, **given)
+                       progress=bar, series=series, **given)
     if as_json:
         emit_json(result.to_json())
     elif result.deleted or result.temp_deleted or result.failed or dry_run or verbose():
@@ -164,14 +182,25 @@ def command(directory: str, max_to_keep: int, keep_every_n_hours: float | None, 
         render_result(result)  # with nothing deleted, nothing at all (cron mails every line)
     for f in result.failed:
         error(f"{f['path']}: cannot delete: {f['error']}")
+    damaged = series_problems(result)  # a Keras series: damaged members kept
     if result.failed:
         raise Failed(f"{plural(len(result.failed), 'file')} could not be deleted")
+    if damaged:
+        raise Failed(f"{plural(damaged, 'damaged member')} of the series kept")
+
+
+def series_problems(result, prefix: str = "") -> int:
+    """A series' damaged members kept, each named on stderr with what is wrong; how many."""
+    damaged = list(getattr(result, "damaged", ()))
+    for p in damaged:
+        error(f"{prefix}{escape(p)}: damaged ({escape(result.problems.get(p) or 'not whole')}); kept, not counted")
+    return len(damaged)
 
 
 def render_sources(result, prefix: str = "") -> None:
     """Where each setting came from: flag, a .ckptool.toml (which), or the default (-v, --dry-run)."""
     policy = result.policy
-    for key in ("max_to_keep", "keep_every_n_hours", "keep_steps_every", "min_age", "keep"):
+    for key in ("series", "max_to_keep", "keep_every_n_hours", "keep_steps_every", "min_age", "keep"):
         if key not in result.sources:
             continue
         value = policy.get(key)
@@ -225,8 +254,11 @@ def _recursive(root, given, pinned, scan, exclude, dry_run, as_json, prune_tree,
     if (dry_run or verbose()) and not as_json:
         for d, r in tree.runs.items():
             render_sources(r, prefix=f"{escape(d)}: ")
+    damaged = sum(series_problems(r) for r in tree.runs.values())
     for _d, msg in tree.errors.items():
         error(msg)
+    if damaged and not tree.errors:
+        raise Failed(f"{plural(damaged, 'damaged member')} of a series kept")
     if tree.errors:
         dirs = plural(len(tree.runs) + len(tree.errors), "directory", "directories")
         raise Failed(f"{len(tree.errors)} of {dirs} failed")

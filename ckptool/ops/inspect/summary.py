@@ -172,6 +172,14 @@ def summary(ck: Any, path: str | None = None) -> dict[str, Any]:
     given = None if path is None else (path.rstrip("/") or "/")
     if given is not None and storage.isdir(given):
         doc["state"] = directory_state(given, storage)
+        if doc["state"] is None:  # a Keras ModelCheckpoint series, listed like a run
+            from ckptool.ops.inspect.series_view import series_state
+
+            series = series_state(storage, given)
+            if series is not None:
+                doc["series"] = series
+                for e in series["entries"]:
+                    e["time"] = iso_time(e["timestamp"])
     else:  # a sibling's trouble (a state file that does not parse) must not fail this checkpoint's summary
         try:
             doc["state"] = directory_state(storage.dirname(ck.prefix), storage)

@@ -89,6 +89,10 @@ def targets(path: str, recursive: bool = False, unreadable: list[Unreadable] | N
             found = list_checkpoints(storage, d, damaged=True) + list_v1_checkpoints(storage, d, damaged=True)
         except CkptError:
             continue
+        if not found:  # a Keras ModelCheckpoint series: its members
+            from ckptool.ops.inspect.series_view import series_targets
+
+            found = series_targets(storage, d)
         out.extend(found)
         if not found and d == p and not recursive:
             out.append(d)
@@ -110,6 +114,12 @@ def verify_paths(paths: Iterable[str], recursive: bool = False,
             if target in seen:
                 continue
             seen.add(target)
+            from ckptool.ops.inspect.series_view import member_report
+
+            r0 = member_report(target)  # a Keras series file that is not whole, or a legacy .h5
+            if r0 is not None:
+                report.checkpoints.append(r0)
+                continue
             try:
                 with open_checkpoint(target) as ck:
                     if ck.prefix in seen and ck.prefix != target:

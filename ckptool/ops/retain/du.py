@@ -78,6 +78,13 @@ def du(root: str, *, max_to_keep: Any = UNSET, keep_every_n_hours: Any = UNSET, 
         except CkptError as exc:
             out.append(RunUsage(d, 0, 0, None, None, None, None, str(exc)))
             continue
+        if not listing.complete:  # a Keras ModelCheckpoint series (ckptool.ops.retain.series)
+            from ckptool.ops.retain.series import series_usage
+
+            row = series_usage(storage, d, r, now)
+            if row is not None:
+                out.append(RunUsage(d, error=plan.errors.get(d), **row))
+                continue
         total = 0
         for base in listing.complete:
             for f in listing.files.get(base, ()):

@@ -96,6 +96,14 @@ def delete_checkpoint(d: Dir, listing: DirListing, base: str, failed: list[dict[
     all gone)``; each file that cannot go is added to ``failed`` (``{"path", "error"}``). When
     the index cannot go, the rest stays: the checkpoint is left whole, not half deleted."""
     files = sorted(listing.files.get(base, []), key=lambda f: (f.name != base + INDEX_SUFFIX, f.name))
+    return delete_files(d, files, failed, base + INDEX_SUFFIX)
+
+
+def delete_files(d: Dir, files: list[FileInfo], failed: list[dict[str, str]],
+                 marker: str | None = None) -> tuple[list[FileInfo], bool]:
+    """Delete one saved state's files in the order given, through DIR's descriptor: the
+    engine of :func:`delete_checkpoint`, and of a Keras series member (``marker`` its first
+    file, the one whose going unmakes it). When ``marker`` cannot go, nothing after it does."""
     done: list[FileInfo] = []
     ok = True
     for f in files:
@@ -107,7 +115,7 @@ def delete_checkpoint(d: Dir, listing: DirListing, base: str, failed: list[dict[
         except (OSError, CkptError) as exc:
             ok = False
             failed.append({"path": d.join(f.name), "error": _why(exc)})
-            if f.name == base + INDEX_SUFFIX:
+            if f.name == marker:
                 break
     return done, ok
 
@@ -140,19 +148,49 @@ def delete_temporaries(d: Dir, listing: DirListing, now: float, dry_run: bool, f
 # --------------------------------------------------------------------------- the journal
 
 
-def write_journal(d: Dir, bases: Iterable[str]) -> None:
-    d.replace(JOURNAL, json.dumps(sorted(set(bases))).encode("utf-8"))
+def write_journal(d: Dir, bases: Iterable[str], groups: Iterable[list[FileInfo]] = ()) -> None:
+    """Name what is about to go: checkpoint bases, and ``groups`` of files deleted as one
+    (a Keras series member: its files by name, size and time, its first file first)."""
+    doc: list[Any] = sorted(set(bases))
+    doc += [{"files": [[f.name, f.size, f.mtime] for f in g]} for g in groups]
+    d.replace(JOURNAL, json.dumps(doc).encode("utf-8"))
+
+
+def _group(entry: Any) -> list[tuple[str, int, float]] | None:
+    files = entry.get("files") if isinstance(entry, dict) else None
+    if not isinstance(files, list) or not files or not all(
+            isinstance(f, list) and len(f) == 3 and isinstance(f[0], str) and isinstance(f[1], int)
+            and isinstance(f[2], (int, float)) for f in files):
+        return None
+    return [(f[0], f[1], float(f[2])) for f in files]
+
+
+def _finish_group(d: Dir, files: list[tuple[str, int, float]], failed: list[dict[str, str]]) -> bool:
+    """A journaled group: the files that are still exactly what was journaled (a regular file
+    of that size and time: a name rewritten since is another save), the first one first."""
+    infos = []
+    for name, size, mtime in files:
+        if "/" in name or name in ("", ".", ".."):
+            return True
+        st = d.lstat(name)
+        if st is None or not _stat.S_ISREG(st.st_mode) or st.st_size != size or st.st_mtime != mtime:
+            if name == files[0][0] and st is not None:
+                return True  # its first file is another save's now: the group is not ours to finish
+            continue
+        infos.append(FileInfo(name, size, mtime))
+    return delete_files(d, infos, failed, files[0][0])[1]
 
 
 def finish_journal(storage: Storage, d: Dir, state: CheckpointState | None) -> None:
     """Complete the deletions of an earlier prune or rm (killed, or stopped by a file it could
-    not delete): the names it journaled that the state file does not list."""
+    not delete): the names it journaled that the state file does not list, and its groups of
+    files (:func:`write_journal`) that are still as journaled."""
     raw = d.read(JOURNAL)
     if raw is None:
         return
     try:
         names = json.loads(raw.decode("utf-8"))
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        if not isinstance(names, list) or not all(isinstance(n, str) or _group(n) is not None for n in names):
             raise ValueError
     except (ValueError, UnicodeDecodeError):
         warn(f"{d.join(JOURNAL)}: unreadable journal; ignored")
@@ -165,9 +203,15 @@ def finish_journal(storage: Storage, d: Dir, state: CheckpointState | None) -> N
             if b:
                 listed.add(b)
     listing = scan(d)
-    left = []
+    left: list[str] = []
+    left_groups: list[list[FileInfo]] = []
     failed: list[dict[str, str]] = []
     for base in names:
+        if not isinstance(base, str):
+            files = _group(base) or []
+            if not _finish_group(d, files, failed):
+                left_groups.append([FileInfo(n, s, t) for n, s, t in files])
+            continue
         if base in listed or "/" in base or base in ("", ".", ".."):
             continue
         _, ok = delete_checkpoint(d, listing, base, failed)
@@ -175,21 +219,21 @@ def finish_journal(storage: Storage, d: Dir, state: CheckpointState | None) -> N
             left.append(base)
     for f in failed:
         warn(f"{f['path']}: cannot delete: {f['error']}")
-    if left:
+    if left or left_groups:
         try:
-            write_journal(d, left)
+            write_journal(d, left, left_groups)
         except CkptError:
             pass  # the old journal names a superset: still true
     else:
         d.unlink(JOURNAL)
 
 
-def end_journal(d: Dir, left: Iterable[str]) -> None:
+def end_journal(d: Dir, left: Iterable[str], groups: Iterable[list[FileInfo]] = ()) -> None:
     """After the deletions: the journal names what is still to go, or is removed."""
-    left = list(left)
-    if left:
+    left, groups = list(left), list(groups)
+    if left or groups:
         try:
-            write_journal(d, left)
+            write_journal(d, left, groups)
         except CkptError:
             pass  # the journal written before names a superset: still true
     else:
@@ -234,6 +278,6 @@ def update_state(d: Dir, compute: Callable[[bytes | None, CheckpointState | None
                        f"updating it (is a trainer saving every few milliseconds?); nothing deleted; run {who} again")
 
 
-__all__ = ["JOURNAL", "KEEP", "STATE_ATTEMPTS", "TEMP_MAX_AGE", "delete_checkpoint", "delete_temporaries",
-           "end_journal", "finish_journal", "latest_base", "read_dir_state", "refuse_special", "update_state",
-           "warn", "write_journal"]
+__all__ = ["JOURNAL", "KEEP", "STATE_ATTEMPTS", "TEMP_MAX_AGE", "delete_checkpoint", "delete_files",
+           "delete_temporaries", "end_journal", "finish_journal", "latest_base", "read_dir_state", "refuse_special",
+           "update_state", "warn", "write_journal"]

@@ -121,8 +121,11 @@ def run(storage: Storage, d: Dir, policy: R.Policy, *, now: float, dry_run: bool
     refuse_special(d, listing)
     res.listing = listing
     if state is None and not scan_all and new_entry is None:
-        raise MissingError(f"{directory}: no 'checkpoint' state file here (use --scan to consider every "
-                           f"checkpoint on disk, or 'ckptool state --rebuild' to recreate it)")
+        from ckptool.io.series_discover import hint  # a Keras series here: how to name it
+
+        found = "" if listing.complete else hint(d.names())
+        raise MissingError(f"{directory}: no 'checkpoint' state file here" + (found or " (use --scan to consider "
+                           "every checkpoint on disk, or 'ckptool state --rebuild' to recreate it)"))
     if pins or soft_pins:
         pinned = _pins(storage, directory, pins, listing, state, strict_pins)
         pinned |= _pins(storage, directory, soft_pins, listing, state, False)
@@ -233,7 +236,7 @@ POLICY_DEFAULTS: dict[str, Any] = {"max_to_keep": 5, "keep_every_n_hours": None,
 
 def policy_values(max_to_keep: Any = UNSET, keep_every_n_hours: Any = UNSET, keep_steps_every: Any = UNSET,
                   min_age: Any = UNSET, keep: tuple[str, ...] = (),
-                  best: Any = None) -> tuple[dict[str, Any], set[str]]:
+                  best: Any = None, series: str | None = None) -> tuple[dict[str, Any], set[str]]:
     """The policy dict of arguments (UNSET ones at their default) and the keys given explicitly."""
     given = {"max_to_keep": max_to_keep, "keep_every_n_hours": keep_every_n_hours,
              "keep_steps_every": keep_steps_every, "min_age": min_age}
@@ -243,6 +246,9 @@ def policy_values(max_to_keep: Any = UNSET, keep_every_n_hours: Any = UNSET, kee
     if best is not None:  # keep-best (a ckptool.ops.retain.keep_best.BestSpec): explicit, as the flags
         pol.update(keep_best=best.n, metric=best.metric, mode=best.mode, metrics=best.metrics)
         explicit |= {"keep_best", "metric", "mode"} | ({"metrics"} if best.metrics is not None else set())
+    if series is not None:  # a Keras ModelCheckpoint series (ckptool.ops.retain.series): explicit, as a flag
+        pol["series"] = series
+        explicit.add("series")
     if pol["max_to_keep"] is not None and pol["max_to_keep"] < 0:
         raise CkptError(f"max_to_keep must be >= 0, not {pol['max_to_keep']}")
     if pol["keep_steps_every"] is not None and pol["keep_steps_every"] <= 0:
@@ -254,7 +260,7 @@ def prune(directory: str, *, max_to_keep: Any = UNSET, keep_every_n_hours: Any =
           keep_steps_every: Any = UNSET, min_age: Any = UNSET, keep: tuple[str, ...] = (), scan: bool = False,
           dry_run: bool = False, now: float | None = None, storage: Storage | None = None, policy_file: bool = True,
           clean_temp: bool = False, lock_timeout: float | None = 0.0, best: Any = None,
-          progress: Callable[[int, int], None] | None = None) -> PruneResult:
+          progress: Callable[[int, int], None] | None = None, series: str | None = None) -> PruneResult:
     """Apply retention to ``directory`` (see the module docstring for the safety rules).
 
     ``max_to_keep`` None or 0 keeps every checkpoint in the state (default 5); ``min_age`` is
@@ -264,10 +270,12 @@ def prune(directory: str, *, max_to_keep: Any = UNSET, keep_every_n_hours: Any =
     add up. A file that does not parse stops the run before anything is deleted.
     ``lock_timeout``: seconds to wait for the directory lock.
     ``progress(checkpoints_deleted, to_delete)`` as checkpoints are deleted.
+    ``series``: a Keras ModelCheckpoint filepath template: prune that file series of DIR
+    instead (:mod:`ckptool.ops.retain.series`; also ``series = ...`` in ``.ckptool.toml``).
     """
     storage, directory = _directory(storage, directory)
     now = time.time() if now is None else now
-    pol, explicit = policy_values(max_to_keep, keep_every_n_hours, keep_steps_every, min_age, (), best)
+    pol, explicit = policy_values(max_to_keep, keep_every_n_hours, keep_steps_every, min_age, (), best, series)
     sources = {k: FLAG if k in explicit else DEFAULT for k in pol}
     if policy_file:
         if not storage.isdir(directory):
@@ -288,6 +296,11 @@ def prune_open(storage: Storage, d: Dir, pol: dict[str, Any], *, now: float, dry
     file; its ``keep`` pins are lenient), under the directory lock unless ``dry_run``."""
     policy = R.Policy(pol.get("max_to_keep") or None, pol.get("keep_every_n_hours") or None,
                       pol.get("keep_steps_every"), pol.get("min_age"))
+    if pol.get("series"):  # a Keras ModelCheckpoint file series, not a TF checkpoint directory
+        from ckptool.ops.retain.series import prune_series_open
+
+        return prune_series_open(storage, d, pol, now=now, dry_run=dry_run, pins=tuple(pins), strict_pins=strict_pins,
+                                 lock_timeout=lock_timeout, progress=progress)
     lock = contextlib.nullcontext() if dry_run else lock_open(storage, d, timeout=lock_timeout)
     with lock:
         return run(storage, d, policy, now=now, dry_run=dry_run, scan_all=scan_all, pins=tuple(pins),
