@@ -16,8 +16,9 @@ and the same safety:
   series), and the newest file when younger than a minute (:data:`YOUNG`) are never deleted;
 - Keras writes in place (:mod:`ckptool.io.series_check`): a member that is not whole is never
   counted; the newest such (by order or time), or one younger than a minute, is a write in
-  progress, never touched; an older one is damaged: named, deleted only when older than every
-  member kept (as it would have rotated out), otherwise kept and the run fails (exit 1);
+  progress, never touched; an older one is damaged: named, deleted only when max_to_keep
+  complete members are newer (it would have rotated out), otherwise kept and the run fails
+  (exit 1);
 - there is no state file to rewrite: a running ModelCheckpoint deletes nothing, so nothing
   prune keeps can be lost to it.
 """
@@ -121,13 +122,12 @@ def decide(listing: SeriesListing, policy: R.Policy, now: float, *, protect: dic
         mark_best(decision.reasons, found.pins, user_pinned)
     _rescue(decision, entries, protect)
     order = {m.name: i for i, m in enumerate(listing.members)}
-    held = [order[e.name] for e in decision.kept + decision.preserved]
-    oldest_held = min(held) if held else len(order)
     bad_kept = []
     for m in bad:
         why = [r for r, on in ((R.PINNED, m.name in policy.pinned),
                                (R.MIN_AGE, policy.min_age is not None and now - m.mtime < policy.min_age)) if on]
-        if not why and order[m.name] < oldest_held:
+        newer = sum(1 for x in intact if order[x.name] > order[m.name])
+        if not why and policy.max_to_keep and newer >= policy.max_to_keep:  # it would have rotated out
             decision.deleted.append(R.Entry(m.name, m.mtime, m.step(listing.template)))
             continue
         decision.kept.append(R.Entry(m.name, m.mtime, m.step(listing.template)))
