@@ -164,6 +164,9 @@ def summary(ck: Any, path: str | None = None) -> dict[str, Any]:
         doc["keras"] = {"keras_version": kmeta.get("keras_version"),
                         "class_name": ck.config.get("class_name") if isinstance(ck.config, dict) else None,
                         "layers": [lay.to_json() for lay in ck.layers()]}
+    ema = _averages(ck)  # which variables have an exponential moving average (convert --ema)
+    if ema is not None:
+        doc["ema"] = ema
     meta = meta_graph_filename(ck.prefix)
     doc["meta_graph"] = None
     if storage.isfile(meta):
@@ -191,6 +194,18 @@ def summary(ck: Any, path: str | None = None) -> dict[str, Any]:
             warnings.warn(f"the directory's state is not shown: {exc}", CkptWarning, stacklevel=2)
             doc["state"] = None
     return doc
+
+
+def _averages(ck: Any) -> dict[str, Any] | None:
+    """:func:`ckptool.ops.read.ema.checkpoint_plan` as JSON (None: no averages); a layout that
+    cannot be paired is shown with its error rather than failing the summary."""
+    from ckptool.ops.read.ema import checkpoint_plan
+
+    try:
+        plan = checkpoint_plan(ck)
+    except CkptError as exc:
+        return {"kind": None, "averaged": 0, "without": [], "pairs": {}, "error": str(exc)}
+    return plan.to_json() if plan is not None else None
 
 
 #: A .meta file is read for its version strings only up to this size.
