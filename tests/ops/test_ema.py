@@ -12,7 +12,6 @@ import ckptool
 from ckptool.errors import CkptError
 from ckptool.ops.read.ema import TF1, TF_KERAS, plan_ema, tf1_plan
 from ckptool.ops.transform.convert import convert
-
 from clirun import run  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "ema")
