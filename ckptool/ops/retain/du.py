@@ -11,6 +11,7 @@ from ckptool.errors import CkptError
 from ckptool.io.dirfd import open_dir
 from ckptool.io.layout import resolve_recorded, step_of
 from ckptool.io.listing import scan
+from ckptool.io.state import STATE_FILENAME
 from ckptool.io.urls import storage_for
 from ckptool.ops.retain.engine import read_dir_state
 from ckptool.ops.retain.fleet import prune_tree
@@ -85,6 +86,8 @@ def du(root: str, *, max_to_keep: Any = UNSET, keep_every_n_hours: Any = UNSET, 
             if row is not None:
                 out.append(RunUsage(d, error=plan.errors.get(d), **row))
                 continue
+            if not listing.files and not listing.temps and not storage.isfile(storage.join(d, STATE_FILENAME)):
+                continue  # Keras files but no series and no checkpoint: no run
         total = 0
         for base in listing.complete:
             for f in listing.files.get(base, ()):
