@@ -53,7 +53,9 @@ def prune(directory: str, *, dry_run: bool = False, **options: Any) -> PruneResu
     (seconds), ``keep`` (names never deleted), ``clean_temp``, ``policy_file`` (read
     ``.ckptool.toml``, default True; an option given beats it, it beats the defaults:
     ``.sources`` says which). The result lists ``.kept``, ``.deleted``,
-    ``.preserved``, ``.reasons`` and ``.bytes_freed``.
+    ``.preserved``, ``.reasons`` and ``.bytes_freed``. ``series="model-{epoch:02d}.keras"``
+    prunes a Keras ModelCheckpoint file series of ``directory`` instead (``prune --series``;
+    the result also has ``.in_progress`` and ``.damaged``).
 
         >>> ckptool.prune("runs/", max_to_keep=2, dry_run=True).deleted   # the plan
         ['runs/ckpt-3']
@@ -74,7 +76,10 @@ def convert(src: str, dst: str, *, template: str | None = None, allow_missing: b
     filter that selects no tensor is an error), ``num_shards``, ``casts``
     (``{"float32": "bfloat16"}``), ``force`` (overwrite), ``skip_unsupported``,
     ``names="short"`` (PyTorch-style names in ``.safetensors``), ``jobs`` (ranged GETs in
-    flight from an object store).
+    flight from an object store), ``ema=True`` (each variable written with its exponential
+    moving average's value: TF1 ``ExponentialMovingAverage``, tf_keras / Keras 3 ``use_ema``;
+    ``.ema`` reports it), ``strip_optimizer=True`` (the optimizer's state and the averages left
+    out).
 
     The Keras 3 bridge (``convert --template``): with ``template``, a tf.keras checkpoint goes
     to ``dst.weights.h5`` / ``dst.keras`` shaped like ``template`` (what the Keras 3 model

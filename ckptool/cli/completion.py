@@ -114,6 +114,20 @@ def complete_tensor(ctx, param, incomplete: str) -> list[CompletionItem]:
         return []
 
 
+def complete_series(ctx, param, incomplete: str) -> list[CompletionItem]:
+    """The series templates found in the command's DIR argument (``prune --series``)."""
+    directory = ctx.params.get("directory") or next((a for a in ctx.args if not a.startswith("-")), None) or "."
+    try:
+        import os
+
+        from ckptool.io.series_discover import discover
+
+        return [CompletionItem(f.template) for f in discover(sorted(os.listdir(directory)))
+                if f.template.startswith(incomplete)]
+    except Exception:
+        return []
+
+
 Completer = Callable[[click.Context, click.Parameter, str], list[CompletionItem]]
 
 #: command -> {parameter name: completer}; parameters of click.Path type complete as the shell's
@@ -128,7 +142,7 @@ ARGUMENTS: dict[str, dict[str, Completer]] = {
     "average": {"inputs": complete_checkpoint, "out": complete_directory},
     "rewrite-names": {"src": complete_readable, "dst": complete_directory, "template": complete_readable},
     "rm": {"checkpoints": complete_checkpoint},
-    "prune": {"pinned": complete_checkpoint, "metrics_path": complete_file},
+    "prune": {"pinned": complete_checkpoint, "metrics_path": complete_file, "series": complete_series},
     "man": {"command_name": complete_command},
 }
 

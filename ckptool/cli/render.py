@@ -89,15 +89,24 @@ def print_summary(doc: dict) -> None:
             cls = f" ({lay['class']})" if lay["class"] else ""
             pairs.append(("layers" if i == 0 else "", f"{lay['path'] or '/'}: {lay['name']}{cls}, "
                                                       f"{plural(len(lay['variables']), 'variable')}"))
+    ema = doc.get("ema")  # convert --ema: which variables have a moving average
+    if ema:
+        without = f", {len(ema['without'])} without" if ema["without"] else ""
+        pairs.append(("averages", ema.get("error") or f"{plural(ema['averaged'], 'variable')} with an exponential "
+                                                      f"moving average ({ema['kind']}){without}; convert --ema"))
+        shown = list(ema["pairs"].items())
+        pairs += [("", f"{display_name(v)} <- {display_name(a)}") for v, a in shown[:10]]
+        if len(shown) > 10:
+            pairs.append(("", f"... {len(shown) - 10} more (--json lists them all)"))
     meta = doc.get("meta_graph")
     if meta:
         pairs.append(("meta graph", f"{display_name(meta['path'])}  {human_bytes(meta['bytes'])}"))
         if meta.get("tensorflow_version"):
             git = f" ({meta['tensorflow_git_version']})" if meta.get("tensorflow_git_version") else ""
             pairs.append(("tensorflow", f"{meta['tensorflow_version']}{git}"))
-    state = doc.get("state")
+    state = doc.get("state") or doc.get("series")  # a Keras series is listed as a run's state is
     if state:
-        pairs.append(("state", display_name(state["path"])))
+        pairs.append(("state" if doc.get("state") else "series", display_name(state["path"])))
     _kv(pairs)
     if state:
         rows = [(str(c["step"]) if c["step"] is not None else "-", human_time(c["timestamp"]), human_bytes(c["bytes"]),

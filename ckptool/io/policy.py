@@ -18,7 +18,8 @@ from ckptool.io.storage import LOCAL, Storage
 
 POLICY_FILE = ".ckptool.toml"
 POLICY_KEYS = frozenset({"max_to_keep", "keep_every_n_hours", "keep_steps_every", "min_age", "keep",
-                         "keep_best", "metric", "mode", "metrics"})  # the last four: keep-best
+                         "keep_best", "metric", "mode", "metrics",  # these four: keep-best
+                         "series"})  # a Keras ModelCheckpoint file series (ckptool.io.series_names)
 
 
 def _toml() -> ModuleType | None:
@@ -88,10 +89,24 @@ def parse_policy(raw: bytes, path: str) -> dict[str, Any]:
             ok = value in ("min", "max")
         elif key in ("metric", "metrics"):
             ok = isinstance(value, str) and bool(value) and "\0" not in value
+        elif key == "series":
+            ok = _series_ok(value)
         if not ok:
             raise CorruptError(f"{path}: bad value for {key}: {value!r}")
         out[key] = value
     return out
+
+
+def _series_ok(value: object) -> bool:
+    """A file-name template Keras's ModelCheckpoint could use (no directory part: the series is
+    the directory's own)."""
+    from ckptool.errors import CkptError
+    from ckptool.io.series_names import parse_template
+
+    try:
+        return isinstance(value, str) and not parse_template(value).directory
+    except CkptError:
+        return False
 
 
 def read_policy(directory: str, storage: Storage = LOCAL) -> dict[str, Any] | None:
@@ -131,6 +146,9 @@ TEMPLATE_KEYS: tuple[tuple[str, str | None, str, str], ...] = (
     ("metrics", None, '"metrics.jsonl"',
      'Read the metric from this file instead (JSON Lines of {"step": N, "TAG": value}, a\n'
      "TensorBoard log directory or one event file), relative to each run directory."),
+    ("series", None, '"model-{epoch:02d}-{val_loss:.2f}.keras"',
+     "Prune a Keras ModelCheckpoint file series instead of TF checkpoints: its filepath\n"
+     "template, as given to ModelCheckpoint (a CSVLogger .csv may be the metrics file)."),
 )
 #: What the template says, parsed: the defaults that TOML can spell.
 TEMPLATE_DEFAULTS: dict[str, Any] = {"max_to_keep": 5, "keep": [], "keep_best": 0, "mode": "min"}

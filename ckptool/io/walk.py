@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from ckptool.errors import CkptError
 from ckptool.io.dirfd import LocalDir, PathDir
 from ckptool.io.names import INDEX, file_role
+from ckptool.io.series_names import is_series_file
 
 if TYPE_CHECKING:
     from ckptool.io.storage import Storage
@@ -33,10 +34,11 @@ def excluded(rel: str, exclude: Iterable[str]) -> bool:
 
 
 def is_run(names: Iterable[str], scan: bool) -> bool:
-    """A run directory: a state file, or with ``scan`` any ``*.index``."""
+    """A run directory: a state file, or with ``scan`` any ``*.index``; or files a Keras
+    ModelCheckpoint series may hold (``.keras``, ``.weights.h5``, ``.h5``, ``.weights.json``)."""
     names = list(names)
     return STATE_FILENAME in names or (scan and any((r := file_role(n)) is not None and r[1] == INDEX
-                                                    for n in names))
+                                                    for n in names)) or any(is_series_file(n) for n in names)
 
 
 def walk_local(root: str, *, exclude: Iterable[str] = (), scan: bool = False, one_file_system: bool = False,

@@ -55,6 +55,13 @@ from ckptool.cli.common import (
               help="With --template: keep the template's value for entries SRC cannot fill (default: refuse).")
 @click.option("--allow-unused", is_flag=True,
               help="With --template: leave out SRC variables the template has no place for (default: refuse).")
+@click.option("--ema", is_flag=True,
+              help="Write each variable with its exponential moving average's value, under the variable's own "
+                   "name: TF1 VAR/ExponentialMovingAverage, or a tf_keras / Keras 3 optimizer with use_ema=True "
+                   "(its averages by position, checked by shape). Variables without one keep their value (counted); "
+                   "no averages at all is an error.")
+@click.option("--strip-optimizer", is_flag=True,
+              help="Leave out the optimizer's state and the moving averages (the object graph edited to match).")
 @click.option("--force", is_flag=True, help="Replace an existing DST.")
 @stream_jobs_option()
 @no_sync_option()
@@ -62,7 +69,7 @@ from ckptool.cli.common import (
 def command(src: str, dst: str, to: str | None, match: tuple[str, ...], exclude: tuple[str, ...],
             casts: tuple[str, ...], allow_overflow: bool, names: str, shards: int, keep_slices: bool,
             skip_unsupported: bool, template: str | None, dry_run: bool, allow_missing: bool, allow_unused: bool,
-            force: bool, jobs: int | None, no_sync: bool, as_json: bool) -> None:
+            ema: bool, strip_optimizer: bool, force: bool, jobs: int | None, no_sync: bool, as_json: bool) -> None:
     """Convert SRC (a checkpoint, .npz or .safetensors) to DST.
 
     \b
@@ -94,6 +101,9 @@ def command(src: str, dst: str, to: str | None, match: tuple[str, ...], exclude:
     if to is None:
         _refuse_suffix_typo(dst)
     if is_bridge(dst, template, to):
+        if ema or strip_optimizer:  # the bridge applies ckptool.ops.transform.ema.ema_source once it is wired there
+            raise click.UsageError("--ema and --strip-optimizer do not go with a Keras 3 conversion yet: convert to "
+                                   "a TF checkpoint with --ema first, then bridge that")
         given = [flag for flag, on in (("--to", to), ("--match", match), ("--exclude", exclude), ("--cast", casts),
                                        ("--allow-overflow", allow_overflow), ("--names", names != "full"),
                                        ("--shards", shards != 1), ("--keep-slices", keep_slices),
@@ -116,7 +126,7 @@ def command(src: str, dst: str, to: str | None, match: tuple[str, ...], exclude:
         result = convert(src, dst, to=to, match=match, exclude=exclude, num_shards=shards,
                          keep_slices=keep_slices, force=force, skip_unsupported=skip_unsupported,
                          casts=cast_map, allow_overflow=allow_overflow, names=names, progress=bar,
-                         sync=not no_sync, jobs=jobs)
+                         sync=not no_sync, jobs=jobs, ema=ema, strip_optimizer=strip_optimizer)
     if as_json:
         emit_json(result.to_json())
         return
@@ -124,6 +134,11 @@ def command(src: str, dst: str, to: str | None, match: tuple[str, ...], exclude:
         note(f"skipped {name}")
     for name, n in result.overflow.items():
         warn(f"{name}: {plural(n, 'value')} overflowed to inf in the cast")
+    if result.ema is not None:
+        e = result.ema
+        without = f"; {plural(e['without_average'], 'variable')} without one kept as they were" \
+            if e["without_average"] else ""
+        note(f"--ema ({e['kind']}): {plural(e['averaged'], 'variable')} written with their moving averages{without}")
     cast = f", {len(result.cast)} cast" if result.cast else ""
     note(f"converted {src} -> {result.dst} ({result.format}): {plural(result.tensors, 'tensor')}{cast}, "
          f"{human_bytes(result.nbytes)} in {plural(len(result.files), 'file')}")

@@ -82,7 +82,9 @@ def command(checkpoint: str, as_json: bool, tensors: tuple[str, ...], all_tensor
     if full and (not (tensors or all_tensors) or stats):
         raise click.UsageError("--full goes with --tensor or --all-tensors")
 
-    with ckptool.open(checkpoint) as ck:
+    from ckptool.ops.inspect.series_view import series_target
+
+    with ckptool.open(series_target(checkpoint) or checkpoint) as ck:  # a Keras series: its latest
         if verify:
             from ckptool.cli.progress import progress_bar
             from ckptool.ops.inspect.verify import verify as verify_checkpoint  # needs no numpy

@@ -88,6 +88,11 @@ def _print_config(ctx: click.Context, param: click.Parameter, value: bool) -> No
                    "P_temp_<32 hex> holding only TF's part-* files, P a checkpoint of DIR or the next step "
                    "of one. Nothing else (softmax_temp_0.5/, "
                    "hparams.tmpl and a checkpoint named model_temp-3 are ordinary).")
+@click.option("--series", metavar="TEMPLATE",
+              help="Prune a Keras ModelCheckpoint file series instead: TEMPLATE is its filepath, e.g. "
+                   "'model-{epoch:02d}-{val_loss:.2f}.keras' (.keras, .weights.h5, .weights.json + parts, .h5, or "
+                   "a tf_keras TF-format prefix), names matched exactly, ordered by {epoch} then {batch}, else by "
+                   "time. Given, it beats series = \"...\" in .ckptool.toml.")
 @best_options  # keep-best
 @click.option("--verify", is_flag=True,
               help="Check what is kept by its CRCs too (every byte read), not only that every file is there "
@@ -103,7 +108,8 @@ def _print_config(ctx: click.Context, param: click.Parameter, value: bool) -> No
              'left alone: {"no_policy": true}).')
 def command(directory: str, max_to_keep: int, keep_every_n_hours: float | None, keep_steps_every: int | None,
             min_age: float | None, pinned: tuple[str, ...], scan: bool, recursive: bool, exclude: tuple[str, ...],
-            one_file_system: bool, follow_symlinks: bool, clean_temp: bool, verify: bool, dry_run: bool,
+            one_file_system: bool, follow_symlinks: bool, clean_temp: bool, series: str | None, verify: bool,
+            dry_run: bool,
             as_json: bool, **best_flags) -> None:
     """Apply retention to the checkpoints in DIR, exactly as TensorFlow would.
 
@@ -188,6 +194,19 @@ def command(directory: str, max_to_keep: int, keep_every_n_hours: float | None, 
     damaged part skipped. .ckptool.toml keys: keep_best, metric, mode,
     metrics (a relative path there is relative to each run directory).
 
+    --series TEMPLATE (or series = "TEMPLATE" in .ckptool.toml) prunes a
+    Keras ModelCheckpoint file series, which Keras never prunes: the files
+    whose names TEMPLATE's fields format exactly (Keras names the epoch and
+    batch from 1), ordered by {epoch} then {batch}, else by time, under the
+    same policy (--keep-steps-every counts epochs; --keep-best takes the
+    metric from a field of the names, or from --metrics: a CSVLogger .csv,
+    JSON Lines of {"epoch": N, ...} or event files, whose epochs Keras counts
+    from 0). Keras writes in place: a member not whole is never counted;
+    the newest such is a save in progress and left alone, an older one is
+    damaged (exit 1 while it is kept); the newest file younger than a
+    minute is never deleted. A directory holding such files and no state
+    file is named in prune's error with the --series that fits it.
+
     With --recursive, one line of cron keeps a whole tree of runs in policy:
     per directory where something was deleted (every one with -v or
     --dry-run) the kept / deleted / preserved counts and bytes freed, then a
@@ -220,14 +239,15 @@ def command(directory: str, max_to_keep: int, keep_every_n_hours: float | None, 
         given[name] = value if source not in (None, click.core.ParameterSource.DEFAULT) else UNSET
     if recursive:
         _recursive(directory, given, pinned, scan, exclude, dry_run, as_json, prune_tree, clean_temp=clean_temp,
-                   one_file_system=one_file_system, follow_symlinks=follow_symlinks, best=best, verify=verify)
+                   one_file_system=one_file_system, follow_symlinks=follow_symlinks, best=best, verify=verify,
+                   series=series)
         return
 
     from ckptool.cli.progress import progress_bar
 
     with progress_bar(f"prune {directory}", unit="items") as bar:
         result = prune(directory, keep=pinned, scan=scan, dry_run=dry_run, clean_temp=clean_temp, best=best,
-                       verify=verify, progress=bar, **given)
+                       verify=verify, progress=bar, series=series, **given)
     if as_json:
         emit_json(result.to_json())
     elif dry_run or verbose():  # the plan: where each setting came from, every checkpoint and why
@@ -247,7 +267,7 @@ def command(directory: str, max_to_keep: int, keep_every_n_hours: float | None, 
 def render_sources(result, prefix: str = "") -> None:
     """Where each setting came from: flag, a .ckptool.toml (which), or the default (-v, --dry-run)."""
     policy = result.policy
-    for key in ("max_to_keep", "keep_every_n_hours", "keep_steps_every", "min_age", "keep"):
+    for key in ("series", "max_to_keep", "keep_every_n_hours", "keep_steps_every", "min_age", "keep"):
         if key not in result.sources:
             continue
         value = policy.get(key)

@@ -43,19 +43,12 @@ def command(paths: tuple[str, ...], recursive: bool, jobs: int | None, as_json: 
 
     \b
     A tree with no checkpoint at all prints "no checkpoints found under
-<<<<<<< HEAD
     PATH" and exits 0, as prune --recursive does on it: nothing to check is
     not damage, and the line still reaches a cron mail. A PATH with nothing
     there is reported as MISSING ("no such checkpoint"), not damaged, and
     exits 1; so is a directory named without --recursive that holds no
-    checkpoint.
-=======
-    PATH" and exits 0 (prune --recursive says so too): nothing to check is
-    not damage, and the line still reaches a cron mail. A PATH that does not
-    exist, or a directory named without --recursive that holds no
-    checkpoint, is reported and exits 1. From cron, -q lists only what is
-    damaged or unreadable: a sound tree prints nothing.
->>>>>>> newcomer
+    checkpoint. From cron, -q lists only what is damaged or unreadable: a
+    sound tree prints nothing.
 
     \b
     JSON: {"ok", "checkpoints", "damaged", "results": [{"prefix", "ok",

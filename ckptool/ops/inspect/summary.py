@@ -182,6 +182,9 @@ def summary(ck: Any, path: str | None = None) -> dict[str, Any]:
         doc["keras"] = {"keras_version": kmeta.get("keras_version"),
                         "class_name": ck.config.get("class_name") if isinstance(ck.config, dict) else None,
                         "layers": [lay.to_json() for lay in ck.layers()]}
+    ema = _averages(ck)  # which variables have an exponential moving average (convert --ema)
+    if ema is not None:
+        doc["ema"] = ema
     meta = meta_graph_filename(ck.prefix)
     doc["meta_graph"] = None
     if storage.isfile(meta):
@@ -190,6 +193,14 @@ def summary(ck: Any, path: str | None = None) -> dict[str, Any]:
     given = None if path is None else (path.rstrip("/") or "/")
     if given is not None and storage.isdir(given):
         doc["state"] = directory_state(given, storage)
+        if doc["state"] is None:  # a Keras ModelCheckpoint series, listed like a run
+            from ckptool.ops.inspect.series_view import series_state
+
+            series = series_state(storage, given)
+            if series is not None:
+                doc["series"] = series
+                for e in series["entries"]:
+                    e["time"] = iso_time(e["timestamp"])
     else:  # a sibling's trouble (a state file that does not parse) must not fail this checkpoint's summary
         try:
             doc["state"] = directory_state(storage.dirname(ck.prefix), storage)
@@ -214,6 +225,18 @@ def _warn_damage(storage: Storage, prefix: str) -> None:
     if problem is not None:
         warnings.warn(f"{prefix}: damaged: {problem} (TF cannot restore it; 'ckptool verify' checks every byte)",
                       CkptWarning, stacklevel=3)
+
+
+def _averages(ck: Any) -> dict[str, Any] | None:
+    """:func:`ckptool.ops.read.ema.checkpoint_plan` as JSON (None: no averages); a layout that
+    cannot be paired is shown with its error rather than failing the summary."""
+    from ckptool.ops.read.ema import checkpoint_plan
+
+    try:
+        plan = checkpoint_plan(ck)
+    except CkptError as exc:
+        return {"kind": None, "averaged": 0, "without": [], "pairs": {}, "error": str(exc)}
+    return plan.to_json() if plan is not None else None
 
 
 #: A .meta file is read for its version strings only up to this size.

@@ -109,6 +109,10 @@ def targets(path: str, recursive: bool = False, unreadable: list[Unreadable] | N
             raise
         except CkptError:
             continue
+        if not found:  # a Keras ModelCheckpoint series: its members
+            from ckptool.ops.inspect.series_view import series_targets
+
+            found = series_targets(storage, d)
         out.extend(found)
         if not found and d == p and not recursive:
             out.append(d)
@@ -136,6 +140,7 @@ def _verify_path(path: str, recursive: bool, report: TreeReport, seen: set[str],
                  progress: Callable[[str], Callable[[int, int], None] | None] | None,
                  workers: int | None) -> None:
     """One PATH argument of :func:`verify_paths`: its state files, then its checkpoints."""
+    from ckptool.ops.inspect.series_view import member_report
     from ckptool.ops.read.reader import open as open_checkpoint
 
     storage, p = storage_for(path)
@@ -152,6 +157,10 @@ def _verify_path(path: str, recursive: bool, report: TreeReport, seen: set[str],
         if target in seen:
             continue
         seen.add(target)
+        r0 = member_report(target)  # a Keras series file that is not whole, or a legacy .h5
+        if r0 is not None:
+            report.checkpoints.append(r0)
+            continue
         try:
             with open_checkpoint(target) as ck:
                 if ck.prefix in seen and ck.prefix != target:

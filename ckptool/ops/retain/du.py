@@ -12,6 +12,7 @@ from ckptool.io.dirfd import open_dir
 from ckptool.io.keptdir import is_kept_dir, kept_path
 from ckptool.io.layout import resolve_recorded, step_of
 from ckptool.io.listing import scan
+from ckptool.io.state import STATE_FILENAME
 from ckptool.io.urls import storage_for
 from ckptool.ops.retain.engine import read_dir_state
 from ckptool.ops.retain.fleet import prune_tree
@@ -85,6 +86,15 @@ def du(root: str, *, max_to_keep: Any = UNSET, keep_every_n_hours: Any = UNSET, 
         except CkptError as exc:
             out.append(RunUsage(d, 0, 0, None, None, None, None, str(exc)))
             continue
+        if not listing.complete:  # a Keras ModelCheckpoint series (ckptool.ops.retain.series)
+            from ckptool.ops.retain.series import series_usage
+
+            row = series_usage(storage, d, r, now)
+            if row is not None:
+                out.append(RunUsage(d, error=plan.errors.get(d), **row))
+                continue
+            if not listing.files and not listing.temps and not storage.isfile(storage.join(d, STATE_FILENAME)):
+                continue  # Keras files but no series and no checkpoint: no run
         total = _bytes(d, listing, seen_inodes)
         kept_dir = kept_path(storage, d)
         kept_n = kept_total = 0

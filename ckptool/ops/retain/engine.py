@@ -7,10 +7,9 @@ and ``state --rebuild`` all go through it (docs/ARCHITECTURE.md, "One rule, one 
   base, by :mod:`ckptool.io.layout`), through DIR's descriptor, the ``.index`` first: when
   the index cannot go, nothing else of it goes (it stays whole); a file that cannot go is
   reported and the checkpoint is not called deleted;
-- the journal ``DIR/.ckptool-prune-pending``: what is about to go is written there first
-  (the checkpoints to delete, and those moving into ``DIR/kept/`` with their name there);
-  :func:`finish_journal` (run by every deleting command under the lock) completes an
-  interrupted prune or rm;
+- the journal ``DIR/.ckptool-prune-pending`` (:mod:`ckptool.ops.retain.journal`): what is
+  about to go is written there first; the next deleting command completes an interrupted
+  prune or rm;
 - :func:`keep_into`: a checkpoint's files get second names in ``DIR/kept/`` (hard links,
   data first, the index last; :mod:`ckptool.io.keptdir`), then ``kept/``'s state file is
   rewritten; :func:`release` deletes the DIR names of a moved one only once ``kept/`` holds
@@ -24,10 +23,9 @@ and ``state --rebuild`` all go through it (docs/ARCHITECTURE.md, "One rule, one 
 
 from __future__ import annotations
 
-import json
 import stat as _stat
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, CkptWarning, RefusedError
@@ -104,6 +102,14 @@ def delete_checkpoint(d: Dir, listing: DirListing, base: str, failed: list[dict[
     all gone)``; each file that cannot go is added to ``failed`` (``{"path", "error"}``). When
     the index cannot go, the rest stays: the checkpoint is left whole, not half deleted."""
     files = sorted(listing.files.get(base, []), key=lambda f: (f.name != base + INDEX_SUFFIX, f.name))
+    return delete_files(d, files, failed, base + INDEX_SUFFIX)
+
+
+def delete_files(d: Dir, files: list[FileInfo], failed: list[dict[str, str]],
+                 marker: str | None = None) -> tuple[list[FileInfo], bool]:
+    """Delete one saved state's files in the order given, through DIR's descriptor: the
+    engine of :func:`delete_checkpoint`, and of a Keras series member (``marker`` its first
+    file, the one whose going unmakes it). When ``marker`` cannot go, nothing after it does."""
     done: list[FileInfo] = []
     ok = True
     for f in files:
@@ -115,7 +121,7 @@ def delete_checkpoint(d: Dir, listing: DirListing, base: str, failed: list[dict[
         except (OSError, CkptError) as exc:
             ok = False
             failed.append({"path": d.join(f.name), "error": _why(exc)})
-            if f.name == base + INDEX_SUFFIX:
+            if f.name == marker:
                 break
     return done, ok
 
@@ -245,97 +251,6 @@ def release(storage: Storage, d: Dir, listing: DirListing, moved: dict[str, str]
     return done, left
 
 
-# --------------------------------------------------------------------------- the journal
-
-
-def write_journal(d: Dir, bases: Iterable[str], moves: dict[str, str] | None = None) -> None:
-    """What is about to go: a JSON list of bases to delete, or, when some move into kept/,
-    ``{"delete": [...], "move": {base: name in kept/}}``."""
-    doc: Any = sorted(set(bases))
-    if moves:
-        doc = {"delete": doc, "move": dict(sorted(moves.items()))}
-    d.replace(JOURNAL, json.dumps(doc).encode("utf-8"))
-
-
-def _read_journal(raw: bytes) -> tuple[list[str], dict[str, str]]:
-    doc = json.loads(raw.decode("utf-8"))
-    if isinstance(doc, dict):
-        names, moves = doc.get("delete", []), doc.get("move", {})
-    else:
-        names, moves = doc, {}
-    if not (isinstance(names, list) and all(isinstance(n, str) for n in names) and isinstance(moves, dict)
-            and all(isinstance(k, str) and isinstance(v, str) for k, v in moves.items())):
-        raise ValueError
-    return names, moves
-
-
-def finish_journal(storage: Storage, d: Dir, state: CheckpointState | None) -> None:
-    """Complete the deletions and moves of an earlier prune or rm (killed, or stopped by a file
-    it could not delete): those it journaled that the state file does not list."""
-    raw = d.read(JOURNAL)
-    if raw is None:
-        return
-    try:
-        names, moves = _read_journal(raw)
-    except (ValueError, UnicodeDecodeError):
-        warn(f"{d.join(JOURNAL)}: unreadable journal; ignored")
-        d.unlink(JOURNAL)
-        return
-    listed = set()
-    if state is not None:
-        for p in state.all_model_checkpoint_paths + [state.model_checkpoint_path]:
-            b = resolve_recorded(storage, d.path, p, warn=False).base
-            if b:
-                listed.add(b)
-
-    def ok(base: str) -> bool:
-        return base not in listed and "/" not in base and base not in ("", ".", "..")
-
-    listing = scan(d)
-    failed: list[dict[str, str]] = []
-    moves = {b: k for b, k in moves.items() if ok(b) and ok(k) and b in listing.files}
-    kfailed: list[dict[str, str]] = []
-    _, pending = release(storage, d, listing, moves, kfailed, quiet=True)  # kept/ holds them: their DIR names go
-    left_moves = set()
-    if pending:  # killed before kept/ held them whole: linked now (the originals are whole), then released
-        placed, _ = keep_into(storage, d, listing, {b: listing.mtime(b) or 0.0 for b in pending}, kfailed)
-        _, still = release(storage, d, listing, placed, kfailed)
-        left_moves = (pending - set(placed)) | still
-    left = []
-    for base in names:
-        if not ok(base):
-            continue
-        _, done = delete_checkpoint(d, listing, base, failed)
-        if not done:
-            left.append(base)
-    for f in failed:
-        warn(f"{f['path']}: cannot delete: {f['error']}")
-    for f in kfailed:
-        warn(f"{f['path']}: cannot keep: {f['error']}")
-    if left or left_moves:
-        try:
-            write_journal(d, left, {b: moves[b] for b in sorted(left_moves)})
-        except CkptError:
-            pass  # the old journal names a superset: still true
-    else:
-        d.unlink(JOURNAL)
-
-
-def end_journal(d: Dir, left: Iterable[str], left_moves: dict[str, str] | None = None) -> None:
-    """After the deletions: the journal names what is still to go, or is removed."""
-    left = list(left)
-    if left or left_moves:
-        try:
-            write_journal(d, left, left_moves)
-        except CkptError:
-            pass  # the journal written before names a superset: still true
-    else:
-        try:
-            d.unlink(JOURNAL)
-        except FileNotFoundError:
-            pass
-
-
 # --------------------------------------------------------------------------- the state file
 
 
@@ -371,6 +286,6 @@ def update_state(d: Dir, compute: Callable[[bytes | None, CheckpointState | None
                        f"updating it (is a trainer saving every few milliseconds?); nothing deleted; run {who} again")
 
 
-__all__ = ["JOURNAL", "KEEP", "STATE_ATTEMPTS", "TEMP_MAX_AGE", "delete_checkpoint", "delete_temporaries",
-           "end_journal", "finish_journal", "keep_into", "latest_base", "read_dir_state", "refuse_special", "release",
-           "update_state", "warn", "write_journal"]
+__all__ = ["JOURNAL", "KEEP", "STATE_ATTEMPTS", "TEMP_MAX_AGE", "delete_checkpoint", "delete_files",
+           "delete_temporaries", "keep_into", "latest_base", "read_dir_state", "refuse_special", "release",
+           "update_state", "warn"]

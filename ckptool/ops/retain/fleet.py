@@ -89,7 +89,7 @@ def prune_tree(root: str, *, max_to_keep: Any = UNSET, keep_every_n_hours: Any =
                exclude: tuple[str, ...] = (), scan: bool = False, dry_run: bool = False, now: float | None = None,
                storage: Storage | None = None, progress: Any = None, discover_all: bool = False,
                clean_temp: bool = False, one_file_system: bool = False, follow_symlinks: bool = False,
-               best: Any = None, verify: bool = False) -> TreeResult:
+               best: Any = None, verify: bool = False, series: str | None = None) -> TreeResult:
     """``prune --recursive``: each run directory below ROOT pruned as :func:`prune` would, with
     its effective policy (io/policy.resolve_policy: an argument given beats the nearest
     ``.ckptool.toml``, which beats the default); a directory's failure is recorded and the
@@ -104,7 +104,7 @@ def prune_tree(root: str, *, max_to_keep: Any = UNSET, keep_every_n_hours: Any =
     if not storage.isdir(root):
         raise MissingError(f"{root}: no such directory")
     now = time.time() if now is None else now
-    defaults, explicit = policy_values(max_to_keep, keep_every_n_hours, keep_steps_every, min_age, keep, best)
+    defaults, explicit = policy_values(max_to_keep, keep_every_n_hours, keep_steps_every, min_age, keep, best, series)
     out = TreeResult(root, dry_run=dry_run)
     want_scan = scan or discover_all
     any_policy_flag = bool(explicit)
@@ -118,6 +118,8 @@ def prune_tree(root: str, *, max_to_keep: Any = UNSET, keep_every_n_hours: Any =
                 eff = resolve_policy(d.path, d.path, {**defaults, "max_to_keep": None}, storage)
             else:
                 eff = resolve_policy(root, d.path, defaults, storage, explicit)
+            if not want_scan and not eff.policy.get("series") and STATE_FILENAME not in d.names():
+                return  # Keras files only (io.walk.is_run): a run only for a series policy
             if not any_policy_flag and not eff.files:
                 out.no_policy.append(d.path)
                 return

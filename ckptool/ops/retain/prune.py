@@ -44,17 +44,15 @@ from ckptool.ops.retain.engine import (
     TEMP_MAX_AGE,
     delete_checkpoint,
     delete_temporaries,
-    end_journal,
-    finish_journal,
     keep_into,
     read_dir_state,
     refuse_special,
     release,
     update_state,
     warn,
-    write_journal,
 )
 from ckptool.ops.retain.health import Health
+from ckptool.ops.retain.journal import end_journal, finish_journal, write_journal
 from ckptool.ops.retain.keep_best import spec_from_policy  # keep-best
 from ckptool.ops.retain.kept import MOVE
 from ckptool.ops.retain.metrics import metric_values
@@ -112,9 +110,13 @@ def _clean_temp(d: Dir, listing: DirListing, res: PruneResult, now: float) -> in
     return freed
 
 
-def _no_state(directory: str) -> MissingError:
-    return MissingError(f"{directory}: no 'checkpoint' state file here (use --scan to consider every "
-                        f"checkpoint on disk, or 'ckptool state --rebuild' to recreate it)")
+def _no_state(d: Dir, listing: DirListing | None = None) -> MissingError:
+    """No state file: say how to go on (a Keras file series found here: how to name it)."""
+    from ckptool.io.series_discover import hint
+
+    found = "" if (listing if listing is not None else scan(d)).complete else hint(d.names())
+    return MissingError(f"{d.path}: no 'checkpoint' state file here" + (found or " (use --scan to consider "
+                        "every checkpoint on disk, or 'ckptool state --rebuild' to recreate it)"))
 
 
 def preflight(storage: Storage, d: Dir, *, scan_all: bool, pins: tuple[str, ...] = (),
@@ -127,7 +129,7 @@ def preflight(storage: Storage, d: Dir, *, scan_all: bool, pins: tuple[str, ...]
     refuse_special(d)
     _, state = read_dir_state(d)
     if state is None and not scan_all:
-        raise _no_state(d.path)
+        raise _no_state(d)
     if pins and strict_pins:
         _pins(storage, d.path, pins, scan(d), state, True)
     spec = spec_from_policy(pol or {}, d.path)
@@ -154,7 +156,7 @@ def run(storage: Storage, d: Dir, policy: R.Policy, *, now: float, dry_run: bool
     refuse_special(d, listing)
     res.listing = listing
     if state is None and not scan_all and new_entry is None:
-        raise _no_state(directory)
+        raise _no_state(d, listing)
     if pins or soft_pins:
         pinned = _pins(storage, directory, pins, listing, state, strict_pins)
         pinned |= _pins(storage, directory, soft_pins, listing, state, False)
@@ -267,7 +269,7 @@ POLICY_DEFAULTS: dict[str, Any] = {"max_to_keep": 5, "keep_every_n_hours": None,
 
 def policy_values(max_to_keep: Any = UNSET, keep_every_n_hours: Any = UNSET, keep_steps_every: Any = UNSET,
                   min_age: Any = UNSET, keep: tuple[str, ...] = (),
-                  best: Any = None) -> tuple[dict[str, Any], set[str]]:
+                  best: Any = None, series: str | None = None) -> tuple[dict[str, Any], set[str]]:
     """The policy dict of arguments (UNSET ones at their default) and the keys given explicitly."""
     given = {"max_to_keep": max_to_keep, "keep_every_n_hours": keep_every_n_hours,
              "keep_steps_every": keep_steps_every, "min_age": min_age}
@@ -277,6 +279,9 @@ def policy_values(max_to_keep: Any = UNSET, keep_every_n_hours: Any = UNSET, kee
     if best is not None:  # keep-best (a ckptool.ops.retain.keep_best.BestSpec): explicit, as the flags
         pol.update(keep_best=best.n, metric=best.metric, mode=best.mode, metrics=best.metrics)
         explicit |= {"keep_best", "metric", "mode"} | ({"metrics"} if best.metrics is not None else set())
+    if series is not None:  # a Keras ModelCheckpoint series (ckptool.ops.retain.series): explicit, as a flag
+        pol["series"] = series
+        explicit.add("series")
     if pol["max_to_keep"] is not None and pol["max_to_keep"] < 0:
         raise CkptError(f"max_to_keep must be >= 0, not {pol['max_to_keep']}")
     if pol["keep_steps_every"] is not None and pol["keep_steps_every"] <= 0:
@@ -288,7 +293,7 @@ def prune(directory: str, *, max_to_keep: Any = UNSET, keep_every_n_hours: Any =
           keep_steps_every: Any = UNSET, min_age: Any = UNSET, keep: tuple[str, ...] = (), scan: bool = False,
           dry_run: bool = False, now: float | None = None, storage: Storage | None = None, policy_file: bool = True,
           clean_temp: bool = False, lock_timeout: float | None = 0.0, best: Any = None, verify: bool = False,
-          progress: Callable[[int, int], None] | None = None) -> PruneResult:
+          progress: Callable[[int, int], None] | None = None, series: str | None = None) -> PruneResult:
     """Apply retention to ``directory`` (see the module docstring for the safety rules).
 
     ``max_to_keep`` None or 0 keeps every checkpoint in the state (default 5); ``min_age`` is
@@ -298,6 +303,8 @@ def prune(directory: str, *, max_to_keep: Any = UNSET, keep_every_n_hours: Any =
     add up. A file that does not parse stops the run before anything is deleted.
     ``lock_timeout``: seconds to wait for the directory lock.
     ``progress(checkpoints_deleted, to_delete)`` as checkpoints are deleted.
+    ``series``: a Keras ModelCheckpoint filepath template: prune that file series of DIR
+    instead (:mod:`ckptool.ops.retain.series`; also ``series = ...`` in ``.ckptool.toml``).
 
     What is kept is checked first (every file there, each data file as long as its index
     needs; with ``verify`` the CRCs too): a damaged checkpoint is not counted as one of
@@ -307,7 +314,7 @@ def prune(directory: str, *, max_to_keep: Any = UNSET, keep_every_n_hours: Any =
     """
     storage, directory = _directory(storage, directory)
     now = time.time() if now is None else now
-    pol, explicit = policy_values(max_to_keep, keep_every_n_hours, keep_steps_every, min_age, (), best)
+    pol, explicit = policy_values(max_to_keep, keep_every_n_hours, keep_steps_every, min_age, (), best, series)
     explicit |= {"keep"} if keep else set()  # the pins given: their source is the flag's
     sources = {k: FLAG if k in explicit else DEFAULT for k in pol}
     if policy_file:
@@ -334,6 +341,11 @@ def prune_open(storage: Storage, d: Dir, pol: dict[str, Any], *, now: float, dry
     (taken only once :func:`preflight` finds nothing that refuses the run)."""
     policy = R.Policy(pol.get("max_to_keep") or None, pol.get("keep_every_n_hours") or None,
                       pol.get("keep_steps_every"), pol.get("min_age"))
+    if pol.get("series"):  # a Keras ModelCheckpoint file series, not a TF checkpoint directory
+        from ckptool.ops.retain.series import prune_series_open
+
+        return prune_series_open(storage, d, pol, now=now, dry_run=dry_run, pins=tuple(pins), strict_pins=strict_pins,
+                                 lock_timeout=lock_timeout, progress=progress)
     best = preflight(storage, d, scan_all=scan_all, pins=tuple(pins), strict_pins=strict_pins, pol=pol)
     lock = contextlib.nullcontext() if dry_run else lock_open(storage, d, timeout=lock_timeout)
     with lock:

@@ -36,15 +36,13 @@ from ckptool.io.urls import storage_for
 from ckptool.ops.retain.engine import (
     KEEP,
     delete_checkpoint,
-    end_journal,
-    finish_journal,
     latest_base,
     read_dir_state,
     refuse_special,
     update_state,
-    write_journal,
 )
 from ckptool.ops.retain.health import Health
+from ckptool.ops.retain.journal import end_journal, finish_journal, write_journal
 from ckptool.ops.retain.retention import INTACT
 
 if TYPE_CHECKING:

@@ -15,7 +15,8 @@ from ckptool.io.lock import lock_open
 from ckptool.io.state import CheckpointState, read_state, resolve
 from ckptool.io.storage import LOCAL
 from ckptool.io.urls import storage_for
-from ckptool.ops.retain.engine import KEEP, finish_journal, read_dir_state, refuse_special, update_state, warn
+from ckptool.ops.retain.engine import KEEP, read_dir_state, refuse_special, update_state, warn
+from ckptool.ops.retain.journal import finish_journal
 from ckptool.ops.retain.plan import finite
 
 if TYPE_CHECKING:

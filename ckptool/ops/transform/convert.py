@@ -53,6 +53,7 @@ class ConvertResult:
     skipped: list[str] = field(default_factory=list)
     cast: dict[str, str] = field(default_factory=dict)  # tensor -> "from->to"
     overflow: dict[str, int] = field(default_factory=dict)  # tensor -> values that became inf (allowed)
+    ema: dict[str, Any] | None = None  # --ema: ckptool.ops.transform.ema.EmaReport.to_json()
 
     def to_json(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"dst": self.dst, "format": self.format, "tensors": self.tensors, "bytes": self.nbytes,
@@ -60,6 +61,8 @@ class ConvertResult:
         if self.cast:
             doc["cast"] = dict(self.cast)
             doc["overflow"] = dict(self.overflow)
+        if self.ema is not None:
+            doc["ema"] = dict(self.ema)
         return doc
 
 
@@ -82,14 +85,17 @@ def convert(src: str, dst: str, *, to: str | None = None, match: Sequence[str] =
             num_shards: int = 1,
             keep_slices: bool = False, force: bool = False, skip_unsupported: bool = False,
             casts: dict[str, Any] | None = None, allow_overflow: bool = False, names: str = "full",
-            progress: Any = None, sync: bool = True, jobs: int | None = None) -> ConvertResult:
+            progress: Any = None, sync: bool = True, jobs: int | None = None, ema: bool = False,
+            strip_optimizer: bool = False) -> ConvertResult:
     """Convert ``src`` to ``dst`` (format from ``to`` or the suffix); see the module doc.
 
     ``names="short"`` (``.safetensors`` only) stores PyTorch-style names: object
     keys without ``/.ATTRIBUTES/VARIABLE_VALUE``, no optimizer state; the
     mapping stays in the metadata, so converting back restores the checkpoint's names.
     ``jobs``: ranged GETs in flight when ``src`` is on an object store (default 8; no effect on
-    local files).
+    local files). ``ema``: each variable written with its moving average's value
+    (:mod:`ckptool.ops.transform.ema`); ``strip_optimizer``: the optimizer's state (and the
+    averages) left out.
     """
     from ckptool.ops.read.plan import prefetch
     from ckptool.ops.read.select import select
@@ -99,7 +105,14 @@ def convert(src: str, dst: str, *, to: str | None = None, match: Sequence[str] =
     if keras_target(dst) is not None and to is None:
         raise UsageError(no_template_message(src, dst))
     opened = open_specs(src, keep_slices)
+    source: dict[str, str] = {}
+    ema_report = None
     try:
+        if ema or strip_optimizer:  # a view of the source: the writers below see the averages' values
+            from ckptool.ops.transform.ema import ema_source
+
+            opened, ema_report = ema_source(opened, ema=ema, strip_optimizer=strip_optimizer, where=src)
+            source = ema_report.source if ema_report is not None else {}
         from ckptool.ops.read.keras import KerasCheckpoint
 
         ck = opened.checkpoint
@@ -122,10 +135,11 @@ def convert(src: str, dst: str, *, to: str | None = None, match: Sequence[str] =
             kept = set(select([s.name for s in specs], src, tuple(match), None, tuple(exclude), writes=True))
             specs = [s for s in specs if s.name in kept]
         result = ConvertResult(dst, fmt)
+        result.ema = ema_report.to_json() if ema_report is not None else None
         over = Overflows(allow_overflow)
         # the read order, fetched ahead from an object store (.safetensors reads strings first)
         order = sorted(specs, key=lambda s: s.dtype != "string") if fmt == SAFETENSORS else specs
-        with prefetch(opened.checkpoint, [s.name for s in order if s.stored is None], jobs):
+        with prefetch(opened.checkpoint, [source.get(s.name, s.name) for s in order if s.stored is None], jobs):
             _write(dst, fmt, specs, result, num_shards, (force, ids), progress, casts, over, sync,
                    skip_unsupported, names, opened)
         return result

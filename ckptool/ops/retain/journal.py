@@ -1,0 +1,151 @@
+"""The journal of the deletion engine, ``DIR/.ckptool-prune-pending``: what a prune or rm is
+about to do is written there first (the checkpoints to delete, those moving into ``DIR/kept/``
+with their name there, and a Keras series member's files by name, size and time);
+:func:`finish_journal`, run by every deleting command under the lock, completes an interrupted
+one through :mod:`ckptool.ops.retain.engine`."""
+
+from __future__ import annotations
+
+import json
+import stat as _stat
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from ckptool.errors import CkptError
+from ckptool.io.layout import resolve_recorded
+from ckptool.io.listing import FileInfo, scan
+from ckptool.io.state import CheckpointState
+from ckptool.ops.retain.engine import JOURNAL, delete_checkpoint, delete_files, keep_into, release, warn
+
+if TYPE_CHECKING:
+    from ckptool.io.dirfd import LocalDir, PathDir
+    from ckptool.io.storage import Storage
+
+    Dir = LocalDir | PathDir
+
+
+def write_journal(d: Dir, bases: Iterable[str], moves: dict[str, str] | None = None,
+                  groups: Iterable[list[FileInfo]] = ()) -> None:
+    """What is about to go: a JSON list of checkpoint bases to delete and of ``groups`` of files
+    deleted as one (a Keras series member: its files by name, size and time, its first file
+    first); when some checkpoints move into kept/, ``{"delete": [...], "move": {base: name in kept/}}``."""
+    doc: Any = sorted(set(bases))
+    doc += [{"files": [[f.name, f.size, f.mtime] for f in g]} for g in groups]
+    if moves:
+        doc = {"delete": doc, "move": dict(sorted(moves.items()))}
+    d.replace(JOURNAL, json.dumps(doc).encode("utf-8"))
+
+
+def _read_journal(raw: bytes) -> tuple[list[Any], dict[str, str]]:
+    doc = json.loads(raw.decode("utf-8"))
+    if isinstance(doc, dict):
+        names, moves = doc.get("delete", []), doc.get("move", {})
+    else:
+        names, moves = doc, {}
+    if not (isinstance(names, list) and all(isinstance(n, str) or _group(n) is not None for n in names)
+            and isinstance(moves, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in moves.items())):
+        raise ValueError
+    return names, moves
+
+
+def _group(entry: Any) -> list[tuple[str, int, float]] | None:
+    files = entry.get("files") if isinstance(entry, dict) else None
+    if not isinstance(files, list) or not files or not all(
+            isinstance(f, list) and len(f) == 3 and isinstance(f[0], str) and isinstance(f[1], int)
+            and isinstance(f[2], (int, float)) for f in files):
+        return None
+    return [(f[0], f[1], float(f[2])) for f in files]
+
+
+def _finish_group(d: Dir, files: list[tuple[str, int, float]], failed: list[dict[str, str]]) -> bool:
+    """A journaled group: the files that are still exactly what was journaled (a regular file
+    of that size and time: a name rewritten since is another save), the first one first."""
+    infos = []
+    for name, size, mtime in files:
+        if "/" in name or name in ("", ".", ".."):
+            return True
+        st = d.lstat(name)
+        if st is None or not _stat.S_ISREG(st.st_mode) or st.st_size != size or st.st_mtime != mtime:
+            if name == files[0][0] and st is not None:
+                return True  # its first file is another save's now: the group is not ours to finish
+            continue
+        infos.append(FileInfo(name, size, mtime))
+    return delete_files(d, infos, failed, files[0][0])[1]
+
+
+def finish_journal(storage: Storage, d: Dir, state: CheckpointState | None) -> None:
+    """Complete the deletions and moves of an earlier prune or rm (killed, or stopped by a file
+    it could not delete): the checkpoints it journaled that the state file does not list, and
+    its groups of files (:func:`write_journal`) that are still as journaled."""
+    raw = d.read(JOURNAL)
+    if raw is None:
+        return
+    try:
+        names, moves = _read_journal(raw)
+    except (ValueError, UnicodeDecodeError):
+        warn(f"{d.join(JOURNAL)}: unreadable journal; ignored")
+        d.unlink(JOURNAL)
+        return
+    listed = set()
+    if state is not None:
+        for p in state.all_model_checkpoint_paths + [state.model_checkpoint_path]:
+            b = resolve_recorded(storage, d.path, p, warn=False).base
+            if b:
+                listed.add(b)
+
+    def ok(base: str) -> bool:
+        return base not in listed and "/" not in base and base not in ("", ".", "..")
+
+    listing = scan(d)
+    left_groups: list[list[FileInfo]] = []
+    failed: list[dict[str, str]] = []
+    moves = {b: k for b, k in moves.items() if ok(b) and ok(k) and b in listing.files}
+    kfailed: list[dict[str, str]] = []
+    _, pending = release(storage, d, listing, moves, kfailed, quiet=True)  # kept/ holds them: their DIR names go
+    left_moves = set()
+    if pending:  # killed before kept/ held them whole: linked now (the originals are whole), then released
+        placed, _ = keep_into(storage, d, listing, {b: listing.mtime(b) or 0.0 for b in pending}, kfailed)
+        _, still = release(storage, d, listing, placed, kfailed)
+        left_moves = (pending - set(placed)) | still
+    left = []
+    for base in names:
+        if not isinstance(base, str):
+            files = _group(base) or []
+            if not _finish_group(d, files, failed):
+                left_groups.append([FileInfo(n, sz, t) for n, sz, t in files])
+            continue
+        if not ok(base):
+            continue
+        _, done = delete_checkpoint(d, listing, base, failed)
+        if not done:
+            left.append(base)
+    for f in failed:
+        warn(f"{f['path']}: cannot delete: {f['error']}")
+    for f in kfailed:
+        warn(f"{f['path']}: cannot keep: {f['error']}")
+    if left or left_moves or left_groups:
+        try:
+            write_journal(d, left, {b: moves[b] for b in sorted(left_moves)}, left_groups)
+        except CkptError:
+            pass  # the old journal names a superset: still true
+    else:
+        d.unlink(JOURNAL)
+
+
+def end_journal(d: Dir, left: Iterable[str], left_moves: dict[str, str] | None = None,
+                groups: Iterable[list[FileInfo]] = ()) -> None:
+    """After the deletions: the journal names what is still to go, or is removed."""
+    left, groups = list(left), list(groups)
+    if left or left_moves or groups:
+        try:
+            write_journal(d, left, left_moves, groups)
+        except CkptError:
+            pass  # the journal written before names a superset: still true
+    else:
+        try:
+            d.unlink(JOURNAL)
+        except FileNotFoundError:
+            pass
+
+
+__all__ = ["JOURNAL", "end_journal", "finish_journal", "write_journal"]
