@@ -45,9 +45,10 @@ def embedding_rules(tf: str, hf: str, width: str = H) -> list[Rule]:
             *norm(f"{tf}/embeddings/LayerNorm", f"{emb}.LayerNorm", width)]
 
 
-def _body(hf: str) -> list[Rule]:
-    return [*embedding_rules("bert", hf), *encoder_rules("bert", hf),
-            *dense("bert/pooler/dense", f"{hf}pooler.dense", H, H)]
+def _body(hf: str, pooler: bool = True) -> list[Rule]:
+    top = dense("bert/pooler/dense", f"{hf}pooler.dense", H, H) if pooler else \
+        [Rule("bert/pooler/dense/(kernel|bias)", None, why="the model has no pooler")]
+    return [*embedding_rules("bert", hf), *encoder_rules("bert", hf), *top]
 
 
 PRETRAINING = [*dense("cls/predictions/transform/dense", "cls.predictions.transform.dense", H, H),
@@ -99,7 +100,7 @@ def _arch(name: str, family: str, cls: str, rules: list[Rule], detect: tuple[str
 
 
 ARCHS = [
-    _arch("bert-squad", "bert", "BertForQuestionAnswering", [*_body("bert."), *SQUAD],
+    _arch("bert-squad", "bert", "BertForQuestionAnswering", [*_body("bert.", pooler=False), *SQUAD],
           (_BODY, r"^cls/squad/output_weights$")),
     _arch("bert-classifier", "bert", "BertForSequenceClassification", [*_body("bert."), *CLASSIFIER],
           (_BODY, r"^output_weights$")),
