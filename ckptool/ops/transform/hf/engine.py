@@ -91,6 +91,7 @@ class Arch:
     passthrough: bool = False  # keep release keys not in `keys` (configs that use HF's names)
     defaults: Mapping[str, Any] = field(default_factory=dict)  # set unless the config says
     finish: Finish | None = None
+    constants: Callable[[Plan], list[Placed]] | None = None  # tensors the model has that TF never held
     tokenizer: str = ""  # the tokenizer class written with --vocab ("" takes the vocab's kind)
     aliases: tuple[str, ...] = ()
 

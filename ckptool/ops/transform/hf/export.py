@@ -114,6 +114,8 @@ def settle(arch: Arch, opened: Opened, config_path: str | None, src: str,
     if not p.placed:
         raise CkptError(f"{src}: no variable is a weight of {arch.name}")
     complete(p, cfg, where)
+    if arch.constants is not None:
+        p.placed += arch.constants(p)
     arch = same_rules(arch, str(cfg.pop("model_type", arch.model_type)), where or src)
     p.arch = arch
     labels = cfg.pop("num_labels", None)

@@ -4,7 +4,8 @@
 ``ExponentialMovingAverage`` shadows and RMSProp slots left out), convolution kernels from
 ``[h, w, in, out]`` to ``[out, in, h, w]`` (depthwise ``[h, w, in, 1]`` to ``[in, 1, h, w]``), the
 1x1 logits convolution squeezed to a linear layer, batch norm ``gamma``/``beta``/``moving_mean``/
-``moving_variance`` -> ``weight``/``bias``/``running_mean``/``running_var``.
+``moving_variance`` -> ``weight``/``bias``/``running_mean``/``running_var`` (and PyTorch's
+``num_batches_tracked``, which TF does not keep, 0 as the loader leaves it).
 
 The config comes from the tensors (``depth_multiplier`` from the last layer's 1024 x multiplier
 channels, ``num_labels`` from the logits, slim's 1001 with its background class); ``image_size``
@@ -16,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from ckptool.errors import CkptError
-from ckptool.ops.transform.hf.engine import Arch, Plan, Rule
+from ckptool.ops.transform.hf.engine import Arch, Placed, Plan, Rule
 
 _BN = (("gamma", "weight"), ("beta", "bias"), ("moving_mean", "running_mean"), ("moving_variance", "running_var"))
 
@@ -55,9 +56,24 @@ def _finish(plan: Plan, config: dict[str, Any], where: str) -> None:
                         f"channels (1024 x {last[0] / 1024})")
 
 
+def _counters(plan: Plan) -> list[Placed]:
+    """PyTorch's batch norm also holds ``num_batches_tracked``, which TF has not: 0, as the loader leaves it."""
+    import numpy as np
+
+    from ckptool.ops.transform.convert_src import Spec
+
+    out = []
+    for p in plan.placed:
+        if p.hf.endswith(".normalization.running_mean"):
+            name = p.hf.replace(".running_mean", ".num_batches_tracked")
+            out.append(Placed(Spec("(0)", "int64", (), lambda: np.zeros((), np.int64)), "(0)", name, "", (), ()))
+    return out
+
+
 def _arch(name: str, cls: str, rules: list[Rule], *detect: str) -> Arch:
     return Arch(name, "mobilenet-v1", "mobilenet_v1", cls, tuple(rules), ("^MobilenetV1/Conv2d_0/weights$", *detect),
-                keys=KEYS, defaults={"image_size": 224}, finish=_finish, aliases=("mobilenet", "mobilenet_v1"))
+                keys=KEYS, defaults={"image_size": 224}, finish=_finish, constants=_counters,
+                aliases=("mobilenet", "mobilenet_v1"))
 
 
 ARCHS = [_arch("mobilenet-v1", "MobileNetV1ForImageClassification", [*_body("mobilenet_v1."), *_LOGITS],
