@@ -268,3 +268,24 @@ def test_api(tmp_path):
     result = ckptool.convert(str(DATA / "gpt2" / c["src"]), str(tmp_path / "o"), to="hf",
                              config=str(DATA / "gpt2" / "hparams.json"))
     assert result.architecture == "GPT2LMHeadModel" and result.tensors == len(expected("gpt2"))
+
+
+def test_json_matches_the_convert_schema(tmp_path):
+    import jsonschema
+
+    schema = json.loads((DATA.parent.parent.parent / "docs" / "json" / "convert.schema.json").read_text())
+    for extra in (("--dry-run",), ()):
+        r = export("albert", tmp_path / "out", "--json", *extra)
+        assert r.returncode == 0, r.stderr
+        doc = json.loads(r.stdout)
+        jsonschema.validate(doc, schema, cls=jsonschema.Draft202012Validator)
+        assert doc["format"] == "hf" and doc["dry_run"] == bool(extra)
+    assert len(doc["files"]) == 2 and doc["tensors"] == len(expected("albert"))
+
+
+def test_config_directory_finds_the_release_config(tmp_path):
+    r = completed("convert", DATA / "albert" / "model.ckpt", tmp_path / "out", "--to", "hf", "--config", DATA / "albert")
+    assert r.returncode == 0, r.stderr
+    assert json.loads((tmp_path / "out" / "config.json").read_text())["num_hidden_layers"] == 3
+    r = completed("convert", DATA / "albert" / "model.ckpt", tmp_path / "o2", "--to", "hf", "--config", tmp_path)
+    assert r.returncode == 1 and "no config here" in r.stderr

@@ -14,6 +14,8 @@ from typing import Any
 from ckptool.errors import CkptError, MissingError
 from ckptool.ops.transform.hf.engine import Arch
 
+#: the config files of the releases, looked for when --config names a directory
+RELEASE_FILES = ("config.json", "bert_config.json", "albert_config.json", "hparams.json", "operative_config.gin")
 #: what transformers writes itself; an HF config.json is taken as it is but for these
 _HF_OWN = ("transformers_version", "_name_or_path", "architectures", "model_type", "torch_dtype", "dtype")
 
@@ -23,7 +25,12 @@ def read_config(path: str) -> tuple[dict[str, Any], bool]:
     from ckptool.io.urls import storage_for
 
     storage, local = storage_for(path)
-    if not storage.exists(local) or storage.isdir(local):
+    if storage.isdir(local):
+        found = [n for n in RELEASE_FILES if storage.isfile(storage.join(local, n))]
+        if not found:
+            raise MissingError(f"{path}: no config here ({', '.join(RELEASE_FILES)})")
+        path = local = storage.join(local, found[0])
+    if not storage.exists(local):
         raise MissingError(f"{path}: no such file")
     try:
         text = storage.read_bytes(local).decode("utf-8")
