@@ -73,3 +73,15 @@ def test_auto_tokenizer(tmp_path):
     assert export("gpt2", tmp_path / "gpt2").returncode == 0
     tok = transformers.AutoTokenizer.from_pretrained(tmp_path / "gpt2")
     assert tok("the")["input_ids"] == [257]
+
+
+def test_auto_tokenizer_sentencepiece(tmp_path):
+    pytest.importorskip("sentencepiece") if not os.environ.get("CKPTOOL_HF_TIER") else None
+    out = tmp_path / "t5"
+    assert export("t5_v1_1", out).returncode == 0
+    tok = transformers.AutoTokenizer.from_pretrained(out)
+    assert type(tok).__name__.startswith("T5Tokenizer")
+    import sentencepiece
+
+    sp = sentencepiece.SentencePieceProcessor(model_file=str(DATA / "t5_v1_1" / "spiece.model"))
+    assert tok("the quick fox")["input_ids"] == sp.encode("the quick fox") + [1]  # T5 ends with </s>

@@ -3,7 +3,7 @@
 real variable names, written by TensorFlow, and the weights transformers 4.57.6's own TF loaders
 put in the model from them (the oracle), run once here under real TF.
 
-    VENV=/work/venvs/hf-gen   # tensorflow-cpu==2.21.0, transformers==4.57.6, torch==2.13.0
+    VENV=/work/venvs/hf-gen   # tensorflow-cpu==2.21.0, transformers==4.57.6, torch==2.13.0, sentencepiece
     $VENV/bin/python tests/tf_fixtures/generate_hf.py [--out tests/data/hf] [--only CASE ...]
 
 For each CASE one directory ``<out>/CASE/`` gets:
@@ -505,7 +505,7 @@ def _t5_arrays(seed, gated, logits):
     return a
 
 
-def _t5(d, seed, gated, bf16, cls, loader, config_file):
+def _t5(d, seed, gated, bf16, cls, loader, config_file, vocab=None):
     a = _t5_arrays(seed, gated, logits=gated)
     weights = {n for n in a if "_slot_" not in n}
     save_v1(os.path.join(d, "model.ckpt-1000000"), a, shards=2, bf16=weights if bf16 else (), extra=STEP)
@@ -518,7 +518,10 @@ def _t5(d, seed, gated, bf16, cls, loader, config_file):
             f.write(GIN.format(activation="['gelu', 'linear']" if gated else "'relu'"))
     model = nan_model(getattr(T, cls)(config))
     loader(model, config, os.path.join(d, "model.ckpt-1000000"))
-    finish(d, model, expected(model), "model.ckpt-1000000", ["--config", config_file], cls,
+    if vocab:
+        spiece(os.path.join(d, vocab))
+    finish(d, model, expected(model), "model.ckpt-1000000",
+           ["--config", config_file] + (["--vocab", vocab] if vocab else []), cls,
            f"{loader.__name__}({cls})" + (", bfloat16 variables" if bf16 else ""))
 
 
@@ -526,8 +529,23 @@ def t5_v1_0(d):
     _t5(d, 7, False, False, "T5ForConditionalGeneration", T.load_tf_weights_in_t5, "operative_config.gin")
 
 
+def spiece(path):
+    """A tiny SentencePiece model (T5's vocabulary kind), trained with sentencepiece on a fixed text."""
+    import sentencepiece
+
+    with tempfile.TemporaryDirectory() as tmp:
+        with open(os.path.join(tmp, "text"), "w") as f:
+            f.write("the quick brown fox jumps over the lazy dog\n" * 50 + "hello world, a tiny corpus\n" * 50)
+        sentencepiece.SentencePieceTrainer.train(
+            input=os.path.join(tmp, "text"), model_prefix=os.path.join(tmp, "sp"), vocab_size=32,
+            model_type="unigram", pad_id=0, eos_id=1, unk_id=2, bos_id=-1, character_coverage=1.0,
+            normalization_rule_name="identity", minloglevel=2)
+        shutil.copy(os.path.join(tmp, "sp.model"), path)
+
+
 def t5_v1_1(d):
-    _t5(d, 8, True, True, "T5ForConditionalGeneration", T.load_tf_weights_in_t5, "operative_config.gin")
+    _t5(d, 8, True, True, "T5ForConditionalGeneration", T.load_tf_weights_in_t5, "operative_config.gin",
+        vocab="spiece.model")
 
 
 def mt5(d):
