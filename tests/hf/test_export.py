@@ -289,3 +289,48 @@ def test_config_directory_finds_the_release_config(tmp_path):
     assert json.loads((tmp_path / "out" / "config.json").read_text())["num_hidden_layers"] == 3
     r = completed("convert", DATA / "albert" / "model.ckpt", tmp_path / "o2", "--to", "hf", "--config", tmp_path)
     assert r.returncode == 1 and "no config here" in r.stderr
+
+
+def body_only(name, tmp_path, drop):
+    """The fixture's checkpoint without the variables whose names start with ``drop`` (a bare encoder)."""
+    import ckptool
+
+    c = case(name)
+    with ckptool.open(str(DATA / name / c["src"])) as ck:
+        weights = {v.name: ck.read(v.name) for v in ck.variables() if not v.name.startswith(drop)}
+    prefix = tmp_path / "body" / "model.ckpt"
+    ckptool.write(str(prefix), weights)
+    return prefix
+
+
+@pytest.mark.parametrize("name, drop, prefix, cls", [
+    ("bert_pretraining", ("cls/",), "bert.", "BertModel"),
+    ("albert", ("cls/",), "albert.", "AlbertModel"),
+    ("mobilenet_v1", ("MobilenetV1/Logits/",), "mobilenet_v1.", "MobileNetV1Model"),
+    ("electra", ("electra/encoder/", "electra/embeddings_project", "discriminator_predictions/"), "",
+     "ElectraForMaskedLM"),
+])
+def test_a_checkpoint_without_heads_is_the_base_model(name, drop, prefix, cls, tmp_path):
+    src = body_only(name, tmp_path, drop)
+    args = [DATA / name / a if (DATA / name / a).exists() else a for a in case(name)["args"]]
+    if cls == "ElectraForMaskedLM":  # a generator alone: no --arch needed
+        args = ["--config", DATA / name / "generator_config.json"]
+    r = completed("convert", src, tmp_path / "out", "--to", "hf", *args)
+    assert r.returncode == 0, r.stderr
+    assert json.loads((tmp_path / "out" / "config.json").read_text())["architectures"] == [cls]
+    got = {k: v for k, v in folder(tmp_path / "out").items() if not k.endswith("num_batches_tracked")}
+    want = expected("electra_generator") if cls == "ElectraForMaskedLM" else \
+        {k[len(prefix):]: v for k, v in expected(name).items() if k.startswith(prefix)}
+    assert sorted(got) == sorted(want)
+    assert all(np.array_equal(got[k].astype(np.float64), want[k].astype(np.float64)) for k in want)
+
+
+def test_config_for_another_model_is_refused(tmp_path):
+    r = completed("convert", DATA / "bert_pretraining" / "model.ckpt", tmp_path / "o", "--to", "hf",
+                  "--config", DATA / "electra" / "config.json")
+    assert r.returncode == 1 and "model_type is 'electra'" in r.stderr and "bert" in r.stderr
+
+
+def test_bad_shard_size_is_a_usage_error(tmp_path):
+    r = export("gpt2", tmp_path / "o", "--max-shard-size", "lots")
+    assert r.returncode == 2 and "--max-shard-size" in r.stderr

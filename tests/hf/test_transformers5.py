@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 import pytest
-from test_export import CASES, DATA, case, expected, export
+from test_export import CASES, DATA, body_only, case, expected, export
 
 pytestmark = pytest.mark.hf
 
@@ -46,6 +46,18 @@ def test_from_pretrained_loads_the_tf_loaders_weights(name, tmp_path):
         assert np.array_equal(got, want.astype(np.float64)), k
     if json.loads((out / "config.json").read_text())["dtype"] == "bfloat16":
         assert model.dtype == torch.bfloat16
+
+
+@pytest.mark.parametrize("name, drop", [("bert_pretraining", ("cls/",)), ("albert", ("cls/",)),
+                                        ("mobilenet_v1", ("MobilenetV1/Logits/",))])
+def test_base_models_load_clean(name, drop, tmp_path):
+    from clirun import completed
+
+    args = [DATA / name / a if (DATA / name / a).exists() else a for a in case(name)["args"]]
+    r = completed("convert", body_only(name, tmp_path, drop), tmp_path / "out", "--to", "hf", *args)
+    assert r.returncode == 0, r.stderr
+    _, info = load(tmp_path / "out")
+    assert not info["missing_keys"] and not info["unexpected_keys"] and not info["mismatched_keys"], info
 
 
 def test_tied_weights_follow_the_embeddings(tmp_path):
