@@ -334,3 +334,29 @@ def test_config_for_another_model_is_refused(tmp_path):
 def test_bad_shard_size_is_a_usage_error(tmp_path):
     r = export("gpt2", tmp_path / "o", "--max-shard-size", "lots")
     assert r.returncode == 2 and "--max-shard-size" in r.stderr
+
+
+def test_a_missing_layer_is_named(tmp_path):
+    src = body_only("gpt2", tmp_path, ("model/h0/",))
+    r = completed("convert", src, tmp_path / "o", "--to", "hf", "--config", DATA / "gpt2" / "hparams.json")
+    assert r.returncode == 1 and "n_layer are [1]: 0 is missing" in r.stderr
+
+
+def test_t5_config_contradicting_the_tensors(tmp_path):
+    cfg = json.loads((DATA / "mt5" / "config.json").read_text())
+    for change, words in (({"tie_word_embeddings": True}, "tie_word_embeddings is True"),
+                          ({"feed_forward_proj": "relu"}, "feed_forward_proj is 'relu'"),
+                          ({"d_kv": 8}, "num_heads*d_kv is 16")):
+        (tmp_path / "config.json").write_text(json.dumps(dict(cfg, **change)))
+        r = completed("convert", DATA / "mt5" / "model.ckpt-1000000", tmp_path / "o", "--to", "hf",
+                      "--config", tmp_path / "config.json")
+        assert r.returncode == 1 and words in r.stderr, r.stderr
+
+
+def test_gin_bindings():
+    from ckptool.ops.transform.hf.config import parse_gin
+
+    doc = parse_gin((DATA / "t5_v1_1" / "operative_config.gin").read_text(), "gin")
+    assert doc["d_model"] == 8 and doc["DenseReluDense.activation"] == ["gelu", "linear"]
+    assert doc["DenseReluDense.hidden_size"] == 12 and doc["make_layer_stack.num_layers"] == 2  # %macros resolved
+    assert doc["make_layer_stack.layers"].startswith("[@mesh_tensorflow")  # not a literal: kept as text

@@ -280,9 +280,8 @@ def complete(plan_: Plan, config: dict[str, Any], where: str) -> None:
         n = max(seen) + 1
         missing = sorted(set(range(n)) - seen)
         if missing:
-            raise CkptError(f"the checkpoint has no {pattern.strip('^$').split('(')[0]}{missing[0]} "
-                            f"(it has {sorted(seen)})")
-        _check_value(config, told, fld, n, f"the checkpoint's {n} layers ({pattern!r})", where)
+            raise CkptError(f"the checkpoint's layers counted as {fld} are {sorted(seen)}: {missing[0]} is missing")
+        _check_value(config, told, fld, n, f"the checkpoint's {n} layers", where)
     if plan_.arch.finish is not None:
         plan_.arch.finish(plan_, config, where)
     missing_fields = [f for f in plan_.arch.required if config.get(f) is None]
@@ -323,7 +322,7 @@ def _disagree(fld: str, have: Any, value: Any, by: str, told: Mapping[str, str],
     raise CkptError(f"{where or 'the config'}: {fld} is {have}, but {by} gives {value}")
 
 
-def _check_value(config: dict[str, Any], told: dict[str, str], fld: str, value: int, by: str, where: str) -> None:
+def _check_value(config: dict[str, Any], told: dict[str, str], fld: str, value: Any, by: str, where: str) -> None:
     if config.get(fld) is None:
         config[fld] = value
         told[fld] = by
@@ -333,11 +332,7 @@ def _check_value(config: dict[str, Any], told: dict[str, str], fld: str, value: 
 
 def check_value(config: dict[str, Any], fld: str, value: Any, by: str, where: str) -> None:
     """A family's check: ``config[fld]`` is ``value`` (set when absent), else an error naming both."""
-    have = config.get(fld)
-    if have is None:
-        config[fld] = value
-    elif have != value:
-        raise CkptError(f"{where or 'the config'}: {fld} is {have!r}, but {by} gives {value!r}")
+    _check_value(config, {}, fld, value, by, where)
 
 
 __all__ = ["AVERAGE", "BOOKKEEPING", "OPTIMIZER", "Arch", "Placed", "Plan", "Rule", "apply", "check_value",
