@@ -190,8 +190,16 @@ def test_config_disagreeing_with_shapes_names_the_field_and_both_values(tmp_path
 
 
 def test_a_field_the_tensors_cannot_tell_needs_the_config(tmp_path):
-    r = completed("convert", DATA / "bert_pretraining" / "model.ckpt", tmp_path / "out", "--to", "hf")
+    src = body_only("bert_pretraining", tmp_path, ("cls/",))  # no config beside it
+    r = completed("convert", src, tmp_path / "out", "--to", "hf")
     assert r.returncode == 1 and "num_attention_heads" in r.stderr and "--config" in r.stderr
+
+
+def test_the_release_config_beside_the_checkpoint(tmp_path):
+    r = completed("convert", DATA / "gpt2" / "model.ckpt", tmp_path / "out", "--to", "hf")
+    assert r.returncode == 0, r.stderr
+    assert "hparams.json (found beside the checkpoint" in r.stderr
+    assert sorted(folder(tmp_path / "out")) == sorted(expected("gpt2"))
 
 
 def test_unplaced_variable_is_an_error_unless_allowed(tmp_path):

@@ -29,7 +29,8 @@ from ckptool.cli.common import (
                                          "an unknown one lists the known ones).")
 @click.option("--config", "hf_config", metavar="CFG",
               help="--to hf: the model's config: the release's own (bert_config.json, hparams.json, "
-                   "operative_config.gin, ...) or an HF config.json; checked against the tensors' shapes.")
+                   "operative_config.gin, ...) or an HF config.json, or their directory; checked against the "
+                   "tensors' shapes. Default: the release's config beside SRC, when the tensors do not tell all.")
 @click.option("--vocab", metavar="V", help="--to hf: the release's vocabulary (vocab.txt, a SentencePiece .model, "
                                           "GPT-2's encoder.json), written as tokenizer files.")
 @click.option("--max-shard-size", metavar="S",

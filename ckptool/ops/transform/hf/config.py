@@ -47,6 +47,16 @@ def read_config(path: str) -> tuple[dict[str, Any], bool]:
     return doc, "model_type" in doc
 
 
+def beside(src: str) -> str | None:
+    """The release's config file in the checkpoint's directory, if there is one (``--config`` left out)."""
+    from ckptool.io.urls import storage_for
+
+    storage, local = storage_for(src)
+    d = local if storage.isdir(local) else (storage.dirname(local) or ".")
+    found = [n for n in RELEASE_FILES if storage.isfile(storage.join(d, n))] if storage.isdir(d) else []
+    return storage.join(d, found[0]) if found else None
+
+
 def translate(doc: dict[str, Any], is_hf: bool, arch: Arch) -> dict[str, Any]:
     """transformers' settings from a release's config (``arch.keys``; the rest kept only when the
     release uses transformers' own names), or an HF config without what transformers writes itself."""
@@ -107,4 +117,4 @@ def parse_gin(text: str, where: str) -> dict[str, Any]:
     return out
 
 
-__all__ = ["parse_gin", "read_config", "translate"]
+__all__ = ["beside", "parse_gin", "read_config", "translate"]

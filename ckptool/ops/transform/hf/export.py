@@ -138,6 +138,7 @@ def convert_hf(src: str, dst: str, *, arch: str | None = None, config: str | Non
     view of ``src`` to export instead of opening it (it is not closed here)."""
     from ckptool.ops.read.plan import prefetch
     from ckptool.ops.transform.convert_src import open_specs
+    from ckptool.ops.transform.hf.config import beside
     from ckptool.ops.transform.hf.folder import parse_size, write_folder
     from ckptool.ops.transform.hf.tokenizer import tokenizer_files
 
@@ -147,8 +148,13 @@ def convert_hf(src: str, dst: str, *, arch: str | None = None, config: str | Non
     try:
         names = [short(s.name) for s in source.specs]
         chosen = detect(candidates(arch), names, src, arch is not None)
+        found = None
+        if config is None and chosen.required:  # the release's config beside its checkpoint, as released
+            config = found = beside(src)
         chosen, p, cfg = settle(chosen, source, config, src, allow_unused)
         result = HfResult(dst, chosen.name, chosen.architecture, chosen.model_type, dry_run, config=cfg)
+        if found:
+            result.notes.append(f"config: {found} (found beside the checkpoint; --config names another)")
         result.mapping = [(pl.name, pl.hf, pl.shape, describe(pl.op)) for pl in p.placed]
         result.dropped = list(p.dropped)
         result.unused = list(p.unplaced)
