@@ -368,3 +368,17 @@ def test_gin_bindings():
     assert doc["d_model"] == 8 and doc["DenseReluDense.activation"] == ["gelu", "linear"]
     assert doc["DenseReluDense.hidden_size"] == 12 and doc["make_layer_stack.num_layers"] == 2  # %macros resolved
     assert doc["make_layer_stack.layers"].startswith("[@mesh_tensorflow")  # not a literal: kept as text
+
+
+def test_hf_config_labels_are_checked_against_the_head(tmp_path):
+    cfg = json.loads((DATA / "bert_classifier" / "bert_config.json").read_text())
+    cfg.update(model_type="bert", id2label={"0": "neg", "1": "pos"})
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    src = DATA / "bert_classifier" / "model.ckpt"
+    r = completed("convert", src, tmp_path / "o", "--to", "hf", "--config", tmp_path / "config.json")
+    assert r.returncode == 1 and "num_labels is 2" in r.stderr and "gives 3" in r.stderr
+    cfg["id2label"]["2"] = "neutral"
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    r = completed("convert", src, tmp_path / "o", "--to", "hf", "--config", tmp_path / "config.json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads((tmp_path / "o" / "config.json").read_text())["id2label"]["2"] == "neutral"

@@ -104,6 +104,8 @@ def settle(arch: Arch, opened: Opened, config_path: str | None, src: str,
         cfg = translate(doc, is_hf, arch)
         if is_hf:  # its model_type stays in cfg: the family's finish then knows it was said
             arch = same_rules(arch, str(cfg["model_type"]), config_path)
+        if isinstance(cfg.get("id2label"), dict) and cfg.get("num_labels") is None:
+            cfg["num_labels"] = len(cfg["id2label"])  # what transformers counts: checked against a head's rows
     for k, v in arch.defaults.items():
         cfg.setdefault(k, v)
     p = plan(arch, opened.specs, cfg)
@@ -122,9 +124,8 @@ def settle(arch: Arch, opened: Opened, config_path: str | None, src: str,
     if isinstance(labels, int) and "id2label" not in cfg:
         cfg["id2label"] = {str(i): f"LABEL_{i}" for i in range(labels)}
         cfg["label2id"] = {f"LABEL_{i}": i for i in range(labels)}
-    dtypes = Counter(pl.spec.dtype for pl in p.placed)
-    top = dtypes.most_common(1)[0][0]
-    cfg["dtype"] = top if top in ("bfloat16", "float16", "float32", "float64") else "float32"
+    floats = Counter(d for pl in p.placed if (d := pl.spec.dtype) in ("bfloat16", "float16", "float32", "float64"))
+    cfg["dtype"] = floats.most_common(1)[0][0] if floats else "float32"
     final = {"architectures": [arch.architecture], "model_type": arch.model_type}
     final.update(sorted(cfg.items()))
     return arch, p, final
