@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ckptool.ops.retain.plan import PruneResult
     from ckptool.ops.transform.average import AverageResult
     from ckptool.ops.transform.convert import ConvertResult
+    from ckptool.ops.transform.hf.export import HfResult
     from ckptool.ops.transform.keras_convert import KerasResult
     from ckptool.ops.transform.rename import Plan as RenamePlan
     from ckptool.ops.transform.save import SaveResult
@@ -68,7 +69,7 @@ def prune(directory: str, *, dry_run: bool = False, **options: Any) -> PruneResu
 
 
 def convert(src: str, dst: str, *, template: str | None = None, allow_missing: bool = False,
-            allow_unused: bool = False, **options: Any) -> ConvertResult | KerasResult:
+            allow_unused: bool = False, **options: Any) -> ConvertResult | KerasResult | HfResult:
     """Write ``src`` (a checkpoint, ``.safetensors``, ``.npz`` or ``.npy``) as ``dst``: a TF
     prefix, ``.npz`` or ``.safetensors`` by its suffix (``ckptool convert``).
 
@@ -80,6 +81,11 @@ def convert(src: str, dst: str, *, template: str | None = None, allow_missing: b
     moving average's value: TF1 ``ExponentialMovingAverage``, tf_keras / Keras 3 ``use_ema``;
     ``.ema`` reports it), ``strip_optimizer=True`` (the optimizer's state and the averages left
     out).
+
+    ``to="hf"``: a Hugging Face folder ``dst`` that transformers' ``from_pretrained`` loads
+    (``convert --to hf``); options ``arch``, ``config``, ``vocab``, ``max_shard_size``,
+    ``dry_run``, ``allow_unused``, ``force``, ``ema``; returns an
+    :class:`~ckptool.ops.transform.hf.export.HfResult` (``.mapping``, ``.files``, ``.config``).
 
     The Keras 3 bridge (``convert --template``): with ``template``, a tf.keras checkpoint goes
     to ``dst.weights.h5`` / ``dst.keras`` shaped like ``template`` (what the Keras 3 model
@@ -101,6 +107,11 @@ def convert(src: str, dst: str, *, template: str | None = None, allow_missing: b
     from ckptool.errors import UsageError
     from ckptool.ops.transform.keras_convert import BRIDGE_OPTIONS, convert_keras, is_bridge
 
+    if options.get("to") == "hf" and template is None and not allow_missing:
+        from ckptool.ops.transform.hf.export import convert_hf
+
+        del options["to"]
+        return convert_hf(src, dst, allow_unused=allow_unused, **options)
     if is_bridge(dst, template, options.get("to")):
         other = sorted(k for k in options if k not in BRIDGE_OPTIONS)
         if other:

@@ -21,10 +21,21 @@ from ckptool.cli.common import (
 @click.command("convert", epilog=REMOTE_READS)
 @checkpoint_argument("src", metavar="SRC")
 @click.argument("dst", metavar="DST")
-@click.option("--to", "to", type=click.Choice(["tf", "npz", "safetensors"]),
+@click.option("--to", "to", type=click.Choice(["tf", "npz", "safetensors", "hf"]),
               help="Target format; default from DST's suffix (.npz, .safetensors, else a TF V2 prefix). "
                    "A suffix ckptool does not write (.pt, .bin, .h5, ...) is refused without --to, and so is one a "
-                   "letter off a written one (out.safetensor: did you mean .safetensors?).")
+                   "letter off a written one (out.safetensor: did you mean .safetensors?). "
+                   "hf: DST is a Hugging Face folder that transformers' from_pretrained loads.")
+@click.option("--arch", metavar="A", help="--to hf: the architecture (default: detected from the variable names; "
+                                         "an unknown one lists the known ones).")
+@click.option("--config", "hf_config", metavar="CFG",
+              help="--to hf: the model's config: the release's own (bert_config.json, hparams.json, "
+                   "operative_config.gin, ...) or an HF config.json, or their directory; checked against the "
+                   "tensors' shapes. Default: the release's config beside SRC, when the tensors do not tell all.")
+@click.option("--vocab", metavar="V", help="--to hf: the release's vocabulary (vocab.txt, a SentencePiece .model, "
+                                          "GPT-2's encoder.json), written as tokenizer files.")
+@click.option("--max-shard-size", metavar="S",
+              help="--to hf: shard model.safetensors past S (default 5GB; 500MB, 2GiB, bytes).")
 @click.option("--match", multiple=True, metavar="GLOB",
               help="Convert only names matching GLOB. Repeatable. --match and --exclude leaving no tensor "
                    "is an error naming them (exit 1, nothing written).")
@@ -49,12 +60,13 @@ from ckptool.cli.common import (
                    "Keras 3 model saved), or Keras 3 SRC -> TF checkpoint DST shaped like TEMPLATE (the old "
                    "tf.keras checkpoint). Variables are placed by structure. Without it, a Functional or Sequential "
                    "SavedModel converts to DST.weights.h5 from its keras_metadata.pb.")
-@click.option("--dry-run", is_flag=True, help="With --template: print the mapping (SRC name -> DST name, shape), "
-                                              "write nothing.")
+@click.option("--dry-run", is_flag=True, help="With --template or --to hf: print the mapping (SRC name -> DST "
+                                              "name, shape), write nothing.")
 @click.option("--allow-missing", is_flag=True,
               help="With --template: keep the template's value for entries SRC cannot fill (default: refuse).")
 @click.option("--allow-unused", is_flag=True,
-              help="With --template: leave out SRC variables the template has no place for (default: refuse).")
+              help="With --template or --to hf: leave out SRC variables the template (the architecture) has no "
+                   "place for (default: refuse; optimizer state is always left out with --to hf).")
 @click.option("--ema", is_flag=True,
               help="Write each variable with its exponential moving average's value, under the variable's own "
                    "name: TF1 VAR/ExponentialMovingAverage, or a tf_keras / Keras 3 optimizer with use_ema=True "
@@ -66,7 +78,8 @@ from ckptool.cli.common import (
 @stream_jobs_option()
 @no_sync_option()
 @json_option("Print what was written (dst, format, tensors, bytes, files, skipped; cast, overflow) as JSON.")
-def command(src: str, dst: str, to: str | None, match: tuple[str, ...], exclude: tuple[str, ...],
+def command(src: str, dst: str, to: str | None, arch: str | None, hf_config: str | None, vocab: str | None,
+            max_shard_size: str | None, match: tuple[str, ...], exclude: tuple[str, ...],
             casts: tuple[str, ...], allow_overflow: bool, names: str, shards: int, keep_slices: bool,
             skip_unsupported: bool, template: str | None, dry_run: bool, allow_missing: bool, allow_unused: bool,
             ema: bool, strip_optimizer: bool, force: bool, jobs: int | None, no_sync: bool, as_json: bool) -> None:
@@ -91,6 +104,13 @@ def command(src: str, dst: str, to: str | None, match: tuple[str, ...], exclude:
     --template OLD_CKPT` goes back to a checkpoint tf.keras load_weights reads.
 
     \b
+    Hugging Face: `convert bert_model.ckpt out/ --to hf --config
+    bert_config.json --vocab vocab.txt` writes a folder transformers 5 loads
+    (BERT and its heads, the TF2 Model Garden encoder, ALBERT, ELECTRA, T5,
+    mT5, GPT-2, GPT-Neo, MobileNetV1), each weight as transformers 4.57's TF
+    loader placed it; --dry-run prints the mapping.
+
+    \b
     Examples:
       ckptool convert runs/ model.safetensors
       ckptool convert model.safetensors back/ckpt-1
@@ -98,6 +118,22 @@ def command(src: str, dst: str, to: str | None, match: tuple[str, ...], exclude:
     """
     from ckptool.ops.transform.keras_convert import is_bridge
 
+    hf = {"arch": arch, "config": hf_config, "vocab": vocab, "max_shard_size": max_shard_size}
+    if to == "hf" and template is None:
+        from ckptool.cli.hf import export
+
+        given = [flag for flag, on in (("--match", match), ("--exclude", exclude), ("--cast", casts),
+                                       ("--allow-overflow", allow_overflow), ("--names", names != "full"),
+                                       ("--shards", shards != 1), ("--keep-slices", keep_slices),
+                                       ("--skip-unsupported", skip_unsupported), ("--allow-missing", allow_missing),
+                                       ("--strip-optimizer", strip_optimizer))
+                 if on]
+        if given:
+            raise click.UsageError(f"{given[0]} does not go with --to hf")
+        export(src, dst, hf, dry_run, allow_unused, force, jobs, not no_sync, as_json, ema=ema)
+        return
+    if any(hf.values()):
+        raise click.UsageError("--arch, --config, --vocab and --max-shard-size go with --to hf")
     if to is None:
         _refuse_suffix_typo(dst)
     if is_bridge(dst, template, to):

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 TF, NPZ, SAFETENSORS = "tf", "npz", "safetensors"
 FORMATS = (TF, NPZ, SAFETENSORS)
+HF = "hf"  # a Hugging Face folder: ckptool.ops.transform.hf.export.convert_hf
 #: Suffixes of formats ckptool does not write: a DST ending so is refused unless --to says.
 FOREIGN = (".pt", ".pth", ".bin", ".h5", ".hdf5", ".keras", ".onnx", ".pb", ".pbtxt", ".pkl", ".pickle",
            ".npy", ".json", ".msgpack", ".gguf", ".tflite", ".zip", ".tar", ".gz", ".index", ".meta")
@@ -104,6 +105,8 @@ def convert(src: str, dst: str, *, to: str | None = None, match: Sequence[str] =
 
     if keras_target(dst) is not None and to is None:
         raise UsageError(no_template_message(src, dst))
+    if to == HF:  # its own options (arch, config, vocab, ...): ckptool.convert(..., to="hf") goes there
+        raise UsageError("to='hf' is convert_hf (ckptool.ops.transform.hf.export), not convert")
     opened = open_specs(src, keep_slices)
     source: dict[str, str] = {}
     ema_report = None
@@ -310,4 +313,4 @@ def _to_npz(dst: str, specs: list[Spec], result: ConvertResult, force: tuple[boo
     result.files = [path]
 
 
-__all__ = ["NPZ", "SAFETENSORS", "TF", "ConvertResult", "convert", "target_format"]
+__all__ = ["HF", "NPZ", "SAFETENSORS", "TF", "ConvertResult", "convert", "target_format"]

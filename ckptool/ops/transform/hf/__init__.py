@@ -1,0 +1,20 @@
+"""``convert --to hf``: a TF checkpoint as a Hugging Face folder (``config.json``, ``model.safetensors``
+or its shards and index, tokenizer files) that transformers 5 loads with ``from_pretrained``, each
+weight equal to what transformers 4.57's own TF loader (``load_tf_weights_in_*``) put there.
+
+Each architecture is a table of rules (TF name pattern -> HF name, transform) in its family's module
+(``bert``, ``albert``, ``electra``, ``t5``, ``gpt2``, ``gpt_neo``, ``mobilenet``); ``engine`` matches
+and checks, ``config`` reads the release's config, ``tokenizer`` writes the tokenizer files and
+``export`` writes the folder. :data:`ARCHS` lists them in the order detection tries them (the most
+specific first).
+"""
+
+from __future__ import annotations
+
+from ckptool.ops.transform.hf import albert, bert, electra, gpt2, gpt_neo, mobilenet, t5
+from ckptool.ops.transform.hf.engine import Arch
+
+ARCHS: tuple[Arch, ...] = (*albert.ARCHS, *electra.ARCHS, *bert.ARCHS, *t5.ARCHS, *gpt2.ARCHS, *gpt_neo.ARCHS,
+                           *mobilenet.ARCHS)
+
+__all__ = ["ARCHS"]

@@ -1,0 +1,171 @@
+"""Writing a Hugging Face folder as ``save_pretrained`` lays it out: ``model.safetensors``, or past
+``max_shard_size`` ``model-00001-of-0000N.safetensors`` and ``model.safetensors.index.json``
+(``{"metadata": {"total_size"}, "weight_map"}``), the tokenizer files, ``config.json``.
+
+Streaming: one tensor in memory at a time (its transform's copy beside it); a weight kept as
+stored is copied as its stored bytes (CRC-checked), never decoded. Every file goes to a
+temporary name; all are renamed into place together at the end, ``config.json`` last, so an
+interrupted export leaves no loadable half folder. With ``force``, weight files of an earlier
+export that this one does not overwrite (other shards, the other layout) are removed after.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ckptool.errors import CkptError, RefusedError, UnsupportedError, UsageError
+from ckptool.format import safetensors_meta as stm
+from ckptool.io.atomic import AtomicFile, check_destination, make_output_dir, publish
+from ckptool.ops.transform.hf.engine import Placed, Plan, apply
+
+if TYPE_CHECKING:
+    from ckptool.io.storage import Storage
+    from ckptool.ops.transform.hf.export import HfResult
+
+DEFAULT_SHARD = 5 * 10**9  # transformers' usual hub size; --max-shard-size
+SINGLE, INDEX = "model.safetensors", "model.safetensors.index.json"
+WEIGHT_FILE = re.compile(r"model(-\d{5}-of-\d{5})?\.safetensors(\.index\.json)?")
+_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+          "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
+_CHUNK = 8 << 20
+
+
+def parse_size(size: int | str | None) -> int:
+    """``--max-shard-size``: bytes, or ``500MB``, ``5GB``, ``2GiB`` (as transformers reads them)."""
+    if size is None:
+        return DEFAULT_SHARD
+    if isinstance(size, int):
+        n = size
+    else:
+        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?I?B?)\s*", size.upper())
+        if m is None or m[2] not in _UNITS:
+            raise UsageError(f"--max-shard-size {size!r}: a size such as 500MB, 5GB or 2GiB")
+        n = int(float(m[1]) * _UNITS[m[2]])
+    if n <= 0:
+        raise UsageError(f"--max-shard-size {size!r}: must be positive")
+    return n
+
+
+def _nbytes(p: Placed) -> int:
+    from ckptool.format import dtypes
+
+    size = 1
+    for d in p.shape:
+        size *= d
+    return size * dtypes.from_name(p.spec.dtype).itemsize
+
+
+def shards(placed: list[Placed], limit: int) -> list[list[Placed]]:
+    """Tensors in order, a new shard when the next would pass ``limit`` (a bigger tensor alone)."""
+    out: list[list[Placed]] = [[]]
+    size = 0
+    for p in placed:
+        n = _nbytes(p)
+        if out[-1] and size + n > limit:
+            out.append([])
+            size = 0
+        out[-1].append(p)
+        size += n
+    return out
+
+
+def _bytes(p: Placed, config: dict[str, Any]) -> Any:
+    import numpy as np
+
+    s = p.spec
+    if not p.op and s.raw is not None and not s.raw.entry.slices:
+        return s.raw.checkpoint.read_raw(s.raw.entry, verify=s.raw.verify)
+    arr = np.asarray(apply(p.op, s.load(), config))
+    if tuple(arr.shape) != p.shape:
+        raise CkptError(f"tensor {p.name!r}: became {list(arr.shape)}, not {list(p.shape)}")
+    if arr.dtype.byteorder == ">":
+        arr = arr.astype(arr.dtype.newbyteorder("<"))
+    return np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
+
+
+def _write_shard(f: AtomicFile, group: list[Placed], config: dict[str, Any], where: str,
+                 tick: Callable[[int], None]) -> int:
+    header = []
+    for p in group:
+        code = stm.TF_TO_ST.get(p.spec.dtype)
+        if code is None:
+            raise UnsupportedError(f"{where}: tensor {p.name!r} has dtype {p.spec.dtype}, which a model's "
+                                   ".safetensors cannot hold")
+        header.append((p.hf, code, p.shape))
+    head, total = stm.encode_header(header, stm.Extras(format="pt"))
+    f.write(head)
+    done = 0
+    for p in group:
+        view = memoryview(_bytes(p, config)).cast("B")
+        for i in range(0, len(view), _CHUNK):
+            f.write(view[i:i + _CHUNK])
+        done += len(view)
+        tick(len(view))
+        del view
+    if done != total:
+        raise CkptError(f"{where}: wrote {done} bytes of tensor data, the header says {total}")
+    return total
+
+
+def _json(doc: Any) -> bytes:
+    return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def _stale(storage: Storage, dst: str, written: set[str], force: bool) -> list[str]:
+    """Weight files of an earlier export in ``dst`` that this one does not overwrite."""
+    if not storage.isdir(dst):
+        return []
+    old = [n for n in storage.listdir(dst) if WEIGHT_FILE.fullmatch(n) and n not in written]
+    if old and not force:
+        raise RefusedError(f"{storage.join(dst, old[0])} already exists; not overwriting it without --force")
+    return [storage.join(dst, n) for n in old]
+
+
+def write_folder(dst: str, plan: Plan, config: dict[str, Any], extra: list[tuple[str, bytes]], limit: int,
+                 result: HfResult, *, force: bool, sync: bool, progress: Callable[[int, int], None] | None,
+                 sources: Sequence[str]) -> None:
+    from ckptool.io.urls import storage_for
+
+    storage, root = storage_for(dst)
+    groups = shards(plan.placed, limit)
+    n = len(groups)
+    names = [SINGLE] if n == 1 else [f"model-{i + 1:05d}-of-{n:05d}.safetensors" for i in range(n)]
+    small = [*extra, *([(INDEX, b"")] if n > 1 else []), ("config.json", _json(config))]
+    targets = [storage.join(root, name) for name in names + [name for name, _ in small]]
+    check_destination(storage, targets, force=force, sources=sources)
+    stale = _stale(storage, root, set(names) | {name for name, _ in small}, force)
+    make_output_dir(storage, root)
+    total = sum(_nbytes(p) for p in plan.placed)
+    done = [0]
+
+    def tick(k: int) -> None:
+        done[0] += k
+        if progress:
+            progress(done[0], total)
+
+    files: list[AtomicFile] = []
+    try:
+        weight_map: dict[str, str] = {}
+        for name, group in zip(names, groups):
+            f = AtomicFile(storage, storage.join(root, name), sync=sync)
+            files.append(f)
+            _write_shard(f, group, config, dst, tick)
+            weight_map.update((p.hf, name) for p in group)
+        for name, data in small:
+            if name == INDEX:
+                data = _json({"metadata": {"total_size": total}, "weight_map": dict(sorted(weight_map.items()))})
+            f = AtomicFile(storage, storage.join(root, name), sync=sync)
+            files.append(f)
+            f.write(data)
+        publish(files)
+    except BaseException:
+        for f in files:
+            f.discard()
+        raise
+    for path in stale:
+        storage.remove(path)
+    result.files = targets
+    result.nbytes = total
