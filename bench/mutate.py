@@ -110,7 +110,7 @@ MUTANTS = [
            ISSUE39_TESTS),
     # ---- prune --clean-temp beside a writer
     Mutant("clean-temp --dry-run: is_locked always false", "ckptool/ops/retain/prune.py", "_clean_temp",
-           "    if res.dry_run and is_locked(d.path, d.fd if isinstance(d, LocalDir) else None):",
+           "    if res.dry_run and storage.lock_held(d.path, d.fd if isinstance(d, LocalDir) else None):",
            "    if res.dry_run and False:", ISSUE39_TESTS),
     # ---- retention
     Mutant("retention: latest not protected", "ckptool/ops/retain/retention.py", "plan",

@@ -102,6 +102,14 @@ class LocalDir:
     def unlink(self, name: str) -> None:
         os.unlink(name, dir_fd=self.fd)
 
+    def unlink_if(self, name: str, expect: bytes) -> bool:
+        """Delete ``name`` only if it still holds ``expect`` (the caller holds DIR's lock, which
+        every writer of a state file takes); False, nothing deleted, otherwise."""
+        if self.read(name) != expect:
+            return False
+        self.unlink(name)
+        return True
+
     def subdir(self, name: str) -> LocalDir:
         try:
             fd = os.open(name, os.O_RDONLY | _DIRECTORY | _NOFOLLOW, dir_fd=self.fd)
@@ -228,6 +236,9 @@ class PathDir:
 
     def unlink(self, name: str) -> None:
         self.storage.remove(self.join(name))
+
+    def unlink_if(self, name: str, expect: bytes) -> bool:
+        return self.storage.remove_if(self.join(name), expect)
 
     def rmtree(self, name: str) -> None:
         for n in self.storage.listdir(self.join(name)):

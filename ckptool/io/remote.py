@@ -1,24 +1,17 @@
 """Checkpoints on object storage (``s3://``, ``gs://``, ``memory://`` ...) through fsspec.
 
-:class:`RemoteStorage` is the :class:`ckptool.io.storage.LocalStorage` interface
-over an fsspec filesystem; :func:`storage_for_url` hands one out per protocol
-(``ckptool.io.urls.storage_for`` calls it for every URL but ``file://``).
+:class:`RemoteStorage` is the :class:`ckptool.io.storage.LocalStorage` interface over an fsspec
+filesystem; :func:`storage_for_url` hands one out per protocol (``ckptool.io.urls.storage_for``).
 
-- Paths stay full URLs (``s3://bucket/run/ckpt-5``); join/dirname/basename
-  work on the part after ``scheme://`` as POSIX paths.
-- Reads are ranged: :class:`RemoteReader` fetches exactly the bytes asked
-  (``fs.cat_file(path, start, end)``), so listing reads the index alone and a
-  tensor costs its own byte range, never its whole shard.
-- An object store has no atomic rename (``atomic_rename = False``): writers
-  write the final names directly, data objects first and the index last. A
-  file being written is uploaded only when it is closed (one PUT, or a
-  multipart upload completed at close), so until then nothing exists under
-  its name; :meth:`RemoteWriter.discard` abandons it.
-- The lock is an object written only if absent (:mod:`ckptool.io.remote_lock`); the
-  state file is replaced by a conditional write (:mod:`ckptool.io.remote_cas`).
-- The endpoint of an S3-compatible store comes from ``AWS_ENDPOINT_URL``
-  (botocore >= 1.31 reads it; for older ones it is passed to s3fs here) or
-  from fsspec's configuration (``~/.config/fsspec/*.json``, ``FSSPEC_S3_*``).
+- Paths stay full URLs (``s3://bucket/run/ckpt-5``); join/dirname/basename work on the part
+  after ``scheme://`` as POSIX paths.
+- Reads are ranged (:class:`RemoteReader`): listing reads the index alone, a tensor its bytes.
+- No atomic rename (``atomic_rename = False``): writers write the final names, data objects
+  first and the index last, each uploaded when closed (:meth:`RemoteWriter.discard` abandons).
+- The lock is an object written only if absent (:mod:`ckptool.io.remote_lock`); the state file
+  is replaced and deleted by conditional writes (:mod:`ckptool.io.remote_cas`).
+- An S3-compatible endpoint comes from ``AWS_ENDPOINT_URL`` (botocore >= 1.31 reads it; for
+  older ones it is passed to s3fs here) or from fsspec's configuration.
 """
 
 from __future__ import annotations
@@ -53,7 +46,7 @@ from ckptool.io.remote_files import (  # noqa: F401 - re-exported
     short_error,
     split_url,
 )
-from ckptool.io.remote_lock import RemoteLock
+from ckptool.io.remote_lock import RemoteLock, held_elsewhere
 from ckptool.io.storage import Reader, Writer
 
 if TYPE_CHECKING:
@@ -88,10 +81,10 @@ def _botocore_reads_endpoint_env() -> bool:
     """botocore 1.31 (2023) added AWS_ENDPOINT_URL / AWS_ENDPOINT_URL_<SERVICE>."""
     try:
         import botocore
+
+        major, minor = (int(x) for x in botocore.__version__.split(".")[:2])
     except ImportError:
         return False
-    try:
-        major, minor = (int(x) for x in botocore.__version__.split(".")[:2])
     except ValueError:
         return True
     return (major, minor) >= (1, 31)
@@ -376,13 +369,24 @@ class RemoteStorage(PathCapabilities):
             with request_errors(path, "write", NO_PARENT):
                 self.fs.pipe_file(path, bytes(data))
             return True
-        if not remote_cas.supported(self.protocol):
-            raise remote_cas.refuse(self.protocol, path, "replacing it")
-        raw, token = remote_cas.read(self, path)
+        raw, token = self._versioned(path, "replacing it")
         return raw == expect and remote_cas.put(self, path, bytes(data), token) is not None
+
+    def remove_if(self, path: str, expect: bytes) -> bool:  # the store's conditional delete
+        raw, token = self._versioned(path, "deleting it")
+        return raw == expect and remote_cas.delete(self, path, token)
+
+    def _versioned(self, path: str, what: str) -> tuple[bytes | None, Any]:
+        self._forget(path)  # the object's bytes and version for a conditional write, where there is one
+        if not remote_cas.supported(self.protocol):
+            raise remote_cas.refuse(self.protocol, path, what)
+        return remote_cas.read(self, path)
 
     def lock(self, directory: str, **options: Any) -> RemoteLock:  # the object DIR/.ckptool.lock
         return RemoteLock(self, directory, **options)
+
+    def lock_held(self, directory: str, dir_fd: int | None = None) -> bool:
+        return held_elsewhere(self, directory)  # a live lock object of another holder
 
     def read_if_exists(self, path: str) -> bytes | None:
         self._forget(path)

@@ -125,6 +125,11 @@ class Storage(Protocol):
 
     def remove(self, path: str) -> None: ...
 
+    def remove_if(self, path: str, expect: bytes) -> bool:
+        """Delete ``path`` only if it still holds ``expect`` (on an object store the store's
+        conditional delete); False, nothing deleted, otherwise."""
+        ...
+
     def write_bytes_atomic(self, path: str, data: bytes, expect: object = ANY) -> bool: ...
 
     # -- deletion capabilities (issue 27, helper "deletion"): path identity, file kinds, the lock
@@ -145,6 +150,11 @@ class Storage(Protocol):
 
     def lock(self, directory: str, **options: Unpack[LockOptions]) -> AbstractContextManager[object]:
         """DIR's advisory lock (:class:`ckptool.io.lock.DirLock` locally; none on an object store)."""
+        ...
+
+    def lock_held(self, directory: str, dir_fd: int | None = None) -> bool:
+        """Whether another process holds DIR's lock now, without taking it (``dir_fd``: DIR's
+        descriptor, locally)."""
         ...
 
     def open_dir(self, path: str, follow: bool = True) -> LocalDir | PathDir:
@@ -337,6 +347,12 @@ class LocalStorage(LocalCapabilities):
     def remove(self, path: str) -> None:
         os.remove(path)
 
+    def remove_if(self, path: str, expect: bytes) -> bool:  # under DIR's lock, which every writer takes
+        if self.read_if_exists(path) != expect:
+            return False
+        self.remove(path)
+        return True
+
     # Used by prune/state/du (ckptool/manage.py); a remote Storage may lack them.
     def lstat(self, path: str) -> os.stat_result | None:
         """``os.lstat`` (symlinks not followed); None when the path does not exist."""
@@ -354,6 +370,11 @@ class LocalStorage(LocalCapabilities):
         from ckptool.io.lock import DirLock
 
         return DirLock(directory or ".", **options)
+
+    def lock_held(self, directory: str, dir_fd: int | None = None) -> bool:
+        from ckptool.io.lock import is_locked
+
+        return is_locked(directory, dir_fd)
 
     def write_bytes_atomic(self, path: str, data: bytes, expect: object = ANY, sync: bool = True) -> bool:
         """Replace ``path`` with ``data`` atomically: :func:`ckptool.io.atomic.write_bytes`

@@ -131,6 +131,24 @@ def test_a_live_lock_object_of_another_holder_is_seen_without_taking_it(store):
         assert not remote_lock.held_elsewhere(st, d)  # ours
 
 
+def test_clean_temp_dry_run_on_a_store_says_nothing_goes_while_a_writer_holds_the_lock(store):
+    """prune --clean-temp --dry-run asks the store's lock (Storage.lock_held), as it asks
+    the local one: a live lock object of another holder means its temporaries are in use."""
+    from ckptool.ops.retain import prune as P
+
+    fs, root = store
+    st = remote.storage_for_url(root)
+    d = f"{root}/ct"
+    for step in (1, 2):
+        ckptool.write(f"{d}/ckpt-{step}", {"w": np.zeros(2)})
+    st.write_bytes_atomic(f"{d}/ckpt-3.index.tempstate77", b"x" * 10)
+    now = time.time() + 7200  # the temporary two hours old
+    assert P.prune(d, clean_temp=True, dry_run=True, now=now, scan=True).temp_deleted  # no writer: it would go
+    live = {"tool": "ckptool", "pid": 1, "host": "elsewhere", "command": "ckptool save", "expires": time.time() + 60}
+    st.write_bytes_atomic(f"{d}/.ckptool.lock", json.dumps(live).encode())
+    assert P.prune(d, clean_temp=True, dry_run=True, now=now, scan=True).temp_deleted == []
+
+
 def test_an_emulator_that_ignores_generations_is_refused_plainly(gcs_server, gs):
     fs, root = gs
     honour = gcs_server[2]
@@ -241,3 +259,15 @@ def test_gs_verify_finds_a_flipped_byte_and_a_missing_shard(run, gs):
     fs.rm_file(data)
     out, _ = run("verify", f"{root}/k", code=1)
     assert "ckpt-1.data-00000-of-00001: missing" in out
+
+
+def test_the_state_file_is_deleted_only_at_the_version_read(store):
+    """update_state removing the state file (rm of every checkpoint) deletes it by the store's
+    conditional delete: a state file rewritten since (a trainer's save) stays."""
+    fs, root = store
+    st = remote.storage_for_url(root)
+    path = f"{root}/del/checkpoint"
+    st.write_bytes_atomic(path, b'model_checkpoint_path: "ckpt-1"\n')
+    assert not st.remove_if(path, b'model_checkpoint_path: "ckpt-0"\n') and st.exists(path)
+    assert st.remove_if(path, b'model_checkpoint_path: "ckpt-1"\n') and not st.exists(path)
+    assert not st.remove_if(path, b"anything")  # gone: nothing to delete

@@ -276,8 +276,7 @@ def update_state(d: Dir, compute: Callable[[bytes | None, CheckpointState | None
         if new is None:
             if raw is None:
                 return None
-            if d.read(STATE_FILENAME) == raw:
-                d.unlink(STATE_FILENAME)
+            if d.unlink_if(STATE_FILENAME, raw):
                 return None
             continue
         if d.replace(STATE_FILENAME, new.to_text().encode("utf-8"), raw):

@@ -32,7 +32,7 @@ from ckptool.io.dirfd import LocalDir, open_dir
 from ckptool.io.keptdir import is_kept_dir, kept_path
 from ckptool.io.layout import basename_any, file_role, names_in, strip_file_suffix
 from ckptool.io.listing import DirListing, FileInfo, scan
-from ckptool.io.lock import DEFAULT_TIMEOUT, is_locked, lock_open
+from ckptool.io.lock import DEFAULT_TIMEOUT, lock_open
 from ckptool.io.policy import DEFAULT, FLAG, effective_policy, resolve_policy
 from ckptool.io.state import CheckpointState
 from ckptool.io.urls import storage_for
@@ -101,9 +101,10 @@ def _pins(storage: Storage, directory: str, pins: tuple[str, ...], listing: DirL
     return frozenset(out)
 
 
-def _clean_temp(d: Dir, listing: DirListing, res: PruneResult, now: float) -> int:
-    """Delete temporaries older than an hour; never while a writer holds DIR's lock."""
-    if res.dry_run and is_locked(d.path, d.fd if isinstance(d, LocalDir) else None):
+def _clean_temp(storage: Storage, d: Dir, listing: DirListing, res: PruneResult, now: float) -> int:
+    """Delete temporaries older than an hour; never while a writer holds DIR's lock (a dry run
+    does not take it: it asks)."""
+    if res.dry_run and storage.lock_held(d.path, d.fd if isinstance(d, LocalDir) else None):
         return 0
     gone, freed = delete_temporaries(d, listing, now, res.dry_run, res.failed)
     res.temp_deleted += gone
@@ -178,7 +179,7 @@ def run(storage: Storage, d: Dir, policy: R.Policy, *, now: float, dry_run: bool
         warn(f"{item['path']}: damaged: {item['problem']}")
     if dry_run:
         if clean_temp:
-            res.bytes_freed += _clean_temp(d, listing, res, now)
+            res.bytes_freed += _clean_temp(storage, d, listing, res, now)
         return res
     # (0) what is kept out of the trainer's reach gets its second name in DIR/kept/ first
     placed, fresh = keep_into(storage, d, listing, {b: res.timestamps.get(b, 0.0) for b in plan.moves}, res.failed)
@@ -229,7 +230,7 @@ def run(storage: Storage, d: Dir, policy: R.Policy, *, now: float, dry_run: bool
     if gone or moving:
         end_journal(d, left, {b: moving[b] for b in sorted(left_moves)})
     if clean_temp:
-        res.bytes_freed += _clean_temp(d, listing, res, now)
+        res.bytes_freed += _clean_temp(storage, d, listing, res, now)
     return res
 
 
