@@ -168,7 +168,7 @@ def read_json_member(zf: zipfile.ZipFile, member: str, where: str) -> Any:
     with zf.open(member) as f:
         data = f.read(JSON_LIMIT + 1)
     if len(data) > JSON_LIMIT:
-        raise CorruptError(f"{where}: {member} is over {JSON_LIMIT >> 20} MiB, more than a Keras file's {member}")
+        raise CorruptError(f"{where}: {member} is over {JSON_LIMIT} bytes, more than a Keras file's {member}")
     try:
         return json.loads(data)
     except (ValueError, RecursionError) as exc:

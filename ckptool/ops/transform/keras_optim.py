@@ -193,10 +193,17 @@ def plan(tf: TfOptimizer, k: KerasOptimizer, to_keras: bool, is_zero: Callable[[
     inner = k.inner if k.inner is not None else k.vars
     inner_path = k.inner_path if k.inner_path is not None else k.path
     what, kinds = expected_kinds(k.config, k.label)
+    certain = isinstance(k.config, dict)  # a config, not a name, says what the optimizer keeps
     slots = list(tf.slots)
     built = len(inner) > len(head)
     have = source_kinds(tf, kinds)
-    if kinds is not None and tf.per_variable is not None and kinds != have:
+    if built and not certain and {"average", "vhat"} & set(have):
+        out.problems.append(f"optimizer: the source's slots are {have} per variable and nothing says whether the "
+                            f"template's {what} lays out the same ones (amsgrad's and EMA's counts agree); give a "
+                            ".keras template or --template-config (the compiled model's model.to_json()), or "
+                            "--skip-optimizer")
+        return out
+    if kinds is not None and tf.per_variable is not None and kinds != have and (certain or not built):
         if not kinds and have == ["m"]:  # the template's SGD has no momentum (tf.keras keeps the slots anyway)
             out.kept_tf += slots
             zero = " (all zero)" if is_zero(slots) else ""
@@ -204,9 +211,10 @@ def plan(tf: TfOptimizer, k: KerasOptimizer, to_keras: bool, is_zero: Callable[[
                              f"{len(slots)} momentum slots{zero} are not carried")
             slots = []
         else:
+            hint = "" if certain else "; a config (a .keras template, --template-config) says what it keeps"
             out.problems.append(f"optimizer: the template's {what} keeps slots {kinds or 'none'} per variable, the "
                                 f"source's optimizer has {have}; its state cannot be carried exactly "
-                                "(--skip-optimizer converts the weights alone)")
+                                f"(--skip-optimizer converts the weights alone){hint}")
             return out
     elif kinds is None and {"average", "vhat"} & set(have):
         out.problems.append(f"optimizer: the source's slots are {have} per variable and nothing says how the "
