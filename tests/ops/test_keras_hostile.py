@@ -82,7 +82,7 @@ def test_a_zip_bomb_is_refused(tmp_path):
 
 
 def test_json_members_are_bounded(tmp_path, monkeypatch):
-    import ckptool.ops.read.keras as reader
+    import ckptool.ops.read.keras_zip as reader
     p = _rezip(tmp_path / "cfg.keras")
     monkeypatch.setattr(reader, "JSON_LIMIT", 1000)  # config.json is ~5 KB
     r = completed("list-variables", p)

@@ -12,7 +12,6 @@ bfloat16 (a 2-byte opaque type with a ``dtype`` attribute) reads as ``ml_dtypes.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import re
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ckptool.errors import CkptError, CorruptError, MissingError, UnsupportedError
 from ckptool.io.layout import Located
 from ckptool.ops.read.checkpoint import Checkpoint, Variable, key_of
+from ckptool.ops.read.keras_zip import JSON_LIMIT, open_member, read_json_member
 
 if TYPE_CHECKING:
     import numpy as np
@@ -33,9 +33,6 @@ SUFFIXES = (".weights.h5", ".keras", ".weights.json")
 WEIGHTS_MEMBER = "model.weights.h5"
 _BOMB_FLOOR = 1 << 32
 _BOMB_RATIO = 1000
-#: the most read of a JSON member (config.json, metadata.json) or --template-config: a config of a
-#: thousand layers is a few MB
-JSON_LIMIT = 64 << 20
 
 
 def is_keras_path(path: str) -> bool:
@@ -163,62 +160,6 @@ def layer_classes(config: Any) -> dict[str, str]:
     return out
 
 
-def read_json_member(zf: zipfile.ZipFile, member: str, where: str) -> Any:
-    """A JSON member of a ``.keras`` zip, read through at most :data:`JSON_LIMIT` bytes."""
-    with zf.open(member) as f:
-        data = f.read(JSON_LIMIT + 1)
-    if len(data) > JSON_LIMIT:
-        raise CorruptError(f"{where}: {member} is over {JSON_LIMIT} bytes, more than a Keras file's {member}")
-    try:
-        return json.loads(data)
-    except (ValueError, RecursionError) as exc:
-        raise CorruptError(f"{where}: {member} is not JSON: {exc}") from None
-
-
-class _ZipWindow(io.RawIOBase):
-    """A stored (uncompressed) zip member as a seekable read-only file, for h5py: positioned
-    reads of the archive, never the whole member in memory."""
-
-    def __init__(self, path: str, info: zipfile.ZipInfo):
-        super().__init__()
-        self._f = open(path, "rb")  # noqa: SIM115 - closed by close()
-        self._f.seek(info.header_offset)
-        head = self._f.read(30)
-        if len(head) != 30 or head[:4] != b"PK\x03\x04":
-            self._f.close()
-            raise CorruptError(f"{path}: member {info.filename}: bad local header")
-        start = info.header_offset + 30 + int.from_bytes(head[26:28], "little") + int.from_bytes(head[28:30], "little")
-        self._start, self._size, self._pos = start, info.file_size, 0
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._pos
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        base = {0: 0, 1: self._pos, 2: self._size}[whence]
-        self._pos = max(0, base + offset)
-        return self._pos
-
-    def readinto(self, b: Any) -> int:
-        n = max(0, min(len(b), self._size - self._pos))
-        if n == 0:
-            return 0
-        data = os.pread(self._f.fileno(), n, self._start + self._pos)
-        b[:len(data)] = data
-        self._pos += len(data)
-        return len(data)
-
-    def close(self) -> None:
-        if not self._f.closed:
-            self._f.close()
-        super().close()
-
-
 class KerasCheckpoint(Checkpoint):
     """A Keras 3 weights file, read as a checkpoint (names are HDF5 paths)."""
 
@@ -292,15 +233,8 @@ class KerasCheckpoint(Checkpoint):
                 if member in names:
                     setattr(self, attr, read_json_member(zf, member, p))
             info = zf.getinfo(WEIGHTS_MEMBER)
-            if info.compress_type == zipfile.ZIP_STORED:  # as Keras writes it: read in place
-                source: Any = _ZipWindow(p, info)
-                self._windows.append(source)
-            else:  # streamed, never whole in memory; a member that inflates a thousandfold is a bomb
-                if info.file_size > _BOMB_FLOOR >> 2 and info.file_size > 100 * max(1, info.compress_size):
-                    raise CorruptError(f"{p}: member {WEIGHTS_MEMBER} inflates {info.compress_size} bytes to "
-                                       f"{info.file_size}: a zip bomb, not a Keras file")
-                source = zf.open(info)
-                self._windows.append(source)
+            source = open_member(zf, info, p)
+            self._windows.append(source)
         except zipfile.BadZipFile as exc:
             raise CorruptError(f"{p}: not a .keras (zip) file: {exc}") from None
         self._add_h5(source, f"{p}:{WEIGHTS_MEMBER}", info.file_size)

@@ -20,7 +20,8 @@ from typing import Any
 
 from ckptool.errors import CkptError, RefusedError, UsageError
 from ckptool.io.atomic import AtomicFile, check_destination, checkpoint_identity, make_output_dir, publish
-from ckptool.ops.read.keras import JSON_LIMIT, WEIGHTS_MEMBER, KerasCheckpoint, import_h5py, is_keras_path
+from ckptool.ops.read.keras import WEIGHTS_MEMBER, KerasCheckpoint, import_h5py, is_keras_path
+from ckptool.ops.read.keras_zip import JSON_LIMIT
 from ckptool.ops.transform.keras_map import Mapping, describe, map_keras
 from ckptool.ops.transform.keras_optim import HYPER
 

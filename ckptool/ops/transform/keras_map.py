@@ -23,8 +23,9 @@ from typing import Any
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, VARIABLE_VALUE, ObjectGraph
 from ckptool.ops.read.checkpoint import Checkpoint
 from ckptool.ops.read.keras import KerasCheckpoint
-from ckptool.ops.transform.keras_optim import KerasOptimizer, plan, tf_optimizer
-from ckptool.ops.transform.keras_order import align, counter, model_orders, overlaps
+from ckptool.ops.transform.keras_optim import KerasOptimizer, one_sided, plan, tf_optimizer
+from ckptool.ops.transform.keras_order import KNode, align, keras_tree, model_orders, overlaps, show_sig
+from ckptool.ops.transform.keras_order import chains as keras_chains
 
 _LAYER_K = re.compile(r"^layer-(\d+)$")
 _LAYER_W = re.compile(r"^layer_with_weights-(\d+)$")
@@ -57,21 +58,6 @@ class Mapping:
     optimizer_pairs: int = 0  # how many of the pairs and additions are optimizer state
 
 
-@dataclass
-class _KNode:
-    path: str
-    own: dict[int, str] = field(default_factory=dict)  # vars/i -> dataset name
-    children: dict[str, _KNode] = field(default_factory=dict)
-    is_object: bool = False  # has a 'vars' group (every saveable object has one)
-    label: str = ""  # the vars group's name attribute: the object's name (Keras >= 3.6)
-
-    def datasets(self) -> list[str]:
-        out = [self.own[i] for i in sorted(self.own)]
-        for c in self.children.values():
-            out.extend(c.datasets())
-        return out
-
-
 def unique(children: list[tuple[str, int]]) -> list[tuple[str, int]]:
     """A node's children, each node once (its first name): ``adapt_mean`` is ``mean``."""
     seen: set[int] = set()
@@ -83,34 +69,8 @@ def unique(children: list[tuple[str, int]]) -> list[tuple[str, int]]:
     return out
 
 
-def _keras_tree(kc: KerasCheckpoint) -> _KNode:
-    root = _KNode("")
-    for name in kc.entries:
-        parts = name.split("/")
-        node = root
-        for i, seg in enumerate(parts[:-1]):
-            if seg == "vars" and i == len(parts) - 2:
-                break
-            node = node.children.setdefault(seg, _KNode("/".join(parts[:i + 1])))
-        if len(parts) >= 2 and parts[-2] == "vars" and parts[-1].isdigit():
-            node.own[int(parts[-1])] = name
-        else:  # a dataset outside a vars group: kept as its own leaf, matched by nothing
-            node.children.setdefault(parts[-1], _KNode(name)).own[-1] = name
-    for g, (label, _file) in kc.groups.items():
-        node = root
-        for seg in g.split("/") if g else []:
-            node = node.children.setdefault(seg, _KNode(node.path + "/" + seg if node.path else seg))
-        node.is_object, node.label = True, label
-    return root
-
-
-def _show(sig: tuple[tuple[str, tuple[int, ...]], ...]) -> str:
-    more = f" and {len(sig) - 3} more" if len(sig) > 3 else ""
-    return ", ".join(f"{d} {list(s)}" for d, s in sig[:3]) + more if sig else "no variables"
-
-
 class _Matcher:
-    def __init__(self, graph: ObjectGraph, tf: Checkpoint, kc: KerasCheckpoint, tree: _KNode, config: Any):
+    def __init__(self, graph: ObjectGraph, tf: Checkpoint, kc: KerasCheckpoint, tree: KNode, config: Any):
         self.g = graph
         self.tf = tf
         self.kc = kc
@@ -122,7 +82,7 @@ class _Matcher:
                     self.var_key[n.id] = a.checkpoint_key
         self.claimed: set[int] = set()
         self.model_order: list[int] = []  # TF variable nodes in model order (for legacy slots)
-        self.nodes: dict[str, _KNode] = {}
+        self.nodes: dict[str, KNode] = {}
         todo = [tree]
         while todo:
             kn = todo.pop()
@@ -167,7 +127,7 @@ class _Matcher:
         vs = [self.tf.variable(self.var_key[c]) for c in self.tf_vars(nid)]
         return tuple(sorted((v.dtype, tuple(v.shape)) for v in vs))
 
-    def k_sig(self, k: _KNode) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    def k_sig(self, k: KNode) -> tuple[tuple[str, tuple[int, ...]], ...]:
         vs = [self.kc.variable(d) for d in k.datasets()]
         return tuple(sorted((v.dtype, tuple(v.shape)) for v in vs))
 
@@ -184,7 +144,7 @@ class _Matcher:
 
     # -- one object --------------------------------------------------------------
 
-    def match(self, nid: int, k: _KNode, where: str) -> None:
+    def match(self, nid: int, k: KNode, where: str) -> None:
         self.claimed.add(nid)
         own = [c for _, c in unique(self.g.nodes[nid].children) if c in self.var_key and c not in self.claimed]
         kown = [k.own[i] for i in sorted(k.own)]
@@ -231,7 +191,7 @@ class _Matcher:
                 out.append((n, c))
         return out
 
-    def _k_subs(self, k: _KNode) -> list[tuple[str, _KNode]]:
+    def _k_subs(self, k: KNode) -> list[tuple[str, KNode]]:
         return sorted((n, c) for n, c in k.children.items() if n != "optimizer" and c.datasets())
 
     def _tf_container(self, nid: int) -> bool:
@@ -248,7 +208,7 @@ class _Matcher:
                 out.append((n, c))
         return out
 
-    def _k_items(self, subs: list[tuple[str, _KNode]]) -> list[tuple[str, _KNode]]:
+    def _k_items(self, subs: list[tuple[str, KNode]]) -> list[tuple[str, KNode]]:
         out = []
         for n, c in subs:
             if not c.is_object and c.children:
@@ -257,7 +217,7 @@ class _Matcher:
                 out.append((n, c))
         return out
 
-    def match_children(self, tsubs: list[tuple[str, int]], ksubs: list[tuple[str, _KNode]], where: str) -> None:
+    def match_children(self, tsubs: list[tuple[str, int]], ksubs: list[tuple[str, KNode]], where: str) -> None:
         kby = {n.lstrip("_"): (n, c) for n, c in ksubs}
         trest = []
         used: set[str] = set()
@@ -279,53 +239,9 @@ class _Matcher:
 
     # -- the order of what names do not pair ----------------------------------------
 
-    def _config_order(self, container: str) -> list[str] | None:
-        """The layer names in order for a ``layers`` container, from the config (by the owner's name)."""
-        if container != "layers" and not container.endswith("/layers"):
-            return None
-        owner = self.nodes.get(container[:-len("layers")].rstrip("/"))
-        if owner is None:
-            return None
-        return self.top if owner.path == "" else self.nested.get(owner.label) if owner.label else None
-
-    def _chains(self, kitems: list[tuple[str, _KNode]]) -> tuple[list[list[tuple[str, _KNode]]], str]:
-        """The Keras items as chains of known order: a container's items in its config's order, else
-        one chain per class (Keras's per-class counters); or a contradiction."""
-        by_parent: dict[str, list[tuple[str, _KNode]]] = {}
-        for n, c in kitems:
-            by_parent.setdefault(c.path.rpartition("/")[0], []).append((n, c))
-        chains: list[list[tuple[str, _KNode]]] = []
-        for parent, items in by_parent.items():
-            pnode = self.nodes.get(parent)
-            siblings = set(pnode.children) if pnode is not None else set()
-            count = {c.path: counter(c.path.rpartition("/")[2], siblings) for _, c in items}
-            order = self._config_order(parent)
-            if order is not None and all(c.label for _, c in items):
-                at = {name: i for i, name in enumerate(order)}
-                stray = [c for _, c in items if c.label not in at]
-                if stray:
-                    return [], (f"{stray[0].path} (layer {stray[0].label!r}) is not a layer of the config's model: the "
-                                "config does not describe this file")
-                chain = sorted(items, key=lambda it: at[it[1].label])
-                last: dict[str, tuple[int, str]] = {}
-                for _, c in chain:
-                    base, num = count[c.path]
-                    if base in last and last[base][0] > num:
-                        return [], (f"the config puts {last[base][1]} before {c.path}, against Keras's own counters: "
-                                    "the config does not describe this file")
-                    last[base] = (num, c.path)
-                chains.append(chain)
-                continue
-            families: dict[str, list[tuple[int, str, _KNode]]] = {}
-            for n, c in items:
-                base, k = count[c.path]
-                families.setdefault(base, []).append((k, n, c))
-            chains += [[(n, c) for _, n, c in sorted(f, key=lambda x: x[0])] for f in families.values()]
-        return chains, ""
-
-    def _pair_rest(self, titems: list[tuple[str, int]], kitems: list[tuple[str, _KNode]], where: str) -> None:
+    def _pair_rest(self, titems: list[tuple[str, int]], kitems: list[tuple[str, KNode]], where: str) -> None:
         label = where or "the model"
-        chains, why = self._chains(kitems)
+        chains, why = keras_chains(kitems, self.nodes, self.top, self.nested)
         if why:
             self.out.problems.append(f"{label}: {why}")
             return
@@ -341,13 +257,14 @@ class _Matcher:
                 i, a, b = res.disagree
                 shown = [chains[x][y][1].path if x >= 0 else "nothing" for x, y in (a, b)]
                 self.out.problems.append(f"{label}: which Keras layer is which cannot be proved: {shown[0]} and "
-                                         f"{shown[1]} both fit the source's {titems[i][0]} ({_show(tsigs[i])}){hint}")
+                                         f"{shown[1]} both fit the source's {titems[i][0]} "
+                                         f"({show_sig(tsigs[i])}){hint}")
             elif res.stuck is not None:
                 i, nexts = res.stuck
-                after = ", ".join(f"{chains[c][q][1].path} ({_show(self.k_sig(chains[c][q][1]))})"
+                after = ", ".join(f"{chains[c][q][1].path} ({show_sig(self.k_sig(chains[c][q][1]))})"
                                   for c, q in nexts[:3]) or "nothing"
                 self.out.problems.append(f"{label}: the template's layers do not fit the source's: "
-                                         f"{titems[i][0]} ({_show(tsigs[i])}) matches none of what can come next in "
+                                         f"{titems[i][0]} ({show_sig(tsigs[i])}) matches none of what can come next in "
                                          f"the Keras file: {after}")
             else:
                 self.out.problems.append(f"{label}: which Keras layer is which cannot be proved ({res.why}: "
@@ -372,7 +289,7 @@ def _graph(tf: Checkpoint) -> ObjectGraph:
     return g
 
 
-def _optimizer(m: _Matcher, opt: int | None, kopt: _KNode | None, to_keras: bool, skip: bool) -> None:
+def _optimizer(m: _Matcher, opt: int | None, kopt: KNode | None, to_keras: bool, skip: bool) -> None:
     """Optimizer state: paired where both sides have it and the target holds it exactly."""
     g, out = m.g, m.out
     tf_opt = tf_optimizer(g, opt, m.model_order, m.var_key) if opt is not None else None
@@ -383,26 +300,13 @@ def _optimizer(m: _Matcher, opt: int | None, kopt: _KNode | None, to_keras: bool
     if not tf_vars and not k_vars:
         return
     if skip or not (tf_vars and k_vars):
-        if skip and to_keras:
-            out.notes.append("optimizer: --skip-optimizer: the output keeps the template's optimizer values, and "
-                             "Keras will start the optimizer fresh")
-        elif skip or not k_vars:
-            if to_keras and not skip:
-                out.problems.append("optimizer: the template has no optimizer state (the model was saved uncompiled) "
-                                    f"and the source has {len(tf_vars)} optimizer variables; compile the model before "
-                                    "saving the template, or --skip-optimizer to convert the weights alone")
-                return
-            out.drop_tf += tf_keys
-            why = "--skip-optimizer" if skip else "the Keras file has no optimizer state"
-            out.notes.append(f"optimizer: {why}: the output has none, and tf.keras will start the optimizer fresh")
-        elif to_keras:
-            out.notes.append("optimizer: the source has no optimizer state: the output keeps the template's, and "
-                             "Keras will start the optimizer fresh")
-        else:
-            out.problems.append(f"optimizer: the Keras file has optimizer state and the template {m.tf.prefix} has "
-                                "none; --skip-optimizer converts the weights alone")
+        problem, note, drop = one_sided(len(tf_vars), bool(k_vars), to_keras, skip, m.tf.prefix)
+        if problem:
+            out.problems.append(problem)
             return
-        out.not_carried += ([] if out.drop_tf else tf_keys) + k_vars
+        out.notes.append(note)
+        out.drop_tf += tf_keys if drop else []
+        out.not_carried += ([] if drop else tf_keys) + k_vars
         return
     if tf_opt is None or kopt is None or opt is None:  # pragma: no cover - both sides have variables
         return
@@ -441,7 +345,7 @@ def map_keras(tf: Checkpoint, kc: KerasCheckpoint, to_keras: bool = True, config
     (``to_keras``: the Keras file is the destination, which may gain optimizer slots). ``config``
     is the Keras model's config (``model.to_json()``), the ``.keras`` file's own by default."""
     g = _graph(tf)
-    tree = _keras_tree(kc)
+    tree = keras_tree(kc)
     m = _Matcher(g, tf, kc, tree, config if config is not None else kc.config)
     root = dict(g.nodes[0].children)
     model = 0

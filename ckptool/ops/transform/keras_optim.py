@@ -186,6 +186,26 @@ class OptimizerPlan:
     notes: list[str] = field(default_factory=list)
 
 
+def one_sided(tf_count: int, keras_has: bool, to_keras: bool, skip: bool, template: str) -> tuple[str, str, bool]:
+    """``(problem, note, drop)`` where one side has no optimizer state or ``--skip-optimizer``:
+    refused where the source's state would be lost unasked; a TF output drops its template's
+    optimizer (``drop``: never the old moments beside new weights)."""
+    fresh = "Keras will start the optimizer fresh"
+    if skip and to_keras:
+        return "", f"optimizer: --skip-optimizer: the output keeps the template's optimizer values, and {fresh}", False
+    if skip or not keras_has:
+        if to_keras:
+            return (f"optimizer: the template has no optimizer state (the model was saved uncompiled) and the source "
+                    f"has {tf_count} optimizer variables; compile the model before saving the template, or "
+                    "--skip-optimizer to convert the weights alone"), "", False
+        why = "--skip-optimizer" if skip else "the Keras file has no optimizer state"
+        return "", f"optimizer: {why}: the output has none, and tf.keras will start the optimizer fresh", True
+    if to_keras:
+        return "", f"optimizer: the source has no optimizer state: the output keeps the template's, and {fresh}", False
+    return (f"optimizer: the Keras file has optimizer state and the template {template} has none; "
+            "--skip-optimizer converts the weights alone"), "", False
+
+
 def plan(tf: TfOptimizer, k: KerasOptimizer, to_keras: bool, is_zero: Callable[[list[int]], bool]) -> OptimizerPlan:
     """Pair the two optimizers' state; a problem where the target cannot hold the source's exactly."""
     out = OptimizerPlan()
@@ -284,5 +304,5 @@ def _loss_scaled(tf: TfOptimizer, k: KerasOptimizer, state: list[int], to_keras:
             out.added.append((t, f"{k.path}/vars/{2 + i}"))
 
 
-__all__ = ["BUILD_HINT", "HYPER", "KerasOptimizer", "OptimizerPlan", "TfOptimizer", "expected_kinds", "plan",
-           "source_kinds", "tf_optimizer"]
+__all__ = ["BUILD_HINT", "HYPER", "KerasOptimizer", "OptimizerPlan", "TfOptimizer", "expected_kinds", "one_sided",
+           "plan", "source_kinds", "tf_optimizer"]

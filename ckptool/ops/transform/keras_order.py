@@ -21,6 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ckptool.ops.read.keras import KerasCheckpoint
+
 #: a Keras-generated name: a base and a counter
 _COUNTED = re.compile(r"^(.+)_(\d+)$")
 #: how many partial interleavings the search keeps before it calls the order unprovable
@@ -75,6 +77,98 @@ def overlaps(a: Sequence[Any], b: Sequence[Any]) -> bool:
     one side: what ``--allow-missing`` / ``--allow-unused`` are for), neither empty."""
     ca, cb = Counter(a), Counter(b)
     return bool(ca and cb) and (not ca - cb or not cb - ca)
+
+
+@dataclass
+class KNode:
+    """An object of a Keras file's tree: its ``vars`` datasets, its children by group name."""
+
+    path: str
+    own: dict[int, str] = field(default_factory=dict)  # vars/i -> dataset name
+    children: dict[str, KNode] = field(default_factory=dict)
+    is_object: bool = False  # has a 'vars' group (every saveable object has one)
+    label: str = ""  # the vars group's name attribute: the object's name (Keras >= 3.6)
+
+    def datasets(self) -> list[str]:
+        out = [self.own[i] for i in sorted(self.own)]
+        for c in self.children.values():
+            out.extend(c.datasets())
+        return out
+
+
+def keras_tree(kc: KerasCheckpoint) -> KNode:
+    """The objects of a Keras file (every group with a ``vars`` group is one), with their names."""
+    root = KNode("")
+    for name in kc.entries:
+        parts = name.split("/")
+        node = root
+        for i, seg in enumerate(parts[:-1]):
+            if seg == "vars" and i == len(parts) - 2:
+                break
+            node = node.children.setdefault(seg, KNode("/".join(parts[:i + 1])))
+        if len(parts) >= 2 and parts[-2] == "vars" and parts[-1].isdigit():
+            node.own[int(parts[-1])] = name
+        else:  # a dataset outside a vars group: kept as its own leaf, matched by nothing
+            node.children.setdefault(parts[-1], KNode(name)).own[-1] = name
+    for g, (label, _file) in kc.groups.items():
+        node = root
+        for seg in g.split("/") if g else []:
+            node = node.children.setdefault(seg, KNode(node.path + "/" + seg if node.path else seg))
+        node.is_object, node.label = True, label
+    return root
+
+
+def show_sig(sig: tuple[tuple[str, tuple[int, ...]], ...]) -> str:
+    more = f" and {len(sig) - 3} more" if len(sig) > 3 else ""
+    return ", ".join(f"{d} {list(s)}" for d, s in sig[:3]) + more if sig else "no variables"
+
+
+def config_order(container: str, nodes: dict[str, KNode], top: list[str] | None,
+                 nested: dict[str, list[str]]) -> list[str] | None:
+    """The layer names in order for a ``layers`` container, from the config (by the owner's name)."""
+    if container != "layers" and not container.endswith("/layers"):
+        return None
+    owner = nodes.get(container[:-len("layers")].rstrip("/"))
+    if owner is None:
+        return None
+    return top if owner.path == "" else nested.get(owner.label) if owner.label else None
+
+
+def chains(kitems: list[tuple[str, KNode]], nodes: dict[str, KNode], top: list[str] | None,
+           nested: dict[str, list[str]]) -> tuple[list[list[tuple[str, KNode]]], str]:
+    """The Keras items as chains of known order: a container's items in its config's order, else
+    one chain per class (Keras's per-class counters); or a contradiction."""
+    by_parent: dict[str, list[tuple[str, KNode]]] = {}
+    for n, c in kitems:
+        by_parent.setdefault(c.path.rpartition("/")[0], []).append((n, c))
+    chains: list[list[tuple[str, KNode]]] = []
+    for parent, items in by_parent.items():
+        pnode = nodes.get(parent)
+        siblings = set(pnode.children) if pnode is not None else set()
+        count = {c.path: counter(c.path.rpartition("/")[2], siblings) for _, c in items}
+        order = config_order(parent, nodes, top, nested)
+        if order is not None and all(c.label for _, c in items):
+            at = {name: i for i, name in enumerate(order)}
+            stray = [c for _, c in items if c.label not in at]
+            if stray:
+                return [], (f"{stray[0].path} (layer {stray[0].label!r}) is not a layer of the config's model: the "
+                            "config does not describe this file")
+            chain = sorted(items, key=lambda it: at[it[1].label])
+            last: dict[str, tuple[int, str]] = {}
+            for _, c in chain:
+                base, num = count[c.path]
+                if base in last and last[base][0] > num:
+                    return [], (f"the config puts {last[base][1]} before {c.path}, against Keras's own counters: "
+                                "the config does not describe this file")
+                last[base] = (num, c.path)
+            chains.append(chain)
+            continue
+        families: dict[str, list[tuple[int, str, KNode]]] = {}
+        for n, c in items:
+            base, k = count[c.path]
+            families.setdefault(base, []).append((k, n, c))
+        chains += [[(n, c) for _, n, c in sorted(f, key=lambda x: x[0])] for f in families.values()]
+    return chains, ""
 
 
 @dataclass
@@ -160,4 +254,5 @@ def _path(history: list[Any], pos: tuple[int, ...], branch: int) -> list[tuple[i
     return out
 
 
-__all__ = ["LIMIT", "Aligned", "align", "counter", "model_orders", "overlaps"]
+__all__ = ["LIMIT", "Aligned", "KNode", "align", "chains", "config_order", "counter", "keras_tree", "model_orders",
+           "overlaps", "show_sig"]

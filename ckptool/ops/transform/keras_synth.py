@@ -1,12 +1,15 @@
 """A Keras 3 ``.weights.h5`` without a template, from a Keras 2 SavedModel whose
 ``keras_metadata.pb`` names each layer's class: where that suffices.
 
-It suffices for a Functional or Sequential model whose layers with weights are of classes
-whose Keras 3 layout is the Keras 2 one (:data:`SIMPLE`: own variables in creation order) or
-recurrent layers holding one ``cell`` (:data:`RNN`). Keras 3 names a model's layers by their
-snake-cased class with ``_N`` suffixes in ``model.layers`` order (``layers/dense_1/vars/0``);
-the optimizer goes to ``optimizer/vars/N`` as with a template. Anything else (a subclassed
-model, a nested model, another layer class) needs a template, and the error says so."""
+It suffices for a Functional or Sequential model (nested ones too) whose layers with weights
+are of classes whose Keras 3 layout is the Keras 2 one (:data:`SIMPLE`: own variables in
+creation order; another class holding only its own variables when their shapes tell them apart,
+so that a wrong order could not load quietly) or recurrent layers holding one ``cell``
+(:data:`RNN`). Keras 3 names a model's layers by their snake-cased class with ``_N`` suffixes in
+``model.layers`` order (``layers/dense_1/vars/0``); the optimizer goes to ``optimizer/vars/N``
+(a LossScaleOptimizer's to ``optimizer/vars`` and ``optimizer/inner_optimizer/vars``) as with a
+template, when the training config says what Keras 3 keeps. Anything else (a subclassed model,
+another layer class) needs a template, and the error says so."""
 
 from __future__ import annotations
 
@@ -113,38 +116,53 @@ def plan(ck: Checkpoint, src: str, skip_optimizer: bool = False) -> Plan:
                     stack.append(c)
         return out
 
-    layers = sorted((int(m.group(1)), c) for n, c in g.nodes[0].children if (m := _LAYER_K.match(n)))
     out = Plan(groups=[("", root.name)])
-    used: dict[str, int] = {}
     order: list[int] = []
-    for _, nid in layers:
-        info = by_node.get(nid)
-        cls = info.class_name if info is not None else ""
-        if root.class_name == "Sequential" and cls == "InputLayer":
-            continue  # Keras 3's Sequential keeps no InputLayer in model.layers
-        base = snake_case(cls) if cls else "layer"
-        used[base] = used.get(base, -1) + 1
-        group = f"layers/{base}" + (f"_{used[base]}" if used[base] else "")
-        label = info.name if info is not None else base
-        held = reach(nid)
-        cell = dict(g.nodes[nid].children).get("cell")
-        if cls in SIMPLE and held == set(own(nid)):
-            vs = own(nid)
-        elif cls in RNN and cell is not None and not own(nid) and held == set(own(cell)):
+
+    def shapes_tell(vs: list[int]) -> bool:
+        """A layer of a class not known here is its own variables in creation order, which Keras 3
+        keeps trainable first: the same order, or one whose every variable differs in shape from the
+        others (then Keras refuses a wrong order loudly instead of loading it)."""
+        got = [(ck.variable(var_key[v]).dtype, tuple(ck.variable(var_key[v]).shape)) for v in vs]
+        return len(set(got)) == len(got)
+
+    def model(mid: int, cls_name: str, prefix: str) -> None:
+        layers = sorted((int(m.group(1)), c) for n, c in g.nodes[mid].children if (m := _LAYER_K.match(n)))
+        used: dict[str, int] = {}
+        for _, nid in layers:
+            info = by_node.get(nid)
+            cls = info.class_name.rsplit(">", 1)[-1] if info is not None else ""
+            if cls_name == "Sequential" and cls == "InputLayer":
+                continue  # Keras 3's Sequential keeps no InputLayer in model.layers
+            base = snake_case(cls) if cls else "layer"
+            used[base] = used.get(base, -1) + 1
+            group = f"{prefix}layers/{base}" + (f"_{used[base]}" if used[base] else "")
+            label = info.name if info is not None else base
+            held = reach(nid)
+            cell = dict(g.nodes[nid].children).get("cell")
+            if not held:
+                continue  # no weights: Keras 3 loads a missing group as empty
+            if cls in ("Functional", "Sequential"):
+                out.groups.append((group, label))
+                model(nid, cls, group + "/")
+                continue
+            if held == set(own(nid)) and (cls in SIMPLE or shapes_tell(own(nid))):
+                vs = own(nid)
+            elif cls in RNN and cell is not None and not own(nid) and held == set(own(cell)):
+                out.groups.append((group, label))
+                cell_info = by_node.get(cell)
+                group = group + "/cell"
+                vs = own(cell)
+                label = cell_info.name if cell_info is not None else "cell"
+            else:
+                raise UsageError(f"{src}: layer {label!r} ({cls or 'unknown class'}): its Keras 3 layout is not "
+                                 f"known without the model; {NEEDS_TEMPLATE}")
             out.groups.append((group, label))
-            cell_info = by_node.get(cell)
-            group = group + "/cell"
-            vs = own(cell)
-            label = cell_info.name if cell_info is not None else "cell"
-        elif not held:
-            continue  # no weights: Keras 3 loads a missing group as empty
-        else:
-            raise UsageError(f"{src}: layer {label!r} ({cls or 'unknown class'}): its Keras 3 layout is not known "
-                             f"without the model; {NEEDS_TEMPLATE}")
-        out.groups.append((group, label))
-        for i, v in enumerate(vs):
-            out.pairs.append((var_key[v], f"{group}/vars/{i}"))
-            order.append(v)
+            for i, v in enumerate(vs):
+                out.pairs.append((var_key[v], f"{group}/vars/{i}"))
+                order.append(v)
+
+    model(0, root.class_name, "")
     opt = dict(g.nodes[0].children).get("optimizer")
     if opt is not None:
         _optimizer(out, g, opt, order, var_key, root.optimizer, ck, src, skip_optimizer)
