@@ -1,5 +1,5 @@
 """Real architectures through the Keras 3 bridge, Keras as the judge (issue 37): the CI subset of
-tests/tf_fixtures/generate_keras_real.py (run it for all of them: 27 models in 8 directions).
+tests/tf_fixtures/generate_keras_real.py (run it for all of them: 34 models in 8 directions).
 
 Each case builds the model in tf_keras and Keras 3, trains a few eager steps, converts with
 ckptool in a process of its own (no TensorFlow in it), loads the result in Keras and compares
@@ -23,12 +23,14 @@ import generate_keras_real as real  # noqa: E402
 pytestmark = pytest.mark.interop
 
 SPECS = real.specs()
-#: (model, direction): the applications at their smallest inputs in the README's directions, the
-#: 200-layer stack, mixed precision everywhere
-OK = [(app, d) for app in ("MobileNetV2", "ResNet50", "EfficientNetB0", "DenseNet121", "ConvNeXtTiny")
-      for d in ("h5", "keras", "back")] + \
-    [("EfficientNetB0", "savedmodel"), ("ResNet50", "ckpt"), ("dense200", "h5"), ("dense200", "back"),
-     ("normalization", "h5cfg")] + \
+#: (model, direction): the applications at their smallest inputs, each README direction on some of
+#: them (to .keras, back from .keras, .weights.h5 with and without --template-config, back from
+#: .weights.h5, tf.train.Checkpoint, a SavedModel without template), the 200-layer stack, mixed
+#: precision everywhere, optimizers
+OK = [("MobileNetV2", "keras"), ("MobileNetV2", "backkeras"), ("ResNet50", "h5"), ("ResNet50", "back"),
+      ("EfficientNetB0", "keras"), ("EfficientNetB0", "back"), ("DenseNet121", "h5"), ("DenseNet121", "backkeras"),
+      ("ConvNeXtTiny", "keras"), ("ConvNeXtTiny", "h5cfg"),
+      ("dense200", "h5"), ("dense200", "back"), ("normalization", "ckpt"), ("normalization", "savedmodel")] + \
     [("mixed", d) for d in ("h5", "keras", "savedmodel", "back", "backkeras")] + \
     [("opt_sgdm", "keras"), ("opt_sgd", "keras"), ("opt_rmsprop", "h5cfg"), ("ambiguous", "h5cfg")]
 #: where the template cannot prove the mapping: refused, with what to give

@@ -157,6 +157,8 @@ def _bridge(src: str, dst: str, template: str | None, dry_run: bool, allow_missi
         other += [(n, "(left out)") for n in result.unused]
         other += [(n, "(not carried: only one side has optimizer state)") for n in m.not_carried]
         other += [(n, gone) for n in m.ignored]
+        other += [(n, "(written as zeros: a fresh optimizer's slots)") for n in m.zeros]
+        other += [(n, "(left out: tf.keras starts the optimizer fresh)") for n in m.drop_tf]
         width = max([len(a) for (a, _), _, _ in rows] + [len(a) for a, _ in other], default=0)
         for (a, b), shape, tag in rows:
             click.echo(f"{a:<{width}}  ->  {b}  {shape if shape is not None else ''}  {tag}".rstrip())

@@ -32,8 +32,8 @@ _KINDS: dict[str, list[str]] = {"Adam": ["m", "v"], "AdamW": ["m", "v"], "Adamax
                                 "Ftrl": ["accumulator", "linear"], "Adagrad": ["accumulator"], "Lion": ["m"]}
 #: an optimizer's default name (``vars`` group's ``name`` attribute) -> its class, for the classes
 #: whose slots do not depend on their config beyond amsgrad/use_ema (which change the kinds)
-_BY_NAME = {"adam": "Adam", "adamw": "AdamW", "adamax": "Adamax", "adadelta": "Adadelta", "ftrl": "Ftrl",
-            "adagrad": "Adagrad", "lion": "Lion"}
+_BY_NAME = {"adam": "Adam", "adamw": "AdamW", "adam_w": "AdamW", "adamax": "Adamax", "adadelta": "Adadelta",
+            "ftrl": "Ftrl", "adagrad": "Adagrad", "lion": "Lion"}
 #: the legacy optimizers' slot names that the TF >= 2.11 ones renamed
 _LEGACY = {"rms": "velocity", "mg": "average_gradient"}
 BUILD_HINT = ("save the template after model.optimizer.build(model.trainable_variables), give a .keras "
@@ -224,11 +224,16 @@ def plan(tf: TfOptimizer, k: KerasOptimizer, to_keras: bool, is_zero: Callable[[
                             "--skip-optimizer")
         return out
     if kinds is not None and tf.per_variable is not None and kinds != have and (certain or not built):
-        if not kinds and have == ["m"]:  # the template's SGD has no momentum (tf.keras keeps the slots anyway)
-            out.kept_tf += slots
-            zero = " (all zero)" if is_zero(slots) else ""
-            out.notes.append(f"optimizer: the template's SGD has no momentum and keeps no slots: the source's "
-                             f"{len(slots)} momentum slots{zero} are not carried")
+        if not kinds and have == ["m"]:  # Keras 3's SGD has no momentum (tf.keras keeps the slots anyway)
+            if to_keras:
+                zero = " (all zero)" if is_zero(slots) else ""
+                out.kept_tf += slots
+                out.notes.append(f"optimizer: the template's SGD has no momentum and keeps no slots: the source's "
+                                 f"{len(slots)} momentum slots{zero} are not carried")
+            else:
+                out.zero_tf += slots
+                out.notes.append(f"optimizer: the Keras file's SGD has no momentum: the checkpoint's {len(slots)} "
+                                 "momentum slots are written as zeros, as a fresh optimizer has them")
             slots = []
         else:
             hint = "" if certain else "; a config (a .keras template, --template-config) says what it keeps"
@@ -247,9 +252,9 @@ def plan(tf: TfOptimizer, k: KerasOptimizer, to_keras: bool, is_zero: Callable[[
                              f"the checkpoint's {len(slots)} slot variables are written as zeros, as a fresh "
                              "optimizer has them")
             slots = []
-        if kinds is None or tf.per_variable is None:
-            out.problems.append(f"optimizer: the template's {what} was saved before it was built and nothing says "
-                                f"which slots it will keep; {BUILD_HINT}")
+        elif kinds is None or tf.per_variable is None:
+            out.problems.append(f"optimizer: the template's {what} holds no slots (saved before it was built, or one "
+                                f"that keeps none) and nothing says which slots it will keep; {BUILD_HINT}")
             return out
     if built and len(inner) != len(head) + len(slots):
         out.problems.append(f"optimizer: the source has {len(head)} + {len(slots)} variables (iterations, learning "

@@ -24,8 +24,13 @@ from ckptool.ops.read.checkpoint import Checkpoint
 
 SIMPLE = {"Dense", "Conv1D", "Conv2D", "Conv3D", "Conv1DTranspose", "Conv2DTranspose", "Conv3DTranspose",
           "DepthwiseConv1D", "DepthwiseConv2D", "SeparableConv1D", "SeparableConv2D", "BatchNormalization",
-          "LayerNormalization", "Embedding", "PReLU", "Normalization"}
+          "LayerNormalization", "Embedding", "PReLU", "Normalization", "EinsumDense", "LSTMCell", "GRUCell",
+          "SimpleRNNCell"}
 RNN = {"LSTM", "GRU", "SimpleRNN"}
+#: layers made of named sublayers, each saved at the name Keras 3 gives it (tf.keras's attribute -> Keras 3's)
+NESTED = {"MultiHeadAttention": {"_query_dense": "query_dense", "_key_dense": "key_dense",
+                                 "_value_dense": "value_dense", "_output_dense": "output_dense"},
+          "Bidirectional": {"forward_layer": "forward_layer", "backward_layer": "backward_layer"}}
 _LAYER_K = re.compile(r"^layer-(\d+)$")
 NEEDS_TEMPLATE = ("give --template NEW.weights.h5 (what the Keras 3 model saves: "
                   "model.save_weights('NEW.weights.h5'), untrained is fine)")
@@ -130,37 +135,42 @@ def plan(ck: Checkpoint, src: str, skip_optimizer: bool = False) -> Plan:
         layers = sorted((int(m.group(1)), c) for n, c in g.nodes[mid].children if (m := _LAYER_K.match(n)))
         used: dict[str, int] = {}
         for _, nid in layers:
-            info = by_node.get(nid)
-            cls = info.class_name.rsplit(">", 1)[-1] if info is not None else ""
+            cls, label = named(nid)
             if cls_name == "Sequential" and cls == "InputLayer":
                 continue  # Keras 3's Sequential keeps no InputLayer in model.layers
             base = snake_case(cls) if cls else "layer"
             used[base] = used.get(base, -1) + 1
-            group = f"{prefix}layers/{base}" + (f"_{used[base]}" if used[base] else "")
-            label = info.name if info is not None else base
-            held = reach(nid)
-            cell = dict(g.nodes[nid].children).get("cell")
-            if not held:
-                continue  # no weights: Keras 3 loads a missing group as empty
-            if cls in ("Functional", "Sequential"):
-                out.groups.append((group, label))
-                model(nid, cls, group + "/")
-                continue
-            if held == set(own(nid)) and (cls in SIMPLE or shapes_tell(own(nid))):
-                vs = own(nid)
-            elif cls in RNN and cell is not None and not own(nid) and held == set(own(cell)):
-                out.groups.append((group, label))
-                cell_info = by_node.get(cell)
-                group = group + "/cell"
-                vs = own(cell)
-                label = cell_info.name if cell_info is not None else "cell"
-            else:
-                raise UsageError(f"{src}: layer {label!r} ({cls or 'unknown class'}): its Keras 3 layout is not "
-                                 f"known without the model; {NEEDS_TEMPLATE}")
+            layer(nid, cls, f"{prefix}layers/{base}" + (f"_{used[base]}" if used[base] else ""), label or base)
+
+    def named(nid: int) -> tuple[str, str]:
+        info = by_node.get(nid)
+        return (info.class_name.rsplit(">", 1)[-1], info.name) if info is not None else ("", "")
+
+    def layer(nid: int, cls: str, group: str, label: str) -> None:
+        held = reach(nid)
+        if not held:
+            return  # no weights: Keras 3 loads a missing group as empty
+        kids = dict(unique(g.nodes[nid].children))
+        if cls in ("Functional", "Sequential"):
             out.groups.append((group, label))
-            for i, v in enumerate(vs):
+            model(nid, cls, group + "/")
+            return
+        if held == set(own(nid)) and (cls in SIMPLE or shapes_tell(own(nid))):
+            out.groups.append((group, label))
+            for i, v in enumerate(own(nid)):
                 out.pairs.append((var_key[v], f"{group}/vars/{i}"))
                 order.append(v)
+            return
+        subs = {"cell": "cell"} if cls in RNN else NESTED.get(cls, {})
+        found = [(kids[a], name) for a, name in subs.items() if a in kids]
+        if subs and not own(nid) and held == set().union(*(reach(c) for c, _ in found)):
+            out.groups.append((group, label))
+            for c, name in found:
+                sub_cls, sub_label = named(c)
+                layer(c, sub_cls or ("cell" if name == "cell" else ""), f"{group}/{name}", sub_label or name)
+            return
+        raise UsageError(f"{src}: layer {label!r} ({cls or 'unknown class'}): its Keras 3 layout is not known "
+                         f"without the model; {NEEDS_TEMPLATE}")
 
     model(0, root.class_name, "")
     opt = dict(g.nodes[0].children).get("optimizer")
@@ -191,9 +201,10 @@ def _optimizer(out: Plan, g: ObjectGraph, opt: int, order: list[int], var_key: d
     what, kinds = expected_kinds(inner, "")
     have = source_kinds(tfo, kinds)
     slots = tfo.slots
-    if kinds == [] and have == ["m"] and all(not np.any(np.asarray(ck.read(var_key[t]))) for t in slots):
-        out.dropped += [var_key[t] for t in slots]  # tf.keras keeps unused momentum slots for a plain SGD
-        out.notes.append(f"optimizer: Keras 3 keeps no slots for a plain SGD; {len(slots)} (all zero) not carried")
+    if kinds == [] and have == ["m"]:  # the config says momentum 0: tf.keras keeps slots it never reads
+        out.dropped += [var_key[t] for t in slots]
+        out.notes.append(f"optimizer: a plain SGD (momentum 0): Keras 3 keeps no slots; the {len(slots)} momentum "
+                         "slots tf.keras keeps (and never reads) are not carried")
         slots = []
     elif kinds is None or tfo.per_variable is None or kinds != have:
         raise UsageError(f"{src}: the optimizer ({what}) keeps slots {have} per variable and its Keras 3 layout is "
