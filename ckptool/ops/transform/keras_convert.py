@@ -64,7 +64,6 @@ LOAD_HINT = ("Keras 3 loads the optimizer state only into a built optimizer: mod
 KERAS_HINT = "keras.saving.load_model restores the optimizer state (it builds the optimizer)"
 
 
-
 def keras_target(dst: str) -> str | None:
     low = dst.lower()
     if low.endswith(".weights.h5"):
@@ -269,12 +268,12 @@ def read_config(path: str) -> Any:
         raise CorruptError(f"{path}: over {JSON_LIMIT >> 20} MiB, more than a model config (--template-config)")
     try:
         doc = json.loads(data)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise CorruptError(f"{path}: not JSON: {exc}") from None
     if isinstance(doc, str):  # json.dump(model.to_json()): the string, quoted again
         try:
             doc = json.loads(doc)
-        except ValueError:
+        except (ValueError, RecursionError):
             pass
     if not isinstance(doc, dict) or not isinstance(doc.get("config"), dict):
         raise UsageError(f"{path}: not a Keras model config (model.to_json() writes an object with 'class_name' "
