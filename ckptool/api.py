@@ -69,7 +69,8 @@ def prune(directory: str, *, dry_run: bool = False, **options: Any) -> PruneResu
 
 
 def convert(src: str, dst: str, *, template: str | None = None, allow_missing: bool = False,
-            allow_unused: bool = False, **options: Any) -> ConvertResult | KerasResult | HfResult:
+            allow_unused: bool = False, template_config: str | None = None, skip_optimizer: bool = False,
+            **options: Any) -> ConvertResult | KerasResult | HfResult:
     """Write ``src`` (a checkpoint, ``.safetensors``, ``.npz`` or ``.npy``) as ``dst``: a TF
     prefix, ``.npz`` or ``.safetensors`` by its suffix (``ckptool convert``).
 
@@ -94,6 +95,10 @@ def convert(src: str, dst: str, *, template: str | None = None, allow_missing: b
     template's value where ``src`` fills nothing, ``allow_unused`` leaves out ``src``
     variables the template has no place for (by default both are errors). A ``.weights.h5``
     ``dst`` without ``template`` takes the layout from a SavedModel's ``keras_metadata.pb``.
+    ``template_config`` names a JSON file holding the Keras 3 model's config (``model.to_json()``),
+    which records the layer order and the optimizer a ``.weights.h5`` does not; where the order
+    or the optimizer state cannot be proved to fit, the conversion is refused.
+    ``skip_optimizer`` carries the weights alone (Keras starts the optimizer fresh).
     The bridge takes ``dry_run``, ``force`` and ``sync`` of the options and returns a
     :class:`~ckptool.ops.transform.keras_convert.KerasResult` (``.filled``, ``.kept``,
     ``.unused``, ``.mapping``; ``.to_json()``); the other options are refused with it.
@@ -112,15 +117,17 @@ def convert(src: str, dst: str, *, template: str | None = None, allow_missing: b
 
         del options["to"]
         return convert_hf(src, dst, allow_unused=allow_unused, **options)
+    keras_only = {k: v for k, v in (("template_config", template_config), ("skip_optimizer", skip_optimizer)) if v}
     if is_bridge(dst, template, options.get("to")):
+        options.update(keras_only)
         other = sorted(k for k in options if k not in BRIDGE_OPTIONS)
         if other:
             raise UsageError(f"{other[0]}= does not go with a Keras 3 conversion (template=, or a .weights.h5/"
                              ".keras dst): the template decides what is written")
         return convert_keras(src, dst, template, allow_missing=allow_missing, allow_unused=allow_unused,
                              **options)
-    if allow_missing or allow_unused:
-        raise UsageError("allow_missing and allow_unused go with template=")
+    if allow_missing or allow_unused or keras_only:
+        raise UsageError("allow_missing, allow_unused, template_config and skip_optimizer go with template=")
     from ckptool.ops.transform.convert import convert as convert_checkpoint
 
     return convert_checkpoint(src, dst, **options)

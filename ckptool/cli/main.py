@@ -202,6 +202,11 @@ def main(argv=None) -> None:
         if exc.message:
             error(exc.message)
         sys.exit(exc.status)
+    except MemoryError as exc:  # an input that asks for more than the machine has: one line, never a traceback
+        if settings.debug:
+            raise
+        error(f"out of memory{': ' + str(exc) if str(exc) else ''} (an input declaring more than this machine holds?)")
+        sys.exit(settings.error_status)
     except OSError as exc:  # the file system is at fault: one line too (permissions, disk full, ...)
         if settings.debug:
             raise

@@ -189,7 +189,9 @@ def test_other_optimizers(tmp_path, which):
     new.compile(optimizer=_optimizer(keras, which), loss="mse")
     new.optimizer.build(new.trainable_variables)
     new.save_weights(str(tmp_path / "t.weights.h5"))
-    convert_keras(str(tmp_path / "tf" / "ckpt"), str(tmp_path / "o.weights.h5"), str(tmp_path / "t.weights.h5"))
+    (tmp_path / "t.json").write_text(new.to_json())  # amsgrad or EMA: only the config says which
+    convert_keras(str(tmp_path / "tf" / "ckpt"), str(tmp_path / "o.weights.h5"), str(tmp_path / "t.weights.h5"),
+                  template_config=str(tmp_path / "t.json"))
     new.load_weights(str(tmp_path / "o.weights.h5"))
     for a, b in zip(new.get_weights(), old.get_weights()):
         assert _bits(a) == _bits(b)
@@ -220,8 +222,11 @@ def test_template_with_unbuilt_optimizer(tmp_path, form):
 
 
 def test_plain_sgd_and_no_optimizer_in_template(tmp_path):
-    """tf.keras keeps momentum slots for a plain SGD, Keras 3 none: they are not carried; a template
-    without an optimizer takes the weights alone."""
+    """tf.keras keeps momentum slots for a plain SGD, Keras 3 none: with the config saying the SGD has
+    no momentum they are not carried; a .weights.h5 alone cannot say (an unbuilt momentum SGD looks
+    the same): refused. A template without an optimizer takes the weights with --skip-optimizer."""
+    from ckptool.errors import RefusedError
+
     tf_keras.utils.set_random_seed(4)
     old, x, y = gen.build(tf_keras, "sequential")
     old.compile(optimizer=tf_keras.optimizers.SGD(0.01), loss="mse")
@@ -232,9 +237,16 @@ def test_plain_sgd_and_no_optimizer_in_template(tmp_path):
         if compiled:
             new.compile(optimizer=keras.optimizers.SGD(0.01), loss="mse")
             new.optimizer.build(new.trainable_variables)
-        new.save_weights(str(tmp_path / f"t{compiled}.weights.h5"))
+        template = str(tmp_path / f"t{compiled}.weights.h5")
+        new.save_weights(template)
+        (tmp_path / "t.json").write_text(new.to_json())
         dst = str(tmp_path / f"o{compiled}.weights.h5")
-        convert_keras(str(tmp_path / "tf" / "ckpt"), dst, str(tmp_path / f"t{compiled}.weights.h5"))
+        with pytest.raises(RefusedError, match="--skip-optimizer"):
+            convert_keras(str(tmp_path / "tf" / "ckpt"), dst, template)
+        if compiled:
+            convert_keras(str(tmp_path / "tf" / "ckpt"), dst, template, template_config=str(tmp_path / "t.json"))
+        else:
+            convert_keras(str(tmp_path / "tf" / "ckpt"), dst, template, skip_optimizer=True)
         new.load_weights(dst)
         for a, b in zip(new.get_weights(), old.get_weights()):
             assert _bits(a) == _bits(b)

@@ -189,8 +189,9 @@ def test_errors_name_both_sides_and_write_nothing(tmp_path):
 
 
 def test_optimizer_state_when_both_sides_have_it(tmp_path):
-    """A template without an optimizer takes the weights alone; one whose optimizer was not built
-    (only iterations and learning_rate saved) gets the slots added in Keras 3's order."""
+    """A template without an optimizer cannot hold the source's state: refused, or the weights alone
+    with --skip-optimizer; one whose optimizer was not built (only iterations and learning_rate
+    saved) gets the slots added in Keras 3's order."""
     name = "functional"
     ckpt = os.path.join(DATA, name, "tf", "ckpt")
     t = tmp_path / "t.weights.h5"
@@ -198,7 +199,10 @@ def test_optimizer_state_when_both_sides_have_it(tmp_path):
     with h5py.File(t, "r+") as h5:
         del h5["optimizer"]
     r = completed("convert", ckpt, tmp_path / "w.weights.h5", "--template", t)
-    assert r.returncode == 0 and "not carried" in r.stderr, r.stderr
+    assert r.returncode == 1 and "no optimizer state" in r.stderr and "--skip-optimizer" in r.stderr, r.stderr
+    assert not (tmp_path / "w.weights.h5").exists()
+    r = completed("convert", ckpt, tmp_path / "w.weights.h5", "--template", t, "--skip-optimizer")
+    assert r.returncode == 0 and "start the optimizer fresh" in r.stderr, r.stderr
     got = _h5_values(tmp_path / "w.weights.h5")
     assert not any(n.startswith("optimizer") for n in got) and len(got) == 11
     shutil.copy(os.path.join(DATA, name, "template.weights.h5"), t)
@@ -206,14 +210,18 @@ def test_optimizer_state_when_both_sides_have_it(tmp_path):
         for i in range(2, len(h5["optimizer/vars"])):
             del h5[f"optimizer/vars/{i}"]
     r = completed("convert", ckpt, tmp_path / "o.weights.h5", "--template", t)
-    assert r.returncode == 0 and "added" in r.stderr, r.stderr
+    assert r.returncode == 0 and "added" in r.stderr and "model.optimizer.build" in r.stderr, r.stderr
     got, truth = _h5_values(tmp_path / "o.weights.h5"), _h5_values(os.path.join(DATA, name, "truth.weights.h5"))
     assert sorted(got) == sorted(truth)
     for n in truth:
         assert _bits(got[n][0]) == _bits(truth[n][0]), n
-    # the way back from a Keras file without slots keeps the TF template's (not carried)
+    # the way back from a Keras file without slots: the slots a fresh optimizer has (zeros), never the
+    # template's old ones
     r = completed("convert", t, tmp_path / "back" / "ckpt", "--template", ckpt)
     assert r.returncode == 0, r.stderr
+    with ckptool.open(str(tmp_path / "back" / "ckpt")) as b, ckptool.open(ckpt) as a:
+        slots = [n for n in a.names() if n.startswith("optimizer/_variables/")]
+        assert slots and all(not b.read(n).any() for n in slots) and any(a.read(n).any() for n in slots)
 
 
 def test_refuses_what_keras_refuses(tmp_path):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from ckptool.cli.common import (
@@ -60,6 +62,14 @@ from ckptool.cli.common import (
                    "Keras 3 model saved), or Keras 3 SRC -> TF checkpoint DST shaped like TEMPLATE (the old "
                    "tf.keras checkpoint). Variables are placed by structure. Without it, a Functional or Sequential "
                    "SavedModel converts to DST.weights.h5 from its keras_metadata.pb.")
+@click.option("--template-config", metavar="JSON",
+              help="With a Keras 3 .weights.h5 template (or SRC): the Keras 3 model's config as model.to_json() "
+                   "writes it, which records the layer order and the optimizer a .weights.h5 does not (a .keras "
+                   "file carries its own).")
+@click.option("--skip-optimizer", is_flag=True,
+              help="With --template: carry the weights alone; the output has no optimizer state of the source's, "
+                   "and Keras starts the optimizer fresh (default: refuse when the target cannot hold the source's "
+                   "optimizer state exactly).")
 @click.option("--dry-run", is_flag=True, help="With --template or --to hf: print the mapping (SRC name -> DST "
                                               "name, shape), write nothing.")
 @click.option("--allow-missing", is_flag=True,
@@ -81,8 +91,9 @@ from ckptool.cli.common import (
 def command(src: str, dst: str, to: str | None, arch: str | None, hf_config: str | None, vocab: str | None,
             max_shard_size: str | None, match: tuple[str, ...], exclude: tuple[str, ...],
             casts: tuple[str, ...], allow_overflow: bool, names: str, shards: int, keep_slices: bool,
-            skip_unsupported: bool, template: str | None, dry_run: bool, allow_missing: bool, allow_unused: bool,
-            ema: bool, strip_optimizer: bool, force: bool, jobs: int | None, no_sync: bool, as_json: bool) -> None:
+            skip_unsupported: bool, template: str | None, template_config: str | None, skip_optimizer: bool,
+            dry_run: bool, allow_missing: bool, allow_unused: bool, ema: bool, strip_optimizer: bool, force: bool,
+            jobs: int | None, no_sync: bool, as_json: bool) -> None:
     """Convert SRC (a checkpoint, .npz or .safetensors) to DST.
 
     \b
@@ -126,7 +137,8 @@ def command(src: str, dst: str, to: str | None, arch: str | None, hf_config: str
                                        ("--allow-overflow", allow_overflow), ("--names", names != "full"),
                                        ("--shards", shards != 1), ("--keep-slices", keep_slices),
                                        ("--skip-unsupported", skip_unsupported), ("--allow-missing", allow_missing),
-                                       ("--strip-optimizer", strip_optimizer))
+                                       ("--strip-optimizer", strip_optimizer), ("--template-config", template_config),
+                                       ("--skip-optimizer", skip_optimizer))
                  if on]
         if given:
             raise click.UsageError(f"{given[0]} does not go with --to hf")
@@ -147,10 +159,12 @@ def command(src: str, dst: str, to: str | None, arch: str | None, hf_config: str
         if given:
             raise click.UsageError(f"{given[0]} does not go with a Keras 3 conversion (--template, or a "
                                    ".weights.h5/.keras DST): the template decides what is written")
-        _bridge(src, dst, template, dry_run, allow_missing, allow_unused, force, no_sync, as_json)
+        _bridge(src, dst, template, dry_run, allow_missing, allow_unused, force, no_sync, as_json,
+                keras_options={"template_config": template_config, "skip_optimizer": skip_optimizer})
         return
-    if dry_run or allow_missing or allow_unused:
-        raise click.UsageError("--dry-run, --allow-missing and --allow-unused go with --template")
+    if dry_run or allow_missing or allow_unused or template_config or skip_optimizer:
+        raise click.UsageError("--dry-run, --allow-missing, --allow-unused, --template-config and --skip-optimizer "
+                               "go with --template")
     from ckptool.cli.progress import progress_bar
     from ckptool.format.cast import parse_casts
     from ckptool.ops.transform.convert import convert
@@ -192,11 +206,11 @@ def _refuse_suffix_typo(dst: str) -> None:
 
 
 def _bridge(src: str, dst: str, template: str | None, dry_run: bool, allow_missing: bool, allow_unused: bool,
-            force: bool, no_sync: bool, as_json: bool) -> None:
+            force: bool, no_sync: bool, as_json: bool, keras_options: dict[str, Any]) -> None:
     from ckptool.ops.transform.keras_convert import convert_keras
 
     result = convert_keras(src, dst, template, dry_run=dry_run, allow_missing=allow_missing,
-                           allow_unused=allow_unused, force=force, sync=not no_sync)
+                           allow_unused=allow_unused, force=force, sync=not no_sync, **keras_options)
     if as_json:
         emit_json(result.to_json())
         return
@@ -211,6 +225,8 @@ def _bridge(src: str, dst: str, template: str | None, dry_run: bool, allow_missi
         other += [(n, "(left out)") for n in result.unused]
         other += [(n, "(not carried: only one side has optimizer state)") for n in m.not_carried]
         other += [(n, gone) for n in m.ignored]
+        other += [(n, "(written as zeros: a fresh optimizer's slots)") for n in m.zeros]
+        other += [(n, "(left out: tf.keras starts the optimizer fresh)") for n in m.drop_tf]
         width = max([len(a) for (a, _), _, _ in rows] + [len(a) for a, _ in other], default=0)
         for (a, b), shape, tag in rows:
             click.echo(f"{a:<{width}}  ->  {b}  {shape if shape is not None else ''}  {tag}".rstrip())
@@ -225,3 +241,5 @@ def _bridge(src: str, dst: str, template: str | None, dry_run: bool, allow_missi
     kept = f", {len(result.kept)} kept from the template" if result.kept else ""
     shaped = f"shaped like {template}" if template else "layout from keras_metadata.pb"
     note(f"converted {src} -> {dst} ({result.format}, {shaped}): {plural(result.filled, 'tensor')}{kept}")
+    for hint in result.hints:
+        note(f"hint: {hint}")

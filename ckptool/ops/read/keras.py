@@ -12,9 +12,9 @@ bfloat16 (a 2-byte opaque type with a ``dtype`` attribute) reads as ``ml_dtypes.
 
 from __future__ import annotations
 
-import io
 import json
 import os
+import re
 import zipfile
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ckptool.errors import CkptError, CorruptError, MissingError, UnsupportedError
 from ckptool.io.layout import Located
 from ckptool.ops.read.checkpoint import Checkpoint, Variable, key_of
+from ckptool.ops.read.keras_zip import JSON_LIMIT, open_member, read_json_member
 
 if TYPE_CHECKING:
     import numpy as np
@@ -68,30 +69,30 @@ class _Entry:
     path: str  # HDF5 path without the leading '/'
     dtype: Any  # numpy dtype of the value (bfloat16 for Keras's opaque bfloat16)
     shape: tuple[int, ...]
-    addr: int  # object header address: Keras's write order
 
 
 def _attr_text(value: Any) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
-def scan_h5(h5: Any, where: str, size: int, file_index: int = 0) -> tuple[list[_Entry], dict[str, tuple[str, int]]]:
+def scan_h5(h5: Any, where: str, size: int, file_index: int = 0) -> tuple[list[_Entry], dict[str, str]]:
     """Every dataset of an open h5 file (links and layouts checked as Keras checks them), and
-    every ``vars`` group's owner path -> (its ``name`` attribute, address). A damaged file is
-    a CorruptError, whatever h5py raised."""
+    every ``vars`` group's owner path -> its ``name`` attribute. A damaged file is a
+    CorruptError, whatever h5py raised. Object-header addresses say nothing of Keras's order
+    (HDF5 reuses freed space): they only tell a group reached twice."""
     try:
         return _scan(h5, where, size, file_index)
     except (OSError, ValueError, KeyError, RuntimeError, TypeError) as exc:
         raise CorruptError(f"{where}: damaged HDF5 file: {exc}") from None
 
 
-def _scan(h5: Any, where: str, size: int, file_index: int) -> tuple[list[_Entry], dict[str, tuple[str, int]]]:
+def _scan(h5: Any, where: str, size: int, file_index: int) -> tuple[list[_Entry], dict[str, str]]:
     import ml_dtypes
     import numpy as np
 
     h5py = import_h5py()
     entries: list[_Entry] = []
-    groups: dict[str, tuple[str, int]] = {}
+    groups: dict[str, str] = {}
     stack = [("", h5)]
     seen_groups: set[int] = set()
     while stack:
@@ -108,7 +109,7 @@ def _scan(h5: Any, where: str, size: int, file_index: int) -> tuple[list[_Entry]
                     raise CorruptError(f"{where}: group {full!r} is reached twice (a hard-linked group)")
                 seen_groups.add(addr)
                 if name == "vars":
-                    groups[base] = (_attr_text(obj.attrs.get("name", "")), addr)
+                    groups[base] = _attr_text(obj.attrs.get("name", ""))
                 stack.append((full, obj))
                 continue
             if not isinstance(obj, h5py.Dataset):
@@ -121,6 +122,13 @@ def _scan(h5: Any, where: str, size: int, file_index: int) -> tuple[list[_Entry]
             dt = obj.dtype
             if dt.kind == "V" and dt.itemsize == 2 and _attr_text(obj.attrs.get("dtype", "")) == "bfloat16":
                 dt = np.dtype(ml_dtypes.bfloat16)
+            if dt.kind == "O" and not h5py.check_string_dtype(dt):
+                what = "object references" if h5py.check_ref_dtype(dt) is not None else "variable-length sequences"
+                raise UnsupportedError(f"{where}: dataset {full!r} holds HDF5 {what}, which have no TensorFlow "
+                                       "equivalent")
+            if dt.names is not None:
+                raise UnsupportedError(f"{where}: dataset {full!r} is of a compound type {dt}, which has no "
+                                       "TensorFlow equivalent")
             if obj.shape is None:
                 raise UnsupportedError(f"{where}: dataset {full!r} is empty (a null dataspace), not an array")
             shape = tuple(int(d) for d in obj.shape)
@@ -132,7 +140,7 @@ def _scan(h5: Any, where: str, size: int, file_index: int) -> tuple[list[_Entry]
                     declared > _BOMB_FLOOR and declared > _BOMB_RATIO * stored):
                 raise CorruptError(f"{where}: dataset {full!r} declares shape {list(shape)} ({declared} bytes), "
                                    f"more than the file holds ({size} bytes on disk, {stored} stored)")
-            entries.append(_Entry(file_index, full, dt, shape, addr))
+            entries.append(_Entry(file_index, full, dt, shape))
     return entries, groups
 
 
@@ -152,50 +160,6 @@ def layer_classes(config: Any) -> dict[str, str]:
     return out
 
 
-class _ZipWindow(io.RawIOBase):
-    """A stored (uncompressed) zip member as a seekable read-only file, for h5py: positioned
-    reads of the archive, never the whole member in memory."""
-
-    def __init__(self, path: str, info: zipfile.ZipInfo):
-        super().__init__()
-        self._f = open(path, "rb")  # noqa: SIM115 - closed by close()
-        self._f.seek(info.header_offset)
-        head = self._f.read(30)
-        if len(head) != 30 or head[:4] != b"PK\x03\x04":
-            self._f.close()
-            raise CorruptError(f"{path}: member {info.filename}: bad local header")
-        start = info.header_offset + 30 + int.from_bytes(head[26:28], "little") + int.from_bytes(head[28:30], "little")
-        self._start, self._size, self._pos = start, info.file_size, 0
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._pos
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        base = {0: 0, 1: self._pos, 2: self._size}[whence]
-        self._pos = max(0, base + offset)
-        return self._pos
-
-    def readinto(self, b: Any) -> int:
-        n = max(0, min(len(b), self._size - self._pos))
-        if n == 0:
-            return 0
-        data = os.pread(self._f.fileno(), n, self._start + self._pos)
-        b[:len(data)] = data
-        self._pos += len(data)
-        return len(data)
-
-    def close(self) -> None:
-        if not self._f.closed:
-            self._f.close()
-        super().close()
-
-
 class KerasCheckpoint(Checkpoint):
     """A Keras 3 weights file, read as a checkpoint (names are HDF5 paths)."""
 
@@ -212,7 +176,8 @@ class KerasCheckpoint(Checkpoint):
         self.metadata: Any = None
         self._h5: list[Any] = []
         self._zip: zipfile.ZipFile | None = None
-        self._windows: list[_ZipWindow] = []
+        self._windows: list[Any] = []  # the open members h5py reads
+        self._config_names: dict[str, int] | None = None
         try:
             self._open()
         except BaseException:
@@ -235,15 +200,15 @@ class KerasCheckpoint(Checkpoint):
             self._add_h5(p, p, os.path.getsize(p))
         self.files = [p] if not self.files else self.files
         self.entries: dict[str, _Entry] = {}
-        self.groups: dict[str, tuple[str, int, int]] = {}
+        self.groups: dict[str, tuple[str, int]] = {}  # vars group's owner -> (name attribute, file)
         for i, (h5, where, size) in enumerate(self._opened):
             entries, groups = scan_h5(h5, where, size, i)
             for e in entries:
                 if e.path in self.entries:
                     raise CorruptError(f"{where}: dataset {e.path!r} is also in another shard")
                 self.entries[e.path] = e
-            for g, (name, addr) in groups.items():
-                self.groups.setdefault(g, (name, i, addr))
+            for g, name in groups.items():
+                self.groups.setdefault(g, (name, i))
 
     def _add_h5(self, source: Any, where: str, size: int) -> None:
         h5py = import_h5py()
@@ -266,16 +231,10 @@ class KerasCheckpoint(Checkpoint):
                 raise CorruptError(f"{p}: a .keras file without {WEIGHTS_MEMBER}{hint}")
             for member, attr in (("config.json", "config"), ("metadata.json", "metadata")):
                 if member in names:
-                    try:
-                        setattr(self, attr, json.loads(zf.read(member)))
-                    except ValueError as exc:
-                        raise CorruptError(f"{p}: {member} is not JSON: {exc}") from None
+                    setattr(self, attr, read_json_member(zf, member, p))
             info = zf.getinfo(WEIGHTS_MEMBER)
-            if info.compress_type == zipfile.ZIP_STORED:  # as Keras writes it: read in place
-                source: Any = _ZipWindow(p, info)
-                self._windows.append(source)
-            else:
-                source = io.BytesIO(zf.read(WEIGHTS_MEMBER))
+            source = open_member(zf, info, p)
+            self._windows.append(source)
         except zipfile.BadZipFile as exc:
             raise CorruptError(f"{p}: not a .keras (zip) file: {exc}") from None
         self._add_h5(source, f"{p}:{WEIGHTS_MEMBER}", info.file_size)
@@ -344,10 +303,6 @@ class KerasCheckpoint(Checkpoint):
             self._variables = out
         return self._variables
 
-    def write_order(self) -> list[str]:
-        """The dataset names in the order Keras wrote them (shard, then object address)."""
-        return sorted(self.entries, key=lambda n: (self.entries[n].file, self.entries[n].addr))
-
     def read(self, name: str, verify: bool = True) -> np.ndarray:
         import numpy as np
 
@@ -365,11 +320,31 @@ class KerasCheckpoint(Checkpoint):
             arr = arr.view(e.dtype) if arr.dtype.itemsize == e.dtype.itemsize else arr.astype(e.dtype)
         return arr.reshape(e.shape)
 
+    def _layer_key(self, path: str, name: str) -> tuple[int, list[Any]]:
+        """Layers in the config's order where it names them, else by path with Keras's counters
+        compared as numbers (``dense_2`` before ``dense_10``)."""
+        if self._config_names is None:
+            self._config_names = {}
+            stack = [self.config]
+            while stack:  # the config in document order
+                x = stack.pop()
+                if isinstance(x, dict):
+                    cfg = x.get("config")
+                    if isinstance(x.get("class_name"), str) and isinstance(cfg, dict) and \
+                            isinstance(cfg.get("name"), str):
+                        self._config_names.setdefault(cfg["name"], len(self._config_names))
+                    stack.extend(reversed(list(x.values())))
+                elif isinstance(x, list):
+                    stack.extend(reversed(x))
+        parts = [int(p) if p.isdigit() else p for p in re.split(r"_(\d+)(?=/|$)|/", path) if p]
+        return self._config_names.get(name, 1 << 30), [(isinstance(p, int), p) for p in parts]
+
     def layers(self) -> list[KerasLayer]:
-        """Each saved object (a ``vars`` group) in write order, with its name and class."""
+        """Each saved object (a ``vars`` group), in the config's order where it has one, with its
+        name and class."""
         classes = layer_classes(self.config) if self.config is not None else {}
         out = []
-        for path, (name, _fi, _addr) in sorted(self.groups.items(), key=lambda kv: (kv[1][1], kv[1][2])):
+        for path, (name, _fi) in sorted(self.groups.items(), key=lambda kv: self._layer_key(kv[0], kv[1][0])):
             prefix = f"{path}/vars/" if path else "vars/"
             own = [n for n in self.entries if n.startswith(prefix) and "/" not in n[len(prefix):]]
             own.sort(key=lambda n: int(n[len(prefix):]) if n[len(prefix):].isdigit() else 1 << 30)
@@ -387,5 +362,5 @@ def open_keras(path: str) -> KerasCheckpoint:
         raise CkptError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
-__all__ = ["KERAS", "SUFFIXES", "KerasCheckpoint", "KerasLayer", "import_h5py", "is_keras_path", "layer_classes",
-           "open_keras", "scan_h5"]
+__all__ = ["JSON_LIMIT", "KERAS", "SUFFIXES", "KerasCheckpoint", "KerasLayer", "import_h5py", "is_keras_path",
+           "layer_classes", "open_keras", "read_json_member", "scan_h5"]

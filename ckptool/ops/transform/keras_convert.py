@@ -18,10 +18,12 @@ import zipfile
 from dataclasses import dataclass, field
 from typing import Any
 
-from ckptool.errors import RefusedError, UsageError
+from ckptool.errors import CkptError, RefusedError, UsageError
 from ckptool.io.atomic import AtomicFile, check_destination, checkpoint_identity, make_output_dir, publish
 from ckptool.ops.read.keras import WEIGHTS_MEMBER, KerasCheckpoint, import_h5py, is_keras_path
+from ckptool.ops.read.keras_zip import JSON_LIMIT
 from ckptool.ops.transform.keras_map import Mapping, describe, map_keras
+from ckptool.ops.transform.keras_optim import HYPER
 
 KERAS_H5, KERAS_ZIP, TF = "keras-weights", "keras", "tf"
 _SHOWN = 5
@@ -37,10 +39,12 @@ class KerasResult:
     filled: int = 0
     kept: list[str] = field(default_factory=list)  # template entries kept (allow_missing)
     unused: list[str] = field(default_factory=list)  # source variables left out (allow_unused)
+    hints: list[str] = field(default_factory=list)  # what the user does next (how Keras loads the state)
 
     def to_json(self) -> dict[str, Any]:
         doc = {"dst": self.dst, "format": self.format, "dry_run": self.dry_run, "tensors": self.filled,
-               "files": list(self.files), "kept_from_template": list(self.kept), "unused": list(self.unused)}
+               "files": list(self.files), "kept_from_template": list(self.kept), "unused": list(self.unused),
+               "hints": list(self.hints)}
         doc.update(describe(self.mapping))
         return doc
 
@@ -53,7 +57,11 @@ def is_bridge(dst: str, template: str | None, to: str | None) -> bool:
 
 
 #: what :func:`convert_keras` takes besides its paths and allow flags (the rest goes with plain conversion)
-BRIDGE_OPTIONS = ("dry_run", "force", "sync")
+BRIDGE_OPTIONS = ("dry_run", "force", "sync", "template_config", "skip_optimizer")
+#: how Keras 3 takes the optimizer state of a converted .weights.h5 (it skips it into an unbuilt optimizer)
+LOAD_HINT = ("Keras 3 loads the optimizer state only into a built optimizer: model.optimizer.build("
+             "model.trainable_variables) before model.load_weights(...)")
+KERAS_HINT = "keras.saving.load_model restores the optimizer state (it builds the optimizer)"
 
 
 def keras_target(dst: str) -> str | None:
@@ -86,15 +94,20 @@ def _check(mapping: Mapping, src: str, template: str, missing: list[str], unused
 
 
 def convert_keras(src: str, dst: str, template: str | None, *, dry_run: bool = False, allow_missing: bool = False,
-                  allow_unused: bool = False, force: bool = False, sync: bool = True) -> KerasResult:
-    """Convert ``src`` into ``dst`` shaped like ``template``; see the module doc."""
+                  allow_unused: bool = False, force: bool = False, sync: bool = True,
+                  template_config: str | None = None, skip_optimizer: bool = False) -> KerasResult:
+    """Convert ``src`` into ``dst`` shaped like ``template``; see the module doc. ``template_config``:
+    a JSON file holding the Keras 3 model's config (``model.to_json()``), which records the layer
+    order a ``.weights.h5`` does not; ``skip_optimizer``: carry the weights alone."""
     from ckptool.ops.read.reader import open as open_checkpoint
 
     kind = keras_target(dst)
     if template is None:
         if kind != KERAS_H5:
             raise UsageError(no_template_message(src, dst))
-        return _from_metadata(src, dst, dry_run, allow_unused, force, sync)
+        if template_config is not None:
+            raise UsageError("--template-config goes with --template (the Keras 3 file it describes)")
+        return _from_metadata(src, dst, dry_run, allow_unused, force, sync, skip_optimizer)
     to_keras = is_keras_path(template)
     if kind is not None and not to_keras:
         raise UsageError(f"{dst}: a Keras 3 DST needs a Keras 3 --template (NEW.weights.h5 or NEW.keras, "
@@ -109,22 +122,39 @@ def convert_keras(src: str, dst: str, template: str | None, *, dry_run: bool = F
         tf, kc = (s, t) if to_keras else (t, s)
         if not isinstance(kc, KerasCheckpoint):  # pragma: no cover - is_keras_path said so
             raise UsageError(f"{template}: not a Keras 3 file")
-        mapping = map_keras(tf, kc, to_keras)
+        config = read_config(template_config) if template_config is not None else None
+        mapping = map_keras(tf, kc, to_keras, config=config, skip_optimizer=skip_optimizer)
         missing, unused = (mapping.keras_left, mapping.tf_left) if to_keras else (mapping.tf_left, mapping.keras_left)
         _check(mapping, src, template, missing, unused, allow_missing, allow_unused)
         result = KerasResult(dst, kind or TF, mapping, dry_run, kept=list(missing), unused=list(unused))
         result.filled = len(mapping.pairs) + len(mapping.added)
+        if mapping.optimizer_pairs and kind is not None:
+            result.hints.append(KERAS_HINT if kind == KERAS_ZIP else LOAD_HINT)
         ids = [f for ck in (s, t) for f in (ck.files if isinstance(ck, KerasCheckpoint) else checkpoint_identity(ck))]
         if dry_run:
             _check_dst(dst, kind, force, ids)
             return result
-        values = {(k if to_keras else tk): (s, tk if to_keras else k) for tk, k in mapping.pairs}
+        values: dict[str, tuple[Any, str]] = {(k if to_keras else tk): (s, tk if to_keras else k)
+                                              for tk, k in mapping.pairs}
         values.update({k: (s, tk) for tk, k in mapping.added})  # new datasets (an unbuilt optimizer's slots)
+        values.update({tk: (_Zeros(t), tk) for tk in mapping.zeros})  # slots a fresh optimizer starts from
         if kind is None:
-            result.files = _write_tf(dst, t, values, force, ids, sync)
+            result.files = _write_tf(dst, t, values, set(mapping.drop_tf), force, ids, sync)
         else:
             result.files = _write_keras(dst, kind, kc, values, force, ids, sync)
     return result
+
+
+class _Zeros:
+    """Reads as zeros shaped like a checkpoint's values (the slots of a fresh optimizer)."""
+
+    def __init__(self, ck: Any):
+        self.ck = ck
+
+    def read(self, key: str) -> Any:
+        import numpy as np
+
+        return np.zeros_like(self.ck.read(key))
 
 
 def _check_dst(dst: str, kind: str | None, force: bool, ids: list[str]) -> None:
@@ -183,8 +213,9 @@ def _write_keras(dst: str, kind: str, template: KerasCheckpoint, values: dict[st
                 for info in zt.infolist():
                     if info.filename == WEIGHTS_MEMBER:
                         zo.write(scratch, WEIGHTS_MEMBER)
-                    else:
-                        zo.writestr(info, zt.read(info.filename))
+                    else:  # streamed: a member is never whole in memory
+                        with zt.open(info) as m, zo.open(info, "w", force_zip64=info.file_size > 1 << 30) as out:
+                            shutil.copyfileobj(m, out, 1 << 20)
         publish([f])
     except BaseException:
         f.discard()
@@ -195,18 +226,63 @@ def _write_keras(dst: str, kind: str, template: KerasCheckpoint, values: dict[st
     return [path]
 
 
-def _write_tf(dst: str, template: Any, values: dict[str, Any], force: bool, ids: list[str], sync: bool) -> list[str]:
+def _write_tf(dst: str, template: Any, values: dict[str, Any], drop: set[str], force: bool, ids: list[str],
+              sync: bool) -> list[str]:
+    """The template's variables with the mapped ones replaced; ``drop`` (its optimizer's) left out,
+    the object graph cut to match, so that tf.keras starts that optimizer fresh."""
+    from ckptool.format.objkeys import OBJECT_GRAPH_KEY
     from ckptool.ops.write.writer import BundleWriter
 
+    graph: bytes | None = None
+    keys: dict[str, str | None] = {}
+    if drop:
+        g, keys = template.object_graph().edited({}, strip_optimizer=True)
+        graph = g.serialize()
     with BundleWriter(dst, force=force, sync=sync, sources=ids) as w:
         for v in template.variables():
+            if v.name == OBJECT_GRAPH_KEY and graph is not None:
+                w.add(v.name, graph)
+                continue
+            if v.name in drop or (v.name in keys and keys[v.name] is None):
+                continue
             ck, key = values.get(v.name, (template, v.name))
-            w.add(v.name, ck.read(key))
+            w.add(keys.get(v.name) or v.name, ck.read(key))
         res = w.finish()
     return list(res.files)
 
 
-def _from_metadata(src: str, dst: str, dry_run: bool, allow_unused: bool, force: bool, sync: bool) -> KerasResult:
+def read_config(path: str) -> Any:
+    """A ``--template-config`` file: the Keras 3 model's config as ``model.to_json()`` writes it."""
+    import json
+
+    from ckptool.errors import CorruptError, MissingError
+
+    try:
+        with open(path, "rb") as f:
+            data = f.read(JSON_LIMIT + 1)
+    except FileNotFoundError:
+        raise MissingError(f"{path}: no such file (--template-config)") from None
+    except OSError as exc:
+        raise CkptError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if len(data) > JSON_LIMIT:
+        raise CorruptError(f"{path}: over {JSON_LIMIT >> 20} MiB, more than a model config (--template-config)")
+    try:
+        doc = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise CorruptError(f"{path}: not JSON: {exc}") from None
+    if isinstance(doc, str):  # json.dump(model.to_json()): the string, quoted again
+        try:
+            doc = json.loads(doc)
+        except (ValueError, RecursionError):
+            pass
+    if not isinstance(doc, dict) or not isinstance(doc.get("config"), dict):
+        raise UsageError(f"{path}: not a Keras model config (model.to_json() writes an object with 'class_name' "
+                         "and 'config')")
+    return doc
+
+
+def _from_metadata(src: str, dst: str, dry_run: bool, allow_unused: bool, force: bool, sync: bool,
+                   skip_optimizer: bool) -> KerasResult:
     """No template: the layout from a SavedModel's keras_metadata.pb (ops/transform/keras_synth.py)."""
     from ckptool.format.objkeys import OBJECT_GRAPH_KEY
     from ckptool.io.urls import storage_for
@@ -214,11 +290,10 @@ def _from_metadata(src: str, dst: str, dry_run: bool, allow_unused: bool, force:
     from ckptool.ops.transform.keras_synth import plan, write_h5
 
     with open_checkpoint(src) as ck:
-        pairs, groups, dropped = plan(ck, src)
-        mapping = Mapping(pairs=pairs, shapes={k: list(ck.variable(t).shape) for t, k in pairs}, not_carried=dropped)
-        if dropped:
-            mapping.notes.append(f"optimizer: Keras 3 keeps no slots for a plain SGD; {len(dropped)} not carried")
-        mapped = {t for t, _ in pairs} | set(dropped)
+        p = plan(ck, src, skip_optimizer)
+        mapping = Mapping(pairs=p.pairs, shapes={k: list(ck.variable(t).shape) for t, k in p.pairs},
+                          not_carried=p.dropped, notes=p.notes, optimizer_pairs=p.optimizer)
+        mapped = {t for t, _ in p.pairs} | set(p.dropped)
         for v in ck.variables():
             if v.name in mapped:
                 continue
@@ -229,7 +304,9 @@ def _from_metadata(src: str, dst: str, dry_run: bool, allow_unused: bool, force:
                 mapping.tf_left.append(v.name)
         _check(mapping, src, "(from keras_metadata.pb)", [], mapping.tf_left, False, allow_unused)
         result = KerasResult(dst, KERAS_H5, mapping, dry_run, unused=list(mapping.tf_left))
-        result.filled = len(pairs)
+        result.filled = len(p.pairs) + len(p.consts)
+        if p.optimizer:
+            result.hints.append(LOAD_HINT)
         ids = checkpoint_identity(ck)
         storage, path = storage_for(dst)
         check_destination(storage, [path], force=force, sources=ids, label=dst)
@@ -238,7 +315,7 @@ def _from_metadata(src: str, dst: str, dry_run: bool, allow_unused: bool, force:
         make_output_dir(storage, storage.dirname(path))
         f = AtomicFile(storage, path, sync=sync)
         try:  # h5py writes the temporary by its own name; the AtomicFile syncs and renames it
-            write_h5(f.name, ck, pairs, groups)
+            write_h5(f.name, ck, p)
             publish([f])
         except BaseException:
             f.discard()
@@ -248,8 +325,7 @@ def _from_metadata(src: str, dst: str, dry_run: bool, allow_unused: bool, force:
 
 
 #: optimizer variables Keras 3 keeps as config, not state: legacy hyperparameters, a schedule's current value
-_NOT_STATE = {"beta_1", "beta_2", "decay", "epsilon", "rho", "momentum", "initial_accumulator_value",
-              "_current_learning_rate"}
+_NOT_STATE = HYPER | {"_current_learning_rate"}
 
 
 def no_template_message(src: str, dst: str) -> str:

@@ -1,17 +1,21 @@
 """A Keras 3 ``.weights.h5`` without a template, from a Keras 2 SavedModel whose
 ``keras_metadata.pb`` names each layer's class: where that suffices.
 
-It suffices for a Functional or Sequential model whose layers with weights are of classes
-whose Keras 3 layout is the Keras 2 one (:data:`SIMPLE`: own variables in creation order) or
-recurrent layers holding one ``cell`` (:data:`RNN`). Keras 3 names a model's layers by their
-snake-cased class with ``_N`` suffixes in ``model.layers`` order (``layers/dense_1/vars/0``);
-the optimizer goes to ``optimizer/vars/N`` as with a template. Anything else (a subclassed
-model, a nested model, another layer class) needs a template, and the error says so."""
+It suffices for a Functional or Sequential model (nested ones too) whose layers with weights
+are of classes whose Keras 3 layout is the Keras 2 one (:data:`SIMPLE`: own variables in
+creation order; another class holding only its own variables when their shapes tell them apart,
+so that a wrong order could not load quietly) or recurrent layers holding one ``cell``
+(:data:`RNN`). Keras 3 names a model's layers by their snake-cased class with ``_N`` suffixes in
+``model.layers`` order (``layers/dense_1/vars/0``); the optimizer goes to ``optimizer/vars/N``
+(a LossScaleOptimizer's to ``optimizer/vars`` and ``optimizer/inner_optimizer/vars``) as with a
+template, when the training config says what Keras 3 keeps. Anything else (a subclassed model,
+another layer class) needs a template, and the error says so."""
 
 from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from ckptool.errors import UsageError
@@ -20,8 +24,13 @@ from ckptool.ops.read.checkpoint import Checkpoint
 
 SIMPLE = {"Dense", "Conv1D", "Conv2D", "Conv3D", "Conv1DTranspose", "Conv2DTranspose", "Conv3DTranspose",
           "DepthwiseConv1D", "DepthwiseConv2D", "SeparableConv1D", "SeparableConv2D", "BatchNormalization",
-          "LayerNormalization", "Embedding", "PReLU"}
+          "LayerNormalization", "Embedding", "PReLU", "Normalization", "EinsumDense", "LSTMCell", "GRUCell",
+          "SimpleRNNCell"}
 RNN = {"LSTM", "GRU", "SimpleRNN"}
+#: layers made of named sublayers, each saved at the name Keras 3 gives it (tf.keras's attribute -> Keras 3's)
+NESTED = {"MultiHeadAttention": {"_query_dense": "query_dense", "_key_dense": "key_dense",
+                                 "_value_dense": "value_dense", "_output_dense": "output_dense"},
+          "Bidirectional": {"forward_layer": "forward_layer", "backward_layer": "backward_layer"}}
 _LAYER_K = re.compile(r"^layer-(\d+)$")
 NEEDS_TEMPLATE = ("give --template NEW.weights.h5 (what the Keras 3 model saves: "
                   "model.save_weights('NEW.weights.h5'), untrained is fine)")
@@ -53,12 +62,27 @@ def _resolve(g: ObjectGraph, path: str) -> int | None:
     return nid
 
 
-def plan(ck: Checkpoint, src: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]], list[str]]:
-    """``(pairs, groups, dropped)``: (TF key, Keras dataset path) in write order, (group path, the
-    ``name`` attribute of its ``vars``), and TF keys Keras 3 keeps no place for (a plain SGD's
-    momentum slots); a UsageError saying why when a template is needed."""
+@dataclass
+class Plan:
+    """What :func:`write_h5` writes: ``pairs`` (TF key, Keras dataset path) in write order,
+    ``groups`` (group path, the ``name`` attribute of its ``vars``), ``consts`` (Keras datasets
+    with no TF counterpart: a loss scaler's own iterations and learning rate, which Keras 3 keeps at
+    0), TF keys Keras 3 keeps no place for (``dropped``: a plain SGD's unused momentum slots, or the
+    optimizer with ``skip_optimizer``), and notes."""
+
+    pairs: list[tuple[str, str]] = field(default_factory=list)
+    groups: list[tuple[str, str]] = field(default_factory=list)
+    consts: list[tuple[str, Any]] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    optimizer: int = 0  # how many datasets hold optimizer state
+
+
+def plan(ck: Checkpoint, src: str, skip_optimizer: bool = False) -> Plan:
+    """The layout of ``ck`` (a SavedModel's variables) as Keras 3 writes it; a UsageError saying
+    why when a template is needed."""
     from ckptool.format.keras_metadata import parse
-    from ckptool.ops.transform.keras_map import optimizer_slots
+    from ckptool.ops.transform.keras_map import unique
 
     meta = metadata_path(ck)
     if meta is None:
@@ -82,7 +106,7 @@ def plan(ck: Checkpoint, src: str) -> tuple[list[tuple[str, str]], list[tuple[st
     var_key = {n.id: a.checkpoint_key for n in g.nodes for a in n.attributes if a.name == VARIABLE_VALUE}
 
     def own(nid: int) -> list[int]:
-        return [c for _, c in g.nodes[nid].children if c in var_key]
+        return [c for _, c in unique(g.nodes[nid].children) if c in var_key]
 
     def reach(nid: int) -> set[int]:
         """The variables reachable from ``nid`` (a SavedModel also lists them under ``variables``,
@@ -97,68 +121,119 @@ def plan(ck: Checkpoint, src: str) -> tuple[list[tuple[str, str]], list[tuple[st
                     stack.append(c)
         return out
 
-    layers = sorted((int(m.group(1)), c) for n, c in g.nodes[0].children if (m := _LAYER_K.match(n)))
-    pairs: list[tuple[str, str]] = []
-    groups: list[tuple[str, str]] = [("", root.name)]
-    used: dict[str, int] = {}
+    out = Plan(groups=[("", root.name)])
     order: list[int] = []
-    for _, nid in layers:
+
+    def shapes_tell(vs: list[int]) -> bool:
+        """A layer of a class not known here is its own variables in creation order, which Keras 3
+        keeps trainable first: the same order, or one whose every variable differs in shape from the
+        others (then Keras refuses a wrong order loudly instead of loading it)."""
+        got = [(ck.variable(var_key[v]).dtype, tuple(ck.variable(var_key[v]).shape)) for v in vs]
+        return len(set(got)) == len(got)
+
+    def model(mid: int, cls_name: str, prefix: str) -> None:
+        layers = sorted((int(m.group(1)), c) for n, c in g.nodes[mid].children if (m := _LAYER_K.match(n)))
+        used: dict[str, int] = {}
+        for _, nid in layers:
+            cls, label = named(nid)
+            if cls_name == "Sequential" and cls == "InputLayer":
+                continue  # Keras 3's Sequential keeps no InputLayer in model.layers
+            base = snake_case(cls) if cls else "layer"
+            used[base] = used.get(base, -1) + 1
+            layer(nid, cls, f"{prefix}layers/{base}" + (f"_{used[base]}" if used[base] else ""), label or base)
+
+    def named(nid: int) -> tuple[str, str]:
         info = by_node.get(nid)
-        cls = info.class_name if info is not None else ""
-        if root.class_name == "Sequential" and cls == "InputLayer":
-            continue  # Keras 3's Sequential keeps no InputLayer in model.layers
-        base = snake_case(cls) if cls else "layer"
-        used[base] = used.get(base, -1) + 1
-        group = f"layers/{base}" + (f"_{used[base]}" if used[base] else "")
-        label = info.name if info is not None else base
+        return (info.class_name.rsplit(">", 1)[-1], info.name) if info is not None else ("", "")
+
+    def layer(nid: int, cls: str, group: str, label: str) -> None:
         held = reach(nid)
-        cell = dict(g.nodes[nid].children).get("cell")
-        if cls in SIMPLE and held == set(own(nid)):
-            vs = own(nid)
-        elif cls in RNN and cell is not None and not own(nid) and held == set(own(cell)):
-            groups.append((group, label))
-            cell_info = by_node.get(cell)
-            group = group + "/cell"
-            groups.append((group, cell_info.name if cell_info is not None else "cell"))
-            for i, v in enumerate(own(cell)):
-                pairs.append((var_key[v], f"{group}/vars/{i}"))
+        if not held:
+            return  # no weights: Keras 3 loads a missing group as empty
+        kids = dict(unique(g.nodes[nid].children))
+        if cls in ("Functional", "Sequential"):
+            out.groups.append((group, label))
+            model(nid, cls, group + "/")
+            return
+        if held == set(own(nid)) and (cls in SIMPLE or shapes_tell(own(nid))):
+            out.groups.append((group, label))
+            for i, v in enumerate(own(nid)):
+                out.pairs.append((var_key[v], f"{group}/vars/{i}"))
                 order.append(v)
-            continue
-        elif not held:
-            continue  # no weights: Keras 3 loads a missing group as empty
-        else:
-            raise UsageError(f"{src}: layer {label!r} ({cls or 'unknown class'}): its Keras 3 layout is not known "
-                             f"without the model; {NEEDS_TEMPLATE}")
-        groups.append((group, label))
-        for i, v in enumerate(vs):
-            pairs.append((var_key[v], f"{group}/vars/{i}"))
-            order.append(v)
+            return
+        subs = {"cell": "cell"} if cls in RNN else NESTED.get(cls, {})
+        found = [(kids[a], name) for a, name in subs.items() if a in kids]
+        if subs and not own(nid) and held == set().union(*(reach(c) for c, _ in found)):
+            out.groups.append((group, label))
+            for c, name in found:
+                sub_cls, sub_label = named(c)
+                layer(c, sub_cls or ("cell" if name == "cell" else ""), f"{group}/{name}", sub_label or name)
+            return
+        raise UsageError(f"{src}: layer {label!r} ({cls or 'unknown class'}): its Keras 3 layout is not known "
+                         f"without the model; {NEEDS_TEMPLATE}")
+
+    model(0, root.class_name, "")
     opt = dict(g.nodes[0].children).get("optimizer")
-    dropped: list[str] = []
     if opt is not None:
-        tf_side = optimizer_slots(g, opt, order, var_key)
-        if tf_side and not _keras3_has_slots(root.optimizer):  # Keras 3 keeps no slots for a plain SGD
-            kids = dict(g.nodes[opt].children)
-            head = 1 + ("_learning_rate" in kids or "learning_rate" in kids)
-            dropped = [var_key[t] for t in tf_side[head:]]
-            tf_side = tf_side[:head]
-        if tf_side:
-            groups.append(("optimizer", "optimizer"))
-            pairs += [(var_key[t], f"optimizer/vars/{i}") for i, t in enumerate(tf_side)]
-    return pairs, groups, dropped
+        _optimizer(out, g, opt, order, var_key, root.optimizer, ck, src, skip_optimizer)
+    return out
 
 
-def _keras3_has_slots(optimizer: dict[str, Any] | None) -> bool:
-    """False for what Keras 3 builds without slots (a plain SGD: tf.keras keeps momentum slots for
-    one anyway). Unknown optimizers are taken to have them."""
-    if not optimizer:
-        return True
-    cls = str(optimizer.get("class_name", "")).rsplit(">", 1)[-1]
-    cfg = optimizer.get("config")
-    return not (cls == "SGD" and not (cfg.get("momentum") if isinstance(cfg, dict) else 0))
+def _optimizer(out: Plan, g: ObjectGraph, opt: int, order: list[int], var_key: dict[int, str],
+               config: dict[str, Any] | None, ck: Checkpoint, src: str, skip: bool) -> None:
+    """The optimizer as Keras 3 writes it, from the training config keras_metadata.pb records: a
+    LossScaleOptimizer (mixed precision) as its ``vars`` and ``inner_optimizer/vars``."""
+    import numpy as np
+
+    from ckptool.ops.transform.keras_optim import expected_kinds, source_kinds, tf_optimizer
+
+    tfo = tf_optimizer(g, opt, order, var_key)
+    if not tfo.every:
+        return
+    if skip:
+        out.dropped += [var_key[t] for t in tfo.every]
+        out.notes.append("optimizer: --skip-optimizer: the output has no optimizer state, and Keras will start the "
+                         "optimizer fresh")
+        return
+    cfg = config or {}
+    lso = "LossScaleOptimizer" in str(cfg.get("class_name", ""))
+    inner = cfg.get("config", {}).get("inner_optimizer") if lso and isinstance(cfg.get("config"), dict) else cfg
+    what, kinds = expected_kinds(inner, "")
+    have = source_kinds(tfo, kinds)
+    slots = tfo.slots
+    if kinds == [] and have == ["m"]:  # the config says momentum 0: tf.keras keeps slots it never reads
+        out.dropped += [var_key[t] for t in slots]
+        out.notes.append(f"optimizer: a plain SGD (momentum 0): Keras 3 keeps no slots; the {len(slots)} momentum "
+                         "slots tf.keras keeps (and never reads) are not carried")
+        slots = []
+    elif kinds is None or tfo.per_variable is None or kinds != have:
+        raise UsageError(f"{src}: the optimizer ({what}) keeps slots {have} per variable and its Keras 3 layout is "
+                         f"not known for certain; {NEEDS_TEMPLATE}, or --skip-optimizer")
+    state = [t for t in (tfo.it, tfo.lr) if t is not None] + slots
+    keys = [var_key[t] for t in state]
+    name = snake_case(str(inner.get("class_name", "optimizer")).rsplit(">", 1)[-1]) if isinstance(inner, dict) \
+        else "optimizer"
+    if lso:
+        if tfo.loss_scale is None:
+            raise UsageError(f"{src}: a LossScaleOptimizer without its loss scale; {NEEDS_TEMPLATE}")
+        out.groups += [("optimizer", "loss_scale_optimizer"), ("optimizer/inner_optimizer", name)]
+        out.consts += [("optimizer/vars/0", np.int64(0)), ("optimizer/vars/1", np.float32(0.0))]
+        outer = [var_key[t] for t in tfo.loss_scale] + keys
+        out.pairs += [(k, f"optimizer/vars/{2 + i}") for i, k in enumerate(outer)]
+        out.pairs += [(k, f"optimizer/inner_optimizer/vars/{i}") for i, k in enumerate(keys)]
+        out.optimizer = 2 + len(outer) + len(keys)
+    else:
+        if tfo.loss_scale is not None:
+            raise UsageError(f"{src}: a loss scale without a LossScaleOptimizer in keras_metadata.pb; {NEEDS_TEMPLATE}")
+        out.groups.append(("optimizer", name))
+        out.pairs += [(k, f"optimizer/vars/{i}") for i, k in enumerate(keys)]
+        out.optimizer = len(keys)
+    out.notes.append(f"optimizer: written as Keras 3's {'mixed-precision ' if lso else ''}{what} state; Keras loads it "
+                     "only into a built optimizer of the same kind (model.optimizer.build(model.trainable_variables) "
+                     "before load_weights) and skips it, with a warning, otherwise")
 
 
-def write_h5(path: str, ck: Checkpoint, pairs: list[tuple[str, str]], groups: list[tuple[str, str]]) -> None:
+def write_h5(path: str, ck: Checkpoint, p: Plan) -> None:
     """Write the planned file at ``path`` (a temporary name), groups in write order."""
     import ml_dtypes
     import numpy as np
@@ -166,15 +241,17 @@ def write_h5(path: str, ck: Checkpoint, pairs: list[tuple[str, str]], groups: li
     from ckptool.ops.read.keras import import_h5py
 
     h5py = import_h5py()
-    by_group: dict[str, list[tuple[str, str]]] = {}
-    for key, name in pairs:
-        by_group.setdefault(name.rsplit("/vars/", 1)[0], []).append((key, name))
+    by_group: dict[str, list[tuple[str, Any]]] = {}
+    for key, name in p.pairs:
+        by_group.setdefault(name.rsplit("/vars/", 1)[0], []).append((name, key))
+    for name, value in p.consts:
+        by_group.setdefault(name.rsplit("/vars/", 1)[0], []).append((name, value))
     with h5py.File(path, "w") as h5:
-        for group, name in groups:
+        for group, label in p.groups:
             vg = h5.require_group(f"{group}/vars" if group else "vars")
-            vg.attrs["name"] = name
-            for key, ds_name in by_group.get(group, []):
-                arr = np.asarray(ck.read(key))
+            vg.attrs["name"] = label
+            for ds_name, src in sorted(by_group.get(group, []), key=lambda x: int(x[0].rsplit("/", 1)[1])):
+                arr = np.asarray(ck.read(src) if isinstance(src, str) else src)
                 arr = arr if arr.flags.c_contiguous else arr.copy(order="C")
                 if arr.dtype == ml_dtypes.bfloat16:
                     h5.create_dataset(ds_name, data=arr).attrs["dtype"] = "bfloat16"
@@ -182,4 +259,4 @@ def write_h5(path: str, ck: Checkpoint, pairs: list[tuple[str, str]], groups: li
                     h5.create_dataset(ds_name, data=arr)
 
 
-__all__ = ["NEEDS_TEMPLATE", "metadata_path", "plan", "snake_case", "write_h5"]
+__all__ = ["NEEDS_TEMPLATE", "Plan", "metadata_path", "plan", "snake_case", "write_h5"]
