@@ -390,3 +390,25 @@ def test_du_shows_temp_files_and_clean_temp_deletes_only_old_ones(tmp_path, caps
     r = P.prune(str(d), clean_temp=True, now=now)
     assert sorted(os.listdir(d)) == sorted([".ckptool.lock", "checkpoint", young.name] + [
         f"ckpt-{i}{s}" for i in (1, 2) for s in (".index", ".data-00000-of-00001")])
+
+
+def test_a_plan_from_a_state_a_trainer_rewrote_meanwhile_is_refused_as_stale(tmp_path, monkeypatch):
+    """prune read the state file, then a trainer saved and rotated out everything it listed:
+    the plan would keep nothing on disk. Said as what it is (the state changed: run again),
+    not as a policy that deletes every checkpoint; nothing is deleted."""
+    from ckptool.errors import RefusedError
+    from ckptool.ops.retain import prune as P
+
+    d = tmp_path / "run"
+    for step in (1, 2, 3):
+        ckptool.write(str(d / f"ckpt-{step}"), {"w": np.zeros(2)})
+    (d / "checkpoint").write_text('model_checkpoint_path: "ckpt-3"\nall_model_checkpoint_paths: "ckpt-1"\n'
+                                  'all_model_checkpoint_paths: "ckpt-2"\nall_model_checkpoint_paths: "ckpt-3"\n')
+    def refused_after_a_save(*args, **kw):  # the state file rewritten between prune's read and its plan
+        (d / "checkpoint").write_text('model_checkpoint_path: "ckpt-4"\n')
+        raise RefusedError("refusing a policy that would delete every checkpoint")
+
+    monkeypatch.setattr(P, "make_plan", refused_after_a_save)
+    with pytest.raises(RefusedError, match="the state file changed while prune read the directory"):
+        P.prune(str(d), max_to_keep=1)
+    assert sorted(p.name for p in d.glob("*.index")) == ["ckpt-1.index", "ckpt-2.index", "ckpt-3.index"]

@@ -34,7 +34,7 @@ from ckptool.io.layout import basename_any, file_role, names_in, strip_file_suff
 from ckptool.io.listing import DirListing, FileInfo, scan
 from ckptool.io.lock import DEFAULT_TIMEOUT, lock_open
 from ckptool.io.policy import DEFAULT, FLAG, effective_policy, resolve_policy
-from ckptool.io.state import CheckpointState
+from ckptool.io.state import STATE_FILENAME, CheckpointState
 from ckptool.io.urls import storage_for
 from ckptool.ops.retain import retention as R
 from ckptool.ops.retain.engine import (
@@ -165,8 +165,14 @@ def run(storage: Storage, d: Dir, policy: R.Policy, *, now: float, dry_run: bool
                           policy.pinned | pinned)
     res.policy = policy.to_json()
     health = Health(storage, directory, listing, verify)
-    plan = make_plan(storage, directory, state, listing, policy, now, scan_all, new_entry, best, health,
-                     in_kept=is_kept_dir(storage, directory))
+    try:
+        plan = make_plan(storage, directory, state, listing, policy, now, scan_all, new_entry, best, health,
+                         in_kept=is_kept_dir(storage, directory))
+    except RefusedError:
+        if d.read(STATE_FILENAME) != raw:  # a trainer saved and rotated meanwhile: the plan's state is stale
+            raise RefusedError(f"{d.join(STATE_FILENAME)}: the state file changed while prune read the directory "
+                               "(a trainer saving); nothing deleted; run prune again") from None
+        raise
     res.best = plan.best.to_json() if plan.best is not None else None  # keep-best
     decision = plan.decision
     res.latest = plan.latest_base
@@ -381,19 +387,5 @@ def record_save(directory: str, prefix: str, *, max_to_keep: int | None, keep_ev
                        soft_pins=tuple(pol["keep"]))
 
 
-__all__ = [
-    "JOURNAL",
-    "STATE_ATTEMPTS",
-    "TEMP_MAX_AGE",
-    "PruneResult",
-    "RetentionResult",
-    "delete_checkpoint",
-    "finish_journal",
-    "POLICY_DEFAULTS",
-    "UNSET",
-    "policy_values",
-    "prune",
-    "prune_open",
-    "record_save",
-    "run",
-]
+__all__ = ["JOURNAL", "STATE_ATTEMPTS", "TEMP_MAX_AGE", "PruneResult", "RetentionResult", "delete_checkpoint",
+           "finish_journal", "POLICY_DEFAULTS", "UNSET", "policy_values", "prune", "prune_open", "record_save", "run"]
