@@ -81,6 +81,7 @@ LOADERS = {
              lambda m: rn.with_adam(rn.bert_style(m, rn.BERT)), "c"),
     "bert_generation": ("bert_generation", "load_tf_weights_in_bert_generation", "BertGenerationConfig", BERT_CFG,
                         "BertGenerationEncoder", lambda m: rn.bert_style(m, [(r"^", "module/bert/")]), "hub"),
+    "bert_tf2": ("bert", None, "BertConfig", BERT_CFG, "BertModel", rn.bert_tf2, "tf2"),  # a script's, not a loader
     "big_bird": ("big_bird", "load_tf_weights_in_big_bird", "BigBirdConfig",
                  dict(BERT_CFG, attention_type="original_full"), "BigBirdForPreTraining", rn.big_bird, "p"),
     "canine": ("canine", "load_tf_weights_in_canine", "CanineConfig",
@@ -101,8 +102,8 @@ LOADERS = {
                "FunnelModel", rn.funnel, "c"),
     "gpt2": ("gpt2", "load_tf_weights_in_gpt2", "GPT2Config", GPT_CFG, "GPT2Model", rn.gpt2, "c"),
     "gpt_neo": ("gpt_neo", "load_tf_weights_in_gpt_neo", "GPTNeoConfig",
-                dict(vocab_size=24, max_position_embeddings=32, hidden_size=8, num_layers=1, num_heads=2,
-                     intermediate_size=16, attention_types=[[["global"], 1]]), "GPTNeoForCausalLM", rn.gpt_neo, "c"),
+                dict(vocab_size=50257, max_position_embeddings=32, hidden_size=8, num_layers=1, num_heads=2,
+                     attention_types=[[["global"], 1]]), "GPTNeoForCausalLM", rn.gpt_neo, "c"),
     "imagegpt": ("imagegpt", "load_tf_weights_in_imagegpt", "ImageGPTConfig", GPT_CFG,
                  "ImageGPTForCausalImageModeling", rn.imagegpt, "c"),
     "lxmert": ("lxmert", "load_tf_weights_in_lxmert", "LxmertConfig",
@@ -176,7 +177,7 @@ def _build(key, seed):
                     v.copy_(torch.randn(v.shape))
                     if key == "gpt_neo":
                         v.copy_(v.to(torch.bfloat16).float())
-    return getattr(modeling, loader_name), config, model
+    return loader_name and getattr(modeling, loader_name), config, model
 
 
 def write(directory):
@@ -192,6 +193,19 @@ def write(directory):
         named = spec[5](model)
         prefix = os.path.join(directory, key, "model.ckpt")
         os.makedirs(os.path.dirname(prefix))
+        if spec[6] == "tf2":  # object-based: tf.train.Checkpoint over a tree of tf.Modules named as the release's
+            root = tf.Module()
+            for name, a in named:
+                *path, leaf = name.split("/")
+                node = root
+                for part in path:
+                    if not hasattr(node, part):
+                        setattr(node, part, tf.Module())
+                    node = getattr(node, part)
+                setattr(node, leaf, tf.Variable(a))
+            tf.train.Checkpoint(model=root).write(prefix)
+            written[key] = len(named)
+            continue
         tf.raw_ops.SaveV2(prefix=prefix, tensor_names=[n for n, _ in named], shape_and_slices=[""] * len(named),
                           tensors=[tf.constant(a) for _, a in named])
         written[key] = len(named)
@@ -212,7 +226,7 @@ def load(directory, out):
     results, arrays = {}, {}
     for key in LOADERS:
         prefix = os.path.join(directory, key, "model.ckpt")
-        if not os.path.exists(prefix + ".index"):
+        if not os.path.exists(prefix + ".index") or LOADERS[key][6] == "tf2":
             continue
         loader, config, model = _build(key, 1)
         source = _build(key, 0)[2].state_dict()

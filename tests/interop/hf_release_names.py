@@ -376,3 +376,35 @@ def from_map(tf_to_pt, model, transpose, slots=()):
             a = by_ptr[pointer.data_ptr()]
         out.append((name, np.ascontiguousarray(transpose(name, a))))
     return out + [(f"{n}/{s}", np.full_like(a, 0.5)) for n, a in out[:2] for s in slots]
+
+
+def bert_tf2(model):
+    """The TF2 Model Garden BERT encoder's object-based checkpoint, as tf.train.Checkpoint(model=encoder)
+    writes it: layer_with_weights-0..3 the embeddings and their LayerNorm, then one per transformer
+    block (EinsumDense kernels [hidden, heads, size], output [heads, size, hidden]), then the pooler.
+    Paths below ``model/``, without ``/.ATTRIBUTES/VARIABLE_VALUE`` (the probe's tf.train.Checkpoint adds both)."""
+    c = model.config
+    nh, hs = c.num_attention_heads, c.hidden_size
+    sd = {k: a for k, a in _unique(model)}
+    out = [(f"layer_with_weights-{i}/embeddings", sd[f"embeddings.{t}_embeddings.weight"])
+           for i, t in enumerate(("word", "position", "token_type"))]
+    out += [("layer_with_weights-3/gamma", sd["embeddings.LayerNorm.weight"]),
+            ("layer_with_weights-3/beta", sd["embeddings.LayerNorm.bias"])]
+    for i in range(c.num_hidden_layers):
+        t, p = f"layer_with_weights-{4 + i}/", f"encoder.layer.{i}."
+        for q in ("query", "key", "value"):
+            out += [(t + f"_attention_layer/_{q}_dense/kernel", sd[p + f"attention.self.{q}.weight"].T.reshape(hs, nh, -1)),
+                    (t + f"_attention_layer/_{q}_dense/bias", sd[p + f"attention.self.{q}.bias"].reshape(nh, -1))]
+        out += [(t + "_attention_output_dense/kernel", sd[p + "attention.output.dense.weight"].T.reshape(nh, -1, hs)),
+                (t + "_attention_output_dense/bias", sd[p + "attention.output.dense.bias"]),
+                (t + "_attention_layer_norm/gamma", sd[p + "attention.output.LayerNorm.weight"]),
+                (t + "_attention_layer_norm/beta", sd[p + "attention.output.LayerNorm.bias"]),
+                (t + "_intermediate_dense/kernel", sd[p + "intermediate.dense.weight"].T),
+                (t + "_intermediate_dense/bias", sd[p + "intermediate.dense.bias"]),
+                (t + "_output_dense/kernel", sd[p + "output.dense.weight"].T),
+                (t + "_output_dense/bias", sd[p + "output.dense.bias"]),
+                (t + "_output_layer_norm/gamma", sd[p + "output.LayerNorm.weight"]),
+                (t + "_output_layer_norm/beta", sd[p + "output.LayerNorm.bias"])]
+    t = f"layer_with_weights-{4 + c.num_hidden_layers}/"
+    out += [(t + "kernel", sd["pooler.dense.weight"].T), (t + "bias", sd["pooler.dense.bias"])]
+    return [(n, np.ascontiguousarray(a)) for n, a in out]
