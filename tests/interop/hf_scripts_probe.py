@@ -46,6 +46,8 @@ SCRIPTS = {
                ["--tf_checkpoint_path", CKPT, "--config_file", CONFIG, "--pytorch_dump_path", OUT]),
     "gpt2": ("gpt2/convert_gpt2_original_tf_checkpoint_to_pytorch.py", "gpt2",
              ["--gpt2_checkpoint_path", CKPT, "--gpt2_config_file", CONFIG, "--pytorch_dump_folder_path", OUT]),
+    "gptsan": ("deprecated/gptsan_japanese/convert_gptsan_tf_checkpoint_to_pytorch.py", "gptsan",
+               ["--tf_model_dir", "{dir}", "--output", OUT + ".pt"]),
     "gpt_neo": ("gpt_neo/convert_gpt_neo_mesh_tf_to_pytorch.py", "gpt_neo",
                 ["--tf_checkpoint_path", CKPT, "--config_file", CONFIG, "--pytorch_dump_path", OUT]),
     "mobilebert": ("mobilebert/convert_mobilebert_original_tf_checkpoint_to_pytorch.py", "mobilebert",
@@ -68,9 +70,41 @@ SCRIPTS = {
 FOLDERS = {"gpt2", "transfo_xl", "xlnet"}  # scripts that write into a folder that must exist
 
 
+def write_gptsan(directory):
+    """A Mesh-TF GPT-SAN run directory (no loader in transformers: its script maps the names itself):
+    parameters.json, the ``checkpoint`` state file, dense and switch (16 experts) layers, ``pasts/``."""
+    import tensorflow as tf
+
+    rng = np.random.default_rng(3)
+    d, f = 8, 16
+    shapes = {"model/wte": (24, d), "model/wpe": (32, d), "model/ete": (32, d), "model/wob": (24,),
+              "model/dense/kernel": (d, d), "model/dense_1/bias": (d,), "pasts/mlp0/kernel": (d, d),
+              "pasts/out/kernel": (d, d), "global_step": ()}
+    for i in (0, 1):
+        shapes.update({f"model/att{i}/qkv/kernel": (d, 3, 2, 4), f"model/att{i}/o/kernel": (2, 4, d),
+                       f"model/an{i}/g": (d,), f"model/an{i}/b": (d,), f"model/ln{i}/g": (d,), f"model/ln{i}/b": (d,)})
+    shapes.update({"model/mlp0/p1/kernel": (d, f), "model/mlp0/p1/bias": (f,), "model/mlp0/p2/kernel": (f, d),
+                   "model/mlp0/p2/bias": (d,), "model/moe1/switch_gating/kernel": (d, 16),
+                   "model/moe1/softmlp/kernel": (d, d), "model/moe1/expert/wi/kernel": (16, d, f),
+                   "model/moe1/expert/wo/kernel": (16, f, d), "model/wte/adam_m": (24, d)})
+    os.makedirs(directory)
+    names = list(shapes)
+    tf.raw_ops.SaveV2(prefix=os.path.join(directory, "model.ckpt-1000"), tensor_names=names,
+                      shape_and_slices=[""] * len(names),
+                      tensors=[tf.constant(rng.standard_normal(shapes[n]).astype(np.float32)) for n in names])
+    with open(os.path.join(directory, "checkpoint"), "w") as fh:
+        fh.write('model_checkpoint_path: "model.ckpt-1000"\nall_model_checkpoint_paths: "model.ckpt-1000"\n')
+    with open(os.path.join(directory, "parameters.json"), "w") as fh:
+        json.dump({"n_vocab": 24, "n_ctx": 32, "d_model": d, "num_switch_layers": 1, "num_ext_layers": 0}, fh)
+
+
 def write_configs(ckpts):
-    """Each model's config beside its checkpoint, as the script reads it (GPT-Neo's: Mesh-TF's json)."""
+    """Each model's config beside its checkpoint, as the script reads it (GPT-Neo's: Mesh-TF's json);
+    GPT-SAN's run directory."""
+    write_gptsan(os.path.join(ckpts, "gptsan"))
     for _, ckpt, _ in SCRIPTS.values():
+        if ckpt == "gptsan":
+            continue
         spec = lp.LOADERS[ckpt]
         if ckpt == "gpt_neo":
             c = spec[3]
@@ -86,7 +120,9 @@ def write_configs(ckpts):
 
 
 def _tensors(out):
-    if os.path.isdir(out):
+    if os.path.exists(out + ".pt"):  # GPT-SAN's
+        out += ".pt"
+    elif os.path.isdir(out):
         if os.path.exists(os.path.join(out, "model.safetensors")):
             from safetensors.torch import load_file
             return load_file(os.path.join(out, "model.safetensors"))
@@ -103,7 +139,7 @@ def main(scripts_dir, ckpts, out):
             os.makedirs(dump)
         os.makedirs(os.path.dirname(dump), exist_ok=True)
         argv = [a.format(ckpt=os.path.join(ckpts, ckpt, "model.ckpt"), config=os.path.join(ckpts, ckpt, "config.json"),
-                         out=dump) for a in args]
+                         dir=os.path.join(ckpts, ckpt), out=dump) for a in args]
         saved = sys.argv
         sys.argv = [path] + argv
         try:  # as `python -m transformers.models.MODEL.SCRIPT` runs it: ALBERT's imports are relative
@@ -121,9 +157,10 @@ def main(scripts_dir, ckpts, out):
         try:
             state = _tensors(dump)
             record["keys"] = list(state)
-            source = lp._build(ckpt, 0)[2].state_dict()  # the values written: which did the script not carry over?
-            record["missing"] = sorted(k for k, v in state.items() if k in source and source[k].dtype.is_floating_point
-                                       and not torch.equal(v, source[k]))
+            if ckpt in lp.LOADERS:  # the values written: which did the script not carry over?
+                source = lp._build(ckpt, 0)[2].state_dict()
+                record["missing"] = sorted(k for k, v in state.items() if k in source
+                                           and source[k].dtype.is_floating_point and not torch.equal(v, source[k]))
             for k, v in state.items():
                 arrays[f"{name}|{k}"] = v.numpy()
         except Exception as exc:  # nothing written

@@ -8,7 +8,8 @@ gives the same state_dicts, bit for bit; where TF fails, the shim fails the same
 The loaders come from the installed transformers (4.57.6, with torch); the conversion scripts,
 which its wheel no longer ships, from the transformers 4.46.3 wheel, fetched with ``pip download``
 at test time (byte-identical to their last upstream version; nothing of theirs is in this repo).
-QDQBERT's model needs NVIDIA's pytorch-quantization, whose only PyPI wheel is 2.1.3 (2.2.x is an
+GPT-SAN's script (no loader: it maps Mesh-TF names itself) reads a run directory through
+``tf.train.load_checkpoint`` inside ``tf.device("/CPU:0")``. QDQBERT's model needs NVIDIA's pytorch-quantization, whose only PyPI wheel is 2.1.3 (2.2.x is an
 sdist that refuses to build off NVIDIA's index): the test installs it and scipy (which it imports)
 into a temporary directory.
 
@@ -162,5 +163,18 @@ def test_conversion_scripts_write_under_the_shim_what_they_write_under_tf(writte
             assert result["error"] in (None, "ImportError: Pandas is required for the TAPAS tokenizer."), result
         else:
             assert result["error"] is None, (name, result["traceback"])
-        assert result["missing"] == unfilled.get(name, []) and len(result["keys"]) > 10, (name, result)
-    assert len(theirs) == 18
+        assert result.get("missing", []) == unfilled.get(name, []) and len(result["keys"]) > 10, (name, result)
+    assert len(theirs) == 19
+    # GPT-SAN's script reads inside tf.device("/CPU:0") and writes its tensors in the order TF's
+    # get_variable_to_shape_map iterates (a C++ unordered_map's): the same order under the shim
+    gptsan = theirs["gptsan"]["keys"]
+    assert len(gptsan) == 63 and gptsan != sorted(gptsan)
+
+
+def test_device_scopes_behave_as_tfs(tmp_path):
+    probe = os.path.join(HERE, "hf_device_probe.py")
+    outs = [subprocess.run([sys.executable] + (["-m", "ckptool.shim"] if shim else []) + [probe], cwd=tmp_path,
+                           env=_env(), capture_output=True, text=True) for shim in (False, True)]
+    assert [p.returncode for p in outs] == [0, 0], outs[1].stderr[-2000:]
+    assert outs[1].stdout == outs[0].stdout and outs[0].stdout.count("\n") == 70
+    assert "v2 '/CPU:0' ok None" in outs[0].stdout and "enter ValueError Multiple device types" in outs[0].stdout
