@@ -110,7 +110,7 @@ def with_adam(named, steps=1000):
     return named + extra + [("global_step", np.array(steps, np.int64))]
 
 
-BERT = [(r"^bert/pooler/kernel", "bert/pooler/dense/kernel")]
+BERT = [(r"^bert/pooler/(kernel|bias)$", r"bert/pooler/dense/\1")]  # where the model's pooler is a bare Linear
 
 ALBERT = [
     (r"^albert/", "bert/"),
@@ -169,9 +169,7 @@ def big_bird(model):
     c = model.config
     nh, hd, hs = c.num_attention_heads, c.hidden_size // c.num_attention_heads, c.hidden_size
     out = []
-    for name, a in bert_style(model, BERT + [(r"^bert/embeddings/LayerNorm/", "bert/encoder/LayerNorm/"),
-                                             (r"^bert/pooler/kernel", "bert/pooler/dense/kernel"),
-                                             (r"^bert/pooler/bias", "bert/pooler/dense/bias")]):
+    for name, a in bert_style(model, BERT + [(r"^bert/embeddings/LayerNorm/", "bert/encoder/LayerNorm/")]):
         if re.search(r"attention/self/(query|key|value)/kernel$", name):
             a = a.reshape(hs, nh, hd)
         elif re.search(r"attention/self/(query|key|value)/bias$", name):
@@ -218,8 +216,7 @@ def convbert(model):
 def realm(model):
     """REALM's pre-trained embedder: a TF-Hub module nested three deep (BERT and its MLM head), the
     projection beside it two deep."""
-    renames = [(r"^realm/", "module/module/module/bert/"), (r"^bert/pooler/kernel", "bert/pooler/dense/kernel"),
-               (r"^cls/predictions/", "module/module/module/cls/predictions/"),
+    renames = [(r"^realm/", "module/module/module/bert/"), (r"^cls/predictions/", "module/module/module/cls/predictions/"),
                (r"^cls/(dense|LayerNorm)/", r"module/module/\1/")]
     return bert_style(model, renames) + [("global_step", np.array(1000, np.int64))]
 
