@@ -16,7 +16,9 @@ Offered, with TF 2.21's results (types and values) and errors (class and wording
 - ``tf.io.gfile``: ``exists``, ``glob``, ``GFile``, ``listdir``, ``isdir``, ``makedirs``,
   ``join``, ``walk``, on local paths and the object stores ckptool reads;
 - ``tf.get_logger()`` and ``tf.compat.v1.logging``: TF's ``WARNING:tensorflow:...`` lines;
-- ``tf.__version__`` and ``tf.version.VERSION``: ``"2.21.0"``, the release mimicked.
+- ``tf.__version__`` and ``tf.version.VERSION``: ``"2.21.0"``, the release mimicked;
+- ``tf.device``: a scope that places nothing (ckptool reads on the CPU), checking the device name
+  as TF does.
 
 Example::
 
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ckptool.compat.device import device
 from ckptool.compat.dtypes import BY_NAME as _DTYPES
 from ckptool.compat.dtypes import DType, as_dtype
 from ckptool.compat.offered import not_offered
@@ -44,8 +47,8 @@ __version__ = version.VERSION
 __git_version__ = version.GIT_VERSION
 __compiler_version__ = version.COMPILER_VERSION
 
-__all__ = ["DType", "Tensor", "TensorShape", "as_dtype", "cast", "compat", "dtypes", "errors", "get_logger", "io",
-           "train", "version"]
+__all__ = ["DType", "Tensor", "TensorShape", "as_dtype", "cast", "compat", "device", "dtypes", "errors", "get_logger",
+           "io", "train", "version"]
 
 get_logger()  # TF sets up its logger when imported
 
@@ -54,7 +57,7 @@ def __getattr__(name: str) -> Any:
     if name in _DTYPES:
         return _DTYPES[name]
     raise not_offered("tensorflow", name, ["train", "compat.v1", "errors", "dtypes", "cast", "io.gfile",
-                                           "get_logger", "version", "__version__"])
+                                           "get_logger", "device", "version", "__version__"])
 
 
 def __dir__() -> list[str]:

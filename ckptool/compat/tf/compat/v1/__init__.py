@@ -1,10 +1,11 @@
 """``tf.compat.v1``: ``train`` (with ``NewCheckpointReader``), ``errors``, ``dtypes``, ``gfile``,
-``logging``, ``io``, ``version``, ``cast``, ``as_dtype``, ``get_logger``, ``VERSION``."""
+``logging``, ``io``, ``version``, ``cast``, ``as_dtype``, ``get_logger``, ``device``, ``VERSION``."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from ckptool.compat.device import device_v1 as device
 from ckptool.compat.dtypes import BY_NAME as _DTYPES
 from ckptool.compat.dtypes import QUANTIZED_DTYPES, DType, as_dtype
 from ckptool.compat.offered import not_offered
@@ -19,8 +20,8 @@ __git_version__ = GIT_VERSION
 __compiler_version__ = COMPILER_VERSION
 
 __all__ = ["COMPILER_VERSION", "DType", "GIT_VERSION", "GRAPH_DEF_VERSION", "QUANTIZED_DTYPES", "Tensor",
-           "TensorShape", "VERSION", "as_dtype", "cast", "dtypes", "errors", "get_logger", "gfile", "io", "logging",
-           "train", "version"]
+           "TensorShape", "VERSION", "as_dtype", "cast", "device", "dtypes", "errors", "get_logger", "gfile", "io",
+           "logging", "train", "version"]
 
 
 def __getattr__(name: str) -> Any:
