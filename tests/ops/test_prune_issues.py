@@ -412,3 +412,23 @@ def test_a_plan_from_a_state_a_trainer_rewrote_meanwhile_is_refused_as_stale(tmp
     with pytest.raises(RefusedError, match="the state file changed while prune read the directory"):
         P.prune(str(d), max_to_keep=1)
     assert sorted(p.name for p in d.glob("*.index")) == ["ckpt-1.index", "ckpt-2.index", "ckpt-3.index"]
+
+
+def test_a_checkpoint_a_trainer_is_deleting_is_not_called_damaged(tmp_path, monkeypatch):
+    """CheckpointManager.save writes the state file still listing a rotated-out checkpoint,
+    then deletes its files one by one: caught in between, it looks damaged. prune looks again
+    after a moment; files that changed meanwhile are a sweep, not damage: refused as a stale
+    read (run again), nothing deleted, no damage reported."""
+    from ckptool.errors import RefusedError
+    from ckptool.ops.retain import prune as P
+
+    d = tmp_path / "run"
+    for step in (1, 2, 3):
+        ckptool.write(str(d / f"ckpt-{step}"), {"w": np.zeros(2)})
+    (d / "checkpoint").write_text('model_checkpoint_path: "ckpt-3"\nall_model_checkpoint_paths: "ckpt-1"\n'
+                                  'all_model_checkpoint_paths: "ckpt-2"\nall_model_checkpoint_paths: "ckpt-3"\n')
+    (d / "ckpt-2.index").unlink()  # the sweep has begun
+    monkeypatch.setattr(P.time, "sleep", lambda s: (d / "ckpt-2.data-00000-of-00001").unlink())  # and ends
+    with pytest.raises(RefusedError, match="the state file changed while prune read the directory"):
+        P.prune(str(d), max_to_keep=2)
+    assert sorted(p.name for p in d.glob("*.index")) == ["ckpt-1.index", "ckpt-3.index"]

@@ -212,9 +212,13 @@ def make_plan(storage: Storage, directory: str, state: CheckpointState | None, l
 
 def damaged_kept(decision: R.Decision, health: Health, latest: str | None) -> dict[str, str]:
     """The checkpoints prune keeps that are damaged (the reason "damaged" added to theirs), and a
-    latest none of whose files is there (TF's latest_checkpoint is then None): base -> what."""
+    latest none of whose files is there (TF's latest_checkpoint is then None): base -> what.
+    A checkpoint the state file does not list is not judged: a trainer's save in progress has
+    its data files before its index, and its state entry only after both."""
     out: dict[str, str] = {}
     for e in decision.kept + decision.preserved:
+        if R.UNMANAGED in decision.reasons.get(e.name, []):
+            continue
         h = health(e.name)
         if h == R.BROKEN:
             out[e.name] = health.problem(e.name) or "damaged"

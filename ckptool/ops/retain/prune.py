@@ -66,9 +66,9 @@ if TYPE_CHECKING:
     Dir = LocalDir | PathDir
 
 _FULL = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
+SETTLE = 0.2  # seconds before a second look at what seems damaged (a trainer's sweep deletes file by file)
 
-# Retention after `save` is the same engine, applied as CheckpointManager.save does.
-RetentionResult = PruneResult
+RetentionResult = PruneResult  # retention after `save`: the same engine, as CheckpointManager.save applies it
 
 
 def _disk_full(exc: BaseException) -> bool:
@@ -109,6 +109,11 @@ def _clean_temp(storage: Storage, d: Dir, listing: DirListing, res: PruneResult,
     gone, freed = delete_temporaries(d, listing, now, res.dry_run, res.failed)
     res.temp_deleted += gone
     return freed
+
+
+def _stale(d: Dir) -> RefusedError:
+    return RefusedError(f"{d.join(STATE_FILENAME)}: the state file changed while prune read the directory "
+                        "(a trainer saving); nothing deleted; run prune again")
 
 
 def _no_state(d: Dir, listing: DirListing | None = None) -> MissingError:
@@ -170,9 +175,13 @@ def run(storage: Storage, d: Dir, policy: R.Policy, *, now: float, dry_run: bool
                          in_kept=is_kept_dir(storage, directory))
     except RefusedError:
         if d.read(STATE_FILENAME) != raw:  # a trainer saved and rotated meanwhile: the plan's state is stale
-            raise RefusedError(f"{d.join(STATE_FILENAME)}: the state file changed while prune read the directory "
-                               "(a trainer saving); nothing deleted; run prune again") from None
+            raise _stale(d) from None
         raise
+    if plan.damaged:  # a trainer's sweep, mid-way, looks like damage: look again shortly
+        time.sleep(SETTLE)
+        again = scan(d)
+        if d.read(STATE_FILENAME) != raw or any(again.files.get(b) != listing.files.get(b) for b in plan.damaged):
+            raise _stale(d)
     res.best = plan.best.to_json() if plan.best is not None else None  # keep-best
     decision = plan.decision
     res.latest = plan.latest_base
