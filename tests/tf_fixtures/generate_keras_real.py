@@ -24,6 +24,16 @@ must never happen. Directions:
               (tf_keras ``load_weights`` judges)
 ``backkeras`` Keras 3 ``.keras`` -> the TF checkpoint
 
+and, for the models trained with ``use_ema=True`` (``convert --ema``: each weight written with its
+moving average's value; the judge first gives the source model its averages with the optimizer's
+own ``finalize_variable_values``):
+
+``ema``       tf_keras ``save_weights`` -> ``.keras`` with a ``.keras`` template, ``--ema``
+``emah5cfg``  -> ``.weights.h5`` with a ``.weights.h5`` template and ``--template-config``, ``--ema``
+``emastrip``  -> ``.keras``, ``--ema --strip-optimizer`` (the weights alone; Keras starts the optimizer fresh)
+``emasm``     a SavedModel -> ``.weights.h5`` without a template, ``--ema``
+``emaback``   Keras 3 ``.weights.h5`` plus ``--template-config`` -> the TF checkpoint, ``--ema``
+
 The interop tier (tests/interop/test_tf_keras_real.py) runs a subset of these in CI.
 """
 
@@ -42,6 +52,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DIRECTIONS = ("h5", "h5built", "h5cfg", "keras", "ckpt", "savedmodel", "back", "backkeras")
+EMA_DIRECTIONS = ("ema", "emah5cfg", "emastrip", "emasm", "emaback")
 
 #: tf.keras.applications and the smallest square input each takes with weights=None
 APPS = {"MobileNetV2": 32, "ResNet50": 32, "EfficientNetB0": 32, "DenseNet121": 32, "ConvNeXtTiny": 32,
@@ -176,6 +187,9 @@ def specs():
     out["mixed_cnn"] = Spec("mixed_cnn", hand("samecnn"), mixed=True)
     for opt in ("sgdm", "sgd", "rmsprop", "adamw", "amsgrad", "adagrad", "adamax", "ema"):
         out[f"opt_{opt}"] = Spec(f"opt_{opt}", hand("functional"), optimizer=opt)
+    out["ema_mobilenet"] = Spec("ema_mobilenet", _app("MobileNetV2", 32), optimizer="ema")
+    for n in ("nested", "normalization", "dense200"):
+        out[f"ema_{n}"] = Spec(f"ema_{n}", hand(n), optimizer="ema")
     return out
 
 
@@ -324,12 +338,20 @@ def _warned(ws):
             or "mismatch" in str(w.message).lower()]
 
 
+def _averaged(model):
+    """``model`` with each trainable variable given its moving average (``use_ema``), as Keras's own
+    ``finalize_variable_values`` does at the end of ``fit``: what ``--ema`` must have written."""
+    _inner(model.optimizer).finalize_variable_values(model.trainable_variables)
+    return model
+
+
 def to_keras3(spec, d, direction):
     import keras
     import tensorflow as tf
     import tf_keras
+    ema = direction.startswith("ema")
     m2 = built(tf_keras, spec, 1)
-    if direction == "savedmodel":
+    if direction in ("savedmodel", "emasm"):
         src = os.path.join(d, "sm")
         with policy(spec):
             m2.save(src, save_format="tf")
@@ -338,20 +360,22 @@ def to_keras3(spec, d, direction):
     else:
         src = os.path.join(d, "tf", "ckpt")
         m2.save_weights(src)
-    t3 = built(keras, spec, 2, train=0, build_optimizer=direction == "h5built")
-    extra = []
-    if direction in ("keras", "ckpt"):
+    t3 = built(keras, spec, 2, train=0, build_optimizer=direction in ("h5built", "emah5cfg"))
+    extra = ["--ema"] if ema else []
+    if direction in ("keras", "ckpt", "ema", "emastrip"):
         template, dst = os.path.join(d, "t.keras"), os.path.join(d, "o.keras")
         t3.save(template)
-    elif direction == "savedmodel":
+    elif direction in ("savedmodel", "emasm"):
         template, dst = None, os.path.join(d, "o.weights.h5")
     else:
         template, dst = os.path.join(d, "t.weights.h5"), os.path.join(d, "o.weights.h5")
         t3.save_weights(template)
-        if direction == "h5cfg":
+        if direction in ("h5cfg", "emah5cfg"):
             with open(os.path.join(d, "t.json"), "w") as f:
                 f.write(t3.to_json())
-            extra = ["--template-config", os.path.join(d, "t.json")]
+            extra += ["--template-config", os.path.join(d, "t.json")]
+    if direction == "emastrip":
+        extra.append("--strip-optimizer")
     rc, err = ckptool("convert", src, dst, *(["--template", template] if template else []), *extra)
     if rc:
         return "refused", err
@@ -362,7 +386,14 @@ def to_keras3(spec, d, direction):
         else:
             m3 = built(keras, spec, 3, train=0)  # the README: build the optimizer, then load_weights
             m3.load_weights(dst)
-    bad = _warned(ws) + judge(m2, m3)
+    if ema:
+        _averaged(m2)
+    warned = _warned(ws)
+    if direction == "emastrip":  # asked for: Keras builds a fresh optimizer and says it loads nothing into it
+        warned = [w for w in warned if not w.startswith("Skipping variable loading for optimizer")]
+    bad = warned + judge(m2, m3, check_optimizer=direction != "emastrip")
+    if direction == "emastrip" and not bad and int(_inner(m3.optimizer).iterations.numpy()):
+        bad.append("--strip-optimizer: the optimizer's iterations came across")
     return ("WRONG", "; ".join(bad)) if bad else ("ok", err.splitlines()[-1] if err else "")
 
 
@@ -375,8 +406,14 @@ def to_tf(spec, d, direction):
     m3 = built(keras, spec, 5, train=3)
     src = os.path.join(d, "k3.keras" if direction == "backkeras" else "k3.weights.h5")
     (m3.save if direction == "backkeras" else m3.save_weights)(src)
+    extra = []
+    if direction == "emaback":
+        with open(os.path.join(d, "k3.json"), "w") as f:
+            f.write(m3.to_json())
+        extra = ["--ema", "--template-config", os.path.join(d, "k3.json")]
+        _averaged(m3)
     dst = os.path.join(d, "back", "ckpt")
-    rc, err = ckptool("convert", src, dst, "--template", tmpl)
+    rc, err = ckptool("convert", src, dst, "--template", tmpl, *extra)
     if rc:
         return "refused", err
     old = built(tf_keras, spec, 6, train=0)
@@ -391,7 +428,9 @@ def run_case(spec, direction):
     keras.backend.clear_session()
     with tempfile.TemporaryDirectory() as d:
         try:
-            if direction in ("back", "backkeras"):
+            if direction.startswith("ema") and spec.optimizer != "ema":
+                return "n/a", "no moving averages"
+            if direction in ("back", "backkeras", "emaback"):
                 return to_tf(spec, d, direction)
             return to_keras3(spec, d, direction)
         except Exception as exc:  # noqa: BLE001 - a failure of Keras to load is a result
@@ -401,7 +440,7 @@ def run_case(spec, direction):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", nargs="*")
-    ap.add_argument("--directions", nargs="*", default=list(DIRECTIONS))
+    ap.add_argument("--directions", nargs="*", default=list(DIRECTIONS + EMA_DIRECTIONS))
     ap.add_argument("--json", help="write the results to this file")
     a = ap.parse_args(argv)
     all_specs = specs()
@@ -409,6 +448,8 @@ def main(argv=None):
     results = []
     for n in names:
         for direction in a.directions:
+            if direction.startswith("ema") and all_specs[n].optimizer != "ema":
+                continue
             t = time.time()
             status, why = run_case(all_specs[n], direction)
             results.append({"model": n, "direction": direction, "status": status, "why": why})

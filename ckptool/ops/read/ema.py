@@ -72,9 +72,15 @@ def _numbered(g: ObjectGraph, nid: int) -> list[int]:
     return [c for _, c in sorted(kids)]
 
 
+#: what a SavedModel adds to each layer beside its attributes: lists of the same variables (walked
+#: through them, a BatchNormalization's moving_mean would be named "2", not "moving_mean")
+SAVEDMODEL_LISTS = frozenset({"variables", "trainable_variables", "non_trainable_variables", "keras_api"})
+
+
 def _model_variables(g: ObjectGraph, skip: set[int]) -> list[tuple[str, str]]:
     """``(key, local name)`` of every variable the object graph reaches from the root outside
-    ``skip`` (the optimizers), depth first, children in order, each once."""
+    ``skip`` (the optimizers), depth first, children in order, each once, by the layers'
+    attributes (not a SavedModel's lists of them)."""
     out: list[tuple[str, str]] = []
     seen = set(skip)
     stack: list[tuple[int, str]] = [(0, "")]
@@ -86,7 +92,8 @@ def _model_variables(g: ObjectGraph, skip: set[int]) -> list[tuple[str, str]]:
         key = _var_key(g, nid)
         if key is not None:
             out.append((key, name))
-        stack.extend(reversed([(c, n) for n, c in g.nodes[nid].children if c not in seen]))
+        kids = [(c, n) for n, c in g.nodes[nid].children if c not in seen and n not in SAVEDMODEL_LISTS]
+        stack.extend(reversed(kids))
     return out
 
 

@@ -192,13 +192,13 @@ def one_sided(tf_count: int, keras_has: bool, to_keras: bool, skip: bool, templa
     optimizer (``drop``: never the old moments beside new weights)."""
     fresh = "Keras will start the optimizer fresh"
     if skip and to_keras:
-        return "", f"optimizer: --skip-optimizer: the output keeps the template's optimizer values, and {fresh}", False
+        return "", f"optimizer: left out as asked: the output keeps the template's optimizer values, and {fresh}", False
     if skip or not keras_has:
         if to_keras:
             return (f"optimizer: the template has no optimizer state (the model was saved uncompiled) and the source "
                     f"has {tf_count} optimizer variables; compile the model before saving the template, or "
                     "--skip-optimizer to convert the weights alone"), "", False
-        why = "--skip-optimizer" if skip else "the Keras file has no optimizer state"
+        why = "left out as asked" if skip else "the Keras file has no optimizer state"
         return "", f"optimizer: {why}: the output has none, and tf.keras will start the optimizer fresh", True
     if to_keras:
         return "", f"optimizer: the source has no optimizer state: the output keeps the template's, and {fresh}", False

@@ -192,7 +192,7 @@ def _optimizer(out: Plan, g: ObjectGraph, opt: int, order: list[int], var_key: d
         return
     if skip:
         out.dropped += [var_key[t] for t in tfo.every]
-        out.notes.append("optimizer: --skip-optimizer: the output has no optimizer state, and Keras will start the "
+        out.notes.append("optimizer: left out as asked: the output has no optimizer state, and Keras will start the "
                          "optimizer fresh")
         return
     cfg = config or {}
