@@ -47,7 +47,9 @@ class KerasResult:
     def to_json(self) -> dict[str, Any]:
         doc = {"dst": self.dst, "format": self.format, "dry_run": self.dry_run, "tensors": self.filled,
                "files": list(self.files), "kept_from_template": list(self.kept), "unused": list(self.unused),
-               "hints": list(self.hints), "ema": self.ema.to_json() if self.ema is not None else None}
+               "hints": list(self.hints)}
+        if self.ema is not None:
+            doc["ema"] = self.ema.to_json()
         doc.update(describe(self.mapping))
         return doc
 
@@ -135,6 +137,9 @@ def convert_keras(src: str, dst: str, template: str | None, *, dry_run: bool = F
         _check(mapping, src, template, missing, unused, allow_missing, allow_unused)
         report = averaged(s, src, None if to_keras else config) if ema else None
         reads = report.source if report is not None else {}
+        if report is not None and strip_optimizer:
+            names = set(s.names())
+            report.dropped = len(names.intersection(mapping.not_carried + mapping.drop_tf))
         result = KerasResult(dst, kind or TF, mapping, dry_run, kept=list(missing), unused=list(unused), ema=report)
         result.filled = len(mapping.pairs) + len(mapping.added)
         if mapping.optimizer_pairs and kind is not None:
