@@ -72,7 +72,11 @@ class Spec:
                 "sgd": lambda: o.SGD(0.01), "rmsprop": lambda: o.RMSprop(1e-3, momentum=0.5, centered=True),
                 "adamw": lambda: o.AdamW(1e-3), "amsgrad": lambda: o.Adam(1e-3, amsgrad=True),
                 "adagrad": lambda: o.Adagrad(0.01), "adamax": lambda: o.Adamax(1e-3),
-                "ema": lambda: o.Adam(1e-3, use_ema=True)}[self.optimizer]()
+                "ema": lambda: o.Adam(1e-3, use_ema=True), "nadam": lambda: o.Nadam(1e-3),
+                "adadelta": lambda: o.Adadelta(1.0), "ftrl": lambda: o.Ftrl(0.01), "lion": lambda: o.Lion(1e-4),
+                "adafactor": lambda: o.Adafactor(1e-3),
+                "schedule": lambda: o.Adam(o.schedules.ExponentialDecay(1e-3, 10, 0.9)),
+                "sgdnesterov": lambda: o.SGD(0.01, momentum=0.9, nesterov=True)}[self.optimizer]()
 
 
 def _app(name, size):
@@ -85,10 +89,36 @@ def _app(name, size):
     return build
 
 
-def _mlp(k, rng, layers, width=8):
-    import numpy as np
-    m = k.Sequential([k.Input((width,))] + layers)
-    return m, rng.standard_normal((4, width)).astype("float32"), rng.standard_normal((4, width)).astype(np.float32)
+_CLASSES = {}
+
+
+def _subclassed(k):
+    """A subclassed model (attributes, not a layer list: Embedding, MultiHeadAttention, LSTM,
+    BatchNormalization, a list of Dense), its class registered so that ``load_model`` finds it."""
+    if k.__name__ in _CLASSES:
+        return _CLASSES[k.__name__]()
+    L = k.layers
+
+    class Net(k.Model):
+        def __init__(self, **kw):
+            super().__init__(**kw)
+            self.emb = L.Embedding(20, 8)
+            self.mha = L.MultiHeadAttention(num_heads=2, key_dim=4)
+            self.lstm = L.LSTM(6)
+            self.bn = L.BatchNormalization()
+            self.heads = [L.Dense(6, activation="relu"), L.Dense(2)]
+
+        def call(self, x):
+            e = self.emb(x)
+            h = self.bn(self.lstm(e + self.mha(e, e)))
+            for d in self.heads:
+                h = d(h)
+            return h
+
+    if hasattr(k, "saving") and hasattr(k.saving, "register_keras_serializable"):
+        Net = k.saving.register_keras_serializable(package="ckptool_harness")(Net)
+    _CLASSES[k.__name__] = Net
+    return Net()
 
 
 def hand(name):
@@ -108,6 +138,16 @@ def hand(name):
                 x = lay(x)
             return k.Model(inp, x), rng.standard_normal((4, 4)).astype("float32"), \
                 rng.standard_normal((4, 4)).astype("float32"), "mse"
+        if name == "subclassed":
+            model = _subclassed(k)
+            x = rng.integers(0, 20, (4, 6)).astype("int32")
+            model(x)  # built, so that an untrained template has its variables
+            return model, x, rng.standard_normal((4, 2)).astype("float32"), "mse"
+        if name == "sequential":
+            m = k.Sequential([k.Input((6, 6, 2)), L.Conv2D(3, 3, activation="relu"), L.BatchNormalization(),
+                              L.Flatten(), L.Dense(4, activation="relu"), L.Dense(2)])
+            return m, rng.standard_normal((4, 6, 6, 2)).astype("float32"), \
+                rng.standard_normal((4, 2)).astype("float32"), "mse"
         if name == "functional":
             inp = k.Input((3, 4))
             x = L.Dense(8, activation="relu")(inp)
@@ -180,12 +220,13 @@ def hand(name):
 
 def specs():
     out = {n: Spec(n, _app(n, s)) for n, s in APPS.items()}
-    for n in ("dense200", "functional", "normalization", "nested", "recurrent", "mha", "embedding", "shared",
-              "samecnn", "ambiguous"):
+    for n in ("dense200", "functional", "sequential", "subclassed", "normalization", "nested", "recurrent", "mha",
+              "embedding", "shared", "samecnn", "ambiguous"):
         out[n] = Spec(n, hand(n))
     out["mixed"] = Spec("mixed", hand("functional"), mixed=True)
     out["mixed_cnn"] = Spec("mixed_cnn", hand("samecnn"), mixed=True)
-    for opt in ("sgdm", "sgd", "rmsprop", "adamw", "amsgrad", "adagrad", "adamax", "ema"):
+    for opt in ("sgdm", "sgd", "rmsprop", "adamw", "amsgrad", "adagrad", "adamax", "ema", "nadam", "adadelta", "ftrl",
+                "lion", "adafactor", "schedule", "sgdnesterov"):
         out[f"opt_{opt}"] = Spec(f"opt_{opt}", hand("functional"), optimizer=opt)
     out["ema_mobilenet"] = Spec("ema_mobilenet", _app("MobileNetV2", 32), optimizer="ema")
     for n in ("nested", "normalization", "dense200"):
@@ -311,6 +352,10 @@ def judge(m2, m3, check_optimizer=True):
         bad.append(f"iterations {int(_inner(o2).iterations.numpy())} vs {int(_inner(o3).iterations.numpy())}")
     if _loss_scale(o2, False) != _loss_scale(o3, True):
         bad.append(f"loss scale {_loss_scale(o2, False)} vs {_loss_scale(o3, True)}")
+    for attr in ("_u_product",):  # state beside the slots (Nadam)
+        a, b = getattr(_inner(o2), attr, None), getattr(_inner(o3), attr, None)
+        if (a is None) != (b is None) or a is not None and _bits(a.numpy()) != _bits(b.numpy()):
+            bad.append(f"optimizer {attr}")
     t2 = {id(v) for v in m2.trainable_variables}
     for x, y in pairs:
         if id(x) not in t2:

@@ -188,7 +188,8 @@ def keras3_plan(tensors: Sequence[Tensor], config: Any, layers: Iterable[Any], w
         return None
     if config is None:
         raise UnsupportedError(f"{where}: the moving averages of a Keras 3 .weights.h5 cannot be told from its "
-                               f"other optimizer variables without the model's config: convert the .keras file")
+                               f"other optimizer variables without the model's config: convert the .keras file, or "
+                               f"give the config with --template-config (model.to_json()) to the Keras bridge")
     ocfg = _keras3_optimizer(config)
     if not ocfg or not ocfg.get("use_ema"):
         return None
