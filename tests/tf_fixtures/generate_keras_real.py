@@ -231,6 +231,7 @@ def specs():
     out["ema_mobilenet"] = Spec("ema_mobilenet", _app("MobileNetV2", 32), optimizer="ema")
     for n in ("nested", "normalization", "dense200"):
         out[f"ema_{n}"] = Spec(f"ema_{n}", hand(n), optimizer="ema")
+    out["ema_mixed"] = Spec("ema_mixed", hand("functional"), optimizer="ema", mixed=True)
     return out
 
 

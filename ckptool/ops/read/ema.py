@@ -182,7 +182,10 @@ def _keras3_optimizer(config: Any) -> dict[str, Any] | None:
 def keras3_plan(tensors: Sequence[Tensor], config: Any, layers: Iterable[Any], where: str) -> EmaPlan | None:
     """``layers``: the file's saved objects (``KerasLayer``: path, name, variables)."""
     by = {t[0]: t for t in tensors}
-    opt_vars = sorted((n for n in by if n.startswith("optimizer/vars/") and n[len("optimizer/vars/"):].isdigit()),
+    # a LossScaleOptimizer (mixed precision) keeps the inner optimizer's variables, averages included, in its own group
+    pre = "optimizer/inner_optimizer/vars/" if any(n.startswith("optimizer/inner_optimizer/vars/") for n in by) \
+        else "optimizer/vars/"
+    opt_vars = sorted((n for n in by if n.startswith(pre) and n[len(pre):].isdigit()),
                       key=lambda n: int(n.rsplit("/", 1)[1]))
     if not opt_vars:
         return None
