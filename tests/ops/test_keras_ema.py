@@ -90,6 +90,10 @@ def test_cli_says_what_ema_did(tmp_path, capsys):
                          "--json")
     assert code == 0, err
     assert '"averaged": 9' in out and not (tmp_path / "d.keras").exists()
+    code, out, err = run(capsys, "convert", TF, tmp_path / "d.keras", "--template", TEMPLATE, "--ema", "--dry-run")
+    row = next(line for line in out.splitlines() if line.startswith("layer_with_weights-0/kernel/"))
+    assert row.split() == ["layer_with_weights-0/kernel/.ATTRIBUTES/VARIABLE_VALUE", "->", "layers/dense/vars/0",
+                           "[4,", "8]", "(its", "average", "optimizer/_variables/1/.ATTRIBUTES/VARIABLE_VALUE)"]
 
 
 def test_no_averages_is_an_error(tmp_path):

@@ -218,7 +218,9 @@ def _bridge(src: str, dst: str, template: str | None, dry_run: bool, allow_missi
     m = result.mapping
     if dry_run:
         back = result.format == "tf"  # Keras 3 -> TF: the Keras names are the source's
-        rows = [((k, t) if back else (t, k), m.shapes.get(k), "") for t, k in m.pairs]
+        reads = result.ema.source if result.ema is not None else {}  # --ema: the average each weight reads
+        rows = [((k, t) if back else (t, k), m.shapes.get(k), f"(its average {reads[k if back else t]})"
+                 if (k if back else t) in reads else "") for t, k in m.pairs]
         rows += [((t, k), m.shapes.get(k), "(added)") for t, k in m.added]
         gone = "(kept from the template)" if back else "(not carried: Keras keeps no such state)"
         other = ([(n, "(kept from the template)") for n in result.kept] if back else
