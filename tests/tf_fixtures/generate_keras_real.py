@@ -121,6 +121,41 @@ def _subclassed(k):
     return Net()
 
 
+def _subclassed_norm(k):
+    """A subclassed model over an adapted Normalization (its statistics, a node named twice in tf_keras's
+    object graph), Dense and BatchNormalization layers, a nested block."""
+    key = k.__name__ + "/norm"
+    if key not in _CLASSES:
+        L = k.layers
+
+        class Block(L.Layer):
+            def __init__(self, **kw):
+                super().__init__(**kw)
+                self.inner = L.Dense(6, activation="relu")
+                self.outer = L.Dense(6)
+
+            def call(self, x):
+                return x + self.outer(self.inner(x))
+
+        class NormNet(k.Model):
+            def __init__(self, **kw):
+                super().__init__(**kw)
+                self.norm = L.Normalization()
+                self.stem = L.Dense(6)
+                self.block = Block()
+                self.bn = L.BatchNormalization()
+                self.head = L.Dense(2)
+
+            def call(self, x):
+                return self.head(self.bn(self.block(self.stem(self.norm(x)))))
+
+        if hasattr(k, "saving") and hasattr(k.saving, "register_keras_serializable"):
+            Block = k.saving.register_keras_serializable(package="ckptool_harness")(Block)
+            NormNet = k.saving.register_keras_serializable(package="ckptool_harness")(NormNet)
+        _CLASSES[key] = NormNet
+    return _CLASSES[key]()
+
+
 def hand(name):
     """Hand-built models: every kind of layer and container the bridge maps."""
     def build(k):
@@ -142,6 +177,12 @@ def hand(name):
             model = _subclassed(k)
             x = rng.integers(0, 20, (4, 6)).astype("int32")
             model(x)  # built, so that an untrained template has its variables
+            return model, x, rng.standard_normal((4, 2)).astype("float32"), "mse"
+        if name == "subclassed_norm":
+            model = _subclassed_norm(k)
+            x = rng.standard_normal((4, 6)).astype("float32")
+            model.norm.adapt(rng.standard_normal((16, 6)).astype("float32"))
+            model(x)
             return model, x, rng.standard_normal((4, 2)).astype("float32"), "mse"
         if name == "sequential":
             m = k.Sequential([k.Input((6, 6, 2)), L.Conv2D(3, 3, activation="relu"), L.BatchNormalization(),
@@ -220,8 +261,8 @@ def hand(name):
 
 def specs():
     out = {n: Spec(n, _app(n, s)) for n, s in APPS.items()}
-    for n in ("dense200", "functional", "sequential", "subclassed", "normalization", "nested", "recurrent", "mha",
-              "embedding", "shared", "samecnn", "ambiguous"):
+    for n in ("dense200", "functional", "sequential", "subclassed", "subclassed_norm", "normalization", "nested",
+              "recurrent", "mha", "embedding", "shared", "samecnn", "ambiguous"):
         out[n] = Spec(n, hand(n))
     out["mixed"] = Spec("mixed", hand("functional"), mixed=True)
     out["mixed_cnn"] = Spec("mixed_cnn", hand("samecnn"), mixed=True)
