@@ -287,8 +287,10 @@ def plan(tf: TfOptimizer, k: KerasOptimizer, to_keras: bool, is_zero: Callable[[
                              "optimizer has them")
             slots = []
         elif kinds is None or tf.per_variable is None:
+            sgd = " (a plain SGD, momentum 0, keeps none even when built: only a config tells it)" \
+                if optimizer_class(k.config, k.label) == "SGD" or re.sub(r"_\d+$", "", k.label) == "sgd" else ""
             out.problems.append(f"optimizer: the template's {what} holds no slots (saved before it was built, or one "
-                                f"that keeps none) and nothing says which slots it will keep; {BUILD_HINT}")
+                                f"that keeps none) and nothing says which slots it will keep{sgd}; {BUILD_HINT}")
             return out
     if built and len(inner) != len(head) + len(slots) + len(extra):
         more = f" + {len(extra)}" if extra else ""
