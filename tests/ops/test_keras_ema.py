@@ -68,6 +68,15 @@ def test_keras3_to_tf_writes_the_averages(tmp_path):
     _same(_model(dst), _model(os.path.join(D, "back", "ckpt")))
 
 
+def test_savedmodel_without_template_writes_the_averages(tmp_path):
+    """A SavedModel's object graph lists each layer's variables again (``variables/N``): the averages
+    pair with the layers' own attributes, BatchNormalization's statistics left as they are."""
+    dst = str(tmp_path / "o.weights.h5")
+    r = convert_keras(os.path.join(D, "savedmodel"), dst, None, ema=True, strip_optimizer=True)
+    assert r.ema is not None and len(r.ema.averaged) == 9 and r.ema.dropped > 0
+    _same(_model(dst), _model(os.path.join(D, "truth.weights.h5")))
+
+
 def test_weights_h5_needs_the_config(tmp_path):
     """A .weights.h5 records neither the layer order nor that the optimizer keeps averages (amsgrad's
     slots have the same shapes): refused without a config, exact with --template-config."""

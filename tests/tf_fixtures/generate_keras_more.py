@@ -19,7 +19,8 @@
     gets ``unbuilt.weights.h5``, the template saved before its optimizer was built.
 ``ema/``
     the functional model trained with ``Adam(use_ema=True)`` by ``train_on_batch`` (so its weights
-    are not its averages: ``fit`` would finalize them): ``tf/ckpt`` (tf_keras), ``template.keras``
+    are not its averages: ``fit`` would finalize them): ``tf/ckpt`` (tf_keras; ``savedmodel/`` the same
+    model through ``model.save``, its ``variables/`` and ``keras_metadata.pb``), ``template.keras``
     (Keras 3, untrained), ``truth.weights.h5`` (Keras 3 holding the tf_keras model's averages as
     weights: what ``--ema`` must write), ``k3.keras``, ``k3.weights.h5`` and ``k3.json`` (a Keras 3
     model trained the same way, its config) and ``back/ckpt`` (tf_keras holding the Keras 3
@@ -108,6 +109,14 @@ def make_ema(d):
     old = real.built(tf_keras, spec, 1, train=2)
     old.save_weights(os.path.join(d, "tf", "ckpt"))
     _relative_state(d)
+    sm = os.path.join(d, "savedmodel")
+    old.save(sm, save_format="tf")
+    for extra in ("saved_model.pb", "fingerprint.pb", "assets"):  # ckptool reads variables/ and keras_metadata.pb
+        p = os.path.join(sm, extra)
+        if os.path.isdir(p):
+            shutil.rmtree(p)
+        elif os.path.exists(p):
+            os.remove(p)
     real.built(keras, spec, 2, train=0, build_optimizer=False).save(os.path.join(d, "template.keras"))
     truth = real.built(keras, spec, 3, train=0)
     truth.set_weights(real._averaged(old).get_weights())

@@ -322,6 +322,7 @@ def _from_metadata(src: str, dst: str, dry_run: bool, allow_unused: bool, force:
         report = averaged(ck, src) if ema else None
         if report is not None:  # each weight reads its average
             p.pairs = [(report.source.get(t, t), k) for t, k in p.pairs]
+            report.dropped = len(p.dropped) if skip_optimizer else 0
         result = KerasResult(dst, KERAS_H5, mapping, dry_run, unused=list(mapping.tf_left), ema=report)
         result.filled = len(p.pairs) + len(p.consts)
         if p.optimizer:
