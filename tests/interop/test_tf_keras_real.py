@@ -30,7 +30,8 @@ SPECS = real.specs()
 #: from .keras, .weights.h5 with and without --template-config, back from .weights.h5), the ones that
 #: failed before issue 37 (ResNet50's and DenseNet's groups out of address order, EfficientNet's
 #: Normalization), tf.train.Checkpoint and a SavedModel without template, the 200-layer stack, mixed
-#: precision everywhere, optimizers (SGD with and without momentum, RMSprop, Nadam's product), a
+#: precision everywhere, optimizers (SGD with and without momentum, RMSprop, Nadam's product, Adafactor's
+#: placeholders), a
 #: subclassed model, and --ema / --strip-optimizer both ways
 OK = [("MobileNetV2", "keras"), ("MobileNetV2", "backkeras"), ("ResNet50", "h5"), ("ResNet50", "back"),
       ("EfficientNetB0", "keras"), ("DenseNet121", "h5"), ("ConvNeXtTiny", "h5cfg"),
@@ -38,7 +39,7 @@ OK = [("MobileNetV2", "keras"), ("MobileNetV2", "backkeras"), ("ResNet50", "h5")
       ("subclassed", "h5cfg")] + \
     [("mixed", d) for d in ("h5", "keras", "savedmodel", "back", "backkeras")] + \
     [("opt_sgdm", "keras"), ("opt_sgd", "keras"), ("opt_rmsprop", "h5cfg"), ("ambiguous", "h5cfg"),
-     ("opt_nadam", "keras"), ("opt_nadam", "back")] + \
+     ("opt_nadam", "keras"), ("opt_nadam", "back"), ("opt_adafactor", "h5"), ("opt_adafactor", "backkeras")] + \
     [("opt_ema", "ema"), ("opt_ema", "emaback"), ("opt_ema", "emastrip"), ("ema_normalization", "emasm")]
 #: where the template cannot prove the mapping: refused, with what to give
 REFUSED = [("ambiguous", "h5", "--template-config"), ("opt_sgdm", "h5", "optimizer.build"),

@@ -328,6 +328,9 @@ def _slot_table(opt, keras3, tvars):
     m1), told apart by their names (tf_keras ``m/dense/kernel:0``, Keras 3 ``adam/..._momentum``)."""
     o = _inner(opt)
     kinds = {}
+    if all(hasattr(o, x) for x in ("_r", "_c", "_v")):  # Adafactor: its own lists, placeholders included
+        index = o._get_variable_index if keras3 else (lambda var: o._index_dict[o._var_key(var)])
+        return index, {x: list(getattr(o, x)) for x in ("_r", "_c", "_v")}
     if keras3:
         prefixes = sorted((v.path.replace("/", "_") + "_" for v in o._trainable_variables), key=len, reverse=True)
         for v in o.variables:

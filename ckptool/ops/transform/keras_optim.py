@@ -12,7 +12,9 @@ optimizer's variables, which ``inner_optimizer/vars`` holds again. A template sa
 optimizer was built holds the head only: the slots it will have are known from the optimizer's
 config (a ``.keras`` template, ``--template-config``) or, for the optimizers whose slots do not
 depend on their config, from its name, and must be what the source has, kind by kind (the kinds
-come from the source's variable names: ``m``, ``v``, ``vhat``, ``average``, ...).
+come from the source's variable names: ``m``, ``v``, ``vhat``, ``average``, ...). Beside the slots,
+Nadam's product goes last (:data:`TRAILING`); Adafactor's slots come from its own lists, with the
+placeholders Keras 3 writes for the variables it does not factor.
 """
 
 from __future__ import annotations
@@ -30,14 +32,14 @@ HYPER = {"beta_1", "beta_2", "decay", "epsilon", "rho", "momentum", "initial_acc
 _KINDS: dict[str, list[str]] = {"Adam": ["m", "v"], "AdamW": ["m", "v"], "Adamax": ["m", "u"],
                                 "Adadelta": ["accumulated_grad", "accumulated_delta_var"],
                                 "Ftrl": ["accumulator", "linear"], "Adagrad": ["accumulator"], "Lion": ["m"],
-                                "Nadam": ["m", "v"]}
+                                "Nadam": ["m", "v"], "Adafactor": ["r", "c", "v"]}
 #: variables an optimizer keeps beside its slots, by class: tf.keras's attribute names, which Keras 3
 #: writes after the slots in this order (Nadam's running product of its momentum schedule)
 TRAILING: dict[str, list[str]] = {"Nadam": ["_u_product"]}
 #: an optimizer's default name (``vars`` group's ``name`` attribute) -> its class, for the classes
 #: whose slots do not depend on their config beyond amsgrad/use_ema (which change the kinds)
 _BY_NAME = {"adam": "Adam", "adamw": "AdamW", "adam_w": "AdamW", "adamax": "Adamax", "adadelta": "Adadelta",
-            "ftrl": "Ftrl", "adagrad": "Adagrad", "lion": "Lion", "nadam": "Nadam"}
+            "ftrl": "Ftrl", "adagrad": "Adagrad", "lion": "Lion", "nadam": "Nadam", "adafactor": "Adafactor"}
 #: the legacy optimizers' slot names that the TF >= 2.11 ones renamed
 _LEGACY = {"rms": "velocity", "mg": "average_gradient"}
 BUILD_HINT = ("save the template after model.optimizer.build(model.trainable_variables), give a .keras "
@@ -104,13 +106,30 @@ def tf_optimizer(g: ObjectGraph, opt: int, model_order: list[int], var_key: dict
                 stack.append(c)
     every += [s.slot_variable_node_id for s in g.nodes[opt].slot_variables
               if s.slot_variable_node_id in var_key and s.slot_variable_node_id not in every]
-    if "_iterations" in kids:
+    factored = _factored(g, kids, var_key)
+    per: int | None
+    if factored is not None:
+        slots, kinds, per = factored, ["r", "c", "v"] * (len(factored) // 3), 3
+    elif "_iterations" in kids:
         kinds, per = _kinds(g, slots, model_order)
     else:  # legacy slots are named: m, v, ... per variable
         kinds, per = legacy, (len(names) if len(legacy) == len(names) * len(by_var) else None)
     trailing = {n: c for n, c in kids.items() if c in var_key and any(n in t for t in TRAILING.values())}
     return TfOptimizer(it if it in var_key else None, lr if lr in var_key else None, slots, kinds,
                        loss_scale, ignored, every, per, trailing)
+
+
+def _factored(g: ObjectGraph, kids: dict[str, int], var_key: dict[int, str]) -> list[int] | None:
+    """Adafactor's slots in Keras 3's order, ``r_i, c_i, v_i`` per variable, from tf.keras's lists
+    ``_r``, ``_c``, ``_v``: a variable of rank < 2 has placeholders (int32 zeros) for ``r`` and ``c``,
+    which tf.keras keeps out of ``_variables`` and Keras 3 writes in their places."""
+    if not all(n in kids for n in ("_r", "_c", "_v")):
+        return None
+    lists = [[c for _, c in sorted((int(n), c) for n, c in g.nodes[kids[x]].children if n.isdigit())]
+             for x in ("_r", "_c", "_v")]
+    if len({len(x) for x in lists}) != 1 or not all(c in var_key for x in lists for c in x):
+        return None
+    return [c for trio in zip(*lists) for c in trio]
 
 
 def _full_name(g: ObjectGraph, nid: int) -> str:
