@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """Real models through the Keras 3 bridge, every direction the README documents, Keras as the judge.
 
-    /work/tfvenv/bin/python tests/tf_fixtures/generate_keras_real.py [--models A B ...] [--directions D ...]
+    python tests/tf_fixtures/generate_keras_real.py [--models A B ...] [--directions D ...] [--json OUT]
+    python tests/tf_fixtures/generate_keras_real.py --order-probe 300
 
 Each model is built in tf_keras 2.21 (Keras 2) and in Keras 3 from the same code, trained a few
 eager steps (fixed seeds, the smallest inputs the applications take), and carried across by
@@ -527,12 +528,46 @@ def run_case(spec, direction):
             return "WRONG", f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
 
 
+def random_graph(k, seed):
+    """A Functional model of Dense layers over 1-3 inputs, the layers created in one random order and
+    applied in another, each to one or the sum of two earlier tensors; 1-2 outputs."""
+    import random
+    rnd = random.Random(seed)
+    L = k.layers
+    ins = [k.Input((4,), name=f"in{i}") for i in range(rnd.randint(1, 3))]
+    pool = [L.Dense(4, name=f"d{i}") for i in range(rnd.randint(4, 10))]
+    order = list(range(len(pool)))
+    rnd.shuffle(order)
+    tensors = list(ins)
+    for j in order:
+        srcs = rnd.sample(tensors, min(len(tensors), rnd.randint(1, 2)))
+        tensors.append(pool[j](srcs[0] if len(srcs) == 1 else L.Add(name=f"add{j}")(srcs)))
+    return k.Model(ins, tensors[-rnd.randint(1, 2):])
+
+
+def order_probe(n):
+    """How many of ``n`` random graphs list their layers with weights in another order in tf_keras's
+    ``model.layers`` than in Keras 3's (the order ``layer_with_weights-K`` and the per-class counters
+    follow; the bridge relies on their being one)."""
+    import keras
+    import tf_keras
+    differ = 0
+    for seed in range(n):
+        a, b = ([la.name for la in random_graph(k, seed).layers if la.weights] for k in (tf_keras, keras))
+        differ += a != b
+    print(f"order probe: {differ} of {n} random graphs list their layers in another order")
+    return 1 if differ else 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", nargs="*")
     ap.add_argument("--directions", nargs="*", default=list(DIRECTIONS + EMA_DIRECTIONS))
     ap.add_argument("--json", help="write the results to this file")
+    ap.add_argument("--order-probe", type=int, metavar="N", help="only compare model.layers orders on N random graphs")
     a = ap.parse_args(argv)
+    if a.order_probe:
+        return order_probe(a.order_probe)
     all_specs = specs()
     names = a.models or list(all_specs)
     results = []
