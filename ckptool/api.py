@@ -99,7 +99,10 @@ def convert(src: str, dst: str, *, template: str | None = None, allow_missing: b
     which records the layer order and the optimizer a ``.weights.h5`` does not; where the order
     or the optimizer state cannot be proved to fit, the conversion is refused.
     ``skip_optimizer`` carries the weights alone (Keras starts the optimizer fresh).
-    The bridge takes ``dry_run``, ``force`` and ``sync`` of the options and returns a
+    ``ema`` gives each weight its moving average's value there too (a Keras 3 ``.weights.h5``
+    source needs ``template_config``); ``strip_optimizer`` there is ``skip_optimizer``.
+    The bridge takes ``dry_run``, ``force``, ``sync``, ``ema`` and ``strip_optimizer`` of the
+    options and returns a
     :class:`~ckptool.ops.transform.keras_convert.KerasResult` (``.filled``, ``.kept``,
     ``.unused``, ``.mapping``; ``.to_json()``); the other options are refused with it.
 

@@ -284,3 +284,39 @@ def test_back_without_optimizer_state_writes_none(tmp_path):
     with pytest.raises(RefusedError, match="skip-optimizer"):  # the other way round: state would be lost
         convert_keras(os.path.join(d, "template.weights.h5"), str(tmp_path / "b2" / "ckpt"),
                       str(tmp_path / "back" / "ckpt"))
+
+
+def _without(tmp_path, drop):
+    """The functional template with one variable of a layer gone, the others renumbered (a layer
+    built with use_bias=False, a BatchNormalization with scale=False), its optimizer left out."""
+    t = tmp_path / "less.weights.h5"
+    shutil.copy(os.path.join(DATA, "functional", "template.weights.h5"), t)
+    group, index = drop.rsplit("/vars/", 1)
+    with h5py.File(t, "r+") as h5:
+        del h5["optimizer"]
+        vs = h5[f"{group}/vars"]
+        kept = [vs[str(i)][()] for i in range(len(vs)) if i != int(index)]
+        for i in range(len(vs)):
+            del vs[str(i)]
+        for i, v in enumerate(kept):
+            vs[str(i)] = v
+    return t
+
+
+def test_a_variable_more_on_one_side_pairs_only_where_the_shapes_prove_it(tmp_path):
+    """Keras files do not name variables: where a layer has one fewer in the template, its others are
+    paired only if dtype and shape leave one order-keeping way (a Dense without bias: the kernel),
+    never by position (a BatchNormalization without gamma: beta would take gamma's values)."""
+    src = os.path.join(DATA, "functional", "tf", "ckpt")
+    nobias = _without(tmp_path, "layers/dense_1/vars/1")
+    out = tmp_path / "o.weights.h5"
+    r = convert_keras(src, str(out), str(nobias), allow_unused=True, skip_optimizer=True)
+    assert ("layer_with_weights-3/kernel/.ATTRIBUTES/VARIABLE_VALUE", "layers/dense_1/vars/0") in r.mapping.pairs
+    assert "layer_with_weights-3/bias/.ATTRIBUTES/VARIABLE_VALUE" in r.unused
+    with ckptool.open(src) as a:
+        want = a.read("layer_with_weights-3/kernel/.ATTRIBUTES/VARIABLE_VALUE")
+    assert _bits(_h5_values(out)["layers/dense_1/vars/0"]) == _bits(want)
+    noscale = _without(tmp_path, "layers/batch_normalization/vars/0")
+    with pytest.raises(RefusedError, match="layer-2: which of its variables are which cannot be proved .*layers/batch_normalization 3"):
+        convert_keras(src, str(tmp_path / "bn.weights.h5"), str(noscale), allow_unused=True, skip_optimizer=True)
+    assert not (tmp_path / "bn.weights.h5").exists()

@@ -17,6 +17,14 @@
     functional model under ``mixed_float16`` (a ``LossScaleOptimizer``: its loss scale goes to
     ``optimizer/vars/2,3``, the inner Adam to ``optimizer/inner_optimizer/vars``); ``mixed/`` also
     gets ``unbuilt.weights.h5``, the template saved before its optimizer was built.
+``ema/``
+    the functional model trained with ``Adam(use_ema=True)`` by ``train_on_batch`` (so its weights
+    are not its averages: ``fit`` would finalize them): ``tf/ckpt`` (tf_keras; ``savedmodel/`` the same
+    model through ``model.save``, its ``variables/`` and ``keras_metadata.pb``), ``template.keras``
+    (Keras 3, untrained), ``truth.weights.h5`` (Keras 3 holding the tf_keras model's averages as
+    weights: what ``--ema`` must write), ``k3.keras``, ``k3.weights.h5`` and ``k3.json`` (a Keras 3
+    model trained the same way, its config) and ``back/ckpt`` (tf_keras holding the Keras 3
+    averages as weights: the way back).
 """
 
 import argparse
@@ -31,7 +39,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 DEFAULT_OUT = os.path.normpath(os.path.join(HERE, "..", "data", "keras3"))
-NAMES = ("stack", "normalization", "mixed")
+NAMES = ("stack", "normalization", "mixed", "ema")
 
 
 def _relative_state(d):
@@ -56,6 +64,8 @@ def make(name, out):
     d = os.path.join(out, name)
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
+    if name == "ema":
+        return make_ema(d)
     spec = real.specs()["dense200" if name == "stack" else name]
     old = real.built(tf_keras, spec, 1, train=1)
     old.save_weights(os.path.join(d, "tf", "ckpt"))
@@ -88,6 +98,43 @@ def make(name, out):
             o3.dynamic_scale.assign(o2.loss_scale.numpy())
         new.save_weights(os.path.join(d, "truth.weights.h5"))
     print(f"{name}: {len(old.get_weights())} weights, {len(o2.variables)} optimizer variables")
+
+
+def make_ema(d):
+    import generate_keras_real as real
+    import keras
+    import tf_keras
+
+    spec = real.specs()["opt_ema"]
+    old = real.built(tf_keras, spec, 1, train=2)
+    old.save_weights(os.path.join(d, "tf", "ckpt"))
+    _relative_state(d)
+    sm = os.path.join(d, "savedmodel")
+    old.save(sm, save_format="tf")
+    for extra in ("saved_model.pb", "fingerprint.pb", "assets"):  # ckptool reads variables/ and keras_metadata.pb
+        p = os.path.join(sm, extra)
+        if os.path.isdir(p):
+            shutil.rmtree(p)
+        elif os.path.exists(p):
+            os.remove(p)
+    real.built(keras, spec, 2, train=0, build_optimizer=False).save(os.path.join(d, "template.keras"))
+    truth = real.built(keras, spec, 3, train=0)
+    truth.set_weights(real._averaged(old).get_weights())
+    truth.save_weights(os.path.join(d, "truth.weights.h5"))
+    new = real.built(keras, spec, 4, train=3)
+    new.save(os.path.join(d, "k3.keras"))
+    new.save_weights(os.path.join(d, "k3.weights.h5"))
+    with open(os.path.join(d, "k3.json"), "w") as f:
+        f.write(new.to_json())
+    back = real.built(tf_keras, spec, 5, train=0)
+    back.set_weights(real._averaged(new).get_weights())
+    back.save_weights(os.path.join(d, "back", "ckpt"))
+    state = os.path.join(d, "back", "checkpoint")
+    with open(state) as f:
+        text = f.read()
+    with open(state, "w") as f:
+        f.write(text.replace(os.path.join(d, "back") + "/", ""))
+    print(f"ema: {len(old.trainable_variables)} averages")
 
 
 def main(argv=None):

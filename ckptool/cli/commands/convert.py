@@ -149,9 +149,6 @@ def command(src: str, dst: str, to: str | None, arch: str | None, hf_config: str
     if to is None:
         _refuse_suffix_typo(dst)
     if is_bridge(dst, template, to):
-        if ema or strip_optimizer:  # the bridge applies ckptool.ops.transform.ema.ema_source once it is wired there
-            raise click.UsageError("--ema and --strip-optimizer do not go with a Keras 3 conversion yet: convert to "
-                                   "a TF checkpoint with --ema first, then bridge that")
         given = [flag for flag, on in (("--to", to), ("--match", match), ("--exclude", exclude), ("--cast", casts),
                                        ("--allow-overflow", allow_overflow), ("--names", names != "full"),
                                        ("--shards", shards != 1), ("--keep-slices", keep_slices),
@@ -160,7 +157,8 @@ def command(src: str, dst: str, to: str | None, arch: str | None, hf_config: str
             raise click.UsageError(f"{given[0]} does not go with a Keras 3 conversion (--template, or a "
                                    ".weights.h5/.keras DST): the template decides what is written")
         _bridge(src, dst, template, dry_run, allow_missing, allow_unused, force, no_sync, as_json,
-                keras_options={"template_config": template_config, "skip_optimizer": skip_optimizer})
+                keras_options={"template_config": template_config, "skip_optimizer": skip_optimizer, "ema": ema,
+                               "strip_optimizer": strip_optimizer})
         return
     if dry_run or allow_missing or allow_unused or template_config or skip_optimizer:
         raise click.UsageError("--dry-run, --allow-missing, --allow-unused, --template-config and --skip-optimizer "
@@ -185,13 +183,16 @@ def command(src: str, dst: str, to: str | None, arch: str | None, hf_config: str
     for name, n in result.overflow.items():
         warn(f"{name}: {plural(n, 'value')} overflowed to inf in the cast")
     if result.ema is not None:
-        e = result.ema
-        without = f"; {plural(e['without_average'], 'variable')} without one kept as they were" \
-            if e["without_average"] else ""
-        note(f"--ema ({e['kind']}): {plural(e['averaged'], 'variable')} written with their moving averages{without}")
+        _ema_note(result.ema)
     cast = f", {len(result.cast)} cast" if result.cast else ""
     note(f"converted {src} -> {result.dst} ({result.format}): {plural(result.tensors, 'tensor')}{cast}, "
          f"{human_bytes(result.nbytes)} in {plural(len(result.files), 'file')}")
+
+
+def _ema_note(e: dict[str, Any]) -> None:
+    without = f"; {plural(e['without_average'], 'variable')} without one kept as they were" \
+        if e["without_average"] else ""
+    note(f"--ema ({e['kind']}): {plural(e['averaged'], 'variable')} written with their moving averages{without}")
 
 
 def _refuse_suffix_typo(dst: str) -> None:
@@ -217,7 +218,9 @@ def _bridge(src: str, dst: str, template: str | None, dry_run: bool, allow_missi
     m = result.mapping
     if dry_run:
         back = result.format == "tf"  # Keras 3 -> TF: the Keras names are the source's
-        rows = [((k, t) if back else (t, k), m.shapes.get(k), "") for t, k in m.pairs]
+        reads = result.ema.source if result.ema is not None else {}  # --ema: the average each weight reads
+        rows = [((k, t) if back else (t, k), m.shapes.get(k), f"(its average {reads[k if back else t]})"
+                 if (k if back else t) in reads else "") for t, k in m.pairs]
         rows += [((t, k), m.shapes.get(k), "(added)") for t, k in m.added]
         gone = "(kept from the template)" if back else "(not carried: Keras keeps no such state)"
         other = ([(n, "(kept from the template)") for n in result.kept] if back else
@@ -238,6 +241,8 @@ def _bridge(src: str, dst: str, template: str | None, dry_run: bool, allow_missi
         return
     for line in m.notes:
         note(line)
+    if result.ema is not None:
+        _ema_note(result.ema.to_json())
     kept = f", {len(result.kept)} kept from the template" if result.kept else ""
     shaped = f"shaped like {template}" if template else "layout from keras_metadata.pb"
     note(f"converted {src} -> {dst} ({result.format}, {shaped}): {plural(result.filled, 'tensor')}{kept}")

@@ -72,9 +72,15 @@ def _numbered(g: ObjectGraph, nid: int) -> list[int]:
     return [c for _, c in sorted(kids)]
 
 
+#: what a SavedModel adds to each layer beside its attributes: lists of the same variables (walked
+#: through them, a BatchNormalization's moving_mean would be named "2", not "moving_mean")
+SAVEDMODEL_LISTS = frozenset({"variables", "trainable_variables", "non_trainable_variables", "keras_api"})
+
+
 def _model_variables(g: ObjectGraph, skip: set[int]) -> list[tuple[str, str]]:
     """``(key, local name)`` of every variable the object graph reaches from the root outside
-    ``skip`` (the optimizers), depth first, children in order, each once."""
+    ``skip`` (the optimizers), depth first, children in order, each once, by the layers'
+    attributes (not a SavedModel's lists of them)."""
     out: list[tuple[str, str]] = []
     seen = set(skip)
     stack: list[tuple[int, str]] = [(0, "")]
@@ -86,7 +92,8 @@ def _model_variables(g: ObjectGraph, skip: set[int]) -> list[tuple[str, str]]:
         key = _var_key(g, nid)
         if key is not None:
             out.append((key, name))
-        stack.extend(reversed([(c, n) for n, c in g.nodes[nid].children if c not in seen]))
+        kids = [(c, n) for n, c in g.nodes[nid].children if c not in seen and n not in SAVEDMODEL_LISTS]
+        stack.extend(reversed(kids))
     return out
 
 
@@ -175,13 +182,17 @@ def _keras3_optimizer(config: Any) -> dict[str, Any] | None:
 def keras3_plan(tensors: Sequence[Tensor], config: Any, layers: Iterable[Any], where: str) -> EmaPlan | None:
     """``layers``: the file's saved objects (``KerasLayer``: path, name, variables)."""
     by = {t[0]: t for t in tensors}
-    opt_vars = sorted((n for n in by if n.startswith("optimizer/vars/") and n[len("optimizer/vars/"):].isdigit()),
+    # a LossScaleOptimizer (mixed precision) keeps the inner optimizer's variables, averages included, in its own group
+    pre = "optimizer/inner_optimizer/vars/" if any(n.startswith("optimizer/inner_optimizer/vars/") for n in by) \
+        else "optimizer/vars/"
+    opt_vars = sorted((n for n in by if n.startswith(pre) and n[len(pre):].isdigit()),
                       key=lambda n: int(n.rsplit("/", 1)[1]))
     if not opt_vars:
         return None
     if config is None:
         raise UnsupportedError(f"{where}: the moving averages of a Keras 3 .weights.h5 cannot be told from its "
-                               f"other optimizer variables without the model's config: convert the .keras file")
+                               f"other optimizer variables without the model's config: convert the .keras file, or "
+                               f"give the config with --template-config (model.to_json()) to the Keras bridge")
     ocfg = _keras3_optimizer(config)
     if not ocfg or not ocfg.get("use_ema"):
         return None

@@ -57,13 +57,15 @@ def _graph_spec(template: Spec, data: bytes) -> Spec:
     return dataclasses.replace(template, load=load, raw=None, stored=data)
 
 
-def plan_of(opened: Opened, where: str) -> EmaPlan:
-    """The averages of an opened source; CkptError when it has none."""
+def plan_of(opened: Opened, where: str, keras_config: Any = None) -> EmaPlan:
+    """The averages of an opened source; CkptError when it has none. ``keras_config``: a Keras 3
+    source's model config where the file holds none (a ``.weights.h5`` and ``--template-config``)."""
     specs = opened.specs
     tensors = [(s.name, s.dtype, tuple(s.shape)) for s in specs]
     ck = opened.checkpoint
     if getattr(ck, "format", None) == "keras":
-        plan = plan_ema(tensors, keras_config=getattr(ck, "config", None), keras_layers=ck.layers(),  # type: ignore[attr-defined]
+        config = keras_config if keras_config is not None else getattr(ck, "config", None)
+        plan = plan_ema(tensors, keras_config=config, keras_layers=ck.layers(),  # type: ignore[attr-defined]
                         where=where)
     else:
         g = next((s for s in specs if s.name == OBJECT_GRAPH_KEY), None)
@@ -76,11 +78,12 @@ def plan_of(opened: Opened, where: str) -> EmaPlan:
 
 
 def ema_source(opened: Opened, *, ema: bool = True, strip_optimizer: bool = False,
-               where: str = "") -> tuple[Opened, EmaReport | None]:
+               where: str = "", keras_config: Any = None) -> tuple[Opened, EmaReport | None]:
     """``opened`` with each variable read as its moving average (see the module docstring);
     ``ema=False`` with ``strip_optimizer``: only the optimizer's state (and any averages) dropped.
-    The report's ``source`` names, for each output name that reads another tensor, that tensor."""
-    plan = plan_of(opened, where) if ema else _plan_or_none(opened, where)
+    The report's ``source`` names, for each output name that reads another tensor, that tensor.
+    ``keras_config``: as for :func:`plan_of`."""
+    plan = plan_of(opened, where, keras_config) if ema else _plan_or_none(opened, where)
     by = {s.name: s for s in opened.specs}
     specs = []
     source: dict[str, str] = {}

@@ -22,6 +22,8 @@ from ckptool.errors import CkptError, RefusedError, UsageError
 from ckptool.io.atomic import AtomicFile, check_destination, checkpoint_identity, make_output_dir, publish
 from ckptool.ops.read.keras import WEIGHTS_MEMBER, KerasCheckpoint, import_h5py, is_keras_path
 from ckptool.ops.read.keras_zip import JSON_LIMIT
+from ckptool.ops.transform.ema import EmaReport
+from ckptool.ops.transform.keras_ema import averaged
 from ckptool.ops.transform.keras_map import Mapping, describe, map_keras
 from ckptool.ops.transform.keras_optim import HYPER
 
@@ -40,11 +42,14 @@ class KerasResult:
     kept: list[str] = field(default_factory=list)  # template entries kept (allow_missing)
     unused: list[str] = field(default_factory=list)  # source variables left out (allow_unused)
     hints: list[str] = field(default_factory=list)  # what the user does next (how Keras loads the state)
+    ema: EmaReport | None = None  # --ema: the variables written with their averages' values
 
     def to_json(self) -> dict[str, Any]:
         doc = {"dst": self.dst, "format": self.format, "dry_run": self.dry_run, "tensors": self.filled,
                "files": list(self.files), "kept_from_template": list(self.kept), "unused": list(self.unused),
                "hints": list(self.hints)}
+        if self.ema is not None:
+            doc["ema"] = self.ema.to_json()
         doc.update(describe(self.mapping))
         return doc
 
@@ -57,7 +62,7 @@ def is_bridge(dst: str, template: str | None, to: str | None) -> bool:
 
 
 #: what :func:`convert_keras` takes besides its paths and allow flags (the rest goes with plain conversion)
-BRIDGE_OPTIONS = ("dry_run", "force", "sync", "template_config", "skip_optimizer")
+BRIDGE_OPTIONS = ("dry_run", "force", "sync", "template_config", "skip_optimizer", "ema", "strip_optimizer")
 #: how Keras 3 takes the optimizer state of a converted .weights.h5 (it skips it into an unbuilt optimizer)
 LOAD_HINT = ("Keras 3 loads the optimizer state only into a built optimizer: model.optimizer.build("
              "model.trainable_variables) before model.load_weights(...)")
@@ -95,19 +100,23 @@ def _check(mapping: Mapping, src: str, template: str, missing: list[str], unused
 
 def convert_keras(src: str, dst: str, template: str | None, *, dry_run: bool = False, allow_missing: bool = False,
                   allow_unused: bool = False, force: bool = False, sync: bool = True,
-                  template_config: str | None = None, skip_optimizer: bool = False) -> KerasResult:
+                  template_config: str | None = None, skip_optimizer: bool = False, ema: bool = False,
+                  strip_optimizer: bool = False) -> KerasResult:
     """Convert ``src`` into ``dst`` shaped like ``template``; see the module doc. ``template_config``:
     a JSON file holding the Keras 3 model's config (``model.to_json()``), which records the layer
-    order a ``.weights.h5`` does not; ``skip_optimizer``: carry the weights alone."""
+    order a ``.weights.h5`` does not; ``skip_optimizer``: carry the weights alone. ``ema``: each
+    weight takes its moving average's value (:mod:`~ckptool.ops.transform.keras_ema`);
+    ``strip_optimizer``: no optimizer state of the source's goes across (as ``skip_optimizer``)."""
     from ckptool.ops.read.reader import open as open_checkpoint
 
     kind = keras_target(dst)
+    skip_optimizer = skip_optimizer or strip_optimizer
     if template is None:
         if kind != KERAS_H5:
             raise UsageError(no_template_message(src, dst))
         if template_config is not None:
             raise UsageError("--template-config goes with --template (the Keras 3 file it describes)")
-        return _from_metadata(src, dst, dry_run, allow_unused, force, sync, skip_optimizer)
+        return _from_metadata(src, dst, dry_run, allow_unused, force, sync, skip_optimizer, ema)
     to_keras = is_keras_path(template)
     if kind is not None and not to_keras:
         raise UsageError(f"{dst}: a Keras 3 DST needs a Keras 3 --template (NEW.weights.h5 or NEW.keras, "
@@ -126,7 +135,12 @@ def convert_keras(src: str, dst: str, template: str | None, *, dry_run: bool = F
         mapping = map_keras(tf, kc, to_keras, config=config, skip_optimizer=skip_optimizer)
         missing, unused = (mapping.keras_left, mapping.tf_left) if to_keras else (mapping.tf_left, mapping.keras_left)
         _check(mapping, src, template, missing, unused, allow_missing, allow_unused)
-        result = KerasResult(dst, kind or TF, mapping, dry_run, kept=list(missing), unused=list(unused))
+        report = averaged(s, src, None if to_keras else config) if ema else None
+        reads = report.source if report is not None else {}
+        if report is not None and strip_optimizer:
+            names = set(s.names())
+            report.dropped = len(names.intersection(mapping.not_carried + mapping.drop_tf))
+        result = KerasResult(dst, kind or TF, mapping, dry_run, kept=list(missing), unused=list(unused), ema=report)
         result.filled = len(mapping.pairs) + len(mapping.added)
         if mapping.optimizer_pairs and kind is not None:
             result.hints.append(KERAS_HINT if kind == KERAS_ZIP else LOAD_HINT)
@@ -134,8 +148,10 @@ def convert_keras(src: str, dst: str, template: str | None, *, dry_run: bool = F
         if dry_run:
             _check_dst(dst, kind, force, ids)
             return result
-        values: dict[str, tuple[Any, str]] = {(k if to_keras else tk): (s, tk if to_keras else k)
-                                              for tk, k in mapping.pairs}
+        values: dict[str, tuple[Any, str]] = {}
+        for tk, k in mapping.pairs:  # output name <- source name (its average's, under --ema)
+            out_name, src_name = (k, tk) if to_keras else (tk, k)
+            values[out_name] = (s, reads.get(src_name, src_name))
         values.update({k: (s, tk) for tk, k in mapping.added})  # new datasets (an unbuilt optimizer's slots)
         values.update({tk: (_Zeros(t), tk) for tk in mapping.zeros})  # slots a fresh optimizer starts from
         if kind is None:
@@ -282,7 +298,7 @@ def read_config(path: str) -> Any:
 
 
 def _from_metadata(src: str, dst: str, dry_run: bool, allow_unused: bool, force: bool, sync: bool,
-                   skip_optimizer: bool) -> KerasResult:
+                   skip_optimizer: bool, ema: bool) -> KerasResult:
     """No template: the layout from a SavedModel's keras_metadata.pb (ops/transform/keras_synth.py)."""
     from ckptool.format.objkeys import OBJECT_GRAPH_KEY
     from ckptool.io.urls import storage_for
@@ -303,7 +319,11 @@ def _from_metadata(src: str, dst: str, dry_run: bool, allow_unused: bool, force:
             else:
                 mapping.tf_left.append(v.name)
         _check(mapping, src, "(from keras_metadata.pb)", [], mapping.tf_left, False, allow_unused)
-        result = KerasResult(dst, KERAS_H5, mapping, dry_run, unused=list(mapping.tf_left))
+        report = averaged(ck, src) if ema else None
+        if report is not None:  # each weight reads its average
+            p.pairs = [(report.source.get(t, t), k) for t, k in p.pairs]
+            report.dropped = len(p.dropped) if skip_optimizer else 0
+        result = KerasResult(dst, KERAS_H5, mapping, dry_run, unused=list(mapping.tf_left), ema=report)
         result.filled = len(p.pairs) + len(p.consts)
         if p.optimizer:
             result.hints.append(LOAD_HINT)

@@ -16,7 +16,6 @@ Optimizer state: :mod:`~ckptool.ops.transform.keras_optim`.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,11 +23,20 @@ from ckptool.format.objgraph import OBJECT_GRAPH_KEY, VARIABLE_VALUE, ObjectGrap
 from ckptool.ops.read.checkpoint import Checkpoint
 from ckptool.ops.read.keras import KerasCheckpoint
 from ckptool.ops.transform.keras_optim import KerasOptimizer, one_sided, plan, tf_optimizer
-from ckptool.ops.transform.keras_order import KNode, align, keras_tree, model_orders, overlaps, show_sig
+from ckptool.ops.transform.keras_order import (
+    LAYER_K,
+    LAYER_W,
+    KNode,
+    align,
+    common,
+    keras_tree,
+    layer_lists_agree,
+    model_orders,
+    overlaps,
+    show_sig,
+)
 from ckptool.ops.transform.keras_order import chains as keras_chains
 
-_LAYER_K = re.compile(r"^layer-(\d+)$")
-_LAYER_W = re.compile(r"^layer_with_weights-(\d+)$")
 #: Children that are not layers: the optimizer, the root's self-reference, and what a SavedModel adds
 #: beside the attributes (lists of the same variables, Keras's own bookkeeping).
 _NOT_LAYERS = {"optimizer", "root", "keras_api", "variables", "trainable_variables", "non_trainable_variables"}
@@ -60,13 +68,10 @@ class Mapping:
 
 def unique(children: list[tuple[str, int]]) -> list[tuple[str, int]]:
     """A node's children, each node once (its first name): ``adapt_mean`` is ``mean``."""
-    seen: set[int] = set()
-    out = []
+    first: dict[int, tuple[str, int]] = {}
     for n, c in children:
-        if c not in seen:
-            seen.add(c)
-            out.append((n, c))
-    return out
+        first.setdefault(c, (n, c))
+    return list(first.values())
 
 
 class _Matcher:
@@ -152,35 +157,33 @@ class _Matcher:
             tf_names = [self.var_key[c] for c in own]
             self.out.notes.append(f"{where or 'the model'}: TF has {len(own)} variables {tf_names}, "
                                   f"Keras {k.path or 'root'}/vars has {len(kown)} {kown}")
+            own, kown = self._common(own, kown, where)
         for c, kn in zip(own, kown):
             self.pair(c, kn)
         self._check_layer_lists(nid, where)
         self.match_children(self._tf_subs(nid), self._k_subs(k), where)
 
+    def _common(self, own: list[int], kown: list[str], where: str) -> tuple[list[int], list[str]]:
+        """Where one side has more variables: those both have, paired by dtype and shape in the one
+        order-keeping way, else none and a problem."""
+        at = common([self.tf_sig(c) for c in own], [self.k_sig(KNode(n, {0: n})) for n in kown])
+        if at is None:
+            self.out.problems.append(f"{where or 'the model'}: which of its variables are which cannot be proved "
+                                     f"(TF has {len(own)}, Keras {kown[0].rsplit('/vars/')[0]} {len(kown)}: the "
+                                     "shapes fit more than one way, or none)")
+            return [], []
+        return [own[i] for i in at[0]], [kown[i] for i in at[1]]
+
     def _check_layer_lists(self, nid: int, where: str) -> None:
-        """tf.keras lists a model's layers twice (``layer-K`` all of them, ``layer_with_weights-K``
-        those with weights); both must give one order, or the checkpoint contradicts itself."""
-        kids = self.g.nodes[nid].children
-
-        def numbered(pattern: re.Pattern[str]) -> list[int]:
-            found = [(int(m.group(1)), c) for n, c in kids if (m := pattern.match(n))]
-            return [c for _, c in sorted(found)]
-
-        weighted = numbered(_LAYER_W)
-        if not weighted:
-            return
-        wset = set(weighted)
-        listed = numbered(_LAYER_K)
-        in_order = list(dict.fromkeys(c for c in listed if c in wset))
-        if listed and in_order != weighted:
+        if not layer_lists_agree(self.g.nodes[nid].children):
             self.out.problems.append(f"{where or 'the model'}: the checkpoint's layer-K and layer_with_weights-K "
                                      "give its layers in different orders")
 
     def _tf_subs(self, nid: int, claimed: bool = True) -> list[tuple[str, int]]:
         kids = [(n, c) for n, c in self.g.nodes[nid].children if c not in self.var_key]
-        layers = sorted(((int(m.group(1)), n, c) for n, c in kids if (m := _LAYER_K.match(n))))
+        layers = sorted(((int(m.group(1)), n, c) for n, c in kids if (m := LAYER_K.match(n))))
         if layers:  # Functional / Sequential: model.layers order; layer_with_weights-K are the same nodes
-            rest = [(n, c) for n, c in kids if not _LAYER_K.match(n) and not _LAYER_W.match(n)]
+            rest = [(n, c) for n, c in kids if not LAYER_K.match(n) and not LAYER_W.match(n)]
             kids = [(n, c) for _, n, c in layers] + rest
         out, seen = [], set()
         for n, c in kids:
@@ -349,7 +352,7 @@ def map_keras(tf: Checkpoint, kc: KerasCheckpoint, to_keras: bool = True, config
     m = _Matcher(g, tf, kc, tree, config if config is not None else kc.config)
     root = dict(g.nodes[0].children)
     model = 0
-    if not any(_LAYER_K.match(n) for n in root):
+    if not any(LAYER_K.match(n) for n in root):
         # tf.train.Checkpoint(model=..., optimizer=...): the model is the root's one other child with
         # variables (under any name), unless the Keras file has that name (a subclassed model's attribute)
         kids = [(n, c) for n, c in unique(g.nodes[0].children)
@@ -382,13 +385,11 @@ def map_keras(tf: Checkpoint, kc: KerasCheckpoint, to_keras: bool = True, config
     return out
 
 
-def describe(mapping: Mapping) -> dict[str, Any]:
-    return {"pairs": [{"tf": t, "keras": k, "shape": mapping.shapes.get(k)} for t, k in mapping.pairs],
-            "tf_unused": mapping.tf_left,
-            "keras_unfilled": mapping.keras_left, "problems": mapping.problems,
-            "notes": mapping.notes, "ignored": mapping.ignored,
-            "added": [{"tf": t, "keras": k, "shape": mapping.shapes.get(k)} for t, k in mapping.added],
-            "not_carried": mapping.not_carried, "dropped": mapping.drop_tf, "zeroed": mapping.zeros}
+def describe(m: Mapping) -> dict[str, Any]:
+    rows = {n: [{"tf": t, "keras": k, "shape": m.shapes.get(k)} for t, k in got] for n, got in
+            (("pairs", m.pairs), ("added", m.added))}
+    return {**rows, "tf_unused": m.tf_left, "keras_unfilled": m.keras_left, "problems": m.problems, "notes": m.notes,
+            "ignored": m.ignored, "not_carried": m.not_carried, "dropped": m.drop_tf, "zeroed": m.zeros}
 
 
 __all__ = ["ORDER_HINT", "Mapping", "describe", "map_keras", "unique"]

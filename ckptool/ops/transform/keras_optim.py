@@ -12,7 +12,9 @@ optimizer's variables, which ``inner_optimizer/vars`` holds again. A template sa
 optimizer was built holds the head only: the slots it will have are known from the optimizer's
 config (a ``.keras`` template, ``--template-config``) or, for the optimizers whose slots do not
 depend on their config, from its name, and must be what the source has, kind by kind (the kinds
-come from the source's variable names: ``m``, ``v``, ``vhat``, ``average``, ...).
+come from the source's variable names: ``m``, ``v``, ``vhat``, ``average``, ...). Beside the slots,
+Nadam's product goes last (:data:`TRAILING`); Adafactor's slots come from its own lists, with the
+placeholders Keras 3 writes for the variables it does not factor.
 """
 
 from __future__ import annotations
@@ -29,11 +31,15 @@ HYPER = {"beta_1", "beta_2", "decay", "epsilon", "rho", "momentum", "initial_acc
 #: the slot kinds (tf.keras's names) Keras 3 gives each trainable variable, per optimizer class
 _KINDS: dict[str, list[str]] = {"Adam": ["m", "v"], "AdamW": ["m", "v"], "Adamax": ["m", "u"],
                                 "Adadelta": ["accumulated_grad", "accumulated_delta_var"],
-                                "Ftrl": ["accumulator", "linear"], "Adagrad": ["accumulator"], "Lion": ["m"]}
+                                "Ftrl": ["accumulator", "linear"], "Adagrad": ["accumulator"], "Lion": ["m"],
+                                "Nadam": ["m", "v"], "Adafactor": ["r", "c", "v"]}
+#: variables an optimizer keeps beside its slots, by class: tf.keras's attribute names, which Keras 3
+#: writes after the slots in this order (Nadam's running product of its momentum schedule)
+TRAILING: dict[str, list[str]] = {"Nadam": ["_u_product"]}
 #: an optimizer's default name (``vars`` group's ``name`` attribute) -> its class, for the classes
 #: whose slots do not depend on their config beyond amsgrad/use_ema (which change the kinds)
 _BY_NAME = {"adam": "Adam", "adamw": "AdamW", "adam_w": "AdamW", "adamax": "Adamax", "adadelta": "Adadelta",
-            "ftrl": "Ftrl", "adagrad": "Adagrad", "lion": "Lion"}
+            "ftrl": "Ftrl", "adagrad": "Adagrad", "lion": "Lion", "nadam": "Nadam", "adafactor": "Adafactor"}
 #: the legacy optimizers' slot names that the TF >= 2.11 ones renamed
 _LEGACY = {"rms": "velocity", "mg": "average_gradient"}
 BUILD_HINT = ("save the template after model.optimizer.build(model.trainable_variables), give a .keras "
@@ -54,6 +60,7 @@ class TfOptimizer:
     ignored: list[int]
     every: list[int]
     per_variable: int | None = None  # slots per trainable variable, where the names tell
+    trailing: dict[str, int] = field(default_factory=dict)  # a TRAILING attribute name -> its variable
 
 
 def tf_optimizer(g: ObjectGraph, opt: int, model_order: list[int], var_key: dict[int, str]) -> TfOptimizer:
@@ -99,12 +106,30 @@ def tf_optimizer(g: ObjectGraph, opt: int, model_order: list[int], var_key: dict
                 stack.append(c)
     every += [s.slot_variable_node_id for s in g.nodes[opt].slot_variables
               if s.slot_variable_node_id in var_key and s.slot_variable_node_id not in every]
-    if "_iterations" in kids:
+    factored = _factored(g, kids, var_key)
+    per: int | None
+    if factored is not None:
+        slots, kinds, per = factored, ["r", "c", "v"] * (len(factored) // 3), 3
+    elif "_iterations" in kids:
         kinds, per = _kinds(g, slots, model_order)
     else:  # legacy slots are named: m, v, ... per variable
         kinds, per = legacy, (len(names) if len(legacy) == len(names) * len(by_var) else None)
+    trailing = {n: c for n, c in kids.items() if c in var_key and any(n in t for t in TRAILING.values())}
     return TfOptimizer(it if it in var_key else None, lr if lr in var_key else None, slots, kinds,
-                       loss_scale, ignored, every, per)
+                       loss_scale, ignored, every, per, trailing)
+
+
+def _factored(g: ObjectGraph, kids: dict[str, int], var_key: dict[int, str]) -> list[int] | None:
+    """Adafactor's slots in Keras 3's order, ``r_i, c_i, v_i`` per variable, from tf.keras's lists
+    ``_r``, ``_c``, ``_v``: a variable of rank < 2 has placeholders (int32 zeros) for ``r`` and ``c``,
+    which tf.keras keeps out of ``_variables`` and Keras 3 writes in their places."""
+    if not all(n in kids for n in ("_r", "_c", "_v")):
+        return None
+    lists = [[c for _, c in sorted((int(n), c) for n, c in g.nodes[kids[x]].children if n.isdigit())]
+             for x in ("_r", "_c", "_v")]
+    if len({len(x) for x in lists}) != 1 or not all(c in var_key for x in lists for c in x):
+        return None
+    return [c for trio in zip(*lists) for c in trio]
 
 
 def _full_name(g: ObjectGraph, nid: int) -> str:
@@ -127,6 +152,26 @@ def _kinds(g: ObjectGraph, slots: list[int], model_order: list[int]) -> tuple[li
     if owners and len(slots) == len(owners) * len(distinct):
         return kinds, len(distinct)
     return kinds, None
+
+
+def optimizer_class(config: Any, label: str) -> str | None:
+    """The optimizer's class from its config or, without one, its name (None: unknown)."""
+    if isinstance(config, dict) and isinstance(config.get("config"), dict):
+        return str(config.get("class_name", "")).rsplit(">", 1)[-1]
+    return _BY_NAME.get(re.sub(r"_\d+$", "", label.lower()))
+
+
+def trailing_state(tf: TfOptimizer, config: Any, label: str) -> tuple[list[int], str]:
+    """The source's variables Keras 3 keeps after the slots (:data:`TRAILING`), in Keras 3's order;
+    or a problem where the two optimizers do not keep the same ones."""
+    cls = optimizer_class(config, label)
+    want = TRAILING.get(cls or "", [])
+    if sorted(want) != sorted(tf.trailing):
+        what = f"{cls}" if cls else f"'{label}'"
+        return [], (f"optimizer: the template's {what} keeps {want or 'no variables'} beside its slots, the source's "
+                    f"optimizer {sorted(tf.trailing) or 'none'}; its state cannot be carried exactly "
+                    "(--skip-optimizer converts the weights alone)")
+    return [tf.trailing[n] for n in want], ""
 
 
 def expected_kinds(config: Any, label: str) -> tuple[str, list[str] | None]:
@@ -192,13 +237,13 @@ def one_sided(tf_count: int, keras_has: bool, to_keras: bool, skip: bool, templa
     optimizer (``drop``: never the old moments beside new weights)."""
     fresh = "Keras will start the optimizer fresh"
     if skip and to_keras:
-        return "", f"optimizer: --skip-optimizer: the output keeps the template's optimizer values, and {fresh}", False
+        return "", f"optimizer: left out as asked: the output keeps the template's optimizer values, and {fresh}", False
     if skip or not keras_has:
         if to_keras:
             return (f"optimizer: the template has no optimizer state (the model was saved uncompiled) and the source "
                     f"has {tf_count} optimizer variables; compile the model before saving the template, or "
                     "--skip-optimizer to convert the weights alone"), "", False
-        why = "--skip-optimizer" if skip else "the Keras file has no optimizer state"
+        why = "left out as asked" if skip else "the Keras file has no optimizer state"
         return "", f"optimizer: {why}: the output has none, and tf.keras will start the optimizer fresh", True
     if to_keras:
         return "", f"optimizer: the source has no optimizer state: the output keeps the template's, and {fresh}", False
@@ -245,7 +290,15 @@ def plan(tf: TfOptimizer, k: KerasOptimizer, to_keras: bool, is_zero: Callable[[
         out.problems.append(f"optimizer: the source's slots are {have} per variable and nothing says how the "
                             f"template's {what} lays out its own; {BUILD_HINT}")
         return out
+    extra, why = trailing_state(tf, k.config, k.label)
+    if why:
+        out.problems.append(why)
+        return out
     if not built and slots:
+        if not to_keras and extra:
+            out.problems.append(f"optimizer: the Keras file's {what} is not built: its state cannot be carried exactly "
+                                "(--skip-optimizer converts the weights alone)")
+            return out
         if not to_keras:  # no slot state in the source (unbuilt, or a plain SGD): the TF slots start from zero
             out.zero_tf += slots
             out.notes.append(f"optimizer: the Keras file's {what} holds no slots (iterations and learning rate only): "
@@ -253,15 +306,19 @@ def plan(tf: TfOptimizer, k: KerasOptimizer, to_keras: bool, is_zero: Callable[[
                              "optimizer has them")
             slots = []
         elif kinds is None or tf.per_variable is None:
+            sgd = " (a plain SGD, momentum 0, keeps none even when built: only a config tells it)" \
+                if optimizer_class(k.config, k.label) == "SGD" or re.sub(r"_\d+$", "", k.label) == "sgd" else ""
             out.problems.append(f"optimizer: the template's {what} holds no slots (saved before it was built, or one "
-                                f"that keeps none) and nothing says which slots it will keep; {BUILD_HINT}")
+                                f"that keeps none) and nothing says which slots it will keep{sgd}; {BUILD_HINT}")
             return out
-    if built and len(inner) != len(head) + len(slots):
-        out.problems.append(f"optimizer: the source has {len(head)} + {len(slots)} variables (iterations, learning "
-                            f"rate, slots), Keras {inner_path}/vars has {len(inner)}; its state cannot be carried "
-                            "exactly (--skip-optimizer converts the weights alone)")
+    if built and len(inner) != len(head) + len(slots) + len(extra):
+        more = f" + {len(extra)}" if extra else ""
+        out.problems.append(f"optimizer: the source has {len(head)} + {len(slots)}{more} variables (iterations, "
+                            f"learning rate, slots{', ' + str(list(tf.trailing)) if extra else ''}), Keras "
+                            f"{inner_path}/vars has {len(inner)}; its state cannot be carried exactly "
+                            "(--skip-optimizer converts the weights alone)")
         return out
-    state = head + slots
+    state = head + slots + extra
     if k.inner is not None:
         _loss_scaled(tf, k, state, to_keras, out)
     elif tf.loss_scale is not None:
@@ -309,5 +366,5 @@ def _loss_scaled(tf: TfOptimizer, k: KerasOptimizer, state: list[int], to_keras:
             out.added.append((t, f"{k.path}/vars/{2 + i}"))
 
 
-__all__ = ["BUILD_HINT", "HYPER", "KerasOptimizer", "OptimizerPlan", "TfOptimizer", "expected_kinds", "one_sided",
-           "plan", "source_kinds", "tf_optimizer"]
+__all__ = ["BUILD_HINT", "HYPER", "TRAILING", "KerasOptimizer", "OptimizerPlan", "TfOptimizer", "expected_kinds",
+           "one_sided", "optimizer_class", "plan", "source_kinds", "tf_optimizer", "trailing_state"]

@@ -72,11 +72,63 @@ def model_orders(config: Any) -> tuple[list[str] | None, dict[str, list[str]]]:
     return top, nested
 
 
+#: tf.keras's names of a model's layers: every layer, and those with weights, in ``model.layers`` order
+LAYER_K = re.compile(r"^layer-(\d+)$")
+LAYER_W = re.compile(r"^layer_with_weights-(\d+)$")
+
+
+def layer_lists_agree(children: Sequence[tuple[str, int]]) -> bool:
+    """tf.keras lists a model's layers twice (``layer-K`` all of them, ``layer_with_weights-K`` those
+    with weights): whether both give one order (else the checkpoint contradicts itself)."""
+    def numbered(pattern: re.Pattern[str]) -> list[int]:
+        found = [(int(m.group(1)), c) for n, c in children if (m := pattern.match(n))]
+        return [c for _, c in sorted(found)]
+
+    weighted = numbered(LAYER_W)
+    listed = numbered(LAYER_K)
+    in_order = list(dict.fromkeys(c for c in listed if c in set(weighted)))
+    return not (weighted and listed and in_order != weighted)
+
+
 def overlaps(a: Sequence[Any], b: Sequence[Any]) -> bool:
     """Whether one multiset of signatures holds the other (a layer with a variable more or less on
     one side: what ``--allow-missing`` / ``--allow-unused`` are for), neither empty."""
     ca, cb = Counter(a), Counter(b)
     return bool(ca and cb) and (not ca - cb or not cb - ca)
+
+
+def embed(short: Sequence[Any], long: Sequence[Any]) -> list[int] | None:
+    """The one order-keeping way to find ``short``'s items among ``long``'s (equal items only), as
+    indices into ``long``; None where there is none or more than one (one object's variables,
+    where one side has a variable more: Dense without bias is provable, BatchNormalization
+    without ``scale`` is not)."""
+    k, n = len(short), len(long)
+    ways = [[0] * (n + 1) for _ in range(k + 1)]  # ways[i][j]: short[i:] within long[j:], up to 2
+    for j in range(n + 1):
+        ways[k][j] = 1
+    for i in range(k - 1, -1, -1):
+        for j in range(n - 1, -1, -1):
+            ways[i][j] = min(2, ways[i][j + 1] + (ways[i + 1][j + 1] if short[i] == long[j] else 0))
+    if ways[0][0] != 1:
+        return None
+    out, j = [], 0
+    for i in range(k):
+        while not (short[i] == long[j] and ways[i + 1][j + 1]):
+            j += 1
+        out.append(j)
+        j += 1
+    return out
+
+
+def common(a: Sequence[Any], b: Sequence[Any]) -> tuple[list[int], list[int]] | None:
+    """Indices into ``a`` and ``b`` (signatures of one object's variables on two sides, one side
+    with more) of the variables both have, paired in order by :func:`embed`; None: unprovable."""
+    short, long = (a, b) if len(a) < len(b) else (b, a)
+    at = embed(short, long)
+    if at is None:
+        return None
+    every = list(range(len(short)))
+    return (every, at) if short is a else (at, every)
 
 
 @dataclass
@@ -254,5 +306,5 @@ def _path(history: list[Any], pos: tuple[int, ...], branch: int) -> list[tuple[i
     return out
 
 
-__all__ = ["LIMIT", "Aligned", "KNode", "align", "chains", "config_order", "counter", "keras_tree", "model_orders",
-           "overlaps", "show_sig"]
+__all__ = ["LAYER_K", "LAYER_W", "LIMIT", "Aligned", "KNode", "align", "chains", "common", "config_order", "counter",
+           "embed", "keras_tree", "layer_lists_agree", "model_orders", "overlaps", "show_sig"]

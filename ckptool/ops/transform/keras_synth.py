@@ -185,14 +185,14 @@ def _optimizer(out: Plan, g: ObjectGraph, opt: int, order: list[int], var_key: d
     LossScaleOptimizer (mixed precision) as its ``vars`` and ``inner_optimizer/vars``."""
     import numpy as np
 
-    from ckptool.ops.transform.keras_optim import expected_kinds, source_kinds, tf_optimizer
+    from ckptool.ops.transform.keras_optim import expected_kinds, source_kinds, tf_optimizer, trailing_state
 
     tfo = tf_optimizer(g, opt, order, var_key)
     if not tfo.every:
         return
     if skip:
         out.dropped += [var_key[t] for t in tfo.every]
-        out.notes.append("optimizer: --skip-optimizer: the output has no optimizer state, and Keras will start the "
+        out.notes.append("optimizer: left out as asked: the output has no optimizer state, and Keras will start the "
                          "optimizer fresh")
         return
     cfg = config or {}
@@ -209,7 +209,10 @@ def _optimizer(out: Plan, g: ObjectGraph, opt: int, order: list[int], var_key: d
     elif kinds is None or tfo.per_variable is None or kinds != have:
         raise UsageError(f"{src}: the optimizer ({what}) keeps slots {have} per variable and its Keras 3 layout is "
                          f"not known for certain; {NEEDS_TEMPLATE}, or --skip-optimizer")
-    state = [t for t in (tfo.it, tfo.lr) if t is not None] + slots
+    extra, why = trailing_state(tfo, inner, "")
+    if why:
+        raise UsageError(f"{src}: {why}")
+    state = [t for t in (tfo.it, tfo.lr) if t is not None] + slots + extra
     keys = [var_key[t] for t in state]
     name = snake_case(str(inner.get("class_name", "optimizer")).rsplit(">", 1)[-1]) if isinstance(inner, dict) \
         else "optimizer"
