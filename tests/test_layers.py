@@ -8,9 +8,12 @@ test names every offender, so a failure says what remains to fix.
 - io/ imports format, io and errors; ops/ imports format, io, ops and errors;
   cli/ may import anything; errors.py imports nothing of ckptool; the package
   root (ckptool/__init__.py) is the library API and does not import cli;
-- no import cycles between modules, function-level imports included
-  (imports under ``if TYPE_CHECKING:`` are not run, so they count for the
-  layers but not for cycles);
+- no import cycles between modules, function-level imports and imports under
+  ``if TYPE_CHECKING:`` included (a cycle of types is a cycle of concepts);
+- no function over 80 lines (``def`` to its last line, docstring included);
+- ruff's SLF001 (no private member reached across objects) is selected;
+- "is this storage local?" is asked only inside io/ (no ``is LOCAL``,
+  ``isinstance(x, LocalDir)`` or ``hasattr(x, "lstat")`` above it);
 - click and rich only under ckptool/cli; tensorflow nowhere;
 - no module over 400 lines (generated *_pb2.py excepted);
 - no ``assert`` in ckptool/ (input checks raise CkptError);
@@ -239,7 +242,7 @@ def test_no_import_cycles():
     edges: dict[str, set[str]] = {}
     lines: dict[tuple[str, str], int] = {}
     for imp in IMPORTS:
-        if imp.type_checking or imp.target not in MODULES or imp.target == imp.module:
+        if imp.target not in MODULES or imp.target == imp.module:
             continue
         edges.setdefault(imp.module, set()).add(imp.target)
         lines.setdefault((imp.module, imp.target), imp.line)
@@ -249,7 +252,7 @@ def test_no_import_cycles():
         links = [f"{_where(a, lines[(a, b)])} -> {b}"
                  for a in comp for b in sorted(edges.get(a, ())) if b in members]
         bad.append("cycle among " + ", ".join(comp) + ":\n    " + "\n    ".join(links))
-    assert not bad, _report("import cycles (function-level imports included)", bad)
+    assert not bad, _report("import cycles (function-level and TYPE_CHECKING imports included)", bad)
 
 
 def _external(top: str) -> list[Import]:
@@ -531,3 +534,66 @@ def test_the_one_place_check_sees_code_not_docstrings():
     code = _code_text(ast.parse('"""a.byteswap() here"""\ndef f(a):\n    """and .tempstate{ here"""\n'
                                 '    return a.byteswap(), f"{a}.tempstate{a}"\n'))
     assert code.count(".byteswap()") == 1 and code.count(".tempstate{") == 1
+
+
+MAX_FUNCTION_LINES = 80
+
+
+def _long_functions(tree: ast.AST) -> list[tuple[int, str, int]]:
+    """(line, name, length) of every function longer than MAX_FUNCTION_LINES, nested ones included."""
+    return [(node.lineno, node.name, node.end_lineno - node.lineno + 1) for node in ast.walk(tree)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno is not None
+            and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES]
+
+
+def test_no_function_over_80_lines():
+    bad = [f"{_where(m, line)}: {name} is {n} lines" for m, tree in TREES.items()
+           if not MODULES[m].name.endswith("_pb2.py") for line, name, n in _long_functions(tree)]
+    assert not bad, _report(f"functions over {MAX_FUNCTION_LINES} lines (split where the concept splits)", bad)
+
+
+def test_ruff_selects_private_member_access():
+    # SLF001: `obj._private` from outside the object's class. ruff reports each one; this pins the selection.
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+
+    conf = tomllib.loads((PKG.parent / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["ruff"]["lint"]
+    assert "SLF001" in conf["select"] or "SLF" in conf["select"]
+    ignored = {code for key, codes in conf.get("per-file-ignores", {}).items() if key.startswith("ckptool")
+               for code in codes}
+    assert not ignored & {"SLF", "SLF001"}, "SLF001 must not be switched off for ckptool/"
+
+
+def _locality_checks(tree: ast.AST) -> list[tuple[int, str]]:
+    """Where code asks whether a storage is the local one, in the spellings it has had."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare) and any(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops) \
+                and any(isinstance(x, ast.Name) and x.id == "LOCAL" for x in [node.left, *node.comparators]):
+            out.append((node.lineno, "is LOCAL"))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) == 2:
+            arg = node.args[1]
+            names = {a.id if isinstance(a, ast.Name) else getattr(a, "attr", "")
+                     for a in (arg.elts if isinstance(arg, ast.Tuple) else [arg])}
+            if node.func.id == "isinstance" and names & {"LocalDir", "LocalStorage"}:
+                out.append((node.lineno, "isinstance(..., Local...)"))
+            if node.func.id == "hasattr" and isinstance(arg, ast.Constant) and arg.value in {"lstat", "fd"}:
+                out.append((node.lineno, f"hasattr(..., {arg.value!r})"))
+    return out
+
+
+def test_storage_locality_is_asked_only_in_io():
+    bad = [f"{_where(m, line)}: {what}" for m, tree in TREES.items() if _part(m) != "io"
+           for line, what in _locality_checks(tree)]
+    assert not bad, _report("storage locality asked above io/ (use the storage's capability)", bad)
+
+
+def test_the_structural_checks_see_what_they_claim_to():
+    long_src = "def f():\n" + "    x = 1\n" * MAX_FUNCTION_LINES + "def g():\n    pass\n"
+    assert [(n, ln) for _, n, ln in _long_functions(ast.parse(long_src))] == [("f", MAX_FUNCTION_LINES + 1)]
+    src = ast.parse("if s is LOCAL: pass\nisinstance(d, LocalDir)\nisinstance(d, (int, io.LocalStorage))\n"
+                    "hasattr(st, 'lstat')\nisinstance(d, int)\n")
+    assert [w for _, w in _locality_checks(src)] == [
+        "is LOCAL", "isinstance(..., Local...)", "isinstance(..., Local...)", "hasattr(..., 'lstat')"]
