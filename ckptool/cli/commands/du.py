@@ -49,7 +49,7 @@ def command(root: str, max_to_keep: int, keep_every_n_hours, keep_steps_every, m
     """
     from ckptool.cli.main import Failed
     from ckptool.ops.retain.du import du
-    from ckptool.ops.retain.prune import UNSET
+    from ckptool.ops.retain.policy_args import UNSET
 
     ctx = click.get_current_context()  # flags given beat .ckptool.toml, as in prune (issue 27)
     given: dict[str, Any] = {

@@ -228,7 +228,7 @@ def command(directory: str, max_to_keep: int, keep_every_n_hours: float | None, 
                      ("--follow-symlinks", follow_symlinks)):
         if on and not recursive:
             raise click.UsageError(f"{flag} needs --recursive")
-    from ckptool.ops.retain.prune import UNSET
+    from ckptool.ops.retain.policy_args import UNSET
 
     best = best_spec(**best_flags)  # keep-best
     ctx = click.get_current_context()
