@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ckptool.ops.inspect.verify import VerifyReport
-    from ckptool.ops.retain.plan import PruneResult
+    from ckptool.ops.retain.outcome import PruneResult
     from ckptool.ops.transform.average import AverageResult
     from ckptool.ops.transform.convert import ConvertResult
     from ckptool.ops.transform.hf.export import HfResult

@@ -122,7 +122,7 @@ def _interrupted() -> NoReturn:
     import atexit
     import signal
 
-    atexit._run_exitfuncs()
+    atexit._run_exitfuncs()  # noqa: SLF001  (no public call runs the exit handlers now, as Python's exit does)
     sys.stdout.flush()
     sys.stderr.flush()
     signal.signal(signal.SIGINT, signal.SIG_DFL)
@@ -180,7 +180,8 @@ def run_module(args: list[str]) -> int:
     ``_run_module_as_main``, its frames in tracebacks as in Python's), in a fresh ``__main__``."""
     sys.argv = list(args)
     sys.modules["__main__"] = types.ModuleType("__main__")
-    run_as_main = runpy._run_module_as_main  # type: ignore[attr-defined]  # what `python -m` runs
+    # what `python -m` runs, private in runpy: the public run_module differs in tracebacks and __main__
+    run_as_main = runpy._run_module_as_main  # type: ignore[attr-defined]  # noqa: SLF001
     return _run("<frozen runpy>", lambda: run_as_main(args[0], alter_argv=True))
 
 
@@ -198,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
             break
         if opt == "--":
             break
-        if opt != "--debug":  # --debug: accepted, as before; tracebacks are always Python's now
+        if opt != "--debug":  # --debug: accepted and ignored (tracebacks are always Python's)
             print(f"{USAGE}\n{PROG}: error: unknown option {opt}", file=sys.stderr)
             return 2
     if not args:

@@ -56,6 +56,15 @@ def duration_callback(ctx, param, value):
         raise click.BadParameter(str(exc)) from None
 
 
+def given_policy(ctx: click.Context, **values) -> dict:
+    """The policy flags of prune and du (``max_to_keep=...``): each value given on the command
+    line, the others UNSET, so that a .ckptool.toml sets them before their defaults apply."""
+    from ckptool.ops.retain.policy_args import UNSET
+
+    return {name: value if ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)
+            else UNSET for name, value in values.items()}
+
+
 def jobs_option():
     return click.option("-j", "--jobs", type=click.IntRange(min=1), metavar="N",
                         help="Read and check on N threads (default: one per core; 1 on a disk "
@@ -84,7 +93,7 @@ def emit_json_rows(rows, texts=()) -> None:
     """``emit_json(list(rows))``, the same text, with memory for a few hundred rows, not every
     row (``inspect --stats --json`` of 300,000 tensors): rows are written as they come to a
     spool (in memory up to 2 MB, then a temporary file), copied to stdout once all are done,
-    so that an error on the way prints nothing but the error, as before. ``texts``: every
+    so that an error on the way prints nothing but the error, as emit_json does. ``texts``: every
     string the rows hold (their names): the escaping is chosen for the whole document up
     front, as emit_json chooses it."""
     import tempfile

@@ -152,7 +152,8 @@ def attach(name: str, command: click.Command) -> click.Command:
     wanted = ARGUMENTS.get(name, {})
     for param in command.params:
         if param.name in wanted:
-            param._custom_shell_complete = wanted[param.name]
+            # click takes a completer only as Parameter(shell_complete=...): no public way to set one later
+            param._custom_shell_complete = wanted[param.name]  # noqa: SLF001
     return command
 
 

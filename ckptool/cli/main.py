@@ -124,10 +124,10 @@ def _global_options() -> list[click.Option]:
 
 
 def with_global_flags(command: click.Command) -> click.Command:
-    """``command`` with the global flags among its options (added once)."""
-    if not getattr(command, "_ckptool_global_flags", False):
+    """``command`` with the global flags among its options (added once: an option that sets a
+    global flag says they are there)."""
+    if not any(p.callback is _set_flag for p in command.params):
         command.params.extend(_global_options())
-        command._ckptool_global_flags = True  # type: ignore[attr-defined]
     return command
 
 

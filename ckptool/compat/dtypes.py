@@ -82,7 +82,7 @@ class DType:
     @property
     def real_dtype(self) -> DType:
         """``float32`` for ``complex64``, ``float64`` for ``complex128``, else this dtype."""
-        return {8: _INTERN[1], 18: _INTERN[2]}.get(self.base_dtype._type_enum, self)
+        return {8: _INTERN[1], 18: _INTERN[2]}.get(self.base_dtype.as_datatype_enum, self)
 
     @property
     def as_numpy_dtype(self) -> Any:
@@ -143,7 +143,7 @@ class DType:
 
         word = "minimum" if which == "min" else "maximum"
         base = self.base_dtype
-        if self.is_quantized or base._dt.name in ("bool", "string", "complex64", "complex128"):
+        if self.is_quantized or base.name in ("bool", "string", "complex64", "complex128"):
             kind = "quantized type" if self.is_quantized else "type"
             raise TypeError(f"Cannot find {word} value of {self} with {kind} {base}.")
         try:
@@ -176,7 +176,7 @@ class DType:
     def is_compatible_with(self, other: Any) -> bool:
         """Whether ``other`` converts to this dtype (TF1: a reference type to its base)."""
         o = as_dtype(other)
-        return self._type_enum in (o._type_enum, o.base_dtype._type_enum)
+        return self._type_enum in (o.as_datatype_enum, o.base_dtype.as_datatype_enum)
 
     def __eq__(self, other: object) -> bool:
         """Equal to whatever :func:`as_dtype` makes the same dtype of (``tf.float32 ==
@@ -238,7 +238,7 @@ def _tables() -> tuple[dict[Any, DType], dict[Any, DType]]:
         any_to_tf[d.name] = d
     for alias, name in (("half", "float16"), ("float", "float32"), ("double", "float64")):
         any_to_tf[alias] = by(name)
-        any_to_tf[alias + "_ref"] = by(name)._as_ref
+        any_to_tf[alias + "_ref"] = _INTERN[_table.BY_NAME[name].value + _REF]
     any_to_tf.update({builtins.float: by("float32"), builtins.bool: by("bool"), builtins.object: by("string")})
     any_to_tf.update(np_to_tf)
     return np_to_tf, any_to_tf
@@ -249,7 +249,7 @@ def as_dtype(type_value: Any) -> DType:
     dtype, an ml_dtypes type, ``float``/``bool``/``object``, or a value with a ``.dtype``;
     ``TypeError`` for anything else (``int`` included, as in TF)."""
     if isinstance(type_value, DType):
-        return _INTERN[type_value._type_enum]
+        return _INTERN[type_value.as_datatype_enum]
     np_to_tf, any_to_tf = _tables()
     import numpy as np
 

@@ -228,7 +228,9 @@ def cast(x: Any, dtype: Any, name: Any = None) -> Tensor:
 
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        out = t._value.astype(_numpy_type(base))  # a quantized type: its integers, as TF's .numpy() gives them
+        # the value itself (the array protocol: a 0-d value may be a numpy scalar, which np.asarray refuses);
+        # a quantized type cast to its integers, as TF's .numpy() gives them
+        out = t.__array__().astype(_numpy_type(base))
     return EagerTensor(out, base)
 
 

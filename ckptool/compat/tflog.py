@@ -104,7 +104,7 @@ def _next_count() -> int:
     """How many times this token has counted before. TF's token is the first frame, going
     out from the caller, in a file other than the caller's (for calls at a script's top
     level: one token for all of them)."""
-    f: Any = sys._getframe(2)
+    f: Any = sys._getframe(2)  # noqa: SLF001  (the caller's caller; TF's own tf_logging finds it so)
     here = f.f_code.co_filename
     while f is not None and f.f_code.co_filename == here:
         f = f.f_back
@@ -130,7 +130,7 @@ def deprecated(module: str, instructions: str) -> Callable[[F], F]:
         def new_func(*args: Any, **kwargs: Any) -> Any:
             if func.__qualname__ not in _warned:
                 _warned.add(func.__qualname__)
-                caller = sys._getframe(1)
+                caller = sys._getframe(1)  # noqa: SLF001  (the caller's frame, as TF's deprecation finds it)
                 warning("From %s: %s (from %s) is deprecated and will be removed %s.\nInstructions for updating:\n%s",
                         f"{caller.f_code.co_filename}:{caller.f_lineno}", func.__qualname__, module,
                         "in a future version", instructions)

@@ -81,119 +81,138 @@ _CLOSE_RUN = re.compile(r"(?:\][ \t\n\r]*){1,4096}")
 _CLOSER = re.compile(r"\]")
 
 
+class _Open:
+    """The containers open at a point of the line, run-length: ``kinds[i]`` (``"["`` or
+    ``"{"``) opened ``counts[i]`` times in a row, so that a line nested thousands deep costs
+    a few entries; ``depth`` is their number. The line's own object is the first."""
+
+    __slots__ = ("kinds", "counts", "depth")
+
+    def __init__(self) -> None:
+        self.kinds, self.counts, self.depth = ["{"], [1], 1
+
+    def top(self) -> str:
+        return self.kinds[-1]
+
+    def push(self, kind: str, n: int) -> None:
+        if self.kinds[-1] == kind:
+            self.counts[-1] += n
+        else:
+            self.kinds.append(kind)
+            self.counts.append(n)
+        self.depth += n
+
+    def drop(self, n: int) -> None:
+        """Close ``n`` of the innermost run (at most its count)."""
+        self.counts[-1] -= n
+        if not self.counts[-1]:
+            self.kinds.pop()
+            self.counts.pop()
+        self.depth -= n
+
+
+#: The parser's states: a key or '}' (``_KEY_OR_END``), a key, a value, a value or ']'
+#: (``_VALUE_OR_END``), and what follows a value (``_AFTER``).
+_KEY_OR_END, _KEY, _VALUE, _VALUE_OR_END, _AFTER = "key?", "key", "value", "value?", "after"
+
+
 def _parse(s: str) -> dict[str, int | float | None]:
     pos = _WS.match(s, 0).end()  # type: ignore[union-attr]
     if s[pos:pos + 1] != "{":
         raise _Bad
     out: dict[str, int | float | None] = {}
-    kinds, counts = ["{"], [1]  # the open containers, run-length: kinds[i] counts[i] times
-    depth = 1
+    opened = _Open()
     pos += 1
-    state = "key?"  # "key?" a key or '}', "key" a key, "value", "value?" a value or ']', "after"
-    key = ""
+    state = _KEY_OR_END
+    key = ""  # the top-level key whose value comes next
     end = len(s)
-
-    def push(kind: str, n: int) -> None:
-        nonlocal depth
-        if kinds[-1] == kind:
-            counts[-1] += n
-        else:
-            kinds.append(kind)
-            counts.append(n)
-        depth += n
-
-    def pop() -> None:
-        nonlocal depth
-        drop(1)
-
-    def drop(n: int) -> None:
-        nonlocal depth
-        counts[-1] -= n
-        if not counts[-1]:
-            kinds.pop()
-            counts.pop()
-        depth -= n
-
-    while depth:
+    while opened.depth:
         pos = _WS.match(s, pos).end()  # type: ignore[union-attr]
         if pos >= end:
             raise _Bad
-        c = s[pos]
-        top = kinds[-1]
-        if state in ("key?", "key"):
-            if c == "}" and state == "key?":
-                pop()
-                pos += 1
-                state = "after"
-                continue
-            if c != '"':
-                raise _Bad
-            try:
-                k, pos = scanstring(s, pos + 1, True)
-            except ValueError:
-                raise _Bad from None
-            pos = _WS.match(s, pos).end()  # type: ignore[union-attr]
-            if s[pos:pos + 1] != ":":
-                raise _Bad
-            pos += 1
-            if depth == 1:
-                key = k
-            state = "value"
-        elif state in ("value", "value?"):
-            if c == "]" and state == "value?":
-                pop()
-                pos += 1
-                state = "after"
-                continue
-            if top == "[":
-                run = _ARRAY_RUN.match(s, pos)
-                if run is not None:
-                    pos, state = run.end(), "value"
-                    continue
-            if c == "[":
-                run = _OPEN_RUN.match(s, pos)
-                if depth == 1:
-                    out[key] = None  # a later key wins, as in json.loads
-                if run is not None:
-                    push("[", run.group().count("["))
-                    pos = run.end()
-                else:
-                    push("[", 1)
-                    pos += 1
-                state = "value?"
-                continue
-            if c == "{":
-                if depth == 1:
-                    out[key] = None
-                push("{", 1)
-                pos += 1
-                state = "key?"
-                continue
-            value, pos = _scalar(s, pos)
-            if depth == 1:
-                out[key] = value
-            state = "after"
-        else:  # after a value
-            if c == ",":
-                pos += 1
-                state = "value" if top == "[" else "key"
-            elif c == "]" and top == "[":
-                run = _CLOSE_RUN.match(s, pos)  # c is ']': at least one
-                closers = run.group().count("]")  # type: ignore[union-attr]
-                n = min(closers, counts[-1])  # the rest closes what lies below: the next turn checks it
-                drop(n)
-                if n == closers:
-                    pos = run.end()  # type: ignore[union-attr]
-                else:
-                    pos = next(itertools.islice(_CLOSER.finditer(s, pos), n - 1, None)).end()
-            elif c == "}" and top == "{":
-                pop()
-                pos += 1
-            else:
-                raise _Bad
+        if state in (_KEY_OR_END, _KEY):
+            pos, state, key = _key(s, pos, state, opened, key)
+        elif state in (_VALUE, _VALUE_OR_END):
+            pos, state = _value(s, pos, state, opened, key, out)
+        else:
+            pos, state = _after(s, pos, opened)
     if _WS.match(s, pos).end() != end:  # type: ignore[union-attr]
         raise _Bad
     return out
+
+
+def _key(s: str, pos: int, state: str, opened: _Open, key: str) -> tuple[int, str, str]:
+    """A key and its colon (or, in ``_KEY_OR_END``, the '}' of an empty object) at ``s[pos]``:
+    ``(end, next state, the top-level key)``."""
+    c = s[pos]
+    if c == "}" and state == _KEY_OR_END:
+        opened.drop(1)
+        return pos + 1, _AFTER, key
+    if c != '"':
+        raise _Bad
+    try:
+        k, pos = scanstring(s, pos + 1, True)
+    except ValueError:
+        raise _Bad from None
+    pos = _WS.match(s, pos).end()  # type: ignore[union-attr]
+    if s[pos:pos + 1] != ":":
+        raise _Bad
+    return pos + 1, _VALUE, (k if opened.depth == 1 else key)
+
+
+def _value(s: str, pos: int, state: str, opened: _Open, key: str,
+           out: dict[str, int | float | None]) -> tuple[int, str]:
+    """A value at ``s[pos]`` (or, in ``_VALUE_OR_END``, the ']' of an empty array): a run of an
+    array's scalars at once, a container opened (runs of '[' at once), or one scalar; a value
+    of the top-level object goes into ``out`` (a container's as None; a later key wins, as in
+    json.loads). ``(end, next state)``."""
+    c = s[pos]
+    if c == "]" and state == _VALUE_OR_END:
+        opened.drop(1)
+        return pos + 1, _AFTER
+    if opened.top() == "[":
+        run = _ARRAY_RUN.match(s, pos)
+        if run is not None:
+            return run.end(), _VALUE
+    if c == "[":
+        run = _OPEN_RUN.match(s, pos)
+        if opened.depth == 1:
+            out[key] = None
+        if run is not None:
+            opened.push("[", run.group().count("["))
+            return run.end(), _VALUE_OR_END
+        opened.push("[", 1)
+        return pos + 1, _VALUE_OR_END
+    if c == "{":
+        if opened.depth == 1:
+            out[key] = None
+        opened.push("{", 1)
+        return pos + 1, _KEY_OR_END
+    value, pos = _scalar(s, pos)
+    if opened.depth == 1:
+        out[key] = value
+    return pos, _AFTER
+
+
+def _after(s: str, pos: int, opened: _Open) -> tuple[int, str]:
+    """What follows a value at ``s[pos]``: a comma, or the brackets that close (runs of ']' at
+    once: those of the innermost run; the rest closes what lies below, checked next turn)."""
+    c = s[pos]
+    top = opened.top()
+    if c == ",":
+        return pos + 1, (_VALUE if top == "[" else _KEY)
+    if c == "]" and top == "[":
+        run = _CLOSE_RUN.match(s, pos)  # c is ']': at least one
+        closers = run.group().count("]")  # type: ignore[union-attr]
+        n = min(closers, opened.counts[-1])
+        opened.drop(n)
+        if n == closers:
+            return run.end(), _AFTER  # type: ignore[union-attr]
+        return next(itertools.islice(_CLOSER.finditer(s, pos), n - 1, None)).end(), _AFTER
+    if c == "}" and top == "{":
+        opened.drop(1)
+        return pos + 1, _AFTER
+    raise _Bad
 
 
 __all__ = ["top_level_numbers"]

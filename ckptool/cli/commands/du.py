@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
-from ckptool.cli.common import duration_callback, emit_json, error, escape, human_bytes, json_option
+from ckptool.cli.common import duration_callback, emit_json, error, escape, given_policy, human_bytes, json_option
 
 
 def _age(seconds):
@@ -49,13 +47,9 @@ def command(root: str, max_to_keep: int, keep_every_n_hours, keep_steps_every, m
     """
     from ckptool.cli.main import Failed
     from ckptool.ops.retain.du import du
-    from ckptool.ops.retain.prune import UNSET
 
-    ctx = click.get_current_context()  # flags given beat .ckptool.toml, as in prune (issue 27)
-    given: dict[str, Any] = {
-        name: (value if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT else UNSET)
-        for name, value in (("max_to_keep", max_to_keep or None), ("keep_every_n_hours", keep_every_n_hours),
-                                 ("keep_steps_every", keep_steps_every), ("min_age", min_age))}
+    given = given_policy(click.get_current_context(), max_to_keep=max_to_keep or None,
+                         keep_every_n_hours=keep_every_n_hours, keep_steps_every=keep_steps_every, min_age=min_age)
     rows = du(root, exclude=exclude, **given)
     total = {"directories": len(rows), "checkpoints": sum(r.checkpoints for r in rows),
              "bytes": sum(r.bytes for r in rows), "would_free": sum(r.would_free or 0 for r in rows),

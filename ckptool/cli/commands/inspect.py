@@ -64,8 +64,40 @@ def command(checkpoint: str, as_json: bool, tensors: tuple[str, ...], all_tensor
     """
     import ckptool
     from ckptool.cli import render
-    from ckptool.cli.main import Failed
 
+    _check_modes(tensors, all_tensors, full, stats, verify, jobs, tree, depth)
+    from ckptool.ops.inspect.series_view import series_target
+
+    with ckptool.open(series_target(checkpoint) or checkpoint) as ck:  # a Keras series: its latest
+        if verify:
+            _verify(ck, jobs, as_json)
+            return
+        from ckptool.ops.inspect import inspection
+
+        if tree:
+            root = inspection.tree(ck)
+            if as_json:
+                emit_json(root.to_json())
+            else:
+                render.print_tree(root, depth, _title(ck.prefix))
+            return
+        names = list(tensors) if tensors else [v.name for v in ck.variables()]
+        for n in tensors:
+            ck.variable(n)  # unknown names fail before any output, with a suggestion
+        if stats:
+            _stats(ck, names, jobs, as_json)
+        elif tensors or all_tensors:
+            _values(ck, names, bool(tensors), len(tensors) == 1, full, as_json)
+        else:
+            doc = inspection.summary(ck, checkpoint)
+            if as_json:
+                emit_json(doc)
+            else:
+                render.print_summary(doc)
+
+
+def _check_modes(tensors, all_tensors, full, stats, verify, jobs, tree, depth) -> None:
+    """One mode at a time (--verify, --tree, --stats, --tensor/--all-tensors), each option with its mode."""
     modes = [m for m, on in (("--verify", verify), ("--tree", tree)) if on]
     if stats:
         modes.append("--stats")
@@ -82,69 +114,59 @@ def command(checkpoint: str, as_json: bool, tensors: tuple[str, ...], all_tensor
     if full and (not (tensors or all_tensors) or stats):
         raise click.UsageError("--full goes with --tensor or --all-tensors")
 
-    from ckptool.ops.inspect.series_view import series_target
 
-    with ckptool.open(series_target(checkpoint) or checkpoint) as ck:  # a Keras series: its latest
-        if verify:
-            from ckptool.cli.progress import progress_bar
-            from ckptool.ops.inspect.verify import verify as verify_checkpoint  # needs no numpy
+def _verify(ck, jobs, as_json) -> None:
+    """--verify: every CRC read and checked; Failed naming what is missing or corrupt."""
+    from ckptool.cli import render
+    from ckptool.cli.main import Failed
+    from ckptool.cli.progress import progress_bar
+    from ckptool.ops.inspect.verify import verify as verify_checkpoint  # needs no numpy
 
-            with progress_bar("verifying") as bar:
-                report = verify_checkpoint(ck, progress=bar, workers=jobs)
-            if as_json:
-                emit_json(report.to_json())
-            else:
-                render.print_verify(report)
-            if not report.ok:
-                bad = [f"{len(names)} of {report.tensors} tensors {word}"
-                       for word, names in (("missing", report.lost()), ("corrupt", report.corrupt())) if names]
-                raise Failed(f"{ck.prefix}: verification failed: {', '.join(bad) or 'damaged'}")
-            return
-        from ckptool.ops.inspect import inspection
+    with progress_bar("verifying") as bar:
+        report = verify_checkpoint(ck, progress=bar, workers=jobs)
+    if as_json:
+        emit_json(report.to_json())
+    else:
+        render.print_verify(report)
+    if not report.ok:
+        bad = [f"{len(names)} of {report.tensors} tensors {word}"
+               for word, names in (("missing", report.lost()), ("corrupt", report.corrupt())) if names]
+        raise Failed(f"{ck.prefix}: verification failed: {', '.join(bad) or 'damaged'}")
 
-        if tree:
-            root = inspection.tree(ck)
-            if as_json:
-                emit_json(root.to_json())
-            else:
-                render.print_tree(root, depth, _title(ck.prefix))
-            return
-        names = list(tensors) if tensors else [v.name for v in ck.variables()]
-        for n in tensors:
-            ck.variable(n)  # unknown names fail before any output, with a suggestion
-        if stats:
-            from ckptool.cli.progress import increments, progress_bar
 
-            with progress_bar("statistics") as bar:  # each tensor's row written (or kept) as it is done
-                add = increments(bar, sum(v.nbytes for v in map(ck.variable, names)
-                                          if v.dtype not in ("string", "variant")))
-                rows = inspection.iter_tensors_stats(ck, names, jobs=jobs, on_bytes=add)
-                if as_json:
-                    emit_json_rows(rows, names)
-                else:
-                    render.print_stats(rows)
-            return
-        if tensors or all_tensors:
-            if as_json:
-                docs = [inspection.tensor_json(ck, n) for n in names]
-                emit_json(docs[0] if len(tensors) == 1 else docs)
-                return
-            for i, n in enumerate(names):
-                v = ck.variable(n)
-                if i:
-                    click.echo("")
-                if n == inspection.OBJECT_GRAPH_KEY:  # serialized bytes: drawn as --tree draws it
-                    render.print_object_graph_value(v.name, v.dtype, v.shape, v.nbytes,
-                                                    inspection.tree(ck) if tensors else None, _title(ck.prefix))
-                    continue
-                render.print_tensor(v.name, v.dtype, v.shape, ck.read(n), full)
-            return
-        doc = inspection.summary(ck, checkpoint)
+def _stats(ck, names, jobs, as_json) -> None:
+    """--stats: each tensor's row written (or kept) as it is done."""
+    from ckptool.cli import render
+    from ckptool.cli.progress import increments, progress_bar
+    from ckptool.ops.inspect import inspection
+
+    with progress_bar("statistics") as bar:
+        add = increments(bar, sum(v.nbytes for v in map(ck.variable, names) if v.dtype not in ("string", "variant")))
+        rows = inspection.iter_tensors_stats(ck, names, jobs=jobs, on_bytes=add)
         if as_json:
-            emit_json(doc)
+            emit_json_rows(rows, names)
         else:
-            render.print_summary(doc)
+            render.print_stats(rows)
 
+
+def _values(ck, names, named, one, full, as_json) -> None:
+    """--tensor (``named``; ``one``: given once) or --all-tensors: the values of ``names``."""
+    from ckptool.cli import render
+    from ckptool.ops.inspect import inspection
+
+    if as_json:
+        docs = [inspection.tensor_json(ck, n) for n in names]
+        emit_json(docs[0] if one else docs)
+        return
+    for i, n in enumerate(names):
+        v = ck.variable(n)
+        if i:
+            click.echo("")
+        if n == inspection.OBJECT_GRAPH_KEY:  # serialized bytes: drawn as --tree draws it
+            render.print_object_graph_value(v.name, v.dtype, v.shape, v.nbytes,
+                                            inspection.tree(ck) if named else None, _title(ck.prefix))
+            continue
+        render.print_tensor(v.name, v.dtype, v.shape, ck.read(n), full)
 
 def _title(prefix: str) -> str:
     return prefix.rstrip("/").rsplit("/", 1)[-1] or prefix

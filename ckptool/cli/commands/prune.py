@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
 from ckptool.cli.common import (
@@ -11,6 +9,7 @@ from ckptool.cli.common import (
     emit_json,
     error,
     escape,
+    given_policy,
     human_bytes,
     json_option,
     note,
@@ -18,7 +17,7 @@ from ckptool.cli.common import (
     quiet,
     verbose,
 )
-from ckptool.cli.keep_best import best_options, best_spec, note_without_value, reason  # keep-best
+from ckptool.cli.keep_best import best_options, best_spec, note_without_value, reason
 from ckptool.cli.prune_report import changed, damage_failure, extra_rows, note_changes
 
 
@@ -46,7 +45,119 @@ def _print_config(ctx: click.Context, param: click.Parameter, value: bool) -> No
         ctx.exit()
 
 
-@click.command("prune", epilog=_epilog())
+#: prune --help (and the man page's DESCRIPTION).
+HELP = """Apply retention to the checkpoints in DIR, exactly as TensorFlow would.
+
+The decision is tf.train.CheckpointManager's: the state file's
+checkpoints, oldest first, with their recorded timestamps (for a TF1
+Saver directory without timestamps, the .index modification times, as
+recover_last_checkpoints does); the K newest are kept; each one rotated
+out is preserved if --keep-every-n-hours says so, else deleted with its
+own files (PREFIX.index, PREFIX.data-NNNNN-of-NNNNN, PREFIX.meta; for V1
+the file PREFIX or its shards) and nothing else: PREFIX.json,
+PREFIX.notes.txt or PREFIX.index.bak beside it stay; a V1 file only when
+it parses as one; names compared literally.
+
+Precedence, as git and restic: a flag given beats DIR/.ckptool.toml,
+which beats the default (max_to_keep 5); --dry-run and -v print where
+each setting came from (flag, the file, default). A .ckptool.toml that
+does not parse stops the run. --keep-steps-every, --min-age and --keep
+add protection (the union of the rules keeps a checkpoint).
+
+Kept means kept, even beside a trainer that is still running (TF's
+CheckpointManager and Saver delete from the list they hold in memory,
+not from the state file): a checkpoint kept by --keep, --keep-best,
+--keep-steps-every or --keep-every-n-hours is given a second name in
+DIR/kept/ (a hard link: nothing copied; a copy across file systems and
+on an object store), a checkpoint directory with its own state file that
+tf.train.latest_checkpoint and load_checkpoint read. Beyond the newest K
+it moves there (its names in DIR go, and it leaves DIR's state file);
+still among them it is linked there and stays in DIR. A name in kept/ is
+never overwritten (another checkpoint of that name becomes STEM.2-STEP).
+The table and --json give each kept checkpoint's path there. inspect,
+du, verify and --keep-best see DIR/kept/ as part of the run; prune
+deletes from it only under a policy given for it (prune DIR/kept
+--max-to-keep N, or DIR/kept/.ckptool.toml; --recursive leaves it alone
+otherwise). --min-age keeps stay in place. Every step is journaled: a
+prune killed anywhere is finished by the next one.
+
+Damaged checkpoints: before deleting anything, prune checks what it
+keeps (every file there, each data file as long as the index needs;
+--verify: every CRC too). A damaged checkpoint is never counted as one
+of K and never preserved; the newest intact checkpoint is never deleted
+(preserved as 'last intact' when a damaged one took its place); each
+damaged one kept is named on stderr and the exit status is 1, so cron
+mails it. State entries whose files were already gone are reported as
+'already gone', not deleted.
+
+A TF1 Saver's state file has no timestamps: the .index modification
+times are used, the oldest checkpoint's as the trainer's start, with
+Saver's every-N-hours arithmetic (a checkpoint is preserved when its
+time is strictly after the next keep time, which then advances by N
+hours); the times and last_preserved_timestamp are written back, so the
+next run continues from them (as a CheckpointManager's file).
+
+Safe to run from cron: the latest checkpoint is never deleted; a plan that
+would delete every checkpoint is refused; nothing outside DIR is touched
+(state entries with '..', absolute paths elsewhere and symlinks out are
+left alone with a warning; paths are compared by identity, through
+symlinks); temporary files are left alone (--clean-temp: the exact
+rule above); deletes go through DIR's descriptor, never a path, each
+checkpoint's index first, after a journal (DIR/.ckptool-prune-pending)
+names them, so an interrupted prune or rm is finished by the next one;
+the state file is replaced atomically and only if unchanged since it was
+re-read, so that checkpoints a trainer saved meanwhile are kept; an
+advisory lock (DIR/.ckptool.lock) keeps prunes and saves apart; a FIFO
+or device at the lock, the state file or an index is refused at once.
+A run prints what it deleted and a summary line, and nothing when
+nothing is deleted (cron mails every line; -q: errors only). A file that
+cannot be deleted is reported and its checkpoint is not counted as
+deleted or freed; the rest still go.
+
+--dry-run and -v print the plan: each setting and where it came from
+(policy: KEY = VALUE (flag | FILE | default)), then every checkpoint in a
+table that says why each is kept: latest, max_to_keep,
+every-n-hours, steps-every, min-age, pinned (--keep), best (--keep-best,
+with its value), or unmanaged (at or before the state's
+last_preserved_timestamp: TF no longer manages it).
+
+--keep-best N --metric TAG [--mode min|max] [--metrics PATH] also keeps
+the N best checkpoints by a metric at their global step (the number in
+the name); one with no value is no candidate (the count is shown); ties
+go to the newer. A metric no file has is an error listing the tags
+found, and nothing is deleted; a damaged event file is reported and its
+damaged part skipped. .ckptool.toml keys: keep_best, metric, mode,
+metrics (a relative path there is relative to each run directory).
+
+--series TEMPLATE (or series = "TEMPLATE" in .ckptool.toml) prunes a
+Keras ModelCheckpoint file series, which Keras never prunes: the files
+whose names TEMPLATE's fields format exactly (Keras names the epoch and
+batch from 1), ordered by {epoch} then {batch}, else by time, under the
+same policy (--keep-steps-every counts epochs; --keep-best takes the
+metric from a field of the names, or from --metrics: a CSVLogger .csv,
+JSON Lines of {"epoch": N, ...} or event files, whose epochs Keras counts
+from 0). Keras writes in place: a member not whole is never counted;
+the newest such is a save in progress and left alone, an older one is
+damaged (exit 1 while it is kept); the newest file younger than a
+minute is never deleted. A directory holding such files and no state
+file is named in prune's error with the --series that fits it.
+
+With --recursive, one line of cron keeps a whole tree of runs in policy:
+per directory where something was deleted (every one with -v or
+--dry-run) the kept / deleted / preserved counts and bytes freed, then a
+total (--json: one document keyed by directory). A tree where no run has
+a policy says so on stderr ("N runs, none with a policy: nothing to
+do"): that cron job would never prune.
+
+Exit status: 0 done (or nothing to do); 1 refused or failed (no state
+file without --scan, a corrupt state file or .ckptool.toml, lock held, a
+file that could not be deleted or kept, a --keep naming nothing, a
+damaged checkpoint kept; with --recursive, any directory failed); 2
+usage error. A run refused before it starts leaves no .ckptool.lock.
+"""
+
+
+@click.command("prune", help=HELP, epilog=_epilog())
 @click.argument("directory", metavar="DIR", type=click.Path(file_okay=False))
 @click.option("--max-to-keep", type=click.IntRange(min=0), default=5, show_default=True, metavar="K",
               help="Keep the K newest checkpoints of the state file (0 keeps all), as "
@@ -93,7 +204,7 @@ def _print_config(ctx: click.Context, param: click.Parameter, value: bool) -> No
                    "'model-{epoch:02d}-{val_loss:.2f}.keras' (.keras, .weights.h5, .weights.json + parts, .h5, or "
                    "a tf_keras TF-format prefix), names matched exactly, ordered by {epoch} then {batch}, else by "
                    "time. Given, it beats series = \"...\" in .ckptool.toml.")
-@best_options  # keep-best
+@best_options
 @click.option("--verify", is_flag=True,
               help="Check what is kept by its CRCs too (every byte read), not only that every file is there "
                    "and each data file as long as its index needs.")
@@ -111,143 +222,33 @@ def command(directory: str, max_to_keep: int, keep_every_n_hours: float | None, 
             one_file_system: bool, follow_symlinks: bool, clean_temp: bool, series: str | None, verify: bool,
             dry_run: bool,
             as_json: bool, **best_flags) -> None:
-    """Apply retention to the checkpoints in DIR, exactly as TensorFlow would.
-
-    The decision is tf.train.CheckpointManager's: the state file's
-    checkpoints, oldest first, with their recorded timestamps (for a TF1
-    Saver directory without timestamps, the .index modification times, as
-    recover_last_checkpoints does); the K newest are kept; each one rotated
-    out is preserved if --keep-every-n-hours says so, else deleted with its
-    own files (PREFIX.index, PREFIX.data-NNNNN-of-NNNNN, PREFIX.meta; for V1
-    the file PREFIX or its shards) and nothing else: PREFIX.json,
-    PREFIX.notes.txt or PREFIX.index.bak beside it stay; a V1 file only when
-    it parses as one; names compared literally.
-
-    Precedence, as git and restic: a flag given beats DIR/.ckptool.toml,
-    which beats the default (max_to_keep 5); --dry-run and -v print where
-    each setting came from (flag, the file, default). A .ckptool.toml that
-    does not parse stops the run. --keep-steps-every, --min-age and --keep
-    add protection (the union of the rules keeps a checkpoint).
-
-    Kept means kept, even beside a trainer that is still running (TF's
-    CheckpointManager and Saver delete from the list they hold in memory,
-    not from the state file): a checkpoint kept by --keep, --keep-best,
-    --keep-steps-every or --keep-every-n-hours is given a second name in
-    DIR/kept/ (a hard link: nothing copied; a copy across file systems and
-    on an object store), a checkpoint directory with its own state file that
-    tf.train.latest_checkpoint and load_checkpoint read. Beyond the newest K
-    it moves there (its names in DIR go, and it leaves DIR's state file);
-    still among them it is linked there and stays in DIR. A name in kept/ is
-    never overwritten (another checkpoint of that name becomes STEM.2-STEP).
-    The table and --json give each kept checkpoint's path there. inspect,
-    du, verify and --keep-best see DIR/kept/ as part of the run; prune
-    deletes from it only under a policy given for it (prune DIR/kept
-    --max-to-keep N, or DIR/kept/.ckptool.toml; --recursive leaves it alone
-    otherwise). --min-age keeps stay in place. Every step is journaled: a
-    prune killed anywhere is finished by the next one.
-
-    Damaged checkpoints: before deleting anything, prune checks what it
-    keeps (every file there, each data file as long as the index needs;
-    --verify: every CRC too). A damaged checkpoint is never counted as one
-    of K and never preserved; the newest intact checkpoint is never deleted
-    (preserved as 'last intact' when a damaged one took its place); each
-    damaged one kept is named on stderr and the exit status is 1, so cron
-    mails it. State entries whose files were already gone are reported as
-    'already gone', not deleted.
-
-    A TF1 Saver's state file has no timestamps: the .index modification
-    times are used, the oldest checkpoint's as the trainer's start, with
-    Saver's every-N-hours arithmetic (a checkpoint is preserved when its
-    time is strictly after the next keep time, which then advances by N
-    hours); the times and last_preserved_timestamp are written back, so the
-    next run continues from them (as a CheckpointManager's file).
-
-    Safe to run from cron: the latest checkpoint is never deleted; a plan that
-    would delete every checkpoint is refused; nothing outside DIR is touched
-    (state entries with '..', absolute paths elsewhere and symlinks out are
-    left alone with a warning; paths are compared by identity, through
-    symlinks); temporary files are left alone (--clean-temp: the exact
-    rule above); deletes go through DIR's descriptor, never a path, each
-    checkpoint's index first, after a journal (DIR/.ckptool-prune-pending)
-    names them, so an interrupted prune or rm is finished by the next one;
-    the state file is replaced atomically and only if unchanged since it was
-    re-read, so that checkpoints a trainer saved meanwhile are kept; an
-    advisory lock (DIR/.ckptool.lock) keeps prunes and saves apart; a FIFO
-    or device at the lock, the state file or an index is refused at once.
-    A run prints what it deleted and a summary line, and nothing when
-    nothing is deleted (cron mails every line; -q: errors only). A file that
-    cannot be deleted is reported and its checkpoint is not counted as
-    deleted or freed; the rest still go.
-
-    --dry-run and -v print the plan: each setting and where it came from
-    (policy: KEY = VALUE (flag | FILE | default)), then every checkpoint in a
-    table that says why each is kept: latest, max_to_keep,
-    every-n-hours, steps-every, min-age, pinned (--keep), best (--keep-best,
-    with its value), or unmanaged (at or before the state's
-    last_preserved_timestamp: TF no longer manages it).
-
-    --keep-best N --metric TAG [--mode min|max] [--metrics PATH] also keeps
-    the N best checkpoints by a metric at their global step (the number in
-    the name); one with no value is no candidate (the count is shown); ties
-    go to the newer. A metric no file has is an error listing the tags
-    found, and nothing is deleted; a damaged event file is reported and its
-    damaged part skipped. .ckptool.toml keys: keep_best, metric, mode,
-    metrics (a relative path there is relative to each run directory).
-
-    --series TEMPLATE (or series = "TEMPLATE" in .ckptool.toml) prunes a
-    Keras ModelCheckpoint file series, which Keras never prunes: the files
-    whose names TEMPLATE's fields format exactly (Keras names the epoch and
-    batch from 1), ordered by {epoch} then {batch}, else by time, under the
-    same policy (--keep-steps-every counts epochs; --keep-best takes the
-    metric from a field of the names, or from --metrics: a CSVLogger .csv,
-    JSON Lines of {"epoch": N, ...} or event files, whose epochs Keras counts
-    from 0). Keras writes in place: a member not whole is never counted;
-    the newest such is a save in progress and left alone, an older one is
-    damaged (exit 1 while it is kept); the newest file younger than a
-    minute is never deleted. A directory holding such files and no state
-    file is named in prune's error with the --series that fits it.
-
-    With --recursive, one line of cron keeps a whole tree of runs in policy:
-    per directory where something was deleted (every one with -v or
-    --dry-run) the kept / deleted / preserved counts and bytes freed, then a
-    total (--json: one document keyed by directory). A tree where no run has
-    a policy says so on stderr ("N runs, none with a policy: nothing to
-    do"): that cron job would never prune.
-
-    Exit status: 0 done (or nothing to do); 1 refused or failed (no state
-    file without --scan, a corrupt state file or .ckptool.toml, lock held, a
-    file that could not be deleted or kept, a --keep naming nothing, a
-    damaged checkpoint kept; with --recursive, any directory failed); 2
-    usage error. A run refused before it starts leaves no .ckptool.lock.
-    """
-    from ckptool.cli.main import Failed
-    from ckptool.ops.retain.fleet import prune_tree
-    from ckptool.ops.retain.prune import prune
-
+    """``ckptool prune`` (its help: :data:`HELP`)."""
     for flag, on in (("--exclude", exclude), ("--one-file-system", one_file_system),
                      ("--follow-symlinks", follow_symlinks)):
         if on and not recursive:
             raise click.UsageError(f"{flag} needs --recursive")
-    from ckptool.ops.retain.prune import UNSET
-
-    best = best_spec(**best_flags)  # keep-best
-    ctx = click.get_current_context()
-    given: dict[str, Any] = {}  # only the flags on the command line: they beat .ckptool.toml, which beats the defaults
-    for name, value in (("max_to_keep", max_to_keep or None), ("keep_every_n_hours", keep_every_n_hours),
-                        ("keep_steps_every", keep_steps_every), ("min_age", min_age)):
-        source = ctx.get_parameter_source(name)
-        given[name] = value if source not in (None, click.core.ParameterSource.DEFAULT) else UNSET
+    best = best_spec(**best_flags)
+    given = given_policy(click.get_current_context(), max_to_keep=max_to_keep or None,
+                         keep_every_n_hours=keep_every_n_hours, keep_steps_every=keep_steps_every, min_age=min_age)
     if recursive:
+        from ckptool.ops.retain.fleet import prune_tree
+
         _recursive(directory, given, pinned, scan, exclude, dry_run, as_json, prune_tree, clean_temp=clean_temp,
                    one_file_system=one_file_system, follow_symlinks=follow_symlinks, best=best, verify=verify,
                    series=series)
-        return
+    else:
+        _one(directory, given, pinned, scan, dry_run, as_json, clean_temp=clean_temp, best=best, verify=verify,
+             series=series)
 
+
+def _one(directory, given, pinned, scan, dry_run, as_json, **options) -> None:
+    """Prune DIR; print what was done (the plan with --dry-run or -v), then each failure."""
+    from ckptool.cli.main import Failed
     from ckptool.cli.progress import progress_bar
+    from ckptool.ops.retain.prune import prune
 
     with progress_bar(f"prune {directory}", unit="items") as bar:
-        result = prune(directory, keep=pinned, scan=scan, dry_run=dry_run, clean_temp=clean_temp, best=best,
-                       verify=verify, progress=bar, series=series, **given)
+        result = prune(directory, keep=pinned, scan=scan, dry_run=dry_run, progress=bar, **options, **given)
     if as_json:
         emit_json(result.to_json())
     elif dry_run or verbose():  # the plan: where each setting came from, every checkpoint and why
@@ -262,7 +263,6 @@ def command(directory: str, max_to_keep: int, keep_every_n_hours: float | None, 
                      f"{'deleted' if all(f.get('action', 'delete') == 'delete' for f in result.failed) else 'handled'}")
     if (damaged := damage_failure([result])) is not None:
         raise Failed(damaged)
-
 
 def render_sources(result, prefix: str = "") -> None:
     """Where each setting came from: flag, a .ckptool.toml (which), or the default (-v, --dry-run)."""
@@ -288,7 +288,7 @@ def render_result(result, prefix: str = "", plan: bool = True) -> None:
     aw = max((len(r[1]) for r in rows), default=4)
     for path, action, why in rows:
         click.echo(f"{prefix}{path:<{width}}  {action:<{aw}}  {why}".rstrip())
-    note_without_value(result)  # keep-best
+    note_without_value(result)  # --keep-best: the checkpoints with no value of the metric
     note_changes(result, prefix)
     verb = "would free" if result.dry_run else "freed"
     note(f"{len(result.kept)} kept, {len(result.preserved)} preserved, {len(result.deleted)} "

@@ -78,24 +78,37 @@ def command(paths: tuple[str, ...], recursive: bool, jobs: int | None, as_json: 
     if as_json:
         emit_json(report.to_json())
     else:
-        for r in report.checkpoints:
-            if r.ok:
-                if quiet():  # -q: only what is wrong (cron mails every line)
-                    continue
-                what = f"{plural(r.tensors, 'tensor')}, {human_bytes(r.bytes)}"
-                click.echo(f"ok       {display_name(r.prefix)}  ({what})")
+        _print_report(report, paths)
+    failures = _failures(report)
+    if failures:
+        raise Failed("verify: " + "; ".join(failures))
+
+
+def _print_report(report, paths) -> None:
+    """One line per checkpoint (-q: only the damaged ones, each with its problems), then what
+    could not be read, what is missing and the state files TF cannot use."""
+    for r in report.checkpoints:
+        if r.ok:
+            if quiet():  # -q: only what is wrong (cron mails every line)
                 continue
-            click.echo(f"DAMAGED  {display_name(r.prefix)}")
-            for p in r.problems:
-                click.echo(f"  {display_name(p.name) if p.name else '(checkpoint)'}: {display_name(p.error)}")
-        for u in report.unreadable:
-            click.echo(f"UNREADABLE  {display_name(u.path)}: {display_name(u.error)}")
-        for u in report.missing:
-            click.echo(f"MISSING  {display_name(u.path)}: {display_name(u.error)}")
-        for u in report.states:
-            click.echo(f"STATE  {display_name(u.path)}: {display_name(u.error)}")
-        if not (report.checkpoints or report.unreadable or report.missing or report.states):
-            click.echo("no checkpoints found under " + ", ".join(display_name(p) for p in paths))
+            what = f"{plural(r.tensors, 'tensor')}, {human_bytes(r.bytes)}"
+            click.echo(f"ok       {display_name(r.prefix)}  ({what})")
+            continue
+        click.echo(f"DAMAGED  {display_name(r.prefix)}")
+        for p in r.problems:
+            click.echo(f"  {display_name(p.name) if p.name else '(checkpoint)'}: {display_name(p.error)}")
+    for u in report.unreadable:
+        click.echo(f"UNREADABLE  {display_name(u.path)}: {display_name(u.error)}")
+    for u in report.missing:
+        click.echo(f"MISSING  {display_name(u.path)}: {display_name(u.error)}")
+    for u in report.states:
+        click.echo(f"STATE  {display_name(u.path)}: {display_name(u.error)}")
+    if not (report.checkpoints or report.unreadable or report.missing or report.states):
+        click.echo("no checkpoints found under " + ", ".join(display_name(p) for p in paths))
+
+
+def _failures(report) -> list[str]:
+    """What makes verify exit 1, one clause each."""
     failures = []
     if report.unreadable:
         n = len(report.unreadable)
@@ -109,5 +122,4 @@ def command(paths: tuple[str, ...], recursive: bool, jobs: int | None, as_json: 
         bad = report.damaged
         failures.append(f"{len(bad)} of {plural(len(report.checkpoints), 'checkpoint')} damaged: "
                         + ", ".join(display_name(r.prefix) for r in bad))
-    if failures:
-        raise Failed("verify: " + "; ".join(failures))
+    return failures

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError
 from ckptool.format import bundle
+from ckptool.format.json_numbers import json_timestamp
 from ckptool.format.meta_graph import tf_versions
 from ckptool.io.keptdir import KEPT_DIRNAME, kept_path
 from ckptool.io.layout import (
@@ -37,14 +38,9 @@ class CheckpointInfo:
     status: str  # "latest", "kept", "preserved", "untracked", "missing" or "in kept/" (DIR/kept/, part of the run)
 
     def to_json(self) -> dict[str, Any]:
-        return {"prefix": self.prefix, "path": self.path, "step": self.step, "timestamp": finite(self.timestamp),
-                "time": iso_time(self.timestamp), "bytes": self.bytes, "status": self.status,
-                "latest": self.status == "latest"}
-
-
-def finite(x: float | None) -> float | None:
-    """``x`` if it is a finite number (JSON holds no NaN or infinity), else None."""
-    return x if x is not None and math.isfinite(x) else None
+        return {"prefix": self.prefix, "path": self.path, "step": self.step,
+                "timestamp": json_timestamp(self.timestamp), "time": iso_time(self.timestamp), "bytes": self.bytes,
+                "status": self.status, "latest": self.status == "latest"}
 
 
 def iso_time(ts: float | None) -> str | None:
@@ -114,7 +110,7 @@ def directory_state(directory: str, storage: Storage) -> dict[str, Any] | None:
     return {
         "path": state_path(directory, storage),
         "model_checkpoint_path": state.model_checkpoint_path,
-        "last_preserved_timestamp": finite(state.last_preserved_timestamp) or None,
+        "last_preserved_timestamp": json_timestamp(state.last_preserved_timestamp) or None,
         "entries": [c.to_json() for c in out],
     }
 

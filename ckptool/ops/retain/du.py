@@ -2,22 +2,22 @@
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError
+from ckptool.format.json_numbers import json_timestamp
 from ckptool.io.dirfd import open_dir
 from ckptool.io.keptdir import is_kept_dir, kept_path
-from ckptool.io.layout import resolve_recorded, step_of
+from ckptool.io.layout import step_of
 from ckptool.io.listing import scan
 from ckptool.io.state import STATE_FILENAME
 from ckptool.io.urls import storage_for
-from ckptool.ops.retain.engine import read_dir_state
+from ckptool.ops.retain.engine import latest_base, newest_on_disk, read_dir_state
 from ckptool.ops.retain.fleet import prune_tree
 from ckptool.ops.retain.plan import state_entries
-from ckptool.ops.retain.prune import UNSET
+from ckptool.ops.retain.policy_args import UNSET
 
 if TYPE_CHECKING:
     from ckptool.io.storage import Storage
@@ -78,7 +78,7 @@ def du(root: str, *, max_to_keep: Any = UNSET, keep_every_n_hours: Any = UNSET, 
                         _, state = read_dir_state(h)
                     except CkptError:
                         state = None
-                latest = resolve_recorded(storage, d, state.model_checkpoint_path, warn=False).base if state else None
+                latest = latest_base(storage, d, state)
                 if state is not None and len(state.all_model_checkpoint_timestamps) == len(
                         state.all_model_checkpoint_paths):  # a run with no policy: the state's own times
                     stamps = {c.base: c.timestamp for c in state_entries(storage, d, state)
@@ -108,13 +108,11 @@ def du(root: str, *, max_to_keep: Any = UNSET, keep_every_n_hours: Any = UNSET, 
                 pass
             kr = plan.runs.get(kept_dir)
             kept_free = kr.bytes_freed if kr is not None else None if kept_dir in plan.errors else 0
-        if latest is None or latest not in listing.complete:
-            ranked = sorted(listing.complete, key=lambda b: (step_of(b) if step_of(b) is not None else -1,
-                                                             listing.mtime(b) or 0))
-            latest = ranked[-1] if ranked else None
+        if latest is None or latest not in listing.complete:  # none, or not whole: the newest that is
+            latest = newest_on_disk(listing)
         # the age retention sees: the state file's timestamp where it has them, else the .index mtime
-        ts = stamps.get(latest, listing.mtime(latest)) if latest else None
-        age = None if ts is None or not math.isfinite(ts) else max(0.0, now - ts)
+        ts = json_timestamp(stamps.get(latest, listing.mtime(latest)) if latest else None)
+        age = None if ts is None else max(0.0, now - ts)
         free = r.bytes_freed if r is not None else 0 if d in plan.no_policy else None
         out.append(RunUsage(d, len(listing.complete) + kept_n, total + kept_total,
                             storage.join(d, latest) if latest else None, step_of(latest) if latest else None, age,

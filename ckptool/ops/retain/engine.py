@@ -35,6 +35,7 @@ from ckptool.io.layout import INDEX, file_role, resolve_recorded, step_of
 from ckptool.io.listing import DirListing, FileInfo, scan
 from ckptool.io.lock import DEFAULT_TIMEOUT, LOCK_FILENAME, lock_open
 from ckptool.io.state import STATE_FILENAME, CheckpointState, parse_state
+from ckptool.ops.retain import retention as R
 from ckptool.ops.retain.kept import alternatives, kept_file, kept_state
 
 if TYPE_CHECKING:
@@ -84,13 +85,16 @@ def latest_base(storage: Storage, directory: str, state: CheckpointState | None,
                 listing: DirListing | None = None) -> str | None:
     """The checkpoint every command protects: the state file's latest (by the one rule for
     recorded paths, :func:`ckptool.io.layout.resolve_recorded`); without a state file, the
-    newest complete checkpoint on disk (by step, then index mtime)."""
+    newest complete checkpoint on disk (:func:`newest_on_disk`)."""
     if state is not None:
         return resolve_recorded(storage, directory, state.model_checkpoint_path, warn=False).base
-    if listing is None:
-        return None
-    found = [(step_of(b) if step_of(b) is not None else -1, listing.mtime(b) or 0.0, b) for b in listing.complete]
-    return max(found)[2] if found else None
+    return newest_on_disk(listing) if listing is not None else None
+
+
+def newest_on_disk(listing: DirListing) -> str | None:
+    """The latest checkpoint of a directory without a state file: its newest complete one
+    (:func:`ckptool.ops.retain.retention.newest_of`: by step, then index mtime)."""
+    return R.newest_of(R.Entry(b, listing.mtime(b) or 0.0, step_of(b)) for b in listing.complete)
 
 
 # --------------------------------------------------------------------------- deleting
@@ -286,5 +290,5 @@ def update_state(d: Dir, compute: Callable[[bytes | None, CheckpointState | None
 
 
 __all__ = ["JOURNAL", "KEEP", "STATE_ATTEMPTS", "TEMP_MAX_AGE", "delete_checkpoint", "delete_files",
-           "delete_temporaries", "keep_into", "latest_base", "read_dir_state", "refuse_special", "release",
-           "update_state", "warn"]
+           "delete_temporaries", "keep_into", "latest_base", "newest_on_disk", "read_dir_state", "refuse_special",
+           "release", "update_state", "warn"]

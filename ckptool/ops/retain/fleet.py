@@ -20,7 +20,9 @@ from ckptool.io.keptdir import is_kept_dir
 from ckptool.io.policy import read_policy, resolve_policy
 from ckptool.io.state import STATE_FILENAME
 from ckptool.io.urls import storage_for
-from ckptool.ops.retain.prune import UNSET, PruneResult, policy_values, prune_open
+from ckptool.ops.retain.outcome import PruneResult
+from ckptool.ops.retain.policy_args import UNSET, policy_values
+from ckptool.ops.retain.prune import prune_open
 
 if TYPE_CHECKING:
     from ckptool.io.storage import Storage

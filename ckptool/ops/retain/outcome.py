@@ -10,10 +10,10 @@ intact one kept in place of a damaged one is ``preserved`` for reason ``last int
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ckptool.format.json_numbers import json_timestamp
 from ckptool.io.keptdir import kept_path
 from ckptool.io.layout import checkpoint_exists
 from ckptool.ops.retain import retention as R
@@ -44,7 +44,7 @@ class PruneResult:
     latest: str | None = field(default=None, repr=False, compare=False)
     #: base -> the timestamp retention used (the state file's where it has them, else the mtime): du's age
     timestamps: dict[str, float] = field(default_factory=dict, repr=False, compare=False)
-    best: dict[str, Any] | None = None  # keep-best: ckptool.ops.retain.metrics.BestPins.to_json(), when asked
+    best: dict[str, Any] | None = None  # --keep-best: the metric's values (metrics.BestPins.to_json()), when asked
     sources: dict[str, str] = field(default_factory=dict, repr=False, compare=False)  # setting -> flag/file/default
     moved: list[dict[str, str]] = field(default_factory=list)  # {"from", "to"}: into DIR/kept/, gone from DIR
     linked: list[dict[str, str]] = field(default_factory=list)  # {"from", "to"}: also in DIR/kept/, still in DIR
@@ -56,10 +56,11 @@ class PruneResult:
                "directory": self.directory, "reasons": dict(self.reasons), "skipped": list(self.skipped),
                "missing": list(self.missing), "failed": list(self.failed), "temp_deleted": list(self.temp_deleted),
                "bytes_freed": self.bytes_freed, "dry_run": self.dry_run,
-               "last_preserved_timestamp": finite(self.last_preserved_timestamp) or None, "policy": dict(self.policy),
+               "last_preserved_timestamp": json_timestamp(self.last_preserved_timestamp) or None,
+               "policy": dict(self.policy),
                "moved": list(self.moved), "linked": list(self.linked), "damaged": list(self.damaged),
                "already_gone": list(self.already_gone)}
-        if self.best is not None:  # keep-best
+        if self.best is not None:
             doc["best"] = self.best
         if self.sources:  # where each setting came from: "flag", "default" or a .ckptool.toml's path
             doc["policy_sources"] = dict(self.sources)
@@ -106,11 +107,6 @@ def describe(res: PruneResult, storage: Storage, plan: Plan, listing: DirListing
     res.bytes_freed = freed_bytes(doomed)
 
 
-def finite(x: object) -> float | int | None:
-    """JSON has no NaN or infinity: such timestamps (a hostile state file) show as null."""
-    return x if isinstance(x, (int, float)) and math.isfinite(x) else None
-
-
 def freed_bytes(files: Any) -> int:
     """Bytes freed by deleting ``files``: a hard-linked file counts only when its last link goes."""
     by: dict[Any, Any] = {}
@@ -121,4 +117,4 @@ def freed_bytes(files: Any) -> int:
     return sum(f.size for f, n in by.values() if n >= f.nlink)
 
 
-__all__ = ["PruneResult", "describe", "finite", "freed_bytes"]
+__all__ = ["PruneResult", "describe", "freed_bytes"]

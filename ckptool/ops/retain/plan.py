@@ -17,10 +17,9 @@ from ckptool.ops.retain import retention as R
 from ckptool.ops.retain.engine import latest_base as _latest_of
 from ckptool.ops.retain.engine import warn
 from ckptool.ops.retain.health import Health
-from ckptool.ops.retain.keep_best import mark_best  # keep-best
+from ckptool.ops.retain.keep_best import mark_best
 from ckptool.ops.retain.kept import kept_moves
-from ckptool.ops.retain.metrics import BestPins, pin_best  # keep-best
-from ckptool.ops.retain.outcome import PruneResult, finite, freed_bytes  # re-exported: their home was here
+from ckptool.ops.retain.metrics import BestPins, pin_best
 
 
 @dataclass
@@ -50,7 +49,7 @@ class Plan:
     managed: list[R.Entry]
     with_ts: bool
     latest_base: str | None
-    best: BestPins | None = None  # keep-best: when asked
+    best: BestPins | None = None  # --keep-best: the metric's values, when asked
     unlisted: set[str] = field(default_factory=set)  # kept beyond max_to_keep: into kept/, not in the state file
     moves: dict[str, str] = field(default_factory=dict)  # base -> kept.MOVE / kept.LINK (into DIR/kept/)
     damaged: dict[str, str] = field(default_factory=dict)  # base -> what is wrong: kept, but damaged
@@ -80,15 +79,10 @@ def _stamp(listing: DirListing, base: str) -> float | None:
     return t
 
 
-def make_plan(storage: Storage, directory: str, state: CheckpointState | None, listing: DirListing, policy: R.Policy,
-              now: float, scan: bool, new_entry: str | None, best: Any = None, health: Health | None = None,
-              in_kept: bool = False) -> Plan:
-    entries = state_entries(storage, directory, state) if state is not None else []
-    user_pinned = policy.pinned  # keep-best pins the best beside them
-    if new_entry is not None:
-        entries = [c for c in entries if c.name != new_entry and c.base != new_entry]
-    have_ts = state is not None and bool(state.all_model_checkpoint_timestamps) and \
-        len(state.all_model_checkpoint_timestamps) == len(state.all_model_checkpoint_paths)
+def _inside(storage: Storage, directory: str, entries: list[Candidate],
+            listing: DirListing) -> tuple[list[SafeCandidate], list[Candidate]]:
+    """``(safe, unsafe)``: the state's entries that are checkpoints inside DIR, and those left
+    alone (outside DIR, or with a file that is a symlink leading out), each with a warning."""
     unsafe: list[Candidate] = []
     safe: list[SafeCandidate] = []
     for c in entries:
@@ -108,106 +102,155 @@ def make_plan(storage: Storage, directory: str, state: CheckpointState | None, l
         warn(f"{storage.join(directory, STATE_FILENAME)}: {n} path{'s' if n != 1 else ''} of another location "
              f"({moved[0].name}{', ...' if n > 1 else ''}: a moved directory?); using the checkpoint"
              f"{'s' if n != 1 else ''} of the same name in {directory}")
-    latest_base = _latest_of(storage, directory, state)  # the one definition of the latest
+    return safe, unsafe
+
+
+@dataclass
+class _Pool:
+    """What retention decides over, found by scanning DIR or by recovering the state file."""
+
+    managed: list[R.Entry]  # oldest first; after a save, its new checkpoint last
+    unmanaged: list[R.Entry]  # listed, but TF's manager no longer manages them: never deleted
+    start: float  # the last_preserved_timestamp the every-N-hours rule starts from
+    tf1: bool  # no recorded times: TF1 Saver's every-N-hours from the index mtimes
+    missing: list[str]  # state names none of whose files is there
+    missing_bases: set[str]
+
+
+def _timed(listing: DirListing, cands: list[SafeCandidate], now: float, recorded: bool,
+           missing: list[str], missing_bases: set[str]) -> list[tuple[SafeCandidate, float]]:
+    """Each candidate with its time, clamped to ``now``: the state file's with ``recorded``
+    (where it has one), else from the disk; one none of whose files is there goes to
+    ``missing`` and ``missing_bases`` instead."""
+    out = []
+    for c in cands:
+        t = c.timestamp if (recorded and c.timestamp is not None) else _stamp(listing, c.base)
+        if t is None:
+            missing.append(c.name)
+            missing_bases.add(c.base)
+            continue
+        out.append((c, min(t, now)))
+    return out
+
+
+def _saved(managed: list[R.Entry], new_entry: str | None, now: float) -> list[R.Entry]:
+    """``managed`` after a save of ``new_entry`` (CheckpointManager.save's bookkeeping)."""
+    return managed if new_entry is None else R.record(managed, R.Entry(new_entry, now, step_of(new_entry)))
+
+
+def _scan_pool(listing: DirListing, safe: list[SafeCandidate], names: dict[str, str], have_ts: bool, now: float,
+               new_entry: str | None) -> _Pool:
+    """``--scan``: the state's checkpoints and every other complete one of DIR (added to
+    ``names``), ordered by step then time, as if one manager had seen the whole history:
+    every-N-hours from the oldest."""
+    by_base: dict[str, SafeCandidate] = {}
+    for c in safe:
+        by_base.setdefault(c.base, c)
+    for base in sorted(listing.complete):
+        if base not in by_base and not listing.links_out(base):
+            by_base[base] = cast("SafeCandidate", Candidate(base, base, None, step_of(base)))
+            names[base] = base
     missing: list[str] = []
     missing_bases: set[str] = set()
+    pool = _timed(listing, list(by_base.values()), now, have_ts, missing, missing_bases)
+    pool.sort(key=lambda ct: (ct[0].step if ct[0].step is not None else -1, ct[1]))
+    managed = _saved([R.Entry(c.base, t, c.step) for c, t in pool], new_entry, now)
+    tf1 = not have_ts and bool(managed)  # no recorded times: TF1 Saver's arithmetic from the oldest
+    return _Pool(managed, [], min(e.timestamp for e in managed) if tf1 else 0.0, tf1, missing, missing_bases)
+
+
+def _recover_pool(directory: str, listing: DirListing, safe: list[SafeCandidate], state: CheckpointState | None,
+                  have_ts: bool, now: float, new_entry: str | None) -> _Pool:
+    """What ``CheckpointManager(DIR)`` manages of the state file (:func:`retention.recover`);
+    a TF1 Saver's file has no timestamps: each checkpoint once, at its index's mtime, the
+    oldest as the trainer's start. No state file: nothing is managed."""
+    missing: list[str] = []
+    missing_bases: set[str] = set()
+    if have_ts and state is not None:
+        rec = R.recover([c.base for c in safe], [now if c.timestamp is None else c.timestamp for c in safe],
+                        state.last_preserved_timestamp, now, [c.step for c in safe], continuing=new_entry is not None)
+    elif state is None:
+        rec = R.recover([], None, None, now)
+    else:
+        rec = R.Recovered([], [], min(state.last_preserved_timestamp, now))
+        seen: dict[str, R.Entry] = {}
+        for c, t in _timed(listing, safe, now, False, missing, missing_bases):
+            seen[c.base] = R.Entry(c.base, t, c.step if c.base not in seen else seen[c.base].step)
+        rec.managed = list(seen.values())
+    if rec.clock_went_back:
+        warn(f"{directory}: the clock is behind the state's last_preserved_timestamp; using now")
+    managed = _saved(rec.managed, new_entry, now)
+    tf1 = state is not None and not have_ts and bool(managed)
+    start = max(min(e.timestamp for e in managed), rec.last_preserved_timestamp) if tf1 else \
+        rec.last_preserved_timestamp
+    return _Pool(managed, rec.unmanaged, start, tf1, missing, missing_bases)
+
+
+def make_plan(storage: Storage, directory: str, state: CheckpointState | None, listing: DirListing, policy: R.Policy,
+              now: float, scan: bool, new_entry: str | None, best: Any = None, health: Health | None = None,
+              in_kept: bool = False) -> Plan:
+    """The plan of one prune of DIR (or of the retention after a save of ``new_entry``): which
+    entries retention decides over (``scan``: every checkpoint on disk, else the state file's
+    as TF's manager recovers them), its decision under ``policy`` (the best by ``best`` pinned
+    beside the user's pins), and what follows from it: what leaves the state file, what moves
+    into ``DIR/kept/``, what is kept although damaged. RefusedError for a policy that would
+    delete every checkpoint."""
+    entries = state_entries(storage, directory, state) if state is not None else []
+    if new_entry is not None:
+        entries = [c for c in entries if c.name != new_entry and c.base != new_entry]
+    have_ts = state is not None and bool(state.all_model_checkpoint_timestamps) and \
+        len(state.all_model_checkpoint_timestamps) == len(state.all_model_checkpoint_paths)
+    safe, unsafe = _inside(storage, directory, entries, listing)
+    latest_base = _latest_of(storage, directory, state)  # the one definition of the latest
     # A moved entry is written back by its name here (relative), as `state --relative` would.
     names = {c.base: (c.base if c.moved else c.name) for c in safe}
     if scan:
-        by_base: dict[str, SafeCandidate] = {}
-        for c in safe:
-            by_base.setdefault(c.base, c)
-        for base in sorted(listing.complete):
-            if base not in by_base and not listing.links_out(base):
-                by_base[base] = cast("SafeCandidate", Candidate(base, base, None, step_of(base)))
-                names[base] = base
-        pool = []
-        for c in by_base.values():
-            t = c.timestamp if (have_ts and c.timestamp is not None) else _stamp(listing, c.base)
-            if t is None:
-                missing.append(c.name)
-                missing_bases.add(c.base)
-                continue
-            pool.append((c, min(t, now)))
-        pool.sort(key=lambda ct: (ct[0].step if ct[0].step is not None else -1, ct[1]))
-        managed = [R.Entry(c.base, t, c.step) for c, t in pool]
-        if new_entry is not None:
-            managed = R.record(managed, R.Entry(new_entry, now, step_of(new_entry)))
-            names[new_entry] = new_entry
-        lp0 = state.last_preserved_timestamp if state is not None else 0.0
-        policy, best_found = pin_best(directory, managed, policy, best, storage, with_kept=not in_kept)
-        tf1 = not have_ts and bool(managed)  # no recorded times: TF1 Saver's arithmetic from the oldest
-        decision = R.plan(managed, policy, min(e.timestamp for e in managed) if tf1 else 0.0, now,
-                          latest=new_entry or latest_base, health=health, tf1=tf1)
-        decision.last_preserved_timestamp = max(decision.last_preserved_timestamp, min(lp0, now))
-        unmanaged: list[R.Entry] = []
+        pool = _scan_pool(listing, safe, names, have_ts, now, new_entry)
     else:
-        if have_ts and state is not None:
-            rec = R.recover([c.base for c in safe], [now if c.timestamp is None else c.timestamp for c in safe],
-                            state.last_preserved_timestamp, now, [c.step for c in safe],
-                            continuing=new_entry is not None)
-        else:
-            stamped = []
-            for c in safe:
-                t = _stamp(listing, c.base)
-                if t is None:
-                    missing.append(c.name)
-                    missing_bases.add(c.base)
-                    continue
-                stamped.append(R.Entry(c.base, min(t, now), c.step))
-            if state is None:
-                rec = R.recover([], None, None, now)
-            else:
-                rec = R.Recovered([], [], min(state.last_preserved_timestamp, now))
-                seen: dict[str, R.Entry] = {}
-                for e in stamped:
-                    seen[e.name] = e if e.name not in seen else R.Entry(e.name, e.timestamp, seen[e.name].step)
-                rec.managed = list(seen.values())
-        if rec.clock_went_back:
-            warn(f"{directory}: the clock is behind the state's last_preserved_timestamp; using now")
-        managed = rec.managed
-        unmanaged = rec.unmanaged
-        if new_entry is not None:
-            managed = R.record(managed, R.Entry(new_entry, now, step_of(new_entry)))
-            names[new_entry] = new_entry
-        policy, best_found = pin_best(directory, managed, policy, best, storage, with_kept=not in_kept)
-        # TF1 Saver's state file has no timestamps: the index mtimes, the oldest as the trainer's start
-        tf1 = state is not None and not have_ts and bool(managed)
-        start = max(min(e.timestamp for e in managed), rec.last_preserved_timestamp) if tf1 else \
-            rec.last_preserved_timestamp
-        decision = R.plan(managed, policy, start, now, latest=new_entry or latest_base, health=health, tf1=tf1)
-    if best_found is not None:  # keep-best: say "best" (the values are in Plan.best)
+        pool = _recover_pool(directory, listing, safe, state, have_ts, now, new_entry)
+    if new_entry is not None:
+        names[new_entry] = new_entry
+    managed = pool.managed
+    user_pinned = policy.pinned  # the best checkpoints are pinned beside them
+    policy, best_found = pin_best(directory, managed, policy, best, storage, with_kept=not in_kept)
+    # a state file whose latest is no checkpoint of DIR: the last entry managed is the one protected
+    latest = new_entry or latest_base or (managed[-1].name if state is not None and managed else None)
+    decision = R.plan(managed, policy, pool.start, now, latest=latest, health=health, tf1=pool.tf1)
+    if scan:  # the state's last_preserved_timestamp (clamped to now) stays
+        lp0 = state.last_preserved_timestamp if state is not None else 0.0
+        decision.last_preserved_timestamp = max(decision.last_preserved_timestamp, min(lp0, now))
+    if best_found is not None:  # say "best" (the metric's values are in Plan.best)
         mark_best(decision.reasons, best_found.pins, user_pinned)
-    for e in unmanaged:
+    for e in pool.unmanaged:
         decision.preserved.append(e)
         decision.reasons[e.name] = [R.UNMANAGED]
-    # Never delete the latest checkpoint, even when the state lists it oddly.
-    protect = {new_entry} if new_entry else ({latest_base} if latest_base else set())
-    rescued = [e for e in decision.deleted if e.name in protect]
-    if rescued:
-        decision.deleted = [e for e in decision.deleted if e.name not in protect]
-        ids = {id(e) for e in decision.kept} | {id(e) for e in rescued}
-        decision.kept = [e for e in managed if id(e) in ids]
-        for e in rescued:
-            decision.reasons[e.name] = [R.LATEST]
     if decision.deleted:
         survivors = [e.name for e in decision.kept + decision.preserved if e.name in listing.complete]
         if not survivors and not unsafe and new_entry is None:
             raise RefusedError(f"{directory}: refusing a policy that would delete every checkpoint "
                                f"({len(decision.deleted)})")
+    return _consequences(decision, names, unsafe, pool, latest_base, best_found, health, in_kept,
+                         have_ts or scan or new_entry is not None or pool.tf1, new_entry is not None)
+
+
+def _consequences(decision: R.Decision, names: dict[str, str], unsafe: list[Candidate], pool: _Pool,
+                  latest_base: str | None, best_found: BestPins | None, health: Health | None, in_kept: bool,
+                  with_ts: bool, saving: bool) -> Plan:
+    """The plan that follows from ``decision``: the damaged checkpoints kept, those kept beyond
+    max_to_keep that leave the state file and move into ``DIR/kept/`` (never out of kept/
+    itself, nor after ckptool's own save: its retention is CheckpointManager.save's, file for
+    file), and every base that leaves the state file."""
     damaged = damaged_kept(decision, health, latest_base) if health is not None else {}
     unlisted = set() if in_kept else beyond_max_to_keep(decision)  # kept/ itself: nothing is moved out of it
     listed = [e.timestamp for e in decision.kept if e.name not in unlisted]
-    if tf1 and listed and decision.last_preserved_timestamp >= min(listed):
+    if pool.tf1 and listed and decision.last_preserved_timestamp >= min(listed):
         # written back, TF's CheckpointManager would not manage the oldest listed: backdated, as TF backdates
         decision.last_preserved_timestamp = min(listed) - 1.0
-    # kept/ is for what a trainer must not reach; after ckptool's own save (new_entry) the writer is ckptool,
-    # and the retention is CheckpointManager.save's, file for file
-    moves = {} if in_kept or new_entry is not None else kept_moves(decision, unlisted, health)
+    moves = {} if in_kept or saving else kept_moves(decision, unlisted, health)
     preserved = set() if in_kept else {e.name for e in decision.preserved}
-    drop = {e.name for e in decision.deleted} | preserved | missing_bases | unlisted
-    return Plan(decision, names, drop, unsafe, missing, managed, have_ts or scan or new_entry is not None or tf1,
-                latest_base, best_found, unlisted, moves, damaged, tf1, missing_bases)
+    drop = {e.name for e in decision.deleted} | preserved | pool.missing_bases | unlisted
+    return Plan(decision, names, drop, unsafe, pool.missing, pool.managed, with_ts, latest_base, best_found, unlisted,
+                moves, damaged, pool.tf1, pool.missing_bases)
 
 
 def damaged_kept(decision: R.Decision, health: Health, latest: str | None) -> dict[str, str]:
@@ -298,4 +341,4 @@ def merge_state(storage: Storage, directory: str, planned: CheckpointState | Non
     return CheckpointState(latest, paths, stamps, lp)
 
 
-__all__ = ["Candidate", "Plan", "PruneResult", "damaged_kept", "finite", "freed_bytes", "make_plan", "merge_state"]
+__all__ = ["Candidate", "Plan", "damaged_kept", "make_plan", "merge_state"]

@@ -53,11 +53,12 @@ from ckptool.ops.retain.engine import (
 )
 from ckptool.ops.retain.health import Health
 from ckptool.ops.retain.journal import end_journal, finish_journal, write_journal
-from ckptool.ops.retain.keep_best import spec_from_policy  # keep-best
+from ckptool.ops.retain.keep_best import spec_from_policy
 from ckptool.ops.retain.kept import MOVE
 from ckptool.ops.retain.metrics import metric_values
-from ckptool.ops.retain.outcome import describe
-from ckptool.ops.retain.plan import PruneResult, freed_bytes, make_plan, merge_state
+from ckptool.ops.retain.outcome import PruneResult, describe, freed_bytes
+from ckptool.ops.retain.plan import Plan, make_plan, merge_state
+from ckptool.ops.retain.policy_args import POLICY_DEFAULTS, UNSET, policy_values
 
 if TYPE_CHECKING:
     from ckptool.io.dirfd import PathDir
@@ -152,8 +153,7 @@ def run(storage: Storage, d: Dir, policy: R.Policy, *, now: float, dry_run: bool
     ``pins`` name checkpoints never deleted (an error, with ``strict_pins``, when one names
     none of DIR); ``soft_pins`` (a policy file's) may name checkpoints of other runs.
     ``verify``: what is kept is also checked by its CRCs, not only by the cheap check."""
-    directory = d.path
-    res = PruneResult(directory, dry_run=dry_run)
+    res = PruneResult(d.path, dry_run=dry_run)
     refuse_special(d)
     raw, state = read_dir_state(d)
     if not dry_run:
@@ -164,15 +164,30 @@ def run(storage: Storage, d: Dir, policy: R.Policy, *, now: float, dry_run: bool
     if state is None and not scan_all and new_entry is None:
         raise _no_state(d, listing)
     if pins or soft_pins:
-        pinned = _pins(storage, directory, pins, listing, state, strict_pins)
-        pinned |= _pins(storage, directory, soft_pins, listing, state, False)
+        pinned = _pins(storage, d.path, pins, listing, state, strict_pins)
+        pinned |= _pins(storage, d.path, soft_pins, listing, state, False)
         policy = R.Policy(policy.max_to_keep, policy.keep_every_n_hours, policy.keep_steps_every, policy.min_age,
                           policy.pinned | pinned)
     res.policy = policy.to_json()
-    health = Health(storage, directory, listing, verify)
+    plan = _settled_plan(storage, d, raw, state, listing, policy, now, scan_all, new_entry, best,
+                         Health(storage, d.path, listing, verify))
+    _report_plan(res, storage, plan, listing)
+    if not dry_run:
+        _apply(storage, d, listing, state, plan, res, new_entry=new_entry, scan_all=scan_all, progress=progress)
+    if clean_temp:
+        res.bytes_freed += _clean_temp(storage, d, listing, res, now)
+    return res
+
+
+def _settled_plan(storage: Storage, d: Dir, raw: bytes | None, state: CheckpointState | None, listing: DirListing,
+                  policy: R.Policy, now: float, scan_all: bool, new_entry: str | None, best: Any,
+                  health: Health) -> Plan:
+    """The plan for what was read (``raw``, ``state``, ``listing``); a refusal or a damaged
+    checkpoint that the directory has changed under (a trainer saving, or sweeping file by
+    file) is stale: RefusedError, nothing deleted."""
     try:
-        plan = make_plan(storage, directory, state, listing, policy, now, scan_all, new_entry, best, health,
-                         in_kept=is_kept_dir(storage, directory))
+        plan = make_plan(storage, d.path, state, listing, policy, now, scan_all, new_entry, best, health,
+                         in_kept=is_kept_dir(storage, d.path))
     except RefusedError:
         if d.read(STATE_FILENAME) != raw:  # a trainer saved and rotated meanwhile: the plan's state is stale
             raise _stale(d) from None
@@ -182,7 +197,12 @@ def run(storage: Storage, d: Dir, policy: R.Policy, *, now: float, dry_run: bool
         again = scan(d)
         if d.read(STATE_FILENAME) != raw or any(again.files.get(b) != listing.files.get(b) for b in plan.damaged):
             raise _stale(d)
-    res.best = plan.best.to_json() if plan.best is not None else None  # keep-best
+    return plan
+
+
+def _report_plan(res: PruneResult, storage: Storage, plan: Plan, listing: DirListing) -> None:
+    """``res`` as the plan has it (what a dry run reports); each damaged checkpoint kept warned about."""
+    res.best = plan.best.to_json() if plan.best is not None else None
     decision = plan.decision
     res.latest = plan.latest_base
     res.timestamps = {e.name: e.timestamp for e in (*decision.kept, *decision.preserved, *decision.deleted)}  # du
@@ -192,10 +212,13 @@ def run(storage: Storage, d: Dir, policy: R.Policy, *, now: float, dry_run: bool
     describe(res, storage, plan, listing)
     for item in res.damaged:
         warn(f"{item['path']}: damaged: {item['problem']}")
-    if dry_run:
-        if clean_temp:
-            res.bytes_freed += _clean_temp(storage, d, listing, res, now)
-        return res
+
+
+def _apply(storage: Storage, d: Dir, listing: DirListing, state: CheckpointState | None, plan: Plan,
+           res: PruneResult, *, new_entry: str | None, scan_all: bool,
+           progress: Callable[[int, int], None] | None) -> None:
+    """Carry ``plan`` out in the order of the module docstring, ``res`` updated with what was done."""
+    decision = plan.decision
     # (0) what is kept out of the trainer's reach gets its second name in DIR/kept/ first
     placed, fresh = keep_into(storage, d, listing, {b: res.timestamps.get(b, 0.0) for b in plan.moves}, res.failed)
     moving = {b: k for b, k in placed.items() if plan.moves[b] == MOVE}
@@ -216,7 +239,7 @@ def run(storage: Storage, d: Dir, policy: R.Policy, *, now: float, dry_run: bool
     def compute(cur_raw: bytes | None, current: CheckpointState | None) -> object:
         if current is None and state is not None:
             current = state  # the file went meanwhile: the planned state is written back
-        new_state = merge_state(storage, directory, state, current, plan, new_entry)
+        new_state = merge_state(storage, d.path, state, current, plan, new_entry)
         if new_state is None or not (new_entry is not None or plan.drop or decision.deleted or scan_all
                                      or state is None or state.to_text() != new_state.to_text()):
             return KEEP
@@ -244,9 +267,6 @@ def run(storage: Storage, d: Dir, policy: R.Policy, *, now: float, dry_run: bool
     res.bytes_freed = freed_bytes(done)
     if gone or moving:
         end_journal(d, left, {b: moving[b] for b in sorted(left_moves)})
-    if clean_temp:
-        res.bytes_freed += _clean_temp(storage, d, listing, res, now)
-    return res
 
 
 def _delete_all(d: Dir, listing: DirListing, decision: R.Decision, res: PruneResult,
@@ -269,40 +289,6 @@ def _directory(storage: Storage | None, directory: str) -> tuple[Storage, str]:
     if directory != "/" and directory.endswith("/") and "://" not in directory:
         directory = directory.rstrip("/")
     return storage, directory
-
-
-class _Unset:
-    def __repr__(self) -> str:
-        return "UNSET"
-
-
-#: A policy argument not given: a .ckptool.toml may set it, else its default applies.
-UNSET: Any = _Unset()
-#: The defaults of the policy settings (CheckpointManager's max_to_keep; the rest off).
-POLICY_DEFAULTS: dict[str, Any] = {"max_to_keep": 5, "keep_every_n_hours": None, "keep_steps_every": None,
-                                   "min_age": None}
-
-
-def policy_values(max_to_keep: Any = UNSET, keep_every_n_hours: Any = UNSET, keep_steps_every: Any = UNSET,
-                  min_age: Any = UNSET, keep: tuple[str, ...] = (),
-                  best: Any = None, series: str | None = None) -> tuple[dict[str, Any], set[str]]:
-    """The policy dict of arguments (UNSET ones at their default) and the keys given explicitly."""
-    given = {"max_to_keep": max_to_keep, "keep_every_n_hours": keep_every_n_hours,
-             "keep_steps_every": keep_steps_every, "min_age": min_age}
-    explicit = {k for k, v in given.items() if v is not UNSET}
-    pol: dict[str, Any] = {k: (POLICY_DEFAULTS[k] if v is UNSET else v) for k, v in given.items()}
-    pol["keep"] = list(keep)
-    if best is not None:  # keep-best (a ckptool.ops.retain.keep_best.BestSpec): explicit, as the flags
-        pol.update(keep_best=best.n, metric=best.metric, mode=best.mode, metrics=best.metrics)
-        explicit |= {"keep_best", "metric", "mode"} | ({"metrics"} if best.metrics is not None else set())
-    if series is not None:  # a Keras ModelCheckpoint series (ckptool.ops.retain.series): explicit, as a flag
-        pol["series"] = series
-        explicit.add("series")
-    if pol["max_to_keep"] is not None and pol["max_to_keep"] < 0:
-        raise CkptError(f"max_to_keep must be >= 0, not {pol['max_to_keep']}")
-    if pol["keep_steps_every"] is not None and pol["keep_steps_every"] <= 0:
-        raise CkptError(f"keep_steps_every must be > 0, not {pol['keep_steps_every']}")
-    return pol, explicit
 
 
 def prune(directory: str, *, max_to_keep: Any = UNSET, keep_every_n_hours: Any = UNSET,
@@ -367,7 +353,7 @@ def prune_open(storage: Storage, d: Dir, pol: dict[str, Any], *, now: float, dry
     with lock:
         return run(storage, d, policy, now=now, dry_run=dry_run, scan_all=scan_all, pins=tuple(pins),
                    strict_pins=strict_pins, clean_temp=clean_temp, soft_pins=tuple(pol.get("keep") or ()),
-                   best=best, verify=verify, progress=progress)  # keep-best
+                   best=best, verify=verify, progress=progress)
 
 
 def record_save(directory: str, prefix: str, *, max_to_keep: int | None, keep_every_n_hours: float | None,

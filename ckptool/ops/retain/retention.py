@@ -28,7 +28,7 @@ with none of them it decides exactly as :func:`sweep`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -130,6 +130,13 @@ def recover(names: list[str], timestamps: list[float] | None, last_preserved: fl
     return Recovered(list(managed.values()), [e for e in unmanaged if e.name not in kept], lp, back)
 
 
+def newest_of(entries: Iterable[Entry]) -> str | None:
+    """The latest checkpoint when no state file names one: the newest entry by step (one
+    without a step before any with one), then by time, then by name; None when there is none."""
+    found = max(((e.step if e.step is not None else -1, e.timestamp, e.name) for e in entries), default=None)
+    return found[2] if found is not None else None
+
+
 def record(managed: list[Entry], new: Entry) -> list[Entry]:
     """``CheckpointManager.save``'s bookkeeping: the new one goes last (re-saved ones move)."""
     return [e for e in managed if e.name != new.name] + [new]
@@ -185,15 +192,15 @@ def sweep(managed: list[Entry], max_to_keep: int | None, keep_every_n_hours: flo
 
 def plan(managed: list[Entry], policy: Policy, last_preserved: float, now: float,
          latest: str | None = None, health: Health | None = None, tf1: bool = False) -> Decision:
-    """:func:`sweep` plus ckptool's extra rules; never deletes ``latest`` (or the newest), nor,
-    with ``health``, the newest intact checkpoint (:data:`LAST_INTACT`).
+    """:func:`sweep` plus ckptool's extra rules; never deletes ``latest`` (None: the
+    :func:`newest_of` entry), nor, with ``health``, the newest intact checkpoint (:data:`LAST_INTACT`).
 
     A checkpoint the TF rules would delete but an extra rule protects stays in
     the state file (so a later run decides again, e.g. once it is old enough).
     """
     base = sweep(managed, policy.max_to_keep, policy.keep_every_n_hours, last_preserved, health, tf1)
-    if latest is None and managed:
-        latest = managed[-1].name
+    if latest is None:
+        latest = newest_of(managed)
     protect: dict[str, list[str]] = {}
     for e in managed:
         why = []
@@ -256,6 +263,7 @@ __all__ = [
     "Health",
     "Policy",
     "Recovered",
+    "newest_of",
     "parse_duration",
     "plan",
     "record",

@@ -48,7 +48,7 @@ from ckptool.ops.retain.engine import (
 )
 from ckptool.ops.retain.journal import end_journal, finish_journal, write_journal
 from ckptool.ops.retain.keep_best import mark_best, spec_from_policy
-from ckptool.ops.retain.plan import PruneResult, freed_bytes
+from ckptool.ops.retain.outcome import PruneResult, freed_bytes
 
 if TYPE_CHECKING:
     from ckptool.io.dirfd import LocalDir, PathDir

@@ -9,6 +9,7 @@ import contextlib
 from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, MissingError
+from ckptool.format.json_numbers import json_timestamp
 from ckptool.io.layout import checkpoint_exists, resolve_recorded, step_of
 from ckptool.io.listing import scan
 from ckptool.io.lock import lock_open
@@ -17,7 +18,6 @@ from ckptool.io.storage import LOCAL
 from ckptool.io.urls import storage_for
 from ckptool.ops.retain.engine import KEEP, read_dir_state, refuse_special, update_state, warn
 from ckptool.ops.retain.journal import finish_journal
-from ckptool.ops.retain.plan import finite
 
 if TYPE_CHECKING:
     from ckptool.io.dirfd import LocalDir, PathDir
@@ -44,12 +44,12 @@ def state_document(directory: str, state: CheckpointState, storage: Storage = LO
             exists = checkpoint_exists(storage, target)
         except (CkptError, OSError, ValueError):
             exists = False
-        entries.append({"path": p, "timestamp": finite(ts[i]) if i < len(ts) else None, "exists": exists,
+        entries.append({"path": p, "timestamp": json_timestamp(ts[i]) if i < len(ts) else None, "exists": exists,
                         "step": step_of(p)})
     return {"directory": directory, "model_checkpoint_path": state.model_checkpoint_path,
             "all_model_checkpoint_paths": list(state.all_model_checkpoint_paths),
-            "all_model_checkpoint_timestamps": [finite(t) for t in ts],
-            "last_preserved_timestamp": finite(state.last_preserved_timestamp) or None, "entries": entries}
+            "all_model_checkpoint_timestamps": [json_timestamp(t) for t in ts],
+            "last_preserved_timestamp": json_timestamp(state.last_preserved_timestamp) or None, "entries": entries}
 
 
 def show_state(directory: str, storage: Storage | None = None) -> dict[str, Any]:

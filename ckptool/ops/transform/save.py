@@ -15,7 +15,7 @@ from ckptool.ops.transform.sources import RawTensor, Source, open_source, record
 from ckptool.ops.write.writer import BundleWriter
 
 if TYPE_CHECKING:
-    from ckptool.ops.retain.plan import PruneResult
+    from ckptool.ops.retain.outcome import PruneResult
 
 
 def step_prefix(prefix: str, global_step: int | None, pad_step_number: bool = False) -> str:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from ckptool.io.storage import Storage
-    from ckptool.ops.retain.plan import PruneResult
+    from ckptool.ops.retain.outcome import PruneResult
 
 
 class Source:
