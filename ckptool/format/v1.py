@@ -18,6 +18,7 @@ from ckptool.errors import CorruptError, UnsupportedError
 from ckptool.format import dtypes
 from ckptool.format.bundle import shape_from_proto, slice_from_proto
 from ckptool.format.coding import BytesLike
+from ckptool.format.entry import numel
 from ckptool.format.protos.tensor_bundle_pb2 import SavedTensorSlices, TensorProto
 from ckptool.format.slices import Slice
 
@@ -90,24 +91,24 @@ def parse_slice(value: BytesLike, where: str) -> tuple[str, Any, Any]:
 
 
 def decode_tensor_proto(tp: TensorProto, dtype: dtypes.DType, shape: tuple[int, ...], where: str) -> np.ndarray:
-    numel = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    n = numel(shape)
     if tp.tensor_content:
         if not dtype.is_fixed:
             raise CorruptError(f"{where}: tensor_content set for dtype {dtype.name}")
-        if len(tp.tensor_content) != numel * dtype.itemsize:
+        if len(tp.tensor_content) != n * dtype.itemsize:
             raise CorruptError(f"{where}: tensor_content holds {len(tp.tensor_content)} bytes, expected "
-                               f"{numel * dtype.itemsize}")
+                               f"{n * dtype.itemsize}")
         return np.frombuffer(tp.tensor_content, dtype=dtype.numpy).copy().reshape(shape)
     spec = _FIELDS.get(dtype.name)
     if spec is None:
         raise UnsupportedError(f"{where}: dtype {dtype.name} cannot be stored in a V1 checkpoint")
     field, elem = spec
     values = getattr(tp, field)
-    count = numel * (2 if dtype.name.startswith("complex") else 1)
+    count = n * (2 if dtype.name.startswith("complex") else 1)
     if len(values) != count:
         raise CorruptError(f"{where}: holds {len(values)} values, its slice needs {count}")
     if field == "string_val":
-        out = np.empty(numel, dtype=object)
+        out = np.empty(n, dtype=object)
         for i, v in enumerate(values):
             out[i] = bytes(v)
         return out.reshape(shape)

@@ -36,10 +36,10 @@ _KINDS = "fiub"  # numpy kinds batched: real floats, integers, booleans
 
 def batchable(ck: Any, name: str) -> Entry | None:
     """The entry of ``name`` when its statistics can be batched, else None."""
-    if not isinstance(ck, BundleCheckpoint) or ck.header.big_endian:
+    if not isinstance(ck, BundleCheckpoint) or not ck.header.raw_copy:  # rows viewed as they are stored
         return None
     try:
-        e = ck._lookup(name)
+        e = ck.lookup(name)
     except CkptError:
         return None
     dt = e.dtype
@@ -87,7 +87,7 @@ def _read(ck: BundleCheckpoint, batch: list[tuple[int, str, Entry]]) -> list[mem
             end += batch[j][2].size
             j += 1
         try:
-            reader = ck._reader(e.shard_id, e.key)
+            reader = ck.shard_reader(e)
             if end > reader.size:
                 raise CkptError("past the end")  # each tensor then reports its own bounds
             buf = memoryview(reader.read(e.offset, end - e.offset))
