@@ -134,6 +134,16 @@ CASTABLE = FLOATS[:4]
 AVERAGED = tuple(n for n in FLOATS if n != "float4_e2m1fn")
 #: TensorFlow dtype name <-> safetensors dtype code, both ways one to one (the table's column).
 TF_TO_SAFETENSORS = {d.name: d.safetensors for d in BY_VALUE.values() if d.safetensors}
+#: The typed field of a TensorProto that holds a tensor's values one by one when its
+#: ``tensor_content`` is empty (tensorflow/core/framework/tensor.proto), for the numeric and
+#: string dtypes that have one.
+PROTO_FIELDS = {
+    "float16": "half_val", "bfloat16": "half_val", "float32": "float_val", "float64": "double_val",
+    "int32": "int_val", "int16": "int_val", "int8": "int_val", "uint8": "int_val", "uint16": "int_val",
+    "qint8": "int_val", "quint8": "int_val", "qint16": "int_val", "quint16": "int_val", "qint32": "int_val",
+    "string": "string_val", "complex64": "scomplex_val", "complex128": "dcomplex_val", "int64": "int64_val",
+    "bool": "bool_val", "uint32": "uint32_val", "uint64": "uint64_val",
+}
 
 
 def from_value(value: int, where: str = "") -> DType:
