@@ -99,8 +99,8 @@ def verify(ck: Checkpoint, progress: Callable[[int, int], None] | None = None,
     shape exactly once; every tensor's bytes match its CRC32C. Tensors are read
     by ``workers`` threads (default: one per core), each with at most one
     ``chunk_bytes`` buffer, so memory stays bounded; on an object store, one
-    thread checks while ``workers`` ranged GETs (default 8) fetch ahead in key
-    order, memory bounded by those in flight. Shards are read one after the other
+    thread checks while ``workers`` ranged GETs (default 8) fetch ahead in the
+    order of reading, memory bounded by those in flight. Shards are read one after the other
     and each closed once checked (open files stay bounded); running out of them
     (EMFILE) is a :class:`ResourceError` "could not check", never damage. ``progress(done_bytes,
     total_bytes)`` is called as data is read, from any of those threads.
