@@ -34,7 +34,7 @@ def entry_chunks(ck: BundleCheckpoint, e: Entry, verify: bool = True, chunk_byte
     itemsize = e.dtype.itemsize
     buf = np.empty(min(max(1, chunk_bytes // itemsize), e.numel), dtype=e.dtype.numpy)
     swap = ck.header.swaps(e.dtype)
-    for part in ck.iter_fixed(e, memoryview(buf.view(np.uint8)), verify):
+    for part in ck.iter_fixed(e, buf.view(np.uint8).data, verify):
         n = len(part) // itemsize
         if on_bytes is not None:
             on_bytes(len(part))
