@@ -119,7 +119,7 @@ def _fixed(ckpt: BundleCheckpoint, files: ShardFiles, prefix: str, e: Entry) -> 
     actual = crc32c(raw)
     if actual != unmask_crc(e.crc32c):
         raise _crc_mismatch(prefix, e, actual)
-    return tensors.decode_fixed(raw, e, ckpt.header.big_endian)
+    return tensors.decode_fixed(raw, e, ckpt.header.swaps(e.dtype))
 
 
 def _strings(ckpt: BundleCheckpoint, files: ShardFiles, prefix: str, e: Entry) -> np.ndarray:

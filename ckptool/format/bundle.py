@@ -21,6 +21,8 @@ from google.protobuf.message import DecodeError
 from ckptool.errors import CkptError, CorruptError, UnsupportedError
 from ckptool.format import dtypes
 from ckptool.format.coding import BytesLike
+from ckptool.format.entry import Entry as Entry  # X as X: re-exported, callers name it bundle.Entry
+from ckptool.format.entry import numel
 from ckptool.format.objkeys import shown
 from ckptool.format.protos.tensor_bundle_pb2 import BundleEntryProto, BundleHeaderProto, TensorShapeProto
 from ckptool.format.slices import Slice as Slice  # X as X: re-exported, callers name them bundle.*
@@ -30,7 +32,6 @@ from ckptool.format.slices import slice_region as slice_region
 from ckptool.format.slices import slice_shape as slice_shape
 from ckptool.format.slices import tiling_problem as tiling_problem
 from ckptool.format.tensors import check_crc as check_crc
-from ckptool.format.tensors import decode_fixed as decode_fixed
 from ckptool.format.tensors import decode_string as decode_string
 from ckptool.format.tensors import decode_variant as decode_variant
 from ckptool.format.tensors import encode_string as encode_string
@@ -70,6 +71,17 @@ class Header:
     def big_endian(self) -> bool:
         return self.endianness == BIG
 
+    @property
+    def raw_copy(self) -> bool:
+        """Whether the stored bytes of a fixed-size tensor are its values as ckptool reads and
+        writes them (little-endian): then they may be copied, or viewed, as they are."""
+        return self.endianness == LITTLE
+
+    def swaps(self, dtype: dtypes.DType) -> bool:
+        """Whether ``dtype``'s stored elements are byte-swapped when read (a big-endian
+        bundle; a one-byte element reads the same either way)."""
+        return self.endianness == BIG and dtype.itemsize > 1
+
 
 def parse_header(value: BytesLike, name: str) -> Header:
     try:
@@ -100,28 +112,6 @@ def encode_header(num_shards: int, endianness: int = HOST_ENDIANNESS) -> bytes:
 
 
 # --------------------------------------------------------------------------- entries
-
-
-
-@dataclass(slots=True)  # not frozen: a frozen dataclass costs 2 us per entry to build
-class Entry:
-    """One BundleEntryProto, validated. Treat as immutable."""
-
-    key: bytes
-    dtype: dtypes.DType
-    shape: tuple[int, ...]
-    shard_id: int
-    offset: int
-    size: int
-    crc32c: int  # masked, as stored
-    slices: tuple[Slice, ...]
-
-    @property
-    def numel(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
 
 
 def shape_from_proto(shape: TensorShapeProto, what: str) -> tuple[int, ...]:
@@ -310,10 +300,7 @@ def _validate_head(proto: Any, key: bytes, name: str) -> _Head:
     if dtype is None:
         dtype = dtypes.from_value(proto.dtype, f"{name}: entry {shown(key)!r}")  # raises, naming it
     shape = shape_from_proto(proto.shape, f"{name}: entry {shown(key)!r}")
-    n = 1
-    for d in shape:
-        n *= d
-    return dtype, shape, n
+    return dtype, shape, numel(shape)
 
 
 def encode_entry(dtype: dtypes.DType, shape: Iterable[int], shard_id: int, offset: int, size: int, crc: int,

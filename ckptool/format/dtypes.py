@@ -29,19 +29,19 @@ class DType:
     enum_name: str  # "DT_FLOAT"
     itemsize: int  # bytes per element on disk; 0 for variable-length kinds
     kind: str
-    _numpy: str  # how to build the numpy dtype (see _numpy_dtype)
+    numpy_spec: str  # how to build the numpy dtype (see _numpy_dtype)
     safetensors: str = ""  # safetensors' dtype code ("F32"), "" when safetensors has none
 
     @property
     def numpy(self) -> np.dtype:
-        return _numpy_dtype(self._numpy)
+        return _numpy_dtype(self.numpy_spec)
 
     @property
     def write_numpy(self) -> np.dtype:
         """The numpy dtype that asks the writer for exactly this type: ``numpy``, except for the
         quantized types, which read as plain integers and are written from TF's structured
         ``as_numpy_dtype`` (``np.dtype([("qint8", np.int8)])``)."""
-        return _quantized_struct(self._numpy) if self._numpy.startswith("q:") else self.numpy
+        return _quantized_struct(self.numpy_spec) if self.numpy_spec.startswith("q:") else self.numpy
 
     @property
     def is_fixed(self) -> bool:
@@ -51,7 +51,7 @@ class DType:
     def npy_portable(self) -> bool:
         """A fixed-size type plain numpy holds, so that a ``.npy`` file records it portably
         (not an ml_dtypes type, not a quantized one)."""
-        return self.kind == FIXED and not self._numpy.startswith(("ml:", "q:"))
+        return self.kind == FIXED and not self.numpy_spec.startswith(("ml:", "q:"))
 
     def __str__(self) -> str:
         return self.name
@@ -134,6 +134,16 @@ CASTABLE = FLOATS[:4]
 AVERAGED = tuple(n for n in FLOATS if n != "float4_e2m1fn")
 #: TensorFlow dtype name <-> safetensors dtype code, both ways one to one (the table's column).
 TF_TO_SAFETENSORS = {d.name: d.safetensors for d in BY_VALUE.values() if d.safetensors}
+#: The typed field of a TensorProto that holds a tensor's values one by one when its
+#: ``tensor_content`` is empty (tensorflow/core/framework/tensor.proto), for the numeric and
+#: string dtypes that have one.
+PROTO_FIELDS = {
+    "float16": "half_val", "bfloat16": "half_val", "float32": "float_val", "float64": "double_val",
+    "int32": "int_val", "int16": "int_val", "int8": "int_val", "uint8": "int_val", "uint16": "int_val",
+    "qint8": "int_val", "quint8": "int_val", "qint16": "int_val", "quint16": "int_val", "qint32": "int_val",
+    "string": "string_val", "complex64": "scomplex_val", "complex128": "dcomplex_val", "int64": "int64_val",
+    "bool": "bool_val", "uint32": "uint32_val", "uint64": "uint64_val",
+}
 
 
 def from_value(value: int, where: str = "") -> DType:
@@ -165,10 +175,10 @@ def from_numpy(dtype: np.dtype) -> DType:
     # ml_dtypes is imported on first use: only a dtype it defines can match one of its rows.
     extension = not quantized and native.type.__module__.split(".")[0] == "ml_dtypes"
     for dt in BY_VALUE.values():
-        if dt.kind != FIXED or dt._numpy.startswith("q:") != quantized:
+        if dt.kind != FIXED or dt.numpy_spec.startswith("q:") != quantized:
             continue
-        if dt._numpy.startswith("ml:") != extension:
+        if dt.numpy_spec.startswith("ml:") != extension:
             continue
-        if (_quantized_struct(dt._numpy) if quantized else _numpy_dtype(dt._numpy)) == native:
+        if (_quantized_struct(dt.numpy_spec) if quantized else _numpy_dtype(dt.numpy_spec)) == native:
             return dt
     raise UnsupportedError(f"numpy dtype {dtype} has no TensorFlow equivalent")

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 
 class _Numpy:
-    """numpy, imported on first use: a rename that copies stored bytes never needs it (issue 21)."""
+    """numpy, imported on first use: a rename that copies stored bytes never needs it."""
 
     def __getattr__(self, name: str) -> Any:
         import numpy

@@ -25,6 +25,8 @@ import struct
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from ckptool.format import dtypes
+
 if TYPE_CHECKING:
     from typing_extensions import Buffer
 
@@ -32,12 +34,20 @@ if TYPE_CHECKING:
 #: (validated, then its scalars yielded one at a time), so memory stays a multiple of the record.
 SMALL_RECORD = 1 << 16
 MAX_DEPTH = 100  # nested groups in an unknown field: the runtime's recursion limit
-_HALF, _BFLOAT16, _BOOL = 19, 14, 10
+_HALF, _BFLOAT16 = dtypes.BY_NAME["float16"].value, dtypes.BY_NAME["bfloat16"].value
 #: ScalarTensor's repeated numeric fields: number -> (wire type unpacked, width or 0 for varints)
 _TYPED = {13: (0, 0), 5: (5, 4), 6: (1, 8), 7: (0, 0), 10: (0, 0), 11: (0, 0), 16: (0, 0), 17: (0, 0)}
-#: dtype -> (struct format of one element in tensor_content, the typed field number TF fills)
-_DTYPES = {1: ("<f", 5), 2: ("<d", 6), 3: ("<i", 7), 4: ("<B", 7), 5: ("<h", 7), 6: ("<b", 7), 9: ("<q", 10),
-           10: ("<?", 11), 17: ("<H", 7), 19: ("<e", 13), 14: ("<H", 13), 22: ("<I", 16), 23: ("<Q", 17)}
+#: The numbers of those fields (tensor.proto), by name (:data:`ckptool.format.dtypes.PROTO_FIELDS`)
+_FIELD_NUMBERS = {"half_val": 13, "float_val": 5, "double_val": 6, "int_val": 7, "int64_val": 10, "bool_val": 11,
+                  "uint32_val": 16, "uint64_val": 17}
+#: The numeric dtypes a scalar summary may have: dtype enum -> (struct format of one element in
+#: tensor_content, the typed TensorProto field TF fills)
+SCALAR_DTYPES = {dtypes.BY_NAME[name].value: (fmt, dtypes.PROTO_FIELDS[name]) for name, fmt in (
+    ("float32", "<f"), ("float64", "<d"), ("int32", "<i"), ("uint8", "<B"), ("int16", "<h"), ("int8", "<b"),
+    ("int64", "<q"), ("bool", "<?"), ("uint16", "<H"), ("float16", "<e"), ("bfloat16", "<H"), ("uint32", "<I"),
+    ("uint64", "<Q"))}
+#: dtype enum -> (struct format of one element in tensor_content, the typed field's number)
+_DTYPES = {value: (fmt, _FIELD_NUMBERS[field]) for value, (fmt, field) in SCALAR_DTYPES.items()}
 _LONG_VARINT = re.compile(rb"[\x80-\xff]{10}")
 _HIGH = bytes(range(0x80, 0x100))
 

@@ -22,7 +22,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ckptool.format import dtypes
 from ckptool.format.coding import FIXED32, FIXED64, crc32c, mask_crc
+from ckptool.format.event_wire import SCALAR_DTYPES
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
@@ -33,17 +35,7 @@ FOOTER_BYTES = 4
 MAX_RECORD = 1 << 31
 CHUNK = 1 << 20  # bytes read at a time
 
-# tensorflow/core/framework/types.proto values of the numeric dtypes a scalar may have.
-_FLOAT, _DOUBLE, _INT32, _UINT8, _INT16, _INT8, _INT64, _BOOL = 1, 2, 3, 4, 5, 6, 9, 10
-_BFLOAT16, _UINT16, _HALF, _UINT32, _UINT64 = 14, 17, 19, 22, 23
-#: dtype -> (struct format of one element in tensor_content, the typed field TF fills)
-_SCALAR_DTYPES = {
-    _FLOAT: ("<f", "float_val"), _DOUBLE: ("<d", "double_val"), _INT32: ("<i", "int_val"),
-    _UINT8: ("<B", "int_val"), _INT16: ("<h", "int_val"), _INT8: ("<b", "int_val"),
-    _INT64: ("<q", "int64_val"), _BOOL: ("<?", "bool_val"), _UINT16: ("<H", "int_val"),
-    _HALF: ("<e", "half_val"), _BFLOAT16: ("<H", "half_val"), _UINT32: ("<I", "uint32_val"),
-    _UINT64: ("<Q", "uint64_val"),
-}
+_HALF, _BFLOAT16 = dtypes.BY_NAME["float16"].value, dtypes.BY_NAME["bfloat16"].value
 
 
 @dataclass(frozen=True)
@@ -148,7 +140,7 @@ def parse_event(payload: Buffer) -> Any:
 
 def tensor_scalar(tensor: Any) -> float | None:
     """The value of a one-element numeric ``TensorProto`` (``tf.summary.scalar``), else None."""
-    spec = _SCALAR_DTYPES.get(tensor.dtype)
+    spec = SCALAR_DTYPES.get(tensor.dtype)
     if spec is None or tensor.tensor_shape.unknown_rank:
         return None
     count = 1

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 
 from ckptool.errors import CorruptError, UnsupportedError
 from ckptool.format import dtypes, objkeys
+from ckptool.format.entry import numel
 
 METADATA = "__metadata__"
 FORMAT_KEY = "format"
@@ -140,13 +141,6 @@ def _json(text: str, what: str) -> object:
         raise CorruptError(f"{what}: not JSON: {str(exc)[:200]}") from None
 
 
-def _numel(shape: Iterable[int]) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
-
-
 def _check_restored(name: str, what: str) -> None:
     """A checkpoint name the metadata restores: not empty (the bundle header's key), not a
     slice key (they start with NUL)."""
@@ -166,7 +160,7 @@ def decode_metadata(meta: dict[str, str], where: str = METADATA) -> Extras:
                 raise CorruptError(f"{what}: not a string tensor record")
             shape = _shape(doc.get("shape"), what)
             vals = [_b64(v, what) for v in doc["base64"]]
-            if len(vals) != _numel(shape):
+            if len(vals) != numel(shape):
                 raise CorruptError(f"{what}: {len(vals)} values for shape {list(shape)}")
             name = key[len(STRING_PREFIX):]
             _check_restored(name, what)
@@ -246,7 +240,7 @@ def _header_text(tensors: Iterable[tuple[str, str, tuple[int, ...]]], extras: Ex
         if name in seen:
             raise UnsupportedError(f"tensor {name!r} is given twice")
         seen.add(name)
-        n = _numel(shape) * ST_ITEMSIZE[code]
+        n = numel(shape) * ST_ITEMSIZE[code]
         parts.append(f',{quote(name)}:{{"dtype":{quote(code)},"shape":[{",".join(map(str, shape))}],'
                      f'"data_offsets":[{offset},{offset + n}]}}')
         offset += n
@@ -300,9 +294,9 @@ def decode_header(raw: bytes | bytearray, data_size: int, where: str) -> tuple[l
         if t.begin != pos or t.end < t.begin:
             raise CorruptError(f"{where}: tensor {t.name!r} at [{t.begin}, {t.end}) does not follow the "
                                f"previous tensor (ending at {pos}): offsets overlap or leave a gap")
-        if _numel(t.shape) * ST_ITEMSIZE[t.dtype] != t.end - t.begin:
+        if numel(t.shape) * ST_ITEMSIZE[t.dtype] != t.end - t.begin:
             raise CorruptError(f"{where}: tensor {t.name!r} ({t.dtype} {list(t.shape)}) needs "
-                               f"{_numel(t.shape) * ST_ITEMSIZE[t.dtype]} bytes, its offsets span "
+                               f"{numel(t.shape) * ST_ITEMSIZE[t.dtype]} bytes, its offsets span "
                                f"{t.end - t.begin}")
         pos = t.end
     if pos != data_size:

@@ -259,7 +259,7 @@ class TableReader:
         buf = self.buf if isinstance(self.buf, (bytes, bytearray)) else bytes(self.buf)  # values are sliced from it
         blocks = [(h, read_block(buf, h, self.name)) for h in self.block_handles()]
         if self.size >= BULK_MIN_BYTES:
-            got = bulk_entries(buf, blocks)
+            got = bulk_entries(buf, [(h.offset, h.size, contents) for h, contents in blocks])
             if got is not None:
                 return got
         keys: list[bytes] = []

@@ -39,8 +39,6 @@ from ckptool.format.objkeys import name_of
 if TYPE_CHECKING:
     import numpy as np
 
-    from ckptool.format.table import BlockHandle
-
 #: Tables of at least this many bytes are scanned in bulk (about 2,000 entries).
 BULK_MIN_BYTES = 64 << 10
 #: A restart group of more entries than this (TF writes 16) is left to the entry-by-entry scan.
@@ -91,19 +89,18 @@ class TableEntries:
         return [bytes(buf[a:b]) for a, b in zip(self.starts, self.ends)]
 
 
-def bulk_entries(buf: bytes | bytearray, blocks: list[tuple[BlockHandle, memoryview | bytes]]
+def bulk_entries(buf: bytes | bytearray, blocks: list[tuple[int, int, memoryview | bytes]]
                  ) -> TableEntries | None:
-    """Every entry of the data ``blocks`` (each ``(handle, verified contents)`` of the
-    table ``buf``), header included; None when the table is not laid out as this path
-    expects (see the module doc)."""
+    """Every entry of the data ``blocks`` (each ``(offset, size, verified contents)`` of a
+    block of the table ``buf``, as its handle gives them), header included; None when the
+    table is not laid out as this path expects (see the module doc)."""
     import numpy as np
 
     u8 = np.frombuffer(buf, np.uint8)
     starts, ends, limits = [], [], []
-    for handle, contents in blocks:
+    for off, n, contents in blocks:
         if not isinstance(contents, memoryview) or contents.obj is not buf:
             return None  # decompressed: not in ``buf``
-        n, off = handle.size, handle.offset
         if n < 4:
             return None
         (nr,) = FIXED32.unpack_from(buf, off + n - 4)

@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # numpy is imported where arrays are made
     import numpy as np
     from typing_extensions import Buffer
 
-    from ckptool.format.bundle import Entry
+    from ckptool.format.entry import Entry
 
 
 def check_crc(data: BytesLike | np.ndarray, entry: Entry, where: str) -> None:
@@ -36,12 +36,14 @@ def check_crc_value(actual: int, entry: Entry, where: str, nbytes: int) -> None:
         )
 
 
-def decode_fixed(buf: BytesLike | np.ndarray, entry: Entry, big_endian: bool) -> np.ndarray:
-    """A fixed-size tensor from its stored bytes (a writable buffer is used in place)."""
+def decode_fixed(buf: BytesLike | np.ndarray, entry: Entry, swap: bool) -> np.ndarray:
+    """A fixed-size tensor from its stored bytes (a writable buffer is used in place), each
+    element byte-swapped when ``swap`` (what :meth:`ckptool.format.bundle.Header.swaps` says
+    of the entry's dtype)."""
     import numpy as np
     dt = entry.dtype.numpy
     arr = np.frombuffer(buf, dtype=dt, count=entry.numel) if entry.numel else np.empty(0, dt)
-    if big_endian and entry.dtype.itemsize > 1:
+    if swap:
         arr = byteswap(arr, entry.dtype.itemsize)
     return arr.reshape(entry.shape)
 

@@ -18,35 +18,22 @@ from ckptool.errors import CorruptError, UnsupportedError
 from ckptool.format import dtypes
 from ckptool.format.bundle import shape_from_proto, slice_from_proto
 from ckptool.format.coding import BytesLike
+from ckptool.format.entry import numel
 from ckptool.format.protos.tensor_bundle_pb2 import SavedTensorSlices, TensorProto
 from ckptool.format.slices import Slice
 
 V1_PRODUCER = 1  # TF_CHECKPOINT_VERSION
 V1_CONSUMER = 1
 
-#: dtype name -> (TensorProto field, numpy dtype of that field's elements)
-_FIELDS = {
-    "float32": ("float_val", "<f4"),
-    "float64": ("double_val", "<f8"),
-    "int32": ("int_val", "<i4"),
-    "int16": ("int_val", "<i4"),
-    "int8": ("int_val", "<i4"),
-    "uint8": ("int_val", "<i4"),
-    "uint16": ("int_val", "<i4"),
-    "qint8": ("int_val", "<i4"),
-    "quint8": ("int_val", "<i4"),
-    "qint16": ("int_val", "<i4"),
-    "quint16": ("int_val", "<i4"),
-    "qint32": ("int_val", "<i4"),
-    "string": ("string_val", None),
-    "complex64": ("scomplex_val", "<f4"),
-    "int64": ("int64_val", "<i8"),
-    "bool": ("bool_val", "?"),
-    "complex128": ("dcomplex_val", "<f8"),
-    "float16": ("half_val", "<i4"),
-    "uint32": ("uint32_val", "<u4"),
-    "uint64": ("uint64_val", "<u8"),
+#: TensorProto typed field (:data:`ckptool.format.dtypes.PROTO_FIELDS`) -> numpy dtype of its
+#: elements (tensor.proto; None: bytes)
+_ELEMENTS = {
+    "float_val": "<f4", "double_val": "<f8", "int_val": "<i4", "half_val": "<i4", "int64_val": "<i8",
+    "bool_val": "?", "scomplex_val": "<f4", "dcomplex_val": "<f8", "uint32_val": "<u4", "uint64_val": "<u8",
+    "string_val": None,
 }
+#: The dtypes TF 1's V1 writer never stores, though a TensorProto field could hold them.
+_NOT_V1 = frozenset({"bfloat16"})
 
 
 @dataclass(frozen=True)
@@ -90,24 +77,24 @@ def parse_slice(value: BytesLike, where: str) -> tuple[str, Any, Any]:
 
 
 def decode_tensor_proto(tp: TensorProto, dtype: dtypes.DType, shape: tuple[int, ...], where: str) -> np.ndarray:
-    numel = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    n = numel(shape)
     if tp.tensor_content:
         if not dtype.is_fixed:
             raise CorruptError(f"{where}: tensor_content set for dtype {dtype.name}")
-        if len(tp.tensor_content) != numel * dtype.itemsize:
+        if len(tp.tensor_content) != n * dtype.itemsize:
             raise CorruptError(f"{where}: tensor_content holds {len(tp.tensor_content)} bytes, expected "
-                               f"{numel * dtype.itemsize}")
+                               f"{n * dtype.itemsize}")
         return np.frombuffer(tp.tensor_content, dtype=dtype.numpy).copy().reshape(shape)
-    spec = _FIELDS.get(dtype.name)
-    if spec is None:
+    field = dtypes.PROTO_FIELDS.get(dtype.name)
+    if field is None or dtype.name in _NOT_V1:
         raise UnsupportedError(f"{where}: dtype {dtype.name} cannot be stored in a V1 checkpoint")
-    field, elem = spec
+    elem = _ELEMENTS[field]
     values = getattr(tp, field)
-    count = numel * (2 if dtype.name.startswith("complex") else 1)
+    count = n * (2 if dtype.name.startswith("complex") else 1)
     if len(values) != count:
         raise CorruptError(f"{where}: holds {len(values)} values, its slice needs {count}")
     if field == "string_val":
-        out = np.empty(numel, dtype=object)
+        out = np.empty(n, dtype=object)
         for i, v in enumerate(values):
             out[i] = bytes(v)
         return out.reshape(shape)

@@ -19,7 +19,7 @@ def one_shard_gone(tmp_path):
     ckptool.write(str(p), {f"v{i}": np.full(3, i, np.float32) for i in range(67)}, num_shards=3, sync=False)
     (tmp_path / "c.data-00001-of-00003").unlink()
     with ckptool.open(str(p)) as ck:
-        held = sorted(v.name for v in ck.variables() if ck._lookup(v.name).shard_id == 1)
+        held = sorted(v.name for v in ck.variables() if ck.lookup(v.name).shard_id == 1)
     return p, held
 
 

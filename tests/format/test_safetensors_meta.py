@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from ckptool.errors import CorruptError, UnsupportedError
 from ckptool.format import safetensors_meta as stm
+from ckptool.format.entry import numel
 
 names = st.text(min_size=1, max_size=20).filter(lambda s: s != stm.METADATA and not s.startswith("\0"))
 shapes = st.lists(st.integers(0, 4), max_size=3).map(tuple)
@@ -50,7 +51,7 @@ def test_header_round_trips(tensors, ex):
     n = stm.header_length(head[:8], len(head) + total, "f")
     got, meta = stm.decode_header(head[8:8 + n], total, "f")
     assert [(t.name, t.dtype, t.shape) for t in got if t.end > t.begin] == \
-        [t for t in tensors if stm._numel(t[2]) > 0]
+        [t for t in tensors if numel(t[2]) > 0]
     assert sorted((t.name, t.dtype, t.shape) for t in got) == sorted(tensors)
     assert stm.decode_metadata(meta) == ex
 

@@ -67,7 +67,7 @@ def test_a_corrupt_small_tensor_is_reported_as_before(tmp_path):
     values = {f"v{i:02d}": np.full(4, i, np.float32) for i in range(10)}
     ckptool.write(str(tmp_path / "ckpt"), values, sync=False)
     with ckptool.open(str(tmp_path / "ckpt")) as ck:
-        e = ck._lookup("v05")
+        e = ck.lookup("v05")
         path = ck.shard_path(e.shard_id)
     with open(path, "r+b") as f:
         f.seek(e.offset + 1)

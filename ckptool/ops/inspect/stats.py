@@ -6,13 +6,16 @@ import math
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ckptool.format import dtypes
 from ckptool.ops.read.chunks import CHUNK_BYTES, tensor_chunks
 from ckptool.ops.read.plan import prefetch
+
+if TYPE_CHECKING:
+    from ckptool.ops.read.checkpoint import Checkpoint
 
 
 @dataclass
@@ -101,7 +104,7 @@ def _float64(a: np.ndarray) -> np.ndarray:
     return out
 
 
-def tensors_stats(ck: Any, names: list[str], chunk_bytes: int = CHUNK_BYTES, jobs: int | None = None,
+def tensors_stats(ck: Checkpoint, names: list[str], chunk_bytes: int = CHUNK_BYTES, jobs: int | None = None,
                   on_bytes: Callable[[int], None] | None = None) -> list[dict[str, Any]]:
     """:func:`tensor_stats` of each of ``names``, in order, their data fetched ahead on an
     object store (``jobs`` ranged GETs in flight; memory bounded by those). Small tensors
@@ -109,42 +112,24 @@ def tensors_stats(ck: Any, names: list[str], chunk_bytes: int = CHUNK_BYTES, job
     return list(iter_tensors_stats(ck, names, chunk_bytes, jobs, on_bytes))
 
 
-def iter_tensors_stats(ck: Any, names: list[str], chunk_bytes: int = CHUNK_BYTES, jobs: int | None = None,
+def iter_tensors_stats(ck: Checkpoint, names: list[str], chunk_bytes: int = CHUNK_BYTES, jobs: int | None = None,
                        on_bytes: Callable[[int], None] | None = None) -> Iterator[dict[str, Any]]:
     """:func:`tensors_stats`, each tensor's as soon as it is done: memory holds a batch of small
     tensors' statistics at most, not every tensor's (``inspect --stats --json`` writes them so)."""
-    from ckptool.ops.inspect.stats_small import BATCH_BYTES, BATCH_TENSORS, batch_stats, batchable
-
-    batch: list[Any] = []
-    size = 0
+    from ckptool.ops.inspect.stats_small import batchable_checkpoint, iter_batched
 
     def single(name: str) -> dict[str, Any]:
         return tensor_stats(ck, name, chunk_bytes, on_bytes)
 
-    def flush() -> list[Any]:
-        out: list[Any] = [None] * len(batch)
-        batch_stats(ck, [(k, name, e) for k, (_, name, e) in enumerate(batch)], out, single, on_bytes)
-        return out
-
     with prefetch(ck, names, jobs, fixed_only=True):
-        for i, name in enumerate(names):
-            e = batchable(ck, name)
-            if e is None:
-                if batch:  # read in order: the batch before this tensor
-                    yield from flush()
-                    batch, size = [], 0
-                yield single(name)
-                continue
-            batch.append((i, name, e))
-            size += e.size
-            if size >= BATCH_BYTES or len(batch) >= BATCH_TENSORS:
-                yield from flush()
-                batch, size = [], 0
-        if batch:
-            yield from flush()
+        bundle = batchable_checkpoint(ck)
+        if bundle is None:
+            yield from map(single, names)
+        else:
+            yield from iter_batched(bundle, names, single, on_bytes)
 
 
-def tensor_stats(ck: Any, name: str, chunk_bytes: int = CHUNK_BYTES,
+def tensor_stats(ck: Checkpoint, name: str, chunk_bytes: int = CHUNK_BYTES,
                  on_bytes: Callable[[int], None] | None = None) -> dict[str, Any]:
     """min, max, mean, std, NaN, Inf and zero counts of one tensor, read in chunks.
 

@@ -15,7 +15,7 @@ reports it as before.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -23,6 +23,7 @@ import numpy as np
 from ckptool.errors import CkptError
 from ckptool.format.bundle import Entry
 from ckptool.format.coding import crc32c, unmask_crc
+from ckptool.ops.read.checkpoint import Checkpoint
 from ckptool.ops.read.v2 import BundleCheckpoint
 
 #: Tensors of at most this many elements are batched.
@@ -34,12 +35,47 @@ BATCH_TENSORS = 4096
 _KINDS = "fiub"  # numpy kinds batched: real floats, integers, booleans
 
 
-def batchable(ck: Any, name: str) -> Entry | None:
-    """The entry of ``name`` when its statistics can be batched, else None."""
-    if not isinstance(ck, BundleCheckpoint) or ck.header.big_endian:
-        return None
+def batchable_checkpoint(ck: Checkpoint) -> BundleCheckpoint | None:
+    """``ck`` when its tensors' statistics can be batched: a V2 bundle whose stored bytes are
+    the values as they are read (rows are viewed as stored), else None."""
+    return ck if isinstance(ck, BundleCheckpoint) and ck.header.raw_copy else None
+
+
+def iter_batched(ck: BundleCheckpoint, names: list[str], single: Callable[[str], dict[str, Any]],
+                 on_bytes: Callable[[int], None] | None = None) -> Iterator[dict[str, Any]]:
+    """The statistics of each of ``names`` of a :func:`batchable_checkpoint`, in order: the small
+    tensors in batches of at most :data:`BATCH_BYTES` and :data:`BATCH_TENSORS`
+    (:func:`batch_stats`), the others by ``single``; each batch read in order."""
+    batch: list[tuple[int, str, Entry]] = []
+    size = 0
+
+    def flush() -> list[Any]:
+        out: list[Any] = [None] * len(batch)
+        batch_stats(ck, [(k, name, e) for k, (_, name, e) in enumerate(batch)], out, single, on_bytes)
+        return out
+
+    for i, name in enumerate(names):
+        e = batchable(ck, name)
+        if e is None:
+            if batch:  # read in order: the batch before this tensor
+                yield from flush()
+                batch, size = [], 0
+            yield single(name)
+            continue
+        batch.append((i, name, e))
+        size += e.size
+        if size >= BATCH_BYTES or len(batch) >= BATCH_TENSORS:
+            yield from flush()
+            batch, size = [], 0
+    if batch:
+        yield from flush()
+
+
+def batchable(ck: BundleCheckpoint, name: str) -> Entry | None:
+    """The entry of ``name`` of a :func:`batchable_checkpoint` when its statistics can be
+    batched, else None."""
     try:
-        e = ck._lookup(name)
+        e = ck.lookup(name)
     except CkptError:
         return None
     dt = e.dtype
@@ -87,7 +123,7 @@ def _read(ck: BundleCheckpoint, batch: list[tuple[int, str, Entry]]) -> list[mem
             end += batch[j][2].size
             j += 1
         try:
-            reader = ck._reader(e.shard_id, e.key)
+            reader = ck.shard_reader(e)
             if end > reader.size:
                 raise CkptError("past the end")  # each tensor then reports its own bounds
             buf = memoryview(reader.read(e.offset, end - e.offset))

@@ -34,28 +34,13 @@ class TreeNode:
 
     def to_json(self) -> dict[str, Any]:
         """The subtree as nested dicts, built without recursion (graphs can be thousands deep)."""
-        root = self._own_json()
+        root = _own_json(self)
         stack = [(self, root)]
         while stack:
             node, out = stack.pop()
-            kids = out["children"] = [c._own_json() for c in node.children]
+            kids = out["children"] = [_own_json(c) for c in node.children]
             stack.extend(zip(node.children, kids))
         return root
-
-    def _own_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name, "path": self.path, "parameters": self.parameters, "bytes": self.bytes}
-        if self.alias_of is not None:
-            out["alias_of"] = self.alias_of
-        if self.tensor is not None:
-            out["tensor"] = self.tensor
-        if self.attributes:
-            out["attributes"] = self.attributes
-        if self.slots:
-            out["slots"] = self.slots
-        if self.owned_slots:
-            out["owned_slots"] = self.owned_slots
-        out["children"] = []
-        return out
 
     def depth(self) -> int:
         """Levels below this node (0 for a leaf), counted without recursion."""
@@ -65,6 +50,23 @@ class TreeNode:
             deepest = max(deepest, d)
             stack.extend((c, d + 1) for c in node.children)
         return deepest
+
+
+def _own_json(node: TreeNode) -> dict[str, Any]:
+    """``node`` as a dict, its ``children`` left empty for :meth:`TreeNode.to_json` to fill."""
+    out: dict[str, Any] = {"name": node.name, "path": node.path, "parameters": node.parameters, "bytes": node.bytes}
+    if node.alias_of is not None:
+        out["alias_of"] = node.alias_of
+    if node.tensor is not None:
+        out["tensor"] = node.tensor
+    if node.attributes:
+        out["attributes"] = node.attributes
+    if node.slots:
+        out["slots"] = node.slots
+    if node.owned_slots:
+        out["owned_slots"] = node.owned_slots
+    out["children"] = []
+    return out
 
 
 def _tensor_doc(var: Variable, key: str) -> dict[str, Any]:

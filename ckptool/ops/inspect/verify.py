@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ckptool.errors import CkptError, ResourceError
 from ckptool.format import bundle
-from ckptool.format.coding import crc32c
 from ckptool.format.slices import key_text as _shown
 from ckptool.format.slices import tiling_problem
-from ckptool.format.tensors import check_crc_value
 from ckptool.ops.read.plan import prefetch_entries
+from ckptool.ops.read.v2 import BundleCheckpoint
 
 if TYPE_CHECKING:
     from ckptool.format.bundle import Entry
+    from ckptool.ops.read.checkpoint import Checkpoint
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -89,7 +89,7 @@ def default_workers() -> int:
     return max(1, min(n, 16))
 
 
-def verify(ck: Any, progress: Callable[[int, int], None] | None = None,
+def verify(ck: Checkpoint, progress: Callable[[int, int], None] | None = None,
            chunk_bytes: int = VERIFY_CHUNK_BYTES, workers: int | None = None) -> VerifyReport:
     """Read every stored byte and check every checksum; collect each problem.
 
@@ -99,15 +99,15 @@ def verify(ck: Any, progress: Callable[[int, int], None] | None = None,
     shape exactly once; every tensor's bytes match its CRC32C. Tensors are read
     by ``workers`` threads (default: one per core), each with at most one
     ``chunk_bytes`` buffer, so memory stays bounded; on an object store, one
-    thread checks while ``workers`` ranged GETs (default 8) fetch ahead in key
-    order, memory bounded by those in flight. Shards are read one after the other
+    thread checks while ``workers`` ranged GETs (default 8) fetch ahead in the
+    order of reading, memory bounded by those in flight. Shards are read one after the other
     and each closed once checked (open files stay bounded); running out of them
     (EMFILE) is a :class:`ResourceError` "could not check", never damage. ``progress(done_bytes,
     total_bytes)`` is called as data is read, from any of those threads.
     """
     report = VerifyReport(ck.prefix)
     try:
-        if ck.format != "V2":
+        if not isinstance(ck, BundleCheckpoint):
             return _verify_v1(ck, report, progress)
         with ExitStack() as fetching:
             return _verify_v2(ck, report, progress, chunk_bytes, workers, fetching)
@@ -115,8 +115,30 @@ def verify(ck: Any, progress: Callable[[int, int], None] | None = None,
         raise ResourceError(f"could not check {ck.prefix}: {exc}") from None
 
 
-def _verify_v2(ck: Any, report: VerifyReport, progress: Callable[[int, int], None] | None, chunk_bytes: int,
-               workers: int | None, fetching: ExitStack) -> VerifyReport:
+def _verify_v2(ck: BundleCheckpoint, report: VerifyReport, progress: Callable[[int, int], None] | None,
+               chunk_bytes: int, workers: int | None, fetching: ExitStack) -> VerifyReport:
+    entries, owners = _index_problems(ck, report)
+    plain = _set_aside_missing(ck, report, [e for e in entries if not e.slices], owners)
+    # Read in storage order (shard, then offset): each shard front to back, closed once its last
+    # tensor is checked, so the files open stay bounded (1000 shards under ``ulimit -n 64``);
+    # problems are still reported in key order.
+    rank = {e.key: i for i, e in enumerate(plain)}
+    plain.sort(key=lambda e: (e.shard_id, e.offset))
+    # Local files: ``workers`` threads read and check (one per core by default). An object
+    # store: one thread checks while ``workers`` ranged GETs are in flight (the storage's
+    # default when not given), fetched ahead in this order.
+    fetching.enter_context(prefetch_entries(ck, plain, jobs=None if ck.storage.concurrent_reads else workers))
+    report.problems.extend(_check_data(ck, plain, rank, owners, progress, chunk_bytes, workers))
+    report.tensors = (sum(1 for e in entries if not e.slices and e.key not in owners)
+                      + sum(1 for e in entries if e.slices))
+    report.bytes = sum(e.size for e in plain)
+    return report
+
+
+def _index_problems(ck: BundleCheckpoint, report: VerifyReport) -> tuple[list[Entry], dict[bytes, str]]:
+    """Every entry of the index that parses, and ``{slice entry's key: its tensor's name}``;
+    the problems of the index (an entry that does not parse, slices that do not tile their
+    tensor, a slice entry missing or at odds with its tensor) added to ``report``."""
     entries, owners = [], {}
     for key in ck.keys():
         try:
@@ -135,32 +157,49 @@ def _verify_v2(ck: Any, report: VerifyReport, progress: Callable[[int, int], Non
         for sl in dict.fromkeys(e.slices):
             owners[bundle.encode_tensor_name_slice(e.key, sl)] = _shown(e.key)
             try:
-                ck._slice_entry(e, sl)
+                ck.slice_entry(e, sl)
             except CkptError as exc:
                 report.problems.append(Problem(_shown(e.key), str(exc)))
-    plain = [e for e in entries if not e.slices]
+    return entries, owners
+
+
+def _set_aside_missing(ck: BundleCheckpoint, report: VerifyReport, plain: list[Entry],
+                       owners: dict[bytes, str]) -> list[Entry]:
+    """``plain`` without the entries stored in data shards that are missing: those are
+    not read, their tensors join the one problem (first in ``report``) that names the files."""
     missing, ranges = ck.missing_shards()
-    counted = plain
-    if missing:  # one problem for the missing shards, naming their files; their tensors join it, unread
-        gone = _missing_problem(ck, missing, ranges)
-        report.problems.insert(0, gone)
-        starts = [a for a, _ in ranges]
-        lost = [e for e in plain if _in_ranges(e.shard_id, starts, ranges)]
-        gone.tensors = sorted({owners.get(e.key, _shown(e.key)) for e in lost})
-        n = len(gone.tensors)
-        gone.error += f"; {n:,} {'tensor is' if n == 1 else 'tensors are'} stored there"
-        lost_keys = {e.key for e in lost}
-        plain = [e for e in plain if e.key not in lost_keys]
-    # Local files: ``workers`` threads read and check (one per core by default). An object
-    # store: one thread checks while ``workers`` ranged GETs are in flight (the storage's
-    # default when not given), fetched ahead in key order from here on.
-    # Read in storage order (shard, then offset): each shard front to back, closed once its last
-    # tensor is checked, so the files open stay bounded (1000 shards under ``ulimit -n 64``);
-    # problems are still reported in key order.
-    rank = {e.key: i for i, e in enumerate(plain)}
-    plain.sort(key=lambda e: (e.shard_id, e.offset))
+    if not missing:
+        return plain
+    gone = _missing_problem(ck, missing, ranges)
+    report.problems.insert(0, gone)
+    starts = [a for a, _ in ranges]
+    lost = [e for e in plain if _in_ranges(e.shard_id, starts, ranges)]
+    gone.tensors = sorted({owners.get(e.key, _shown(e.key)) for e in lost})
+    n = len(gone.tensors)
+    gone.error += f"; {n:,} {'tensor is' if n == 1 else 'tensors are'} stored there"
+    lost_keys = {e.key for e in lost}
+    return [e for e in plain if e.key not in lost_keys]
+
+
+def _batches(plain: list[Entry]) -> list[list[Entry]]:
+    """``plain`` cut, in order, into tasks of about :data:`BATCH_BYTES` or :data:`BATCH_TENSORS`."""
+    batches, batch, size = [], [], 0
+    for e in plain:
+        batch.append(e)
+        size += e.size
+        if size >= BATCH_BYTES or len(batch) >= BATCH_TENSORS:
+            batches.append(batch)
+            batch, size = [], 0
+    if batch:
+        batches.append(batch)
+    return batches
+
+
+def _check_data(ck: BundleCheckpoint, plain: list[Entry], rank: dict[bytes, int], owners: dict[bytes, str],
+                progress: Callable[[int, int], None] | None, chunk_bytes: int, workers: int | None) -> list[Problem]:
+    """The problems of the bytes of the ``plain`` entries, read in this order by ``workers``
+    threads, each shard released once its last tensor is checked; sorted by ``rank``."""
     left = Counter(e.shard_id for e in plain)
-    fetching.enter_context(prefetch_entries(ck, plain, jobs=None if ck.storage.concurrent_reads else workers))
     total = sum(e.size for e in plain)
     lock = threading.Lock()
     done = 0
@@ -174,16 +213,6 @@ def _verify_v2(ck: Any, report: VerifyReport, progress: Callable[[int, int], Non
 
     if progress:
         progress(0, total)
-    batches, batch, size = [], [], 0
-    for e in plain:
-        batch.append(e)
-        size += e.size
-        if size >= BATCH_BYTES or len(batch) >= BATCH_TENSORS:
-            batches.append(batch)
-            batch, size = [], 0
-    if batch:
-        batches.append(batch)
-
     # One read buffer per thread, reused for every tensor it checks (a fresh buffer per
     # tensor is a fresh mmap, and its page faults cost as much as the reading).
     buf_bytes = min(chunk_bytes, max((e.size for e in plain if e.dtype.is_fixed), default=0))
@@ -196,7 +225,7 @@ def _verify_v2(ck: Any, report: VerifyReport, progress: Callable[[int, int], Non
         if last:
             ck.release_shard(shard)
 
-    def check(batch: list[Any]) -> list[tuple[int, Problem]]:
+    def check(batch: list[Entry]) -> list[tuple[int, Problem]]:
         out = []
         buf = getattr(local, "buf", None)
         if buf is None:
@@ -213,18 +242,15 @@ def _verify_v2(ck: Any, report: VerifyReport, progress: Callable[[int, int], Non
         return out
 
     threads = (workers or default_workers()) if ck.storage.concurrent_reads else 1
-    found = [p for problems in _map_threads(check, batches, max(1, threads)) for p in problems]
-    report.problems.extend(p for _, p in sorted(found, key=lambda rp: rp[0]))  # in key order
-    report.tensors = sum(1 for e in counted if e.key not in owners) + sum(1 for e in entries if e.slices)
-    report.bytes = total
-    return report
+    found = [p for problems in _map_threads(check, _batches(plain), max(1, threads)) for p in problems]
+    return [p for _, p in sorted(found, key=lambda rp: rp[0])]
 
 
 #: A missing-shard problem names up to this many data files (then "and N more").
 MISSING_NAMED = 5
 
 
-def _missing_problem(ck: Any, missing: int, ranges: list[tuple[int, int]]) -> Problem:
+def _missing_problem(ck: BundleCheckpoint, missing: int, ranges: list[tuple[int, int]]) -> Problem:
     """The one problem of the data shards the header counts that are not there: each named
     (``ckpt-5.data-00002-of-00005``), up to :data:`MISSING_NAMED`, and said to be missing."""
     n_shards = ck.header.num_shards
@@ -289,26 +315,18 @@ def _map_threads(fn: Callable[[T], R], items: list[T], threads: int) -> list[R]:
     return results
 
 
-def _check_entry(ck: Any, e: Entry, view: memoryview, tick: Callable[[int], None]) -> None:
+def _check_entry(ck: BundleCheckpoint, e: Entry, view: memoryview, tick: Callable[[int], None]) -> None:
     """Read one plain entry and check its checksum: fixed-size tensors chunk by chunk into
-    the caller's bounded buffer ``view`` (the CRC chained across chunks), others decoded whole."""
+    the caller's bounded buffer ``view`` (:meth:`BundleCheckpoint.iter_fixed`), others decoded whole."""
     if not e.dtype.is_fixed:
-        ck._varlen_values(e, True)
+        ck.varlen_values(e, True)
         tick(e.size)
         return
-    reader = ck._reader(e.shard_id, e.key)
-    ck._check_bounds(e, reader)
-    crc, pos, end = 0, e.offset, e.offset + e.size
-    while pos < end:
-        part = view[:min(len(view), end - pos)]
-        reader.readinto(pos, part)
-        crc = crc32c(part, crc)
-        pos += len(part)
+    for part in ck.iter_fixed(e, view):
         tick(len(part))
-    check_crc_value(crc, e, reader.path, e.size)
 
 
-def _verify_v1(ck: Any, report: VerifyReport, progress: Callable[[int, int], None] | None) -> VerifyReport:
+def _verify_v1(ck: Checkpoint, report: VerifyReport, progress: Callable[[int, int], None] | None) -> VerifyReport:
     variables = ck.variables()
     total = sum(v.nbytes for v in variables)
     done = 0

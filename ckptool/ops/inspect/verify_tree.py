@@ -1,4 +1,4 @@
-"""Verifying many checkpoints: ``ckptool verify PATH... [--recursive]`` (issue 20).
+"""Verifying many checkpoints: ``ckptool verify PATH... [--recursive]``.
 
 A PATH is a checkpoint in any CHECKPOINT form, or a directory: every
 checkpoint it holds, V2 and V1 (``--recursive``: and every directory below it,

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ckptool.errors import CkptError, CorruptError, ResourceError, TensorNotFoundError, UnsupportedError
+from ckptool.format.entry import numel
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, ObjectGraph
 from ckptool.format.objkeys import key_of as key_of  # re-exported
 from ckptool.format.objkeys import name_of as name_of
@@ -35,10 +36,7 @@ class Variable(NamedTuple):
 
     @property
     def numel(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
+        return numel(self.shape)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "dtype": self.dtype, "shape": list(self.shape), "nbytes": self.nbytes}

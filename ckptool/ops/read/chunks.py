@@ -9,16 +9,16 @@ size or the largest tensor.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ckptool.format.coding import crc32c
-from ckptool.format.tensors import byteswap, check_crc_value
+from ckptool.format.tensors import byteswap
+from ckptool.ops.read.v2 import BundleCheckpoint
 
 if TYPE_CHECKING:
     from ckptool.format.bundle import Entry
-    from ckptool.ops.read.v2 import BundleCheckpoint
+    from ckptool.ops.read.checkpoint import Checkpoint
 
 #: Largest read made at once by statistics and diff.
 CHUNK_BYTES = 8 << 20
@@ -31,31 +31,17 @@ def entry_chunks(ck: BundleCheckpoint, e: Entry, verify: bool = True, chunk_byte
     The chunks share one buffer: use each before asking for the next. A
     mismatch raises ChecksumError after the last chunk.
     """
-    reader = ck._reader(e.shard_id, e.key)
-    ck._check_bounds(e, reader)
     itemsize = e.dtype.itemsize
-    numel = e.numel
-    per = max(1, chunk_bytes // itemsize)
-    buf = np.empty(min(per, numel), dtype=e.dtype.numpy)
-    crc = 0
-    done = 0
-    swap = ck.header.big_endian and itemsize > 1
-    while done < numel:
-        n = min(per, numel - done)
-        arr = buf[:n]
-        raw = arr.view(np.uint8)
-        reader.readinto(e.offset + done * itemsize, raw)
-        if verify:
-            crc = crc32c(raw, crc)
+    buf = np.empty(min(max(1, chunk_bytes // itemsize), e.numel), dtype=e.dtype.numpy)
+    swap = ck.header.swaps(e.dtype)
+    for part in ck.iter_fixed(e, buf.view(np.uint8).data, verify):
+        n = len(part) // itemsize
         if on_bytes is not None:
-            on_bytes(n * itemsize)
-        yield byteswap(arr, itemsize) if swap else arr
-        done += n
-    if verify:
-        check_crc_value(crc, e, reader.path, e.size)
+            on_bytes(len(part))
+        yield byteswap(buf[:n], itemsize) if swap else buf[:n]
 
 
-def tensor_chunks(ck: Any, name: str, ordered: bool = True, verify: bool = True,
+def tensor_chunks(ck: Checkpoint, name: str, ordered: bool = True, verify: bool = True,
                   chunk_bytes: int = CHUNK_BYTES) -> Iterator[np.ndarray]:
     """The elements of tensor ``name`` as flat chunks.
 
@@ -65,8 +51,8 @@ def tensor_chunks(ck: Any, name: str, ordered: bool = True, verify: bool = True,
     statistics need). Anything else is read whole and then cut up.
     """
     v = ck.variable(name)
-    if ck.format == "V2":
-        e = ck._lookup(name)
+    if isinstance(ck, BundleCheckpoint):
+        e = ck.lookup(name)
         if e.dtype.is_fixed and not e.slices:
             yield from entry_chunks(ck, e, verify, chunk_bytes)
             return

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, nullcontext
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ckptool.errors import CkptError
 from ckptool.io.prefetch import DEFAULT_JOBS
@@ -26,13 +26,13 @@ if TYPE_CHECKING:
     from ckptool.ops.read.v2 import BundleCheckpoint
 
 
-def _bundle(ck: Any) -> BundleCheckpoint | None:
+def _bundle(ck: object) -> BundleCheckpoint | None:
     from ckptool.ops.read.v2 import BundleCheckpoint
 
     return ck if isinstance(ck, BundleCheckpoint) else None
 
 
-def prefetch(ck: Any, names: Iterable[str], jobs: int | None = None,
+def prefetch(ck: object, names: Iterable[str], jobs: int | None = None,
              fixed_only: bool = False) -> AbstractContextManager[None]:
     """While open, the data of tensors ``names`` of ``ck`` (in that order; a partitioned
     tensor's slices in its slice order; ``fixed_only``: string and variant tensors left
@@ -44,7 +44,7 @@ def prefetch(ck: Any, names: Iterable[str], jobs: int | None = None,
     return b.storage.prefetch(_planned(b, names, fixed_only), jobs)
 
 
-def prefetch_entries(ck: Any, entries: Iterable[Entry], jobs: int | None = None) -> AbstractContextManager[None]:
+def prefetch_entries(ck: object, entries: Iterable[Entry], jobs: int | None = None) -> AbstractContextManager[None]:
     """:func:`prefetch` of plain V2 entries (slice entries included), read in this order."""
     b = _bundle(ck)
     if b is None:
@@ -55,10 +55,10 @@ def prefetch_entries(ck: Any, entries: Iterable[Entry], jobs: int | None = None)
 def _planned(ck: BundleCheckpoint, names: Iterable[str], fixed_only: bool) -> Iterator[tuple[Reader, int, int]]:
     for name in names:
         try:
-            e = ck._lookup(name)
+            e = ck.lookup(name)
             if fixed_only and not e.dtype.is_fixed:
                 continue
-            parts = [ck._slice_entry(e, sl) for sl in e.slices] if e.slices else [e]
+            parts = [ck.slice_entry(e, sl) for sl in e.slices] if e.slices else [e]
         except CkptError:
             continue  # reported when the operation reads it
         yield from _ranges(ck, parts)
@@ -69,10 +69,10 @@ def _ranges(ck: BundleCheckpoint, entries: Iterable[Entry]) -> Iterator[tuple[Re
         if e.slices:
             continue
         try:
-            r = ck._reader(e.shard_id, e.key)
+            r = ck.shard_reader(e)  # bounds-checked: a tensor past its file's end is not fetched
         except CkptError:
-            continue
-        if e.size and e.offset + e.size <= r.size:
+            continue  # reported when the operation reads it
+        if e.size:
             yield r, e.offset, e.size
 
 

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from ckptool.errors import CorruptError
 from ckptool.format import bundle
+from ckptool.format.entry import numel
 from ckptool.format.table import BlockHandle, TableReader, iter_block, read_table
 from ckptool.io.layout import Located
 from ckptool.ops.read.checkpoint import Checkpoint, Variable, check_numpy_shape, check_tiling, key_of
@@ -56,10 +57,7 @@ class V1Checkpoint(Checkpoint):
             out = []
             for name in sorted(self._meta, key=key_of):
                 m = self._meta[name]
-                numel = 1
-                for d in m.shape:
-                    numel *= d
-                nbytes = numel * m.dtype.itemsize
+                nbytes = numel(m.shape) * m.dtype.itemsize
                 out.append(Variable(name, m.dtype.name, m.shape, nbytes,
                                     len(m.slices) if len(m.slices) > 1 else 0))
             self._variables = out

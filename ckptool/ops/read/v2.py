@@ -21,10 +21,12 @@ from ckptool.errors import CkptWarning, CorruptError, MissingError, TensorNotFou
 from ckptool.format import bundle, dtypes, tensors
 from ckptool.format.bundle import Entry
 from ckptool.format.bundle_heads import group_entries, members, picked
+from ckptool.format.coding import crc32c
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, ObjectGraph
 from ckptool.format.slices import key_text, slice_text
 from ckptool.format.table import read_table
-from ckptool.io.layout import Located, names_in
+from ckptool.io.layout import Located
+from ckptool.ops.read import shards
 from ckptool.ops.read.checkpoint import (
     Checkpoint,
     Variable,
@@ -181,7 +183,7 @@ class BundleCheckpoint(Checkpoint):
                 continue
             stored = {}  # a slice listed twice is stored once
             for sl in e.slices:
-                part = self._slice_entry(e, sl)
+                part = self.slice_entry(e, sl)
                 stored[part.key] = part.size
             out.append(Variable(name_of(e.key), e.dtype.name, e.shape, sum(stored.values()), len(e.slices)))
         return out
@@ -197,13 +199,15 @@ class BundleCheckpoint(Checkpoint):
             raise self._not_found(name)
         return (self._variables if self._variables is not None else self.variables())[i]
 
-    def _lookup(self, name: str) -> Entry:
+    def lookup(self, name: str) -> Entry:
+        """The entry of tensor ``name`` (a slice entry's key is no tensor's name)."""
         i = self._position(name)
         if i is None or (self._may_slice and key_of(name) in self.slice_keys()):
             raise self._not_found(name)
         return self._entry_at(i)
 
-    def _slice_entry(self, full: Entry, sl: Slice) -> Entry:
+    def slice_entry(self, full: Entry, sl: Slice) -> Entry:
+        """The entry of slice ``sl`` of partitioned ``full``, checked to agree with it."""
         i = self._position(name_of(bundle.encode_tensor_name_slice(full.key, sl)))
         if i is None:
             raise CorruptError(
@@ -227,8 +231,8 @@ class BundleCheckpoint(Checkpoint):
         check_tiling(e.slices, e.shape, self.index_path, name_of(e.key))
         parts = []
         for sl in e.slices:
-            part = self._slice_entry(e, sl)
-            self._check_bounds(part, self._reader(part.shard_id, part.key))
+            part = self.slice_entry(e, sl)
+            self.shard_reader(part)
             parts.append((part, bundle.slice_region(sl, e.shape)))
         return parts
 
@@ -256,21 +260,8 @@ class BundleCheckpoint(Checkpoint):
         return [self.shard_path(i) for i in ids]
 
     def missing_shards(self) -> tuple[int, list[tuple[int, int]]]:
-        """``(count, ranges)`` of the shards the header counts that have no data file,
-        ranges as inclusive ``(first, last)``; from one listing of the directory."""
-        n = self.header.num_shards
-        d, base = self.storage.dirname(self.prefix), self.storage.basename(self.prefix)
-        present = set()
-        for name in names_in(self.storage, d):  # literal names: never a glob built from a prefix
-            m = bundle.DATA_RE.match(name)
-            if m and m.group("prefix") == base and int(m.group("shard")) < n:
-                present.add(int(m.group("shard")))
-        ranges, start = [], 0
-        for i in sorted(present) + [n]:
-            if i > start:
-                ranges.append((start, i - 1))
-            start = i + 1
-        return n - len(present), ranges
+        """The shards the header counts that have no data file (:func:`shards.missing_shards`)."""
+        return shards.missing_shards(self.storage, self.prefix, self.header.num_shards)
 
     def _reader(self, shard_id: int, key: bytes) -> Reader:
         if not 0 <= shard_id < self.header.num_shards:
@@ -298,30 +289,44 @@ class BundleCheckpoint(Checkpoint):
         return r
 
     def _misnumbered_shard(self, shard_id: int) -> Reader | None:
-        """MergeV2Checkpoints can sum num_shards over header-only inputs (docs/FORMAT.md §1.3);
-        the file then says "-of-" a smaller count. Use it when it is the only candidate."""
-        d, base = self.storage.dirname(self.prefix), self.storage.basename(self.prefix)
-        want = f"{shard_id:05d}"
-        names = [n for n in names_in(self.storage, d)
-                 if (m := bundle.DATA_RE.match(n)) and m.group("prefix") == base and m.group("shard") == want]
-        if len(names) != 1:
+        """The data file of ``shard_id`` under another count of shards (docs/FORMAT.md §1.3),
+        when it is the only candidate."""
+        path = shards.misnumbered_shard(self.storage, self.prefix, shard_id)
+        if path is None:
             return None
-        path = self.storage.join(d, names[0]) if d else names[0]
         warnings.warn(f"{self.index_path}: header says {self.header.num_shards} shards; "
-                      f"reading shard {shard_id} from {path}", CkptWarning, stacklevel=4)
+                      f"reading shard {shard_id} from {path}", CkptWarning, stacklevel=5)
         return self.storage.open_reader(path)
 
-    def _check_bounds(self, e: Entry, reader: Reader) -> None:
+    def shard_reader(self, e: Entry) -> Reader:
+        """The reader of plain entry ``e``'s data file, once its bytes are known to lie inside it."""
+        reader = self._reader(e.shard_id, e.key)
         if e.offset + e.size > reader.size:
             raise CorruptError(
                 f"{reader.path}: tensor {key_text(e.key)!r} at offset {e.offset} ({e.size} bytes) runs past "
                 f"the end of the file ({reader.size} bytes)"
             )
+        return reader
+
+    def iter_fixed(self, e: Entry, buf: memoryview, verify: bool = True) -> Iterator[memoryview]:
+        """The stored bytes of plain fixed-size entry ``e``, read into ``buf`` a part at a time
+        (each part a prefix of ``buf``: use it before asking for the next), their CRC32C chained
+        across the parts and checked after the last unless told not to."""
+        reader = self.shard_reader(e)
+        crc, pos, end = 0, e.offset, e.offset + e.size
+        while pos < end:
+            part = buf[:min(len(buf), end - pos)]
+            reader.readinto(pos, part)
+            if verify:
+                crc = crc32c(part, crc)
+            pos += len(part)
+            yield part
+        if verify:
+            tensors.check_crc_value(crc, e, reader.path, e.size)
 
     def read_raw(self, e: Entry, verify: bool = True) -> bytearray:
         """The stored bytes of a plain (unsliced) entry, CRC-checked unless told not to."""
-        reader = self._reader(e.shard_id, e.key)
-        self._check_bounds(e, reader)
+        reader = self.shard_reader(e)
         buf = reader.read(e.offset, e.size)
         if verify and e.dtype.is_fixed:
             tensors.check_crc(buf, e, reader.path)
@@ -329,24 +334,19 @@ class BundleCheckpoint(Checkpoint):
 
     def _read_plain(self, e: Entry, verify: bool) -> np.ndarray:
         if not e.dtype.is_fixed:
-            return tensors.object_array(self._varlen_values(e, verify), e.shape)
+            return tensors.object_array(self.varlen_values(e, verify), e.shape)
         import numpy as np
-        reader = self._reader(e.shard_id, e.key)
-        self._check_bounds(e, reader)
-        arr = np.empty(e.numel, dtype=e.dtype.numpy)
-        raw = arr.view(np.uint8)
+        reader = self.shard_reader(e)
+        raw = np.empty(e.numel, dtype=e.dtype.numpy).view(np.uint8)  # aligned for the dtype: read in place
         if e.size:
             reader.readinto(e.offset, raw)
         if verify:
             tensors.check_crc(raw, e, reader.path)
-        if self.header.big_endian and e.dtype.itemsize > 1:
-            arr = tensors.byteswap(arr, e.dtype.itemsize)
-        return arr.reshape(e.shape)
+        return tensors.decode_fixed(raw, e, self.header.swaps(e.dtype))
 
-    def _varlen_values(self, e: Entry, verify: bool) -> list[bytes]:
+    def varlen_values(self, e: Entry, verify: bool = True) -> list[bytes]:
         """The elements of a plain string or variant entry, as bytes (no numpy needed)."""
-        reader = self._reader(e.shard_id, e.key)
-        self._check_bounds(e, reader)
+        reader = self.shard_reader(e)
         buf = reader.read(e.offset, e.size)
         if e.dtype.kind == dtypes.STRING:
             return tensors.string_values(buf, e, self.header.big_endian, reader.path, verify)
@@ -356,18 +356,18 @@ class BundleCheckpoint(Checkpoint):
 
     def object_graph(self) -> ObjectGraph | None:
         """The parsed object graph of an object-based checkpoint, else None; its string
-        scalar is decoded without numpy (as :meth:`_varlen_values` reads strings)."""
+        scalar is decoded without numpy (as :meth:`varlen_values` reads strings)."""
         if not self.is_object_based:
             return None
-        e = self._lookup(OBJECT_GRAPH_KEY)
+        e = self.lookup(OBJECT_GRAPH_KEY)
         if e.dtype.kind != dtypes.STRING or e.slices or e.numel != 1:
             raise CorruptError(f"{self.prefix}: {OBJECT_GRAPH_KEY} is not a string scalar "
                                f"({e.dtype.name} {list(e.shape)})")
-        value = self._varlen_values(e, True)[0]
+        value = self.varlen_values(e, True)[0]
         return ObjectGraph.parse(value, f"{self.prefix}: {OBJECT_GRAPH_KEY}")
 
     def read(self, name: str, verify: bool = True) -> np.ndarray:
-        e = self._lookup(name)
+        e = self.lookup(name)
         check_numpy_shape(e.shape, e.dtype, f"{self.index_path}: tensor {name!r}")
         if not e.slices:
             return self._read_plain(e, verify)
