@@ -127,7 +127,7 @@ def command(src: str, dst: str, to: str | None, arch: str | None, hf_config: str
       ckptool convert model.safetensors back/ckpt-1
       ckptool convert runs/ckpt-9 half/ckpt-9 --cast float32=bfloat16
     """
-    from ckptool.ops.transform.keras_convert import is_bridge
+    from ckptool.ops.transform.convert.keras.bridge import is_bridge
 
     hf = {"arch": arch, "config": hf_config, "vocab": vocab, "max_shard_size": max_shard_size}
     if to == "hf" and template is None:
@@ -165,7 +165,7 @@ def command(src: str, dst: str, to: str | None, arch: str | None, hf_config: str
                                "go with --template")
     from ckptool.cli.progress import progress_bar
     from ckptool.format.cast import parse_casts
-    from ckptool.ops.transform.convert import convert
+    from ckptool.ops.transform.convert.run import convert
 
     # a bad --cast spec, a DST suffix ckptool does not write, --names short elsewhere: the library
     # raises UsageError, which main() reports in one line with exit status 2
@@ -196,9 +196,9 @@ def _ema_note(e: dict[str, Any]) -> None:
 
 
 def _refuse_suffix_typo(dst: str) -> None:
-    """``out.safetensor`` is refused, not written as the TF prefix it would be (ops/transform/dst_suffix)."""
+    """``out.safetensor`` is refused, not written as the TF prefix it would be (ops/transform/convert/dst_suffix)."""
     from ckptool.errors import UsageError
-    from ckptool.ops.transform.dst_suffix import suffix_typo
+    from ckptool.ops.transform.convert.dst_suffix import suffix_typo
 
     typo = suffix_typo(dst)
     if typo:
@@ -208,7 +208,7 @@ def _refuse_suffix_typo(dst: str) -> None:
 
 def _bridge(src: str, dst: str, template: str | None, dry_run: bool, allow_missing: bool, allow_unused: bool,
             force: bool, no_sync: bool, as_json: bool, keras_options: dict[str, Any]) -> None:
-    from ckptool.ops.transform.keras_convert import convert_keras
+    from ckptool.ops.transform.convert.keras.bridge import convert_keras
 
     result = convert_keras(src, dst, template, dry_run=dry_run, allow_missing=allow_missing,
                            allow_unused=allow_unused, force=force, sync=not no_sync, **keras_options)

@@ -100,7 +100,8 @@ def command(src: str, dst: str, map_file: str | None, rules: tuple[str, ...], dr
       ckptool rewrite-names run/ckpt-9 small/ckpt-9 --strip-optimizer
     """
     from ckptool.errors import UsageError
-    from ckptool.ops.transform.rename import parse_map, parse_rule, rewrite_names
+    from ckptool.ops.transform.rename.rewrite import rewrite_names
+    from ckptool.ops.transform.rename.rules import parse_map, parse_rule
 
     parsed = []  # a bad map or rule is a UsageError: one line naming the option, exit 2 (main())
     try:

@@ -82,7 +82,7 @@ def plan(ck: Checkpoint, src: str, skip_optimizer: bool = False) -> Plan:
     """The layout of ``ck`` (a SavedModel's variables) as Keras 3 writes it; a UsageError saying
     why when a template is needed."""
     from ckptool.format.keras_metadata import parse
-    from ckptool.ops.transform.keras_map import unique
+    from ckptool.ops.transform.convert.keras.mapping import unique
 
     meta = metadata_path(ck)
     if meta is None:
@@ -185,7 +185,7 @@ def _optimizer(out: Plan, g: ObjectGraph, opt: int, order: list[int], var_key: d
     LossScaleOptimizer (mixed precision) as its ``vars`` and ``inner_optimizer/vars``."""
     import numpy as np
 
-    from ckptool.ops.transform.keras_optim import expected_kinds, source_kinds, tf_optimizer, trailing_state
+    from ckptool.ops.transform.convert.keras.optim import expected_kinds, source_kinds, tf_optimizer, trailing_state
 
     tfo = tf_optimizer(g, opt, order, var_key)
     if not tfo.every:
