@@ -20,10 +20,10 @@ if TYPE_CHECKING:
     from ckptool.ops.inspect.verify import VerifyReport
     from ckptool.ops.retain.outcome import PruneResult
     from ckptool.ops.transform.average import AverageResult
-    from ckptool.ops.transform.convert import ConvertResult
+    from ckptool.ops.transform.convert.formats import ConvertResult
+    from ckptool.ops.transform.convert.keras.bridge import KerasResult
     from ckptool.ops.transform.hf.export import HfResult
-    from ckptool.ops.transform.keras_convert import KerasResult
-    from ckptool.ops.transform.rename import Plan as RenamePlan
+    from ckptool.ops.transform.rename.plan import Plan as RenamePlan
     from ckptool.ops.transform.save import SaveResult
 
 
@@ -103,7 +103,7 @@ def convert(src: str, dst: str, *, template: str | None = None, allow_missing: b
     source needs ``template_config``); ``strip_optimizer`` there is ``skip_optimizer``.
     The bridge takes ``dry_run``, ``force``, ``sync``, ``ema`` and ``strip_optimizer`` of the
     options and returns a
-    :class:`~ckptool.ops.transform.keras_convert.KerasResult` (``.filled``, ``.kept``,
+    :class:`~ckptool.ops.transform.convert.keras.bridge.KerasResult` (``.filled``, ``.kept``,
     ``.unused``, ``.mapping``; ``.to_json()``); the other options are refused with it.
 
         >>> ckptool.convert("runs/ckpt-5", "weights.npz").tensors
@@ -113,7 +113,7 @@ def convert(src: str, dst: str, *, template: str | None = None, allow_missing: b
         14
     """
     from ckptool.errors import UsageError
-    from ckptool.ops.transform.keras_convert import BRIDGE_OPTIONS, convert_keras, is_bridge
+    from ckptool.ops.transform.convert.keras.bridge import BRIDGE_OPTIONS, convert_keras, is_bridge
 
     if options.get("to") == "hf" and template is None and not allow_missing:
         from ckptool.ops.transform.hf.export import convert_hf
@@ -131,7 +131,7 @@ def convert(src: str, dst: str, *, template: str | None = None, allow_missing: b
                              **options)
     if allow_missing or allow_unused or keras_only:
         raise UsageError("allow_missing, allow_unused, template_config and skip_optimizer go with template=")
-    from ckptool.ops.transform.convert import convert as convert_checkpoint
+    from ckptool.ops.transform.convert.run import convert as convert_checkpoint
 
     return convert_checkpoint(src, dst, **options)
 
@@ -151,8 +151,8 @@ def rewrite_names(src: str, dst: str, rules: Mapping[str, str] | Iterable[str] =
         >>> len(ckptool.rewrite_names("runs/ckpt-5", "small/ckpt-5", strip_optimizer=True).renames)
         5
     """
-    from ckptool.ops.transform.rename import parse_map, parse_rule
-    from ckptool.ops.transform.rename import rewrite_names as rewrite
+    from ckptool.ops.transform.rename.rewrite import rewrite_names as rewrite
+    from ckptool.ops.transform.rename.rules import parse_map, parse_rule
 
     parsed = parse_map(dict(rules)) if isinstance(rules, Mapping) else [parse_rule(r) for r in rules]
     return rewrite(src, dst, parsed, **options)

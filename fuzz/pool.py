@@ -74,7 +74,7 @@ def preload() -> None:
         except ImportError:
             pass
     for name in ("numpy", "ml_dtypes", "safetensors.numpy", "cramjam", "zipfile", "ckptool.ops.read.reader",
-                 "ckptool.ops.write.writer", "ckptool.ops.transform.convert", "ckptool.ops.transform.rename", "ckptool.ops.inspect.diff"):
+                 "ckptool.ops.write.writer", "ckptool.ops.transform.convert.run", "ckptool.ops.transform.rename.rewrite", "ckptool.ops.inspect.diff"):
         try:
             importlib.import_module(name)
         except ImportError:

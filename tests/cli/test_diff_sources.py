@@ -121,7 +121,7 @@ def test_map_trouble_is_exit_2(run, ckpt, tmp_path):
 
 def test_small_chunks_compare_as_whole_tensors(ckpt, tmp_path):
     dst = str(tmp_path / "m.safetensors")
-    from ckptool.ops.transform.convert import convert
+    from ckptool.ops.transform.convert.run import convert
 
     convert(ckpt, dst, sync=False)
     with open_side(ckpt) as a, open_side(dst) as b:

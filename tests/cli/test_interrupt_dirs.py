@@ -63,7 +63,7 @@ def test_a_directory_that_was_there_stays_even_empty(capsys, tmp_path, src, inte
 
 def test_a_directory_holding_something_else_stays(tmp_path, src, monkeypatch):
     """Two writes into one new directory: the aborted one does not take the other's file with it."""
-    from ckptool.ops.transform.convert import convert
+    from ckptool.ops.transform.convert.run import convert
 
     convert(src, str(tmp_path / "new" / "first.npz"), sync=False)
     monkeypatch.setattr(atomic.AtomicFile, "write", lambda self, data: (_ for _ in ()).throw(KeyboardInterrupt))
@@ -73,7 +73,7 @@ def test_a_directory_holding_something_else_stays(tmp_path, src, monkeypatch):
 
 
 def test_a_finished_write_keeps_its_directories(tmp_path, src):
-    from ckptool.ops.transform.convert import convert
+    from ckptool.ops.transform.convert.run import convert
 
     convert(src, str(tmp_path / "x" / "y" / "m.safetensors"), sync=False)
     assert _tree(tmp_path / "x") == ["y", "y/m.safetensors"]

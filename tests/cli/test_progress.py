@@ -16,7 +16,8 @@ from ckptool.io.state import CheckpointState, write_state
 from ckptool.ops.inspect.stats import tensor_stats
 from ckptool.ops.retain.prune import prune
 from ckptool.ops.transform.average import average
-from ckptool.ops.transform.rename import parse_rule, rewrite_names
+from ckptool.ops.transform.rename.rewrite import rewrite_names
+from ckptool.ops.transform.rename.rules import parse_rule
 from ckptool.ops.transform.save import save
 from clirun import run as run_cli
 

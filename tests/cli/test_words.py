@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from ckptool.ops.transform.dst_suffix import one_edit, suffix_typo
+from ckptool.ops.transform.convert.dst_suffix import one_edit, suffix_typo
 
 TYPOS = {
     "out.safetensor": ".safetensors",  # a letter dropped

@@ -16,7 +16,7 @@ pytest.importorskip("h5py")
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "tf_fixtures"))
 import generate_ema as gen  # noqa: E402
 
-from ckptool.ops.transform.convert import convert  # noqa: E402
+from ckptool.ops.transform.convert.run import convert  # noqa: E402
 
 pytestmark = pytest.mark.interop
 

@@ -19,7 +19,7 @@ tf_keras = pytest.importorskip("tf_keras")
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "tf_fixtures"))
 import generate_keras as gen  # noqa: E402
 
-from ckptool.ops.transform.keras_convert import convert_keras  # noqa: E402
+from ckptool.ops.transform.convert.keras.bridge import convert_keras  # noqa: E402
 from clirun import completed  # noqa: E402
 
 pytestmark = pytest.mark.interop

@@ -14,7 +14,7 @@ tf = pytest.importorskip("tensorflow")
 pytestmark = pytest.mark.interop
 
 from ckptool.ops.transform.average import average  # noqa: E402
-from ckptool.ops.transform.convert import convert  # noqa: E402
+from ckptool.ops.transform.convert.run import convert  # noqa: E402
 
 
 def _cli(*argv, code=0):

@@ -10,7 +10,7 @@ import pytest
 
 import ckptool
 from ckptool.errors import RefusedError
-from ckptool.ops.transform.convert import convert
+from ckptool.ops.transform.convert.run import convert
 from clirun import completed
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
@@ -45,7 +45,7 @@ def _header(path):
 
 
 def _values(path):
-    from ckptool.ops.transform.convert_src import open_specs
+    from ckptool.ops.transform.convert.source import open_specs
 
     opened = open_specs(path)
     try:

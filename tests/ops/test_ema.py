@@ -11,7 +11,7 @@ import pytest
 import ckptool
 from ckptool.errors import CkptError
 from ckptool.ops.read.ema import TF1, TF_KERAS, plan_ema, tf1_plan
-from ckptool.ops.transform.convert import convert
+from ckptool.ops.transform.convert.run import convert
 from clirun import run  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "ema")

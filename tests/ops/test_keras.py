@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 import ckptool
 from ckptool.errors import CorruptError, RefusedError, UnsupportedError, UsageError
-from ckptool.ops.transform.convert import convert
-from ckptool.ops.transform.keras_convert import convert_keras
+from ckptool.ops.transform.convert.keras.bridge import convert_keras
+from ckptool.ops.transform.convert.run import convert
 from clirun import completed
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "keras3")

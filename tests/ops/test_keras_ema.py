@@ -13,7 +13,7 @@ pytest.importorskip("h5py")
 
 from ckptool.errors import CkptError  # noqa: E402
 from ckptool.ops.read.reader import open as open_checkpoint  # noqa: E402
-from ckptool.ops.transform.keras_convert import convert_keras  # noqa: E402
+from ckptool.ops.transform.convert.keras.bridge import convert_keras  # noqa: E402
 from clirun import run  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "keras3")

@@ -3,7 +3,7 @@ which tf_keras keeps as the attribute ``_u_product`` and Keras 3 as its last var
 the conversion is refused; tests/tf_fixtures/generate_keras_real.py (opt_nadam) checks the same
 with the frameworks."""
 
-from ckptool.ops.transform.keras_optim import KerasOptimizer, TfOptimizer, plan
+from ckptool.ops.transform.convert.keras.optim import KerasOptimizer, TfOptimizer, plan
 
 
 def _nadam(trailing=True):

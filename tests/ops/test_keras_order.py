@@ -13,8 +13,8 @@ import pytest
 
 import ckptool
 from ckptool.errors import RefusedError
-from ckptool.ops.transform.keras_convert import convert_keras
-from ckptool.ops.transform.keras_order import align, counter
+from ckptool.ops.transform.convert.keras.bridge import convert_keras
+from ckptool.ops.transform.convert.keras.order import align, counter
 from clirun import completed
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "keras3")

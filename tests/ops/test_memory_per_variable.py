@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import ckptool
-from ckptool.ops.transform.stfile import StFile
+from ckptool.ops.transform.convert.stfile import StFile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ckptool.errors import CkptError
-from ckptool.ops.transform.convert import convert
+from ckptool.ops.transform.convert.run import convert
 from ckptool.ops.transform.save import save
 from clirun import run
 from fuzz import engine

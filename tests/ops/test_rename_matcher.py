@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from ckptool.errors import UsageError
-from ckptool.ops.transform.rename import Renamer, make_rule, parse_rule, plan_names
+from ckptool.ops.transform.rename.plan import plan_names
+from ckptool.ops.transform.rename.rules import Renamer, make_rule, parse_rule
 
 
 def rename(rules: dict[str, str], names: list[str]) -> tuple[list[str], list[str]]:

@@ -15,7 +15,9 @@ import ckptool
 from ckptool.cli.main import main
 from ckptool.errors import CkptError
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, ObjectGraph
-from ckptool.ops.transform.rename import Renamer, is_optimizer_name, parse_map, parse_rule, plan_names
+from ckptool.format.slots import is_optimizer_name
+from ckptool.ops.transform.rename.plan import plan_names
+from ckptool.ops.transform.rename.rules import Renamer, parse_map, parse_rule
 
 DATA = pathlib.Path(__file__).parents[1] / "data"
 VV = "/.ATTRIBUTES/VARIABLE_VALUE"

@@ -9,7 +9,7 @@ import pytest
 
 import ckptool
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY
-from ckptool.ops.transform.convert import convert
+from ckptool.ops.transform.convert.run import convert
 from ckptool.ops.transform.save import save
 from clirun import run
 

@@ -10,7 +10,8 @@ import pytest
 
 import ckptool
 from ckptool.errors import UsageError
-from ckptool.ops.transform.rename import parse_rule, rewrite_names
+from ckptool.ops.transform.rename.rewrite import rewrite_names
+from ckptool.ops.transform.rename.rules import parse_rule
 from clirun import run as run_cli
 
 DATA = pathlib.Path(__file__).parents[1] / "data"

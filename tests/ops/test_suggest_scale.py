@@ -12,7 +12,8 @@ import ckptool
 from ckptool.errors import CkptError
 from ckptool.ops.read import suggest
 from ckptool.ops.read.suggest import SCAN_ALL, Suggester, closest_names, listed, shorten
-from ckptool.ops.transform.rename import parse_map, plan_names
+from ckptool.ops.transform.rename.plan import plan_names
+from ckptool.ops.transform.rename.rules import parse_map
 from clirun import completed
 
 VV = "/.ATTRIBUTES/VARIABLE_VALUE"

@@ -16,7 +16,7 @@ from ckptool.errors import CkptError, RefusedError, UnsupportedError, UsageError
 from ckptool.format.cast import CASTABLE, cast_array, parse_casts
 from ckptool.format.slots import is_optimizer_name
 from ckptool.ops.transform.average import average, resolve_inputs
-from ckptool.ops.transform.convert import convert
+from ckptool.ops.transform.convert.run import convert
 from clirun import completed
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
@@ -159,7 +159,7 @@ def test_names_short_drops_optimizer_and_comes_back(tmp_path):
     convert(st, back)
     # the way back gives what rewrite-names --strip-optimizer gives: the model's weights,
     # re-keyed under the model where Keras 3 keyed them under the optimizer
-    from ckptool.ops.transform.rename import rewrite_names
+    from ckptool.ops.transform.rename.rewrite import rewrite_names
 
     ref = str(tmp_path / "ref")
     rewrite_names(KERAS, ref, [], strip_optimizer=True)

@@ -629,8 +629,9 @@ def test_sigterm_during_save_removes_temporaries_and_exits_143(tmp_path):
 
 def test_same_checkpoint_refused_in_every_form_even_with_force(tmp_path):
     from ckptool.io.state import CheckpointState, write_state
-    from ckptool.ops.transform.convert import convert
-    from ckptool.ops.transform.rename import parse_rule, rewrite_names
+    from ckptool.ops.transform.convert.run import convert
+    from ckptool.ops.transform.rename.rewrite import rewrite_names
+    from ckptool.ops.transform.rename.rules import parse_rule
 
     d = tmp_path / "run"
     ckptool.write(str(d / "ckpt-2"), {"w": np.arange(3.0)})
@@ -647,7 +648,8 @@ def test_same_checkpoint_refused_in_every_form_even_with_force(tmp_path):
 
 
 def test_rewrite_names_force_with_unreadable_src_keeps_a_good_dst(tmp_path):
-    from ckptool.ops.transform.rename import parse_rule, rewrite_names
+    from ckptool.ops.transform.rename.rewrite import rewrite_names
+    from ckptool.ops.transform.rename.rules import parse_rule
 
     src, dst = tmp_path / "s" / "ckpt-1", tmp_path / "d" / "ckpt-1"
     ckptool.write(str(src), {"w": np.arange(4.0), "x": np.ones(2)}, num_shards=2)

@@ -331,9 +331,9 @@ def test_rewrite_names_killed_at_every_disk_event(tmp_path, compact):
 # (ckptool._faults.run_armed): ~30 ms a kill instead of an interpreter start (~0.4 s), so every
 # event of every target is killed, before and after, in a few seconds.
 
-_FORK_PRELOAD = ["faults", "ckptool.cli.main", "ckptool.cli.commands.convert", "ckptool.ops.transform.convert",
+_FORK_PRELOAD = ["faults", "ckptool.cli.main", "ckptool.cli.commands.convert", "ckptool.ops.transform.convert.run",
                  "ckptool.cli.commands.save", "ckptool.ops.transform.save", "ckptool.cli.commands.prune",
-                 "ckptool.ops.retain.prune", "ckptool.cli.commands.rewrite_names", "ckptool.ops.transform.rename",
+                 "ckptool.ops.retain.prune", "ckptool.cli.commands.rewrite_names", "ckptool.ops.transform.rename.rewrite",
                  "numpy", "ckptool.ops.retain.plan", "ckptool.ops.retain.retention", "ckptool.io.lock",
                  "ckptool.ops.transform.sources", "ckptool.ops.read.reader", "ckptool.ops.write.writer", "zipfile"]
 _CTX = []

@@ -15,7 +15,7 @@ import ckptool
 from ckptool.errors import CorruptError
 from ckptool.format import safetensors_meta as stm
 from ckptool.ops.retain import prune as P
-from ckptool.ops.transform.rename import Renamer, parse_rule
+from ckptool.ops.transform.rename.rules import Renamer, parse_rule
 
 # --------------------------------------------------------------------------- regex rules in the order given
 

@@ -127,21 +127,17 @@ def command(src: str, dst: str, to: str | None, arch: str | None, hf_config: str
       ckptool convert model.safetensors back/ckpt-1
       ckptool convert runs/ckpt-9 half/ckpt-9 --cast float32=bfloat16
     """
-    from ckptool.ops.transform.keras_convert import is_bridge
+    from ckptool.ops.transform.convert.keras.bridge import is_bridge
 
     hf = {"arch": arch, "config": hf_config, "vocab": vocab, "max_shard_size": max_shard_size}
     if to == "hf" and template is None:
         from ckptool.cli.hf import export
 
-        given = [flag for flag, on in (("--match", match), ("--exclude", exclude), ("--cast", casts),
-                                       ("--allow-overflow", allow_overflow), ("--names", names != "full"),
-                                       ("--shards", shards != 1), ("--keep-slices", keep_slices),
-                                       ("--skip-unsupported", skip_unsupported), ("--allow-missing", allow_missing),
-                                       ("--strip-optimizer", strip_optimizer), ("--template-config", template_config),
-                                       ("--skip-optimizer", skip_optimizer))
-                 if on]
-        if given:
-            raise click.UsageError(f"{given[0]} does not go with --to hf")
+        _refuse_given((("--match", match), ("--exclude", exclude), ("--cast", casts),
+                       ("--allow-overflow", allow_overflow), ("--names", names != "full"), ("--shards", shards != 1),
+                       ("--keep-slices", keep_slices), ("--skip-unsupported", skip_unsupported),
+                       ("--allow-missing", allow_missing), ("--strip-optimizer", strip_optimizer),
+                       ("--template-config", template_config), ("--skip-optimizer", skip_optimizer)), "--to hf")
         export(src, dst, hf, dry_run, allow_unused, force, jobs, not no_sync, as_json, ema=ema)
         return
     if any(hf.values()):
@@ -149,13 +145,11 @@ def command(src: str, dst: str, to: str | None, arch: str | None, hf_config: str
     if to is None:
         _refuse_suffix_typo(dst)
     if is_bridge(dst, template, to):
-        given = [flag for flag, on in (("--to", to), ("--match", match), ("--exclude", exclude), ("--cast", casts),
-                                       ("--allow-overflow", allow_overflow), ("--names", names != "full"),
-                                       ("--shards", shards != 1), ("--keep-slices", keep_slices),
-                                       ("--skip-unsupported", skip_unsupported)) if on]
-        if given:
-            raise click.UsageError(f"{given[0]} does not go with a Keras 3 conversion (--template, or a "
-                                   ".weights.h5/.keras DST): the template decides what is written")
+        _refuse_given((("--to", to), ("--match", match), ("--exclude", exclude), ("--cast", casts),
+                       ("--allow-overflow", allow_overflow), ("--names", names != "full"), ("--shards", shards != 1),
+                       ("--keep-slices", keep_slices), ("--skip-unsupported", skip_unsupported)),
+                      "a Keras 3 conversion (--template, or a .weights.h5/.keras DST): the template decides what is "
+                      "written")
         _bridge(src, dst, template, dry_run, allow_missing, allow_unused, force, no_sync, as_json,
                 keras_options={"template_config": template_config, "skip_optimizer": skip_optimizer, "ema": ema,
                                "strip_optimizer": strip_optimizer})
@@ -163,18 +157,30 @@ def command(src: str, dst: str, to: str | None, arch: str | None, hf_config: str
     if dry_run or allow_missing or allow_unused or template_config or skip_optimizer:
         raise click.UsageError("--dry-run, --allow-missing, --allow-unused, --template-config and --skip-optimizer "
                                "go with --template")
+    _convert(src, dst, casts, as_json, to=to, match=match, exclude=exclude, num_shards=shards, keep_slices=keep_slices,
+             force=force, skip_unsupported=skip_unsupported, allow_overflow=allow_overflow, names=names,
+             sync=not no_sync, jobs=jobs, ema=ema, strip_optimizer=strip_optimizer)
+
+
+def _refuse_given(flags: tuple[tuple[str, Any], ...], goes_with: str) -> None:
+    """The first of ``flags`` given (a flag and whether it is) is a usage error: it does not go with
+    ``goes_with``."""
+    given = [flag for flag, on in flags if on]
+    if given:
+        raise click.UsageError(f"{given[0]} does not go with {goes_with}")
+
+
+def _convert(src: str, dst: str, casts: tuple[str, ...], as_json: bool, **options: Any) -> None:
+    """A conversion to a TF checkpoint, .npz or .safetensors, with a progress bar; then what was written."""
     from ckptool.cli.progress import progress_bar
     from ckptool.format.cast import parse_casts
-    from ckptool.ops.transform.convert import convert
+    from ckptool.ops.transform.convert.run import convert
 
     # a bad --cast spec, a DST suffix ckptool does not write, --names short elsewhere: the library
     # raises UsageError, which main() reports in one line with exit status 2
     cast_map = parse_casts(casts)
     with progress_bar(f"convert {dst}") as bar:
-        result = convert(src, dst, to=to, match=match, exclude=exclude, num_shards=shards,
-                         keep_slices=keep_slices, force=force, skip_unsupported=skip_unsupported,
-                         casts=cast_map, allow_overflow=allow_overflow, names=names, progress=bar,
-                         sync=not no_sync, jobs=jobs, ema=ema, strip_optimizer=strip_optimizer)
+        result = convert(src, dst, casts=cast_map, progress=bar, **options)
     if as_json:
         emit_json(result.to_json())
         return
@@ -196,9 +202,9 @@ def _ema_note(e: dict[str, Any]) -> None:
 
 
 def _refuse_suffix_typo(dst: str) -> None:
-    """``out.safetensor`` is refused, not written as the TF prefix it would be (ops/transform/dst_suffix)."""
+    """``out.safetensor`` is refused, not written as the TF prefix it would be (ops/transform/convert/dst_suffix)."""
     from ckptool.errors import UsageError
-    from ckptool.ops.transform.dst_suffix import suffix_typo
+    from ckptool.ops.transform.convert.dst_suffix import suffix_typo
 
     typo = suffix_typo(dst)
     if typo:
@@ -208,7 +214,7 @@ def _refuse_suffix_typo(dst: str) -> None:
 
 def _bridge(src: str, dst: str, template: str | None, dry_run: bool, allow_missing: bool, allow_unused: bool,
             force: bool, no_sync: bool, as_json: bool, keras_options: dict[str, Any]) -> None:
-    from ckptool.ops.transform.keras_convert import convert_keras
+    from ckptool.ops.transform.convert.keras.bridge import convert_keras
 
     result = convert_keras(src, dst, template, dry_run=dry_run, allow_missing=allow_missing,
                            allow_unused=allow_unused, force=force, sync=not no_sync, **keras_options)

@@ -67,7 +67,7 @@ def command(a: str, b: str, atol: float, rtol: float, match: tuple[str, ...], ma
     if map_file is not None:
         from ckptool.cli.commands.rewrite_names import read_map
         from ckptool.errors import UsageError
-        from ckptool.ops.transform.rename import Renamer, parse_map
+        from ckptool.ops.transform.rename.rules import Renamer, parse_map
 
         try:
             rename = Renamer(parse_map(read_map(map_file)))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from ckptool.cli.common import (
@@ -16,6 +18,10 @@ from ckptool.cli.common import (
     stream_jobs_option,
     warn,
 )
+
+if TYPE_CHECKING:
+    from ckptool.ops.transform.rename.plan import Plan
+    from ckptool.ops.transform.rename.rules import Rule
 
 
 @click.command("rewrite-names", epilog=REMOTE_READS)
@@ -99,19 +105,9 @@ def command(src: str, dst: str, map_file: str | None, rules: tuple[str, ...], dr
       ckptool rewrite-names bert/model.ckpt small/model.ckpt --strip-optimizer --dry-run
       ckptool rewrite-names run/ckpt-9 small/ckpt-9 --strip-optimizer
     """
-    from ckptool.errors import UsageError
-    from ckptool.ops.transform.rename import parse_map, parse_rule, rewrite_names
+    from ckptool.ops.transform.rename.rewrite import rewrite_names
 
-    parsed = []  # a bad map or rule is a UsageError: one line naming the option, exit 2 (main())
-    try:
-        if map_file is not None:
-            where = f"--map {map_file}"
-            parsed += parse_map(read_map(map_file))
-        for r in rules:
-            where = "--rule"
-            parsed.append(parse_rule(r))
-    except UsageError as exc:
-        raise UsageError(f"{where}: {exc}") from None
+    parsed = _parse_rules(map_file, rules)
     if not (parsed or drops or strip_optimizer or template):
         raise click.UsageError("nothing to do: give --map, --rule, --drop, --strip-optimizer or --template")
     from ckptool.cli.progress import progress_bar
@@ -121,6 +117,33 @@ def command(src: str, dst: str, map_file: str | None, rules: tuple[str, ...], dr
                              template=template, dry_run=dry_run, force=force, compact=compact, link=link,
                              allow_unused=allow_unused, allow_missing=allow_missing, sync=not no_sync,
                              progress=bar, jobs=jobs)
+    _warn(plan, link, dry_run)
+    if as_json:
+        emit_json(plan.to_json())
+        return
+    _show(plan, dry_run)
+
+
+def _parse_rules(map_file: str | None, rules: tuple[str, ...]) -> list[Rule]:
+    """--map's rules, then each --rule's."""
+    from ckptool.errors import UsageError
+    from ckptool.ops.transform.rename.rules import parse_map, parse_rule
+
+    parsed: list[Rule] = []  # a bad map or rule is a UsageError: one line naming the option, exit 2 (main())
+    try:
+        if map_file is not None:
+            where = f"--map {map_file}"
+            parsed += parse_map(read_map(map_file))
+        for r in rules:
+            where = "--rule"
+            parsed.append(parse_rule(r))
+    except UsageError as exc:
+        raise UsageError(f"{where}: {exc}") from None
+    return parsed
+
+
+def _warn(plan: Plan, link: bool, dry_run: bool) -> None:
+    """On stderr: rules that matched nothing, what --link could not do, template values kept."""
     for rule in plan.unmatched_rules:
         warn(f"{rule} matches no variable")
     if link and plan.dropped and not dry_run:
@@ -131,9 +154,10 @@ def command(src: str, dst: str, map_file: str | None, rules: tuple[str, ...], dr
     if plan.template:
         for name in plan.template["missing"]:
             warn(f"{name} keeps the template's value (SRC fills nothing there)")
-    if as_json:
-        emit_json(plan.to_json())
-        return
+
+
+def _show(plan: Plan, dry_run: bool) -> None:
+    """The plan, one line a renamed or dropped variable, and a summary line."""
     # the plan is the data of a dry run (stdout); after a real run it is status (stderr)
     def out(line):
         if dry_run:

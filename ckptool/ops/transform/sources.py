@@ -4,7 +4,7 @@ Every source is a stream of ``(name, value)``: ``value`` is a numpy array, bytes
 string scalar kept as stored), or a :class:`RawTensor` (a V2 checkpoint's entry,
 copied byte for byte by the writer without decoding). A source lists its tensors
 before reading any and yields one at a time, so memory stays bounded by the largest
-tensor. It reads what ``convert`` reads (:mod:`ckptool.ops.transform.convert_src`).
+tensor. It reads what ``convert`` reads (:mod:`ckptool.ops.transform.convert.source`).
 :mod:`ckptool.ops.transform.save` is the library side of ``ckptool save``.
 """
 
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from ckptool.ops.read.checkpoint import Checkpoint
 from ckptool.ops.read.chunks import tensor_chunks
-from ckptool.ops.transform.convert_src import RawTensor, Spec, kind_of, open_specs
+from ckptool.ops.transform.convert.source import RawTensor, Spec, kind_of, open_specs
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 class Source:
     """One ``--from`` argument: ``names()`` without loading, ``items()`` streaming.
 
-    It is what ``convert`` reads (:func:`ckptool.ops.transform.convert_src.open_specs`, one code
+    It is what ``convert`` reads (:func:`ckptool.ops.transform.convert.source.open_specs`, one code
     path for both commands): a checkpoint's entries copied as stored (partitioned ones
     with their slices), a ``.safetensors`` file with what ckptool keeps in its
     ``__metadata__`` restored (the object graph, string tensors, the original names of
@@ -100,7 +100,7 @@ class Listed:
 class ComparedSource:
     """Any source ``convert`` reads, as one side of ``diff``
     (:class:`ckptool.ops.inspect.diff.Side`): the same reader dispatch
-    (:func:`ckptool.ops.transform.convert_src.open_specs`), so every format convert
+    (:func:`ckptool.ops.transform.convert.source.open_specs`), so every format convert
     takes, diff takes. A checkpoint is read in chunks
     (:func:`ckptool.ops.read.chunks.tensor_chunks`); a tensor of another file is
     loaded one at a time, as ``convert`` loads it, and cut into chunks."""

@@ -1,7 +1,7 @@
 """``convert SRC OUT_DIR --to hf``: pick the architecture, plan every tensor, settle the config, then
 write the folder (:mod:`ckptool.ops.transform.hf.folder`).
 
-The source is any convert source (:func:`ckptool.ops.transform.convert_src.open_specs`), or an
+The source is any convert source (:func:`ckptool.ops.transform.convert.source.open_specs`), or an
 already open one passed as ``opened`` (a view of a source, such as its moving averages).
 """
 
@@ -18,7 +18,7 @@ from ckptool.ops.transform.hf import ARCHS
 from ckptool.ops.transform.hf.engine import Arch, Plan, complete, describe, plan, short
 
 if TYPE_CHECKING:
-    from ckptool.ops.transform.convert_src import Opened
+    from ckptool.ops.transform.convert.source import Opened
 
 _SHOWN = 5
 
@@ -137,9 +137,9 @@ def convert_hf(src: str, dst: str, *, arch: str | None = None, config: str | Non
                jobs: int | None = None, opened: Opened | None = None, ema: bool = False) -> HfResult:
     """Write ``src`` as a Hugging Face folder ``dst`` (see the package doc); ``opened`` is an open
     view of ``src`` to export instead of opening it (it is not closed here). ``ema``: each
-    variable exported with its moving average's value (:func:`ckptool.ops.transform.ema.ema_source`)."""
+    variable exported with its moving average's value (:func:`ckptool.ops.transform.convert.ema.ema_source`)."""
     from ckptool.ops.read.plan import prefetch
-    from ckptool.ops.transform.convert_src import open_specs
+    from ckptool.ops.transform.convert.source import open_specs
     from ckptool.ops.transform.hf.config import beside
     from ckptool.ops.transform.hf.folder import parse_size, write_folder
     from ckptool.ops.transform.hf.tokenizer import tokenizer_files
@@ -151,7 +151,7 @@ def convert_hf(src: str, dst: str, *, arch: str | None = None, config: str | Non
     reads: dict[str, str] = {}  # an exported name -> the tensor it reads (--ema: its average)
     try:
         if ema:
-            from ckptool.ops.transform.ema import ema_source
+            from ckptool.ops.transform.convert.ema import ema_source
 
             source, report = ema_source(source, where=src)
             reads = report.source if report is not None else {}
@@ -175,8 +175,8 @@ def convert_hf(src: str, dst: str, *, arch: str | None = None, config: str | Non
             return result
         with prefetch(source.checkpoint, [reads.get(pl.spec.name, pl.spec.name) for pl in p.placed
                                           if pl.spec.stored is None], jobs):
-            write_folder(dst, p, cfg, extra, limit, result, force=force, sync=sync, progress=progress,
-                         sources=_identity(source, src))
+            result.files, result.nbytes = write_folder(dst, p, cfg, extra, limit, force=force, sync=sync,
+                                                       progress=progress, sources=_identity(source, src))
         return result
     finally:
         if own:

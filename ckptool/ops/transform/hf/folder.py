@@ -23,7 +23,6 @@ from ckptool.ops.transform.hf.engine import Placed, Plan, apply
 
 if TYPE_CHECKING:
     from ckptool.io.storage import Storage
-    from ckptool.ops.transform.hf.export import HfResult
 
 DEFAULT_SHARD = 5 * 10**9  # transformers' usual hub size; --max-shard-size
 SINGLE, INDEX = "model.safetensors", "model.safetensors.index.json"
@@ -125,8 +124,10 @@ def _stale(storage: Storage, dst: str, written: set[str], force: bool) -> list[s
 
 
 def write_folder(dst: str, plan: Plan, config: dict[str, Any], extra: list[tuple[str, bytes]], limit: int,
-                 result: HfResult, *, force: bool, sync: bool, progress: Callable[[int, int], None] | None,
-                 sources: Sequence[str]) -> None:
+                 *, force: bool, sync: bool, progress: Callable[[int, int], None] | None,
+                 sources: Sequence[str]) -> tuple[list[str], int]:
+    """The folder ``dst``: ``plan``'s weights in shards of at most ``limit`` bytes, ``extra``'s
+    tokenizer files, ``config``; ``(the paths written, the weights' bytes)``."""
     from ckptool.io.urls import storage_for
 
     storage, root = storage_for(dst)
@@ -167,5 +168,4 @@ def write_folder(dst: str, plan: Plan, config: dict[str, Any], extra: list[tuple
         raise
     for path in stale:
         storage.remove(path)
-    result.files = targets
-    result.nbytes = total
+    return targets, total

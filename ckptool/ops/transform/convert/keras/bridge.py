@@ -1,6 +1,6 @@
 """``convert --template``: a Keras 2 TF checkpoint into a Keras 3 ``.weights.h5`` / ``.keras``
 file, and a Keras 3 file back into a TF checkpoint, by the structural mapping of
-:mod:`ckptool.ops.transform.keras_map`.
+:mod:`ckptool.ops.transform.convert.keras.mapping`.
 
 The output is the template with its values replaced: a Keras file keeps every group, attribute
 and dataset of the template (a ``.keras`` file every member but ``model.weights.h5``, so its
@@ -22,10 +22,10 @@ from ckptool.errors import CkptError, RefusedError, UsageError
 from ckptool.io.atomic import AtomicFile, check_destination, checkpoint_identity, make_output_dir, publish
 from ckptool.ops.read.keras import WEIGHTS_MEMBER, KerasCheckpoint, import_h5py, is_keras_path
 from ckptool.ops.read.keras_zip import JSON_LIMIT
-from ckptool.ops.transform.ema import EmaReport
-from ckptool.ops.transform.keras_ema import averaged
-from ckptool.ops.transform.keras_map import Mapping, describe, map_keras
-from ckptool.ops.transform.keras_optim import HYPER
+from ckptool.ops.transform.convert.ema import EmaReport
+from ckptool.ops.transform.convert.keras.ema import averaged
+from ckptool.ops.transform.convert.keras.mapping import Mapping, describe, map_keras
+from ckptool.ops.transform.convert.keras.optim import HYPER
 
 KERAS_H5, KERAS_ZIP, TF = "keras-weights", "keras", "tf"
 _SHOWN = 5
@@ -105,7 +105,7 @@ def convert_keras(src: str, dst: str, template: str | None, *, dry_run: bool = F
     """Convert ``src`` into ``dst`` shaped like ``template``; see the module doc. ``template_config``:
     a JSON file holding the Keras 3 model's config (``model.to_json()``), which records the layer
     order a ``.weights.h5`` does not; ``skip_optimizer``: carry the weights alone. ``ema``: each
-    weight takes its moving average's value (:mod:`~ckptool.ops.transform.keras_ema`);
+    weight takes its moving average's value (:mod:`~ckptool.ops.transform.convert.keras.ema`);
     ``strip_optimizer``: no optimizer state of the source's goes across (as ``skip_optimizer``)."""
     from ckptool.ops.read.reader import open as open_checkpoint
 
@@ -299,11 +299,12 @@ def read_config(path: str) -> Any:
 
 def _from_metadata(src: str, dst: str, dry_run: bool, allow_unused: bool, force: bool, sync: bool,
                    skip_optimizer: bool, ema: bool) -> KerasResult:
-    """No template: the layout from a SavedModel's keras_metadata.pb (ops/transform/keras_synth.py)."""
+    """No template: the layout from a SavedModel's keras_metadata.pb
+    (:mod:`~ckptool.ops.transform.convert.keras.synth`)."""
     from ckptool.format.objkeys import OBJECT_GRAPH_KEY
     from ckptool.io.urls import storage_for
     from ckptool.ops.read.reader import open as open_checkpoint
-    from ckptool.ops.transform.keras_synth import plan, write_h5
+    from ckptool.ops.transform.convert.keras.synth import plan, write_h5
 
     with open_checkpoint(src) as ck:
         p = plan(ck, src, skip_optimizer)

@@ -5,13 +5,13 @@ Keras 3 weights file: the structural mapping behind ``convert --template`` both 
 TF side: the object graph (``_CHECKPOINTABLE_OBJECT_GRAPH``), whose child order is creation
 order; a node reached through two names (``Normalization``'s ``mean`` and ``adapt_mean``) counts
 once. Keras side: the HDF5 tree, whose group names say where each object sits but not, across
-layer classes, in what order (:mod:`~ckptool.ops.transform.keras_order`). At each object: its own
+layer classes, in what order (:mod:`~ckptool.ops.transform.convert.keras.order`). At each object: its own
 variables in creation order (TF's variable children <-> Keras's ``vars/0..``); then its
 sub-objects, first those with the same attribute name on both sides (leading ``_`` ignored:
 ``_query_dense`` is Keras 3's ``query_dense``), then the rest in the one order that is proved
 (Functional/Sequential ``layer-K`` by K against Keras's ``layers`` in the config's order, or the
 only interleaving of Keras's per-class counters the shapes allow), else nothing and a problem.
-Optimizer state: :mod:`~ckptool.ops.transform.keras_optim`.
+Optimizer state: :mod:`~ckptool.ops.transform.convert.keras.optim`.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from typing import Any
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, VARIABLE_VALUE, ObjectGraph
 from ckptool.ops.read.checkpoint import Checkpoint
 from ckptool.ops.read.keras import KerasCheckpoint
-from ckptool.ops.transform.keras_optim import KerasOptimizer, one_sided, plan, tf_optimizer
-from ckptool.ops.transform.keras_order import (
+from ckptool.ops.transform.convert.keras.optim import KerasOptimizer, one_sided, plan, tf_optimizer
+from ckptool.ops.transform.convert.keras.order import (
     LAYER_K,
     LAYER_W,
     KNode,
@@ -35,7 +35,7 @@ from ckptool.ops.transform.keras_order import (
     overlaps,
     show_sig,
 )
-from ckptool.ops.transform.keras_order import chains as keras_chains
+from ckptool.ops.transform.convert.keras.order import chains as keras_chains
 
 #: Children that are not layers: the optimizer, the root's self-reference, and what a SavedModel adds
 #: beside the attributes (lists of the same variables, Keras's own bookkeeping).

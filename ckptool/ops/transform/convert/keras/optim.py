@@ -251,23 +251,20 @@ def one_sided(tf_count: int, keras_has: bool, to_keras: bool, skip: bool, templa
             "--skip-optimizer converts the weights alone"), "", False
 
 
-def plan(tf: TfOptimizer, k: KerasOptimizer, to_keras: bool, is_zero: Callable[[list[int]], bool]) -> OptimizerPlan:
-    """Pair the two optimizers' state; a problem where the target cannot hold the source's exactly."""
-    out = OptimizerPlan()
-    head = [t for t in (tf.it, tf.lr) if t is not None]
-    inner = k.inner if k.inner is not None else k.vars
-    inner_path = k.inner_path if k.inner_path is not None else k.path
-    what, kinds = expected_kinds(k.config, k.label)
+def _slots(tf: TfOptimizer, k: KerasOptimizer, what: str, kinds: list[str] | None, built: bool, to_keras: bool,
+           is_zero: Callable[[list[int]], bool], out: OptimizerPlan) -> list[int] | None:
+    """The source's slots the target keeps, its slot kinds checked against what the template's
+    optimizer keeps per variable (``kinds``); None, with a problem in ``out``, where they differ
+    or nothing says. Keras 3's SGD without momentum keeps none of tf.keras's momentum slots."""
     certain = isinstance(k.config, dict)  # a config, not a name, says what the optimizer keeps
     slots = list(tf.slots)
-    built = len(inner) > len(head)
     have = source_kinds(tf, kinds)
     if built and not certain and {"average", "vhat"} & set(have):
         out.problems.append(f"optimizer: the source's slots are {have} per variable and nothing says whether the "
                             f"template's {what} lays out the same ones (amsgrad's and EMA's counts agree); give a "
                             ".keras template or --template-config (the compiled model's model.to_json()), or "
                             "--skip-optimizer")
-        return out
+        return None
     if kinds is not None and tf.per_variable is not None and kinds != have and (certain or not built):
         if not kinds and have == ["m"]:  # Keras 3's SGD has no momentum (tf.keras keeps the slots anyway)
             if to_keras:
@@ -279,16 +276,29 @@ def plan(tf: TfOptimizer, k: KerasOptimizer, to_keras: bool, is_zero: Callable[[
                 out.zero_tf += slots
                 out.notes.append(f"optimizer: the Keras file's SGD has no momentum: the checkpoint's {len(slots)} "
                                  "momentum slots are written as zeros, as a fresh optimizer has them")
-            slots = []
-        else:
-            hint = "" if certain else "; a config (a .keras template, --template-config) says what it keeps"
-            out.problems.append(f"optimizer: the template's {what} keeps slots {kinds or 'none'} per variable, the "
-                                f"source's optimizer has {have}; its state cannot be carried exactly "
-                                f"(--skip-optimizer converts the weights alone){hint}")
-            return out
-    elif kinds is None and {"average", "vhat"} & set(have):
+            return []
+        hint = "" if certain else "; a config (a .keras template, --template-config) says what it keeps"
+        out.problems.append(f"optimizer: the template's {what} keeps slots {kinds or 'none'} per variable, the "
+                            f"source's optimizer has {have}; its state cannot be carried exactly "
+                            f"(--skip-optimizer converts the weights alone){hint}")
+        return None
+    if kinds is None and {"average", "vhat"} & set(have):
         out.problems.append(f"optimizer: the source's slots are {have} per variable and nothing says how the "
                             f"template's {what} lays out its own; {BUILD_HINT}")
+        return None
+    return slots
+
+
+def plan(tf: TfOptimizer, k: KerasOptimizer, to_keras: bool, is_zero: Callable[[list[int]], bool]) -> OptimizerPlan:
+    """Pair the two optimizers' state; a problem where the target cannot hold the source's exactly."""
+    out = OptimizerPlan()
+    head = [t for t in (tf.it, tf.lr) if t is not None]
+    inner = k.inner if k.inner is not None else k.vars
+    inner_path = k.inner_path if k.inner_path is not None else k.path
+    what, kinds = expected_kinds(k.config, k.label)
+    built = len(inner) > len(head)
+    slots = _slots(tf, k, what, kinds, built, to_keras, is_zero, out)
+    if slots is None:
         return out
     extra, why = trailing_state(tf, k.config, k.label)
     if why:

@@ -169,7 +169,7 @@ def _strings(shape: tuple[int, ...], values: list[bytes]) -> np.ndarray:
 
 
 def _safetensors(src: str) -> Opened:
-    from ckptool.ops.transform.stfile import StFile
+    from ckptool.ops.transform.convert.stfile import StFile
 
     f = StFile(src)
     try:

@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     import numpy as np
 
     from ckptool.format.cast import Overflows
-    from ckptool.ops.transform.convert import ConvertResult
-    from ckptool.ops.transform.convert_src import Opened, Spec
+    from ckptool.ops.transform.convert.formats import ConvertResult
+    from ckptool.ops.transform.convert.source import Opened, Spec
 
 _SUFFIX = f"/{ATTRIBUTES}/{VARIABLE_VALUE}"
 
@@ -96,8 +96,8 @@ def _short_plan(specs: list[Spec], graph_bytes: bytes | None, dst: str
 def to_safetensors(dst: str, specs: list[Spec], result: ConvertResult, force: bool | tuple[bool, Sequence[str]],
                    progress: Callable[[int, int], None] | None, casts: dict[str, str], over: Overflows,
                    names: str, opened: Opened, sync: bool = True) -> None:
-    from ckptool.ops.transform.cast import value_of
-    from ckptool.ops.transform.stfile import write_file
+    from ckptool.ops.transform.convert.cast import value_of
+    from ckptool.ops.transform.convert.stfile import write_file
 
     graph = next((s for s in specs if s.name == OBJECT_GRAPH_KEY), None)
     graph_bytes = None

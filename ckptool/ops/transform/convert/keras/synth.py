@@ -21,6 +21,8 @@ from typing import Any
 from ckptool.errors import UsageError
 from ckptool.format.objgraph import VARIABLE_VALUE, ObjectGraph
 from ckptool.ops.read.checkpoint import Checkpoint
+from ckptool.ops.transform.convert.keras.mapping import unique
+from ckptool.ops.transform.convert.keras.optim import expected_kinds, source_kinds, tf_optimizer, trailing_state
 
 SIMPLE = {"Dense", "Conv1D", "Conv2D", "Conv3D", "Conv1DTranspose", "Conv2DTranspose", "Conv3DTranspose",
           "DepthwiseConv1D", "DepthwiseConv2D", "SeparableConv1D", "SeparableConv2D", "BatchNormalization",
@@ -81,8 +83,19 @@ class Plan:
 def plan(ck: Checkpoint, src: str, skip_optimizer: bool = False) -> Plan:
     """The layout of ``ck`` (a SavedModel's variables) as Keras 3 writes it; a UsageError saying
     why when a template is needed."""
+    g, by_node, root = _model_nodes(ck, src)
+    layout = _Layout(ck, g, by_node, src, Plan(groups=[("", root.name)]))
+    layout.model(0, root.class_name, "")
+    opt = dict(g.nodes[0].children).get("optimizer")
+    if opt is not None:
+        _optimizer(layout.out, g, opt, layout.order, layout.var_key, root.optimizer, ck, src, skip_optimizer)
+    return layout.out
+
+
+def _model_nodes(ck: Checkpoint, src: str) -> tuple[ObjectGraph, dict[int, Any], Any]:
+    """The object graph, the ``keras_metadata.pb`` node of each object it names, and the model's
+    own node (a Functional or Sequential model's, else a UsageError)."""
     from ckptool.format.keras_metadata import parse
-    from ckptool.ops.transform.keras_map import unique
 
     meta = metadata_path(ck)
     if meta is None:
@@ -103,80 +116,83 @@ def plan(ck: Checkpoint, src: str, skip_optimizer: bool = False) -> Plan:
         what = root.class_name if root is not None else "unknown"
         raise UsageError(f"{src}: the model is a {what}, not a Functional or Sequential model: its Keras 3 "
                          f"layout cannot be known without the model; {NEEDS_TEMPLATE}")
-    var_key = {n.id: a.checkpoint_key for n in g.nodes for a in n.attributes if a.name == VARIABLE_VALUE}
+    return g, by_node, root
 
-    def own(nid: int) -> list[int]:
-        return [c for _, c in unique(g.nodes[nid].children) if c in var_key]
 
-    def reach(nid: int) -> set[int]:
+class _Layout:
+    """The model's layers walked in ``model.layers`` order: each layer's group and datasets as Keras 3
+    names them (``out``), and the variables in the order Keras 3 writes them (``order``: the order
+    of the optimizer's slots)."""
+
+    def __init__(self, ck: Checkpoint, g: ObjectGraph, by_node: dict[int, Any], src: str, out: Plan):
+        self.ck, self.g, self.by_node, self.src, self.out = ck, g, by_node, src, out
+        self.var_key = {n.id: a.checkpoint_key for n in g.nodes for a in n.attributes if a.name == VARIABLE_VALUE}
+        self.order: list[int] = []
+
+    def own(self, nid: int) -> list[int]:
+        return [c for _, c in unique(self.g.nodes[nid].children) if c in self.var_key]
+
+    def reach(self, nid: int) -> set[int]:
         """The variables reachable from ``nid`` (a SavedModel also lists them under ``variables``,
         ``keras_api``, ...: reachability, not child names, says what a layer holds)."""
         out, seen, stack = set(), {nid}, [nid]
         while stack:
-            for _, c in g.nodes[stack.pop()].children:
-                if c in var_key:
+            for _, c in self.g.nodes[stack.pop()].children:
+                if c in self.var_key:
                     out.add(c)
                 elif c not in seen:
                     seen.add(c)
                     stack.append(c)
         return out
 
-    out = Plan(groups=[("", root.name)])
-    order: list[int] = []
-
-    def shapes_tell(vs: list[int]) -> bool:
+    def shapes_tell(self, vs: list[int]) -> bool:
         """A layer of a class not known here is its own variables in creation order, which Keras 3
         keeps trainable first: the same order, or one whose every variable differs in shape from the
         others (then Keras refuses a wrong order loudly instead of loading it)."""
-        got = [(ck.variable(var_key[v]).dtype, tuple(ck.variable(var_key[v]).shape)) for v in vs]
+        got = [(self.ck.variable(self.var_key[v]).dtype, tuple(self.ck.variable(self.var_key[v]).shape)) for v in vs]
         return len(set(got)) == len(got)
 
-    def model(mid: int, cls_name: str, prefix: str) -> None:
-        layers = sorted((int(m.group(1)), c) for n, c in g.nodes[mid].children if (m := _LAYER_K.match(n)))
+    def model(self, mid: int, cls_name: str, prefix: str) -> None:
+        layers = sorted((int(m.group(1)), c) for n, c in self.g.nodes[mid].children if (m := _LAYER_K.match(n)))
         used: dict[str, int] = {}
         for _, nid in layers:
-            cls, label = named(nid)
+            cls, label = self.named(nid)
             if cls_name == "Sequential" and cls == "InputLayer":
                 continue  # Keras 3's Sequential keeps no InputLayer in model.layers
             base = snake_case(cls) if cls else "layer"
             used[base] = used.get(base, -1) + 1
-            layer(nid, cls, f"{prefix}layers/{base}" + (f"_{used[base]}" if used[base] else ""), label or base)
+            self.layer(nid, cls, f"{prefix}layers/{base}" + (f"_{used[base]}" if used[base] else ""), label or base)
 
-    def named(nid: int) -> tuple[str, str]:
-        info = by_node.get(nid)
+    def named(self, nid: int) -> tuple[str, str]:
+        info = self.by_node.get(nid)
         return (info.class_name.rsplit(">", 1)[-1], info.name) if info is not None else ("", "")
 
-    def layer(nid: int, cls: str, group: str, label: str) -> None:
-        held = reach(nid)
+    def layer(self, nid: int, cls: str, group: str, label: str) -> None:
+        held = self.reach(nid)
         if not held:
             return  # no weights: Keras 3 loads a missing group as empty
-        kids = dict(unique(g.nodes[nid].children))
+        out, own = self.out, self.own(nid)
         if cls in ("Functional", "Sequential"):
             out.groups.append((group, label))
-            model(nid, cls, group + "/")
+            self.model(nid, cls, group + "/")
             return
-        if held == set(own(nid)) and (cls in SIMPLE or shapes_tell(own(nid))):
+        if held == set(own) and (cls in SIMPLE or self.shapes_tell(own)):
             out.groups.append((group, label))
-            for i, v in enumerate(own(nid)):
-                out.pairs.append((var_key[v], f"{group}/vars/{i}"))
-                order.append(v)
+            for i, v in enumerate(own):
+                out.pairs.append((self.var_key[v], f"{group}/vars/{i}"))
+                self.order.append(v)
             return
+        kids = dict(unique(self.g.nodes[nid].children))
         subs = {"cell": "cell"} if cls in RNN else NESTED.get(cls, {})
         found = [(kids[a], name) for a, name in subs.items() if a in kids]
-        if subs and not own(nid) and held == set().union(*(reach(c) for c, _ in found)):
+        if subs and not own and held == set().union(*(self.reach(c) for c, _ in found)):
             out.groups.append((group, label))
             for c, name in found:
-                sub_cls, sub_label = named(c)
-                layer(c, sub_cls or ("cell" if name == "cell" else ""), f"{group}/{name}", sub_label or name)
+                sub_cls, sub_label = self.named(c)
+                self.layer(c, sub_cls or ("cell" if name == "cell" else ""), f"{group}/{name}", sub_label or name)
             return
-        raise UsageError(f"{src}: layer {label!r} ({cls or 'unknown class'}): its Keras 3 layout is not known "
+        raise UsageError(f"{self.src}: layer {label!r} ({cls or 'unknown class'}): its Keras 3 layout is not known "
                          f"without the model; {NEEDS_TEMPLATE}")
-
-    model(0, root.class_name, "")
-    opt = dict(g.nodes[0].children).get("optimizer")
-    if opt is not None:
-        _optimizer(out, g, opt, order, var_key, root.optimizer, ck, src, skip_optimizer)
-    return out
 
 
 def _optimizer(out: Plan, g: ObjectGraph, opt: int, order: list[int], var_key: dict[int, str],
@@ -184,8 +200,6 @@ def _optimizer(out: Plan, g: ObjectGraph, opt: int, order: list[int], var_key: d
     """The optimizer as Keras 3 writes it, from the training config keras_metadata.pb records: a
     LossScaleOptimizer (mixed precision) as its ``vars`` and ``inner_optimizer/vars``."""
     import numpy as np
-
-    from ckptool.ops.transform.keras_optim import expected_kinds, source_kinds, tf_optimizer, trailing_state
 
     tfo = tf_optimizer(g, opt, order, var_key)
     if not tfo.every:

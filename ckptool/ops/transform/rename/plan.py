@@ -1,0 +1,133 @@
+"""Which SRC name goes where (renamed, dropped), refused on collisions and on rules that match
+nothing; and DST's object graph, with the plan brought in line with it."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ckptool.errors import CkptError
+from ckptool.format.objgraph import OBJECT_GRAPH_KEY, ObjectGraph, is_object_key
+from ckptool.format.slots import is_optimizer_name
+from ckptool.ops.transform.rename.rules import EXACT, Renamer, Rule
+
+
+@dataclass
+class Plan:
+    src: str
+    dst: str
+    renames: list[tuple[str, str]] = field(default_factory=list)  # (old, new), sorted by new
+    dropped: list[str] = field(default_factory=list)
+    # old keys the object graph moved, not a rule: a kept variable whose key ran through an object
+    # cut out (a Keras model's weight keyed under optimizer/_trainable_variables, with strip_optimizer)
+    # takes the key TF gives it without that object
+    rekeyed: list[str] = field(default_factory=list)
+    unmatched_rules: list[str] = field(default_factory=list)
+    object_graph: str = "none"  # none | kept | rebuilt | template
+    fast_path: bool = False
+    linked: bool = False  # the fast path's data files are hard links of SRC's (not copies)
+    template: dict[str, Any] | None = None
+    files: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        doc = {"src": self.src, "dst": self.dst, "fast_path": self.fast_path,
+               "object_graph": self.object_graph,
+               "tensors": [{"old": o, "new": n} for o, n in self.renames],
+               "renamed": sum(1 for o, n in self.renames if o != n),
+               "dropped": self.dropped, "unmatched_rules": self.unmatched_rules}
+        if self.rekeyed:
+            doc["rekeyed"] = self.rekeyed
+        if self.template is not None:
+            doc["template"] = self.template
+        if self.files:
+            doc["files"] = self.files
+        return doc
+
+
+def plan_names(names: list[str], rules: list[Rule], drop: Any = (), strip_optimizer: bool = False, strict: bool = False,
+               src: str = "", dst: str = "", allow_unused: bool = True) -> Plan:
+    """Which SRC names go where; raises on collisions, and on rules (or ``drop`` globs) that
+    match nothing unless ``allow_unused`` (``strict`` raises on them always)."""
+    renamer = Renamer(rules)
+    drops = [re.compile(fnmatch.translate(g)) for g in drop]
+    used_drops = [0] * len(drops)
+    plan = Plan(src, dst)
+    targets: dict[str, str] = {}
+    collisions = []
+    for name in sorted(names):
+        if name == OBJECT_GRAPH_KEY:
+            continue
+        hit = [i for i, p in enumerate(drops) if p.match(name)]
+        for i in hit:
+            used_drops[i] += 1
+        if hit or (strip_optimizer and is_optimizer_name(name)):
+            plan.dropped.append(name)
+            continue
+        new = renamer(name)
+        if not new or new == OBJECT_GRAPH_KEY or new.startswith("\0"):
+            raise CkptError(f"{name!r} would be renamed to the reserved name {new!r}")
+        if new in targets:
+            collisions.append(f"{targets[new]!r} and {name!r} -> {new!r}")
+        targets[new] = name
+    if collisions:
+        raise CkptError("two sources land on one name: " + "; ".join(collisions) + " (nothing written)")
+    plan.renames = sorted(((o, n) for n, o in targets.items()), key=lambda p: p[1])
+    plan.unmatched_rules = renamer.unused() + [f"--drop {g}" for g, n in zip(drop, used_drops) if not n]
+    if (strict or not allow_unused) and plan.unmatched_rules:
+        raise CkptError("these rules match no source name: " + _unmatched(renamer, plan.unmatched_rules, names)
+                        + " (nothing written; --allow-unused accepts them)")
+    return plan
+
+
+def _unmatched(renamer: Renamer, unmatched: list[str], names: list[str]) -> str:
+    """The first few rules that match nothing, an exact name with the source names it may
+    have meant, and how many more (suggestions from one index of the names, for those shown)."""
+    from ckptool.ops.read.suggest import MAX_SHOWN, Suggester, did_you_mean, listed, shorten
+
+    exact = {r.text(): r.old for r in renamer.rules if not r.used and r.kind == EXACT}
+    index = Suggester(names)
+    shown = []
+    for u in unmatched[:MAX_SHOWN]:
+        hint = did_you_mean(exact[u], index).lstrip("; ") if u in exact else ""
+        shown.append(f"{shorten(u)} ({hint})" if hint else shorten(u))
+    return listed(shown, len(unmatched))
+
+
+def graph_for(src_graph: ObjectGraph | None, plan: Plan, strip_optimizer: bool) -> ObjectGraph | None:
+    """DST's object graph, and ``plan`` brought in line with it.
+
+    An object-based SRC has its graph edited (objects moved, other paths and
+    slot references kept, optimizers cut out with ``strip_optimizer``): what
+    left the graph is dropped and re-keyed variables take their new key. A
+    name-based SRC gets a graph synthesized when new names are object keys.
+    """
+    if src_graph is None:
+        if not any(is_object_key(n) for _, n in plan.renames):
+            return None
+        plan.object_graph = "rebuilt"
+        return ObjectGraph.from_keys([n for _, n in plan.renames])
+    graph, keys = src_graph.edited({o: n for o, n in plan.renames if o != n}, set(plan.dropped),
+                                   strip_optimizer=strip_optimizer)
+    targets: dict[str, str]
+    renames, targets = [], {}
+    for old, new in plan.renames:
+        final = keys.get(new, new)
+        if final is None:
+            plan.dropped.append(old)
+            continue
+        if final in targets:
+            raise CkptError(f"{targets[final]!r} and {old!r} both land on {final!r} (nothing written)")
+        targets[final] = old
+        if final != new:
+            plan.rekeyed.append(old)
+        renames.append((old, final))
+    plan.dropped.sort()
+    plan.renames = sorted(renames, key=lambda p: p[1])
+    changed = any(o != n for o, n in plan.renames) or plan.dropped
+    plan.object_graph = "rebuilt" if changed else "kept"
+    return graph
+
+
+__all__ = ["Plan", "graph_for", "plan_names"]
