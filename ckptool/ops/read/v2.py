@@ -24,7 +24,7 @@ from ckptool.format.bundle_heads import group_entries, members, picked
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, ObjectGraph
 from ckptool.format.slices import key_text, slice_text
 from ckptool.format.table import read_table
-from ckptool.io.layout import Located, names_in
+from ckptool.io.layout.checkpoints import Located, names_in
 from ckptool.ops.read.checkpoint import (
     Checkpoint,
     Variable,
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from ckptool.format.slices import Slice
-    from ckptool.io.storage import Reader
+    from ckptool.io.base import Reader
 
 #: Parsed entries kept at most (a few hundred bytes each).
 ENTRY_CACHE = 4096

@@ -26,13 +26,14 @@ from typing import TYPE_CHECKING, Any
 from ckptool.errors import CkptError, UnsupportedError, UsageError
 from ckptool.format import dtypes, objkeys
 from ckptool.format.cast import Overflows, target_dtype
-from ckptool.io.atomic import AtomicFile, check_destination, checkpoint_identity, make_output_dir, publish
+from ckptool.io.safety.atomic import AtomicFile, make_output_dir, publish
+from ckptool.io.safety.destination import check_destination, checkpoint_identity
 from ckptool.ops.transform.cast import value_of
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from ckptool.io.storage import Storage
+    from ckptool.io.base import Storage
     from ckptool.ops.transform.convert_src import Opened, Spec
 
 TF, NPZ, SAFETENSORS = "tf", "npz", "safetensors"
@@ -219,7 +220,7 @@ def _to_tf(dst: str, specs: list[Spec], result: ConvertResult, num_shards: int, 
 
 def _check_not_source(dst: str, ids: Sequence[str]) -> None:
     """DST names the source itself (in any form): refused before anything else, even with --force."""
-    from ckptool.io.urls import storage_for
+    from ckptool.io.backends.urls import storage_for
 
     storage, path = storage_for(dst)
     check_destination(storage, [path, path + ".index"], force=True, sources=ids, label=dst)
@@ -284,7 +285,7 @@ def _to_npz(dst: str, specs: list[Spec], result: ConvertResult, force: tuple[boo
 
     import numpy as np
 
-    from ckptool.io.urls import storage_for
+    from ckptool.io.backends.urls import storage_for
     npz_names([s.name for s in specs], dst)
     storage, path = storage_for(dst)
     check_target(storage, path, force)

@@ -37,7 +37,7 @@ from ckptool.ops.read.plan import prefetch
 from ckptool.ops.transform.rename_template import copy_raw
 
 if TYPE_CHECKING:
-    from ckptool.io.storage import Storage
+    from ckptool.io.base import Storage
 
 EXACT, PREFIX, ROOT, REGEX = "exact", "prefix", "root", "regex"
 
@@ -250,7 +250,7 @@ def _graph_for(src_graph: ObjectGraph | None, plan: Plan, strip_optimizer: bool)
 
 
 def _check_dst(src_ck: Any, dst: str, storage: Storage, force: bool) -> None:
-    from ckptool.io.atomic import check_destination, checkpoint_identity
+    from ckptool.io.safety.destination import check_destination, checkpoint_identity
 
     check_destination(storage, [bundle.index_filename(dst)], force=force,
                       sources=checkpoint_identity(src_ck), label=dst)
@@ -279,7 +279,7 @@ def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop: Sequence[str] 
         raise UsageError("--compact and --link exclude each other")
     if link and template is not None:
         raise UsageError("--link does not apply with --template (DST's tensors are written anew)")
-    from ckptool.io.urls import storage_for
+    from ckptool.io.backends.urls import storage_for
     from ckptool.ops.read.reader import BundleCheckpoint
     from ckptool.ops.read.reader import open as open_checkpoint
     from ckptool.ops.write.writer import BundleWriter
@@ -358,7 +358,7 @@ def _fast(ck: Any, plan: Plan, dprefix: str, storage: Storage, graph_bytes: Any,
     if plan.object_graph == "kept":
         k = key_of(OBJECT_GRAPH_KEY)
         entries.append((k, ck.raw_entry(k)))
-    from ckptool.io.atomic import AtomicFile, link_or_copy, make_output_dir, publish
+    from ckptool.io.safety.atomic import AtomicFile, link_or_copy, make_output_dir, publish
     from ckptool.ops.write.writer import index_file, retire_index
 
     make_output_dir(storage, storage.dirname(dprefix))

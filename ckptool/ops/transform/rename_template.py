@@ -19,7 +19,7 @@ from ckptool.ops.read.suggest import MAX_SHOWN, Suggester, listed, shorten
 
 if TYPE_CHECKING:
     from ckptool.format.bundle import Entry
-    from ckptool.io.storage import Storage
+    from ckptool.io.base import Storage
     from ckptool.ops.transform.rename import Plan
     from ckptool.ops.write.writer import BundleWriter
 

@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, RefusedError, UnsupportedError, UsageError
 from ckptool.format import safetensors_meta as stm
-from ckptool.io.atomic import AtomicFile, check_destination, make_output_dir, publish
+from ckptool.io.safety.atomic import AtomicFile, make_output_dir, publish
+from ckptool.io.safety.destination import check_destination
 from ckptool.ops.transform.hf.engine import Placed, Plan, apply
 
 if TYPE_CHECKING:
-    from ckptool.io.storage import Storage
+    from ckptool.io.base import Storage
     from ckptool.ops.transform.hf.export import HfResult
 
 DEFAULT_SHARD = 5 * 10**9  # transformers' usual hub size; --max-shard-size
@@ -127,7 +128,7 @@ def _stale(storage: Storage, dst: str, written: set[str], force: bool) -> list[s
 def write_folder(dst: str, plan: Plan, config: dict[str, Any], extra: list[tuple[str, bytes]], limit: int,
                  result: HfResult, *, force: bool, sync: bool, progress: Callable[[int, int], None] | None,
                  sources: Sequence[str]) -> None:
-    from ckptool.io.urls import storage_for
+    from ckptool.io.backends.urls import storage_for
 
     storage, root = storage_for(dst)
     groups = shards(plan.placed, limit)
