@@ -80,7 +80,7 @@ def test_lock_object_excludes_names_its_holder_and_is_released(store):
     fs, root = store
     st = remote.storage_for_url(root)
     d = f"{root}/l"
-    code = ("import sys, time\nfrom ckptool.io import remote\nst = remote.storage_for_url(sys.argv[1])\n"
+    code = ("import sys, time\nfrom ckptool.io.backends import remote\nst = remote.storage_for_url(sys.argv[1])\n"
             "with st.lock(sys.argv[1]):\n    print('held', flush=True)\n    time.sleep(float(sys.argv[2]))\n")
     holder = subprocess.Popen([sys.executable, "-c", code, d, "4"], stdout=subprocess.PIPE, text=True)
     try:
@@ -108,7 +108,7 @@ def test_a_killed_holders_lock_expires_and_is_taken_over(store):
         assert doc["pid"] == os.getpid() and doc["expires"] > time.time() + remote_lock.TTL / 2
     live = dict(stale, expires=time.time() + 60)
     st.write_bytes_atomic(f"{d}/.ckptool.lock", json.dumps(live).encode())
-    with pytest.raises(RefusedError, match=r"ckptool prune \(PID 1 on gone\) holds"):
+    with pytest.raises(RefusedError, match=r"its lock is held by ckptool prune \(PID 1 on gone\)"):
         with st.lock(d, timeout=0):
             pass
 
