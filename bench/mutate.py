@@ -88,8 +88,8 @@ MUTANTS = [
     Mutant("check_destination: overwrite without --force", "ckptool/io/safety/destination.py", "check_destination",
            "    if not force:", "    if False:", ATOMIC_TESTS),
     Mutant("check_destination: a symlinked source not seen", "ckptool/io/safety/destination.py", "check_destination",
-           "            if ids and (_identity(t) in ids or _identity(bare) in ids):",
-           "            if ids and (t in sources or bare in sources):", ATOMIC_TESTS),
+           "        if any(storage.same_file(t, s) or storage.same_file(bare, s) for s in sources):",
+           "        if any(t == s or bare == s for s in sources):", ATOMIC_TESTS),
     # ---- the rename matcher
     Mutant("rename: only the deepest scope tried", "ckptool/ops/transform/rename.py", "Renamer.__call__",
            '                end = name.rfind("/", 0, end)', "                end = -1", RENAME_TESTS),
