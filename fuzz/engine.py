@@ -604,7 +604,7 @@ CHECKPOINT_TARGETS = {"open": run_open, "read": run_read, "verify": run_verify}
 
 def state_texts(rng: random.Random, names: list[str], outside: str) -> tuple[str, str]:
     """A mutated or hostile checkpoint state text, and its description."""
-    from ckptool.io.state import CheckpointState
+    from ckptool.io.control.state import CheckpointState
 
     hostile = ["..", "../x", "../../etc/passwd", "/", "/etc/passwd", outside, outside + "/ckpt-1",
                "a" * 5000, "a\0b", "ckpt\n-1", "\x00", "", ".", "./", "link/ckpt-1", "ckpt-1\\..\\..",
@@ -690,8 +690,8 @@ def _maybe_symlinks(rng, directory: pathlib.Path, outside: pathlib.Path) -> None
 
 
 def run_state(scratch: Scratch, rng: random.Random, seed_files) -> str:
-    from ckptool.io import layout as paths
-    from ckptool.io import state
+    from ckptool.io.control import state
+    from ckptool.io.layout import checkpoints as paths
 
     d = scratch.reset()
     names = _small_dir(d, (1, 2))

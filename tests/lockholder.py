@@ -5,7 +5,7 @@ import multiprocessing
 
 
 def _hold(d, ready, release):
-    from ckptool.io.lock import DirLock
+    from ckptool.io.control.lock import DirLock
 
     with DirLock(str(d)):
         ready.set()

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import ckptool
-from ckptool.io.state import read_state
+from ckptool.io.control.state import read_state
 
 BENCH = pathlib.Path(__file__).resolve().parent.parent / "bench"
 

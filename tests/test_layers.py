@@ -63,7 +63,7 @@ ROOT_FORBIDDEN = {"cli"}  # ckptool/__init__.py: the library API must not pull i
 
 @dataclass(frozen=True)
 class Import:
-    module: str  # importing module, e.g. "ckptool.io.storage"
+    module: str  # importing module, e.g. "ckptool.io.base"
     target: str  # imported name, resolved to the deepest existing ckptool module or an external name
     line: int
     type_checking: bool  # inside ``if TYPE_CHECKING:``
@@ -89,7 +89,7 @@ def _is_package(name: str) -> bool:
 
 
 def _resolve(name: str) -> str:
-    """The deepest ckptool module a dotted name refers to (``ckptool.io.storage.X`` -> ``ckptool.io.storage``)."""
+    """The deepest ckptool module a dotted name refers to (``ckptool.io.base.X`` -> ``ckptool.io.base``)."""
     parts = name.split(".")
     while parts:
         cand = ".".join(parts)
@@ -141,7 +141,7 @@ IMPORTS = [imp for name, tree in TREES.items() for imp in _imports(name, tree)]
 
 
 def _part(module: str) -> str:
-    """``ckptool.io.storage`` -> ``io``; ``ckptool`` -> ``""``."""
+    """``ckptool.io.base`` -> ``io``; ``ckptool`` -> ``""``."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else ""
 
@@ -393,7 +393,7 @@ def test_citations_resolve_inside_the_repo():
 def test_the_checks_see_what_they_claim_to():
     # The analyzers on small made-up sources, so a rule cannot pass by not looking.
     src = ast.parse(
-        "from ckptool.io import storage\n"
+        "from ckptool.io import base\n"
         "from ckptool.ops.read.reader import open as o\n"
         "def f():\n"
         "    import ckptool.cli.main\n"
@@ -401,7 +401,7 @@ def test_the_checks_see_what_they_claim_to():
         "if TYPE_CHECKING:\n"
         "    from ckptool.ops.write import writer as write\n")
     got = {(i.target, i.type_checking) for i in _imports("ckptool.io.state", src)}
-    assert got == {("ckptool.io.storage", False), ("ckptool.ops.read.reader", False), ("ckptool.cli.main", False),
+    assert got == {("ckptool.io.base", False), ("ckptool.ops.read.reader", False), ("ckptool.cli.main", False),
                    ("ckptool.io.layout", False), ("ckptool.ops.write.writer", True)}
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert _cycles({"a": {"a"}}) == [["a"]] and _cycles({"a": {"b"}}) == []
@@ -489,9 +489,10 @@ ONE_PLACE = {
     ".byteswap()": ({"ckptool.format.tensors"}, "the byte swap: tensors.byteswap"),
     "checksum does not match": ({"ckptool.format.tensors", "ckptool.compat.bundleread"},  # compat: TF's wording
                                 "the tensor CRC check: tensors.check_crc_value"),
-    ".tempstate{": ({"ckptool.io.atomic"}, "temporary names: atomic.tempstate_name"),
-    "uuid4": ({"ckptool.io.atomic", "ckptool.io.dirfd"}, "temporary names: atomic.tempstate_name"),
-    "os.replace(": ({"ckptool.io.storage", "ckptool.io.dirfd"}, "renames: Storage.rename, the atomic write"),
+    ".tempstate{": ({"ckptool.io.safety.atomic"}, "temporary names: atomic.tempstate_name"),
+    "uuid4": ({"ckptool.io.safety.atomic", "ckptool.io.safety.dirfd"}, "temporary names: atomic.tempstate_name"),
+    "os.replace(": ({"ckptool.io.backends.local", "ckptool.io.safety.dirfd"},
+                    "renames: Storage.rename, the atomic write"),
 }
 NONFINITE = {"NaN", "Infinity", "-Infinity"}
 

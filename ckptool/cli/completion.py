@@ -120,7 +120,7 @@ def complete_series(ctx, param, incomplete: str) -> list[CompletionItem]:
     try:
         import os
 
-        from ckptool.io.series_discover import discover
+        from ckptool.io.layout.series_discover import discover
 
         return [CompletionItem(f.template) for f in discover(sorted(os.listdir(directory)))
                 if f.template.startswith(incomplete)]

@@ -149,8 +149,8 @@ def write(root: str) -> list[str]:
 def install_man_pages(directory: str, pages: dict[str, str] | None = None) -> list[str]:
     """Write the man pages into ``directory`` (made if absent), each atomically; the ckptool pages
     already there are replaced, and a page of a command that no longer exists is removed."""
-    from ckptool.io.atomic import write_bytes
-    from ckptool.io.storage import LOCAL
+    from ckptool.io.backends.local import LOCAL
+    from ckptool.io.safety.atomic import write_bytes
 
     pages = man_pages() if pages is None else pages
     os.makedirs(directory, exist_ok=True)

@@ -216,7 +216,7 @@ def main(argv=None) -> None:
     else:
         _flush_or_quiet()
     finally:
-        from ckptool.io.atomic import remove_live_temporaries
+        from ckptool.io.safety.atomic import remove_live_temporaries
 
         remove_live_temporaries()  # what an interrupted write left (its own cleanup ran first)
 

@@ -35,7 +35,7 @@ from ckptool.ops.read.checkpoint import name_of
 if TYPE_CHECKING:
     import numpy as np
 
-    from ckptool.io.storage import Reader
+    from ckptool.io.base import Reader
     from ckptool.ops.read.v2 import BundleCheckpoint
 
 SHORT_READ = "Read less bytes than requested"

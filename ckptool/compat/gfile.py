@@ -25,7 +25,7 @@ from ckptool.compat.offered import NotOfferedError
 from ckptool.compat.reader import as_path
 from ckptool.compat.tflog import deprecated
 from ckptool.errors import CkptError
-from ckptool.io.urls import storage_for
+from ckptool.io.backends.urls import storage_for
 
 _MODES = ("r", "w", "a", "r+", "w+", "a+")
 _GLOB = "*?["

@@ -3,7 +3,7 @@
 Opening follows TF's ``CheckpointReader`` constructor: ``P.index`` present means a V2
 bundle at ``P``; otherwise ``P`` is a file pattern of V1 tables (no match: ``NotFoundError``
 "Unsuccessful TensorSliceReader constructor: Failed to find any matching files for P").
-The reading itself is ckptool's (:func:`ckptool.io.layout.locate`,
+The reading itself is ckptool's (:func:`ckptool.io.layout.checkpoints.locate`,
 :mod:`ckptool.ops.read`), values as ``get_tensor`` returns them.
 """
 
@@ -17,9 +17,9 @@ from ckptool.compat.hashorder import unordered_map_order
 from ckptool.format import dtypes as _table
 from ckptool.format.bundle import INDEX_SUFFIX
 from ckptool.format.table import FOOTER_SIZE
-from ckptool.io.layout import V2, is_index, is_v1_table
-from ckptool.io.storage import Storage
-from ckptool.io.urls import storage_for
+from ckptool.io.backends.urls import storage_for
+from ckptool.io.base import Storage
+from ckptool.io.layout.checkpoints import V2, is_index, is_v1_table
 from ckptool.ops.read.checkpoint import Checkpoint, Variable, key_of, name_of
 from ckptool.ops.read.reader import open as open_checkpoint
 from ckptool.ops.read.v1 import V1Checkpoint

@@ -16,9 +16,9 @@ from ckptool.compat.reader import CheckpointReader, as_path, matching_files
 from ckptool.errors import CkptError, CorruptError
 from ckptool.format.bundle import INDEX_SUFFIX
 from ckptool.format.protos.tensor_bundle_pb2 import CheckpointState
-from ckptool.io.state import STATE_FILENAME
-from ckptool.io.state import CheckpointState as _State
-from ckptool.io.urls import storage_for
+from ckptool.io.backends.urls import storage_for
+from ckptool.io.control.state import STATE_FILENAME
+from ckptool.io.control.state import CheckpointState as _State
 from ckptool.ops.read.reader import open as open_checkpoint
 from ckptool.ops.read.v2 import BundleCheckpoint
 

@@ -13,7 +13,7 @@ import numpy as np
 
 import ckptool
 from ckptool.cli import docs
-from ckptool.io.policy import POLICY_KEYS, TEMPLATE_DEFAULTS, TEMPLATE_KEYS, parse_policy, policy_template
+from ckptool.io.control.policy import POLICY_KEYS, TEMPLATE_DEFAULTS, TEMPLATE_KEYS, parse_policy, policy_template
 from ckptool.ops.retain import prune as P
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

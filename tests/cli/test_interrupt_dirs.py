@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import ckptool
-from ckptool.io import atomic
+from ckptool.io.safety import atomic
 from clirun import run as run_cli
 
 

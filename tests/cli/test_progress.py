@@ -12,7 +12,7 @@ import pytest
 
 import ckptool
 from ckptool.cli import progress as P
-from ckptool.io.state import CheckpointState, write_state
+from ckptool.io.control.state import CheckpointState, write_state
 from ckptool.ops.inspect.stats import tensor_stats
 from ckptool.ops.retain.prune import prune
 from ckptool.ops.transform.average import average

@@ -220,7 +220,7 @@ def test_state_update_calls_the_retention_engine(capsys, tmp_path, srcs, monkeyp
 
 
 def test_state_file_written_and_retention_applied(capsys, tmp_path, srcs):
-    from ckptool.io.state import read_state
+    from ckptool.io.control.state import read_state
 
     d = tmp_path / "run"
     for step in range(1, 5):

@@ -10,13 +10,13 @@ import pytest
 
 import ckptool
 from ckptool.cli.commands import save as save_cmd
-from ckptool.io.lock_holder import describe_holder, lock_holder
+from ckptool.io.control.lock import describe_holder, lock_holder
 from ckptool.ops.transform.save import save
 from clirun import run as run_cli
 
 
 def _hold(d, ready, release):
-    from ckptool.io.lock import DirLock
+    from ckptool.io.control.lock import DirLock
 
     with DirLock(str(d)):
         ready.set()

@@ -6,7 +6,7 @@ import os
 import numpy as np
 
 import ckptool
-from ckptool.io.state import CheckpointState, read_state, write_state
+from ckptool.io.control.state import CheckpointState, read_state, write_state
 from clirun import run  # noqa: E402
 
 

@@ -109,7 +109,7 @@ def test_every_command_refused_by_a_held_lock_names_the_holder(example, held, ck
 
 def test_a_lock_refusal_after_a_wait_says_how_long(example, held):
     from ckptool.errors import RefusedError
-    from ckptool.io.lock import DirLock
+    from ckptool.io.control.lock import DirLock
 
     with pytest.raises(RefusedError) as exc, DirLock(str(example), timeout=0.2):
         pass

@@ -21,7 +21,7 @@ tf = pytest.importorskip("tensorflow")
 pytestmark = pytest.mark.interop
 
 from ckptool.errors import RefusedError  # noqa: E402
-from ckptool.io.state import read_state, write_state  # noqa: E402
+from ckptool.io.control.state import read_state, write_state  # noqa: E402
 from ckptool.ops.retain import prune as P  # noqa: E402
 from ckptool.ops.retain.keep_best import BestSpec  # noqa: E402
 

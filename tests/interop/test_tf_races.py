@@ -23,8 +23,8 @@ import pytest
 
 import ckptool
 from ckptool.errors import CkptError
-from ckptool.io.layout import step_of
-from ckptool.io.state import read_state, resolve
+from ckptool.io.control.state import read_state, resolve
+from ckptool.io.layout.checkpoints import step_of
 
 pytestmark = [
     pytest.mark.interop,

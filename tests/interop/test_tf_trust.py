@@ -20,7 +20,7 @@ pytestmark = pytest.mark.interop
 
 from tensorflow.python.training import saver as saver_mod  # noqa: E402
 
-from ckptool.io.state import read_state  # noqa: E402
+from ckptool.io.control.state import read_state  # noqa: E402
 from ckptool.ops.retain import prune as P  # noqa: E402
 from clirun import run  # noqa: E402
 

@@ -21,7 +21,7 @@ import pytest
 
 os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")  # no gRPC probe of a bucket's kind
 
-from ckptool.io import remote  # noqa: E402
+from ckptool.io.backends import remote  # noqa: E402
 from clirun import run as run_cli  # noqa: E402
 
 

@@ -1,4 +1,4 @@
-"""Unit tests of the one atomic write (ckptool.io.atomic): AtomicFile, publish, write_bytes,
+"""Unit tests of the one atomic write (ckptool.io.safety.atomic): AtomicFile, publish, write_bytes,
 check_destination, and LocalDir.replace, which goes through them."""
 
 from __future__ import annotations
@@ -10,10 +10,13 @@ import re
 import pytest
 
 from ckptool.errors import CkptError, RefusedError
-from ckptool.io import atomic
-from ckptool.io.atomic import ANY, AtomicFile, check_destination, publish, write_bytes
-from ckptool.io.dirfd import LocalDir
-from ckptool.io.storage import LocalStorage
+from ckptool.io.backends.local import LocalStorage
+from ckptool.io.base import ANY
+from ckptool.io.oserrors import os_error
+from ckptool.io.safety import atomic
+from ckptool.io.safety.atomic import AtomicFile, publish, write_bytes
+from ckptool.io.safety.destination import check_destination
+from ckptool.io.safety.dirfd import LocalDir
 
 
 class Recording(LocalStorage):
@@ -241,6 +244,6 @@ def test_os_error_keeps_a_storage_worded_missing_error():
     from ckptool.errors import MissingError
 
     own = MissingError("s3://b/ckpt.index: cannot write: no such bucket (or parent directory)")
-    assert atomic.os_error("s3://b/ckpt.index", own, "write") is own
-    plain = atomic.os_error("/x/ckpt.index", FileNotFoundError(2, "No such file"), "create")
+    assert os_error("s3://b/ckpt.index", own, "write") is own
+    plain = os_error("/x/ckpt.index", FileNotFoundError(2, "No such file"), "create")
     assert isinstance(plain, MissingError) and str(plain) == "/x/ckpt.index: no such file or directory"

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 import ckptool
-from ckptool.io import layout as L
-from ckptool.io.dirfd import LocalDir
-from ckptool.io.listing import scan
-from ckptool.io.storage import LOCAL
+from ckptool.io.backends.local import LOCAL
+from ckptool.io.layout import checkpoints as L
+from ckptool.io.layout.listing import scan
+from ckptool.io.safety.dirfd import LocalDir
 
 TEMPS = {
     "ckpt-1.index.tempstate123": "ckpt-1",

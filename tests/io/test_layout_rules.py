@@ -1,12 +1,12 @@
-"""Unit tests of the io rules that decide which files are a checkpoint's (ckptool.io.layout):
+"""Unit tests of the io rules that decide which files are a checkpoint's (ckptool.io.layout.checkpoints):
 owns, file_role, temp_owner, checkpoint_files. What prune and rm delete rests on them."""
 
 from __future__ import annotations
 
 import pytest
 
-from ckptool.io.layout import checkpoint_files, file_role, owns, temp_owner
-from ckptool.io.storage import LocalStorage
+from ckptool.io.backends.local import LocalStorage
+from ckptool.io.layout.checkpoints import checkpoint_files, file_role, owns, temp_owner
 
 
 @pytest.mark.parametrize("name", ["ckpt-1.index", "ckpt-1.data-00000-of-00001", "ckpt-1.data-00001-of-00002",

@@ -6,7 +6,7 @@ import pytest
 
 import ckptool
 from ckptool.errors import CorruptError
-from ckptool.io.policy import parse_policy, read_policy
+from ckptool.io.control.policy import parse_policy, read_policy
 from clirun import run
 
 DEEP = b"keep = " + b"[" * 20000 + b"]" * 20000 + b"\n"

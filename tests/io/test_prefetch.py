@@ -1,4 +1,4 @@
-"""The prefetch plan (ckptool/io/prefetch.py) against a fake object store that counts what it
+"""The prefetch plan (ckptool/io/backends/prefetch.py) against a fake object store that counts what it
 serves and how much was outstanding: order and values exact, each byte fetched once,
 requests in flight, memory bounded by the bytes in flight."""
 
@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ckptool.errors import CkptError
-from ckptool.io.prefetch import Prefetcher
+from ckptool.io.backends.prefetch import Prefetcher
 
 
 class Obj:

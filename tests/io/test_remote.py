@@ -22,8 +22,11 @@ from ckptool.errors import CkptError, MissingError, UnsupportedError
 
 fsspec = pytest.importorskip("fsspec")
 
-from ckptool.io import remote, remote_files  # noqa: E402
-from ckptool.io.urls import storage_for  # noqa: E402
+from ckptool.io.backends import (
+    remote,  # noqa: E402
+    remote_files,
+)
+from ckptool.io.backends.urls import storage_for  # noqa: E402
 
 DATA = pathlib.Path(__file__).parents[1] / "data"
 FIXTURES = ["keras_adam", "tf1_saver", "dtensor", "partitioned", "ckpt_save", "strings", "dtypes"]
@@ -105,7 +108,7 @@ def test_url_names():
 
 
 def test_every_local_storage_method_is_mirrored():
-    from ckptool.io.storage import LocalStorage
+    from ckptool.io.backends.local import LocalStorage
 
     local_only = {"lock", "lstat"}  # no advisory lock, no symlinks on an object store
     wanted = {n for n in vars(LocalStorage) if not n.startswith("_") and n not in local_only}
@@ -400,7 +403,7 @@ def test_s3_listing_is_o1_requests_in_the_number_of_tensors(run, s3):
     assert len(counts[10]) == len(counts[2000]), (counts[10], counts[2000])
     assert len(counts[2000]) <= 6
     for n in (10, 2000):  # a directory argument: the state file, then the index
-        ckptool.io.urls.storage_for(root)[0].write_bytes_atomic(
+        ckptool.io.backends.urls.storage_for(root)[0].write_bytes_atomic(
             f"{root}/n{n}/checkpoint", b'model_checkpoint_path: "ckpt-1"\n')
     d10 = _requests_for(counter, lambda: run("list-variables", f"{root}/n10"))
     d2000 = _requests_for(counter, lambda: run("list-variables", f"{root}/n2000"))
@@ -622,7 +625,7 @@ def test_s3_streaming_reads_run_in_parallel_each_byte_once(run, slow_s3, argv):
     assert counter.max_active >= 4, counter.max_active  # requests in flight at once
     st = remote.storage_for_url(url).last_prefetch
     assert st is not None and st.max_in_flight >= 4
-    from ckptool.io.prefetch import DEFAULT_JOBS, REQUEST_BYTES
+    from ckptool.io.backends.prefetch import DEFAULT_JOBS, REQUEST_BYTES
 
     assert st.max_held <= DEFAULT_JOBS * REQUEST_BYTES  # memory: bounded by the bytes in flight
     assert st.bytes_fetched == fetched
@@ -704,7 +707,7 @@ def counted_gets(monkeypatch):
     prefetcher was given and the most GETs in flight at once over all of them."""
     import time
 
-    from ckptool.io import prefetch as prefetch_mod
+    from ckptool.io.backends import prefetch as prefetch_mod
 
     seen = {"jobs": [], "active": 0, "max": 0}
     lock = threading.Lock()

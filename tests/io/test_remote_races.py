@@ -20,8 +20,8 @@ from test_remote import DATA, remote_matches_local, same_output, upload
 
 import ckptool
 from ckptool.errors import RefusedError
-from ckptool.io import remote, remote_cas, remote_lock
-from ckptool.io.state import read_state
+from ckptool.io.backends import remote, remote_cas, remote_lock
+from ckptool.io.control.state import read_state
 
 pytest.importorskip("fsspec")
 
@@ -80,12 +80,12 @@ def test_lock_object_excludes_names_its_holder_and_is_released(store):
     fs, root = store
     st = remote.storage_for_url(root)
     d = f"{root}/l"
-    code = ("import sys, time\nfrom ckptool.io import remote\nst = remote.storage_for_url(sys.argv[1])\n"
+    code = ("import sys, time\nfrom ckptool.io.backends import remote\nst = remote.storage_for_url(sys.argv[1])\n"
             "with st.lock(sys.argv[1]):\n    print('held', flush=True)\n    time.sleep(float(sys.argv[2]))\n")
     holder = subprocess.Popen([sys.executable, "-c", code, d, "4"], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
-        with pytest.raises(RefusedError, match=r"holds this directory's lock") as err:
+        with pytest.raises(RefusedError, match=r"its lock is held by") as err:
             with st.lock(d, timeout=0.5):
                 pass
         assert f"PID {holder.pid}" in str(err.value)
@@ -108,7 +108,7 @@ def test_a_killed_holders_lock_expires_and_is_taken_over(store):
         assert doc["pid"] == os.getpid() and doc["expires"] > time.time() + remote_lock.TTL / 2
     live = dict(stale, expires=time.time() + 60)
     st.write_bytes_atomic(f"{d}/.ckptool.lock", json.dumps(live).encode())
-    with pytest.raises(RefusedError, match=r"ckptool prune \(PID 1 on gone\) holds"):
+    with pytest.raises(RefusedError, match=r"its lock is held by ckptool prune \(PID 1 on gone\)"):
         with st.lock(d, timeout=0):
             pass
 
@@ -181,7 +181,7 @@ def test_two_prunes_at_once_leave_no_state_entry_without_its_files(run, store, t
     codes = [p.returncode for p in procs]
     assert 0 in codes, outs
     for code, (_, err) in zip(codes, outs):  # the other ran after it, or was refused by the lock
-        assert code == 0 or "holds this directory's lock" in err, err
+        assert code == 0 or "its lock is held by" in err, err
     names, gone = _listed_exist(url)
     assert not gone, (names, gone, outs)
     assert names[-1] == "ckpt-12" and len(names) in (2, 8)

@@ -1,13 +1,13 @@
-"""The ModelCheckpoint template (ckptool.io.series_names) and the series found in names
-(ckptool.io.series_discover): names match exactly, by each field's own format (issue 43)."""
+"""The ModelCheckpoint template (ckptool.io.layout.series_names) and the series found in names
+(ckptool.io.layout.series_discover): names match exactly, by each field's own format (issue 43)."""
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ckptool.errors import UsageError
-from ckptool.io.series_discover import discover, hint
-from ckptool.io.series_names import (
+from ckptool.io.layout.series_discover import discover, hint
+from ckptool.io.layout.series_names import (
     H5,
     KERAS,
     SHARDED,

@@ -9,8 +9,8 @@ import shutil
 
 import pytest
 
-from ckptool.io import layout
-from ckptool.io import storage as S
+from ckptool.io.backends import local as S
+from ckptool.io.layout import checkpoints as layout
 from clirun import run
 
 DATA = os.path.join(os.path.dirname(__file__), os.pardir, "data")

@@ -9,8 +9,8 @@ import pytest
 
 import ckptool
 from ckptool.errors import CkptError
-from ckptool.io.dirfd import LocalDir
-from ckptool.io.state import read_state
+from ckptool.io.control.state import read_state
+from ckptool.io.safety.dirfd import LocalDir
 from ckptool.ops.retain import engine
 from ckptool.ops.retain import prune as P
 from ckptool.ops.retain.rm import rm

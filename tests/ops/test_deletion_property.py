@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import ckptool
 from ckptool.errors import CkptWarning
-from ckptool.io.state import CheckpointState, read_state, resolve, write_state
+from ckptool.io.control.state import CheckpointState, read_state, resolve, write_state
 from ckptool.ops.retain import fleet as F
 from ckptool.ops.retain import prune as P
 from ckptool.ops.retain.rm import rm

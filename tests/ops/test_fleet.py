@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import ckptool
-from ckptool.io.policy import effective_policy
-from ckptool.io.state import CheckpointState, write_state
+from ckptool.io.control.policy import effective_policy
+from ckptool.io.control.state import CheckpointState, write_state
 from ckptool.ops.retain import fleet as F
 from ckptool.ops.retain import prune as P
 

@@ -94,7 +94,7 @@ def test_prune_keep_best_over_an_event_file_with_a_forged_tag(tmp_path, capsys):
     import numpy as np
 
     import ckptool
-    from ckptool.io.state import CheckpointState, write_state
+    from ckptool.io.control.state import CheckpointState, write_state
 
     d = tmp_path / "run"
     d.mkdir()

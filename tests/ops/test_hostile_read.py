@@ -20,7 +20,7 @@ from ckptool.format.objgraph import OBJECT_GRAPH_KEY, Node, ObjectGraph
 from ckptool.format.slices import tiling_problem
 from ckptool.format.table import first_entry, looks_like_table
 from ckptool.format.table_build import TableBuilder
-from ckptool.io.storage import LOCAL, RangeReader
+from ckptool.io.backends.local import LOCAL, RangeReader
 from ckptool.ops.inspect import summary as summary_ops
 from ckptool.ops.inspect.stats import tensor_stats
 from ckptool.ops.inspect.tree import tree

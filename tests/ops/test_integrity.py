@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import ckptool
-from ckptool.io.storage import LOCAL
+from ckptool.io.backends.local import LOCAL
 from ckptool.ops.read.integrity import damage, is_intact
 
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import ckptool
-from ckptool.io import keptdir
-from ckptool.io.state import CheckpointState, read_state, write_state
+from ckptool.io.control.state import CheckpointState, read_state, write_state
+from ckptool.io.layout import keptdir
 from ckptool.ops.retain import engine
 from ckptool.ops.retain import fleet as F
 from ckptool.ops.retain import prune as P

@@ -10,9 +10,9 @@ import pytest
 
 import ckptool
 from ckptool.errors import CkptWarning, RefusedError
-from ckptool.io import layout as L
-from ckptool.io.state import CheckpointState, read_state, write_state
-from ckptool.io.storage import LOCAL
+from ckptool.io.backends.local import LOCAL
+from ckptool.io.control.state import CheckpointState, read_state, write_state
+from ckptool.io.layout import checkpoints as L
 from ckptool.ops.retain import prune as P
 from ckptool.ops.retain.rm import rm
 from ckptool.ops.retain.state import relative_state

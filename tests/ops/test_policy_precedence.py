@@ -7,7 +7,7 @@ import os
 import numpy as np
 
 import ckptool
-from ckptool.io.policy import resolve_policy
+from ckptool.io.control.policy import resolve_policy
 from ckptool.ops.retain import fleet as F
 from ckptool.ops.retain import prune as P
 from clirun import run

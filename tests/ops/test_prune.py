@@ -8,7 +8,7 @@ import pytest
 
 import ckptool
 from ckptool.errors import CkptWarning, MissingError, RefusedError
-from ckptool.io.state import CheckpointState, read_state, write_state
+from ckptool.io.control.state import CheckpointState, read_state, write_state
 from ckptool.ops.retain import prune as P
 
 T0 = 1_700_000_000.0
@@ -322,7 +322,7 @@ def test_pruning_10000_checkpoints_lists_the_directory_once(tmp_path, monkeypatc
         (d / f"ckpt-{i}.data-00000-of-00001").write_bytes(data)
     write_state(str(d), CheckpointState(f"ckpt-{n}", [f"ckpt-{i}" for i in range(1, n + 1)],
                                         [T0 + i for i in range(1, n + 1)], T0))
-    from ckptool.io.dirfd import LocalDir
+    from ckptool.io.safety.dirfd import LocalDir
 
     calls = []
     real = LocalDir.names

@@ -16,7 +16,7 @@ import ckptool
 from ckptool.errors import MissingError
 from ckptool.format.events import encode_record
 from ckptool.format.protos.event_pb2 import Event
-from ckptool.io.state import CheckpointState, read_state, write_state
+from ckptool.io.control.state import CheckpointState, read_state, write_state
 from ckptool.ops.retain import prune as manage
 from ckptool.ops.retain.keep_best import BestSpec
 from clirun import run

@@ -11,8 +11,10 @@ from lockholder import lock_held_elsewhere
 
 import ckptool
 from ckptool.errors import CkptError
-from ckptool.io import dirfd
-from ckptool.io.state import CheckpointState, read_state, write_state
+from ckptool.io.base import ANY
+from ckptool.io.control.state import CheckpointState, read_state, write_state
+from ckptool.io.oserrors import os_error
+from ckptool.io.safety import dirfd
 from ckptool.ops.retain import prune as P
 from ckptool.ops.retain import retention as R
 from clirun import run
@@ -239,12 +241,12 @@ def test_a_full_disk_still_frees_space_and_leaves_a_valid_state(tmp_path, monkey
     real_replace, real_unlink = dirfd.LocalDir.replace, dirfd.LocalDir.unlink
     freed = []
 
-    def replace(self, name, data, expect=dirfd.ANY):
+    def replace(self, name, data, expect=ANY):
         if not freed:
             try:
                 raise OSError(errno.ENOSPC, "No space left on device")
             except OSError as exc:
-                raise dirfd.os_error(self.join(name), exc, "write") from exc
+                raise os_error(self.join(name), exc, "write") from exc
         return real_replace(self, name, data, expect)
 
     def unlink(self, n):
@@ -261,7 +263,7 @@ def test_a_full_disk_still_frees_space_and_leaves_a_valid_state(tmp_path, monkey
 
 
 def test_lock_is_waited_for_and_opened_read_only_with_the_umask(tmp_path, monkeypatch):
-    from ckptool.io.lock import LOCK_FILENAME, DirLock
+    from ckptool.io.control.lock import LOCK_FILENAME, DirLock
 
     d = make(tmp_path / "run", range(1, 4))
     old = os.umask(0o027)
@@ -320,7 +322,7 @@ class _Counted(str):
 
 
 def _retention_ops(n):
-    from ckptool.io.listing import DirListing
+    from ckptool.io.layout.listing import DirListing
     from ckptool.ops.retain.plan import make_plan
 
     names = [_Counted(f"ckpt-{i}") for i in range(1, n + 1)]
@@ -328,13 +330,13 @@ def _retention_ops(n):
     listing = DirListing("d", complete=set(names))
     _Counted.ops[0] = 0
     R.plan([R.Entry(x, T0 + i) for i, x in enumerate(names)], R.Policy(1, 0.001), T0 - 1, T0 + n)
-    make_plan(ckptool.io.storage.LOCAL, "d", st, listing, R.Policy(1, 0.001), T0 + n, False, None)
-    make_plan(ckptool.io.storage.LOCAL, "d", st, listing, R.Policy(1), T0 + n, True, None)
+    make_plan(ckptool.io.backends.local.LOCAL, "d", st, listing, R.Policy(1, 0.001), T0 + n, False, None)
+    make_plan(ckptool.io.backends.local.LOCAL, "d", st, listing, R.Policy(1), T0 + n, True, None)
     return _Counted.ops[0]
 
 
 def test_retention_is_linear_in_operations():
-    import ckptool.io.storage  # noqa: F401
+    import ckptool.io.backends.local  # noqa: F401
 
     small, big = _retention_ops(500), _retention_ops(4000)
     assert big <= 8 * small * 1.5, (small, big)  # quadratic would be 64x

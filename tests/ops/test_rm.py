@@ -8,7 +8,7 @@ import pytest
 
 import ckptool
 from ckptool.errors import MissingError, RefusedError
-from ckptool.io.state import CheckpointState, read_state, write_state
+from ckptool.io.control.state import CheckpointState, read_state, write_state
 from ckptool.ops.retain.rm import rm
 from clirun import run
 

@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from ckptool.errors import RefusedError
-from ckptool.io.state import CheckpointState, read_state, resolve, write_state
+from ckptool.io.control.state import CheckpointState, read_state, resolve, write_state
 from ckptool.ops.retain.rm import rm
 from clirun import run
 

@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 
 import ckptool
 from ckptool.errors import CkptError, MissingError, UsageError
-from ckptool.io.dirfd import LocalDir
-from ckptool.io.series_check import COMPLETE, DAMAGED, OPEN
-from ckptool.io.series_listing import scan_series
-from ckptool.io.series_names import parse_template
+from ckptool.io.layout.series_check import COMPLETE, DAMAGED, OPEN
+from ckptool.io.layout.series_listing import scan_series
+from ckptool.io.layout.series_names import parse_template
+from ckptool.io.safety.dirfd import LocalDir
 from ckptool.ops.retain.journal import JOURNAL, finish_journal
 from ckptool.ops.retain.prune import prune
 

@@ -478,7 +478,7 @@ def test_rewriting_a_tf_fixture_reproduces_its_bytes(tmp_path, prefix):
 def test_writeback_is_started_as_the_data_is_written(tmp_path, sync):
     """With sync, the disk writeback of each shard is started every WRITEBACK bytes, in
     order and without gaps (the final fsync then waits for the tail only); never without."""
-    from ckptool.io.storage import LocalStorage
+    from ckptool.io.backends.local import LocalStorage
     from ckptool.ops.write.writer import WRITEBACK
 
     class Recording(LocalStorage):
@@ -510,8 +510,8 @@ import signal as _signal  # noqa: E402
 import subprocess as _subprocess  # noqa: E402
 import sys as _sys  # noqa: E402
 
-from ckptool.io import atomic as _atomic  # noqa: E402
-from ckptool.io.storage import LocalStorage as _Local  # noqa: E402
+from ckptool.io.backends.local import LocalStorage as _Local  # noqa: E402
+from ckptool.io.safety import atomic as _atomic  # noqa: E402
 
 
 class _FullDisk(_Local):
@@ -628,7 +628,7 @@ def test_sigterm_during_save_removes_temporaries_and_exits_143(tmp_path):
 
 
 def test_same_checkpoint_refused_in_every_form_even_with_force(tmp_path):
-    from ckptool.io.state import CheckpointState, write_state
+    from ckptool.io.control.state import CheckpointState, write_state
     from ckptool.ops.transform.convert.run import convert
     from ckptool.ops.transform.rename.rewrite import rewrite_names
     from ckptool.ops.transform.rename.rules import parse_rule

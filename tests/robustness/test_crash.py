@@ -35,7 +35,7 @@ import numpy as np
 import pytest
 
 import ckptool
-from ckptool.io.state import read_state, resolve
+from ckptool.io.control.state import read_state, resolve
 from clirun import run as run_cli
 
 FAULTS = pathlib.Path(__file__).resolve().parents[1] / "faultinject"
@@ -201,7 +201,7 @@ def test_prune_killed_at_every_disk_event(tmp_path):
         d.mkdir()
         for s in range(1, 7):
             ckptool.write(str(d / f"ckpt-{s}"), {"w": np.full(3, s, np.float32)}, sync=False)
-        from ckptool.io.state import CheckpointState, write_state
+        from ckptool.io.control.state import CheckpointState, write_state
 
         write_state(str(d), CheckpointState("ckpt-6", [f"ckpt-{s}" for s in range(1, 7)]))
 
@@ -241,7 +241,7 @@ def test_prune_moving_into_kept_killed_at_every_disk_event(tmp_path):
         d.mkdir()
         for s in range(1, 9):
             ckptool.write(str(d / f"ckpt-{s}"), {"w": np.full(3, s, np.float32)}, sync=False)
-        from ckptool.io.state import CheckpointState, write_state
+        from ckptool.io.control.state import CheckpointState, write_state
 
         write_state(str(d), CheckpointState("ckpt-8", [f"ckpt-{s}" for s in range(1, 9)],
                                             [1.7e9 + s for s in range(1, 9)], 1.7e9))
@@ -334,7 +334,7 @@ def test_rewrite_names_killed_at_every_disk_event(tmp_path, compact):
 _FORK_PRELOAD = ["faults", "ckptool.cli.main", "ckptool.cli.commands.convert", "ckptool.ops.transform.convert.run",
                  "ckptool.cli.commands.save", "ckptool.ops.transform.save", "ckptool.cli.commands.prune",
                  "ckptool.ops.retain.prune", "ckptool.cli.commands.rewrite_names", "ckptool.ops.transform.rename.rewrite",
-                 "numpy", "ckptool.ops.retain.plan", "ckptool.ops.retain.retention", "ckptool.io.lock",
+                 "numpy", "ckptool.ops.retain.plan", "ckptool.ops.retain.retention", "ckptool.io.control.lock",
                  "ckptool.ops.transform.sources", "ckptool.ops.read.reader", "ckptool.ops.write.writer", "zipfile"]
 _CTX = []
 

@@ -11,7 +11,7 @@ from ckptool.format import bundle, dtypes
 from ckptool.format import table as tbl
 from ckptool.format.coding import decode_varint, encode_varint
 from ckptool.format.table_build import TableBuilder
-from ckptool.io.state import CheckpointState
+from ckptool.io.control.state import CheckpointState
 
 EXAMPLES = settings(max_examples=300, deadline=None)
 

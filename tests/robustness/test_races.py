@@ -12,14 +12,14 @@ import pytest
 
 import ckptool
 from ckptool.errors import CkptError
-from ckptool.io.state import read_state, resolve
+from ckptool.io.control.state import read_state, resolve
 
 pytestmark = pytest.mark.slow
 RACES = {"polls": 0, "prunes": 0, "saves": 0}
 
 WRITER = textwrap.dedent("""
     import sys, time, numpy as np, ckptool
-    from ckptool.io.state import CheckpointState, write_state
+    from ckptool.io.control.state import CheckpointState, write_state
     d, seconds = sys.argv[1], float(sys.argv[2])
     end = time.monotonic() + seconds
     step, paths = 0, []

@@ -12,7 +12,7 @@ from ckptool.format import table as tbl
 from ckptool.format import table_build as tbl_build
 from ckptool.format.coding import crc32c, encode_varint, mask_crc
 from ckptool.format.table_build import TableBuilder
-from ckptool.io.state import CheckpointState, write_state
+from ckptool.io.control.state import CheckpointState, write_state
 
 
 def _table_with_block(contents: bytes, ctype: int) -> bytes:

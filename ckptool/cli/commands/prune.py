@@ -23,7 +23,7 @@ from ckptool.cli.prune_report import changed, damage_failure, extra_rows, note_c
 
 def _epilog() -> str:
     """The crontab line and the commented .ckptool.toml (the one --print-config writes)."""
-    from ckptool.io.policy import policy_template
+    from ckptool.io.control.policy import policy_template
 
     # each paragraph a \b block: click and the man page keep its lines as they are
     template = "\n\n\b\n".join("\n".join("  " + ln for ln in para.splitlines())
@@ -39,7 +39,7 @@ def _epilog() -> str:
 
 def _print_config(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     if value and not ctx.resilient_parsing:
-        from ckptool.io.policy import policy_template
+        from ckptool.io.control.policy import policy_template
 
         click.echo(policy_template(), nl=False)
         ctx.exit()

@@ -89,6 +89,6 @@ class _LockNotice:
         if self.said or waited < NOTICE_AFTER:
             return
         self.said = True
-        from ckptool.io.lock_holder import describe_holder
+        from ckptool.io.control.lock import describe_holder
 
         note(f"waiting for the lock held by {describe_holder(directory)} on {directory}")

@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError
 from ckptool.format.json_numbers import json_float
-from ckptool.io.series_listing import YOUNG, SeriesListing, classify
+from ckptool.io.layout.series_listing import YOUNG, SeriesListing, classify
 from ckptool.ops.inspect.verify import Problem, VerifyReport
 from ckptool.ops.read.series import find_series
 
 if TYPE_CHECKING:
-    from ckptool.io.storage import Storage
+    from ckptool.io.base import Storage
 
 LATEST, KEPT, IN_PROGRESS, DAMAGED = "latest", "kept", "in progress", "damaged"
 
@@ -58,7 +58,7 @@ def series_state(storage: Storage, directory: str, now: float | None = None,
 def series_target(path: str) -> str | None:
     """The latest complete member of the series DIR holds, for ``inspect DIR`` (None: DIR is
     no series directory; CkptError: a series with no complete member)."""
-    from ckptool.io.urls import storage_for
+    from ckptool.io.backends.urls import storage_for
 
     storage, directory = storage_for(path)
     listing = _listing(storage, directory.rstrip("/") or "/")
@@ -83,10 +83,10 @@ def series_targets(storage: Storage, directory: str) -> list[str]:
 
 
 def member_report(path: str) -> VerifyReport | None:
-    """``verify`` of a series member file by its own check (:mod:`ckptool.io.series_check`):
+    """``verify`` of a series member file by its own check (:mod:`ckptool.io.layout.series_check`):
     a report when it is not whole, or when it is a legacy ``.h5`` (whose tensors ckptool does
     not read: whole is all that is checked); None to verify it as any checkpoint."""
-    from ckptool.io.series_check import COMPLETE, h5_state, keras_state
+    from ckptool.io.layout.series_check import COMPLETE, h5_state, keras_state
 
     low = path.lower()
     if not low.endswith((".keras", ".h5", ".hdf5")) or "://" in path:

@@ -10,8 +10,8 @@ from ckptool.errors import CkptError
 from ckptool.format import bundle
 from ckptool.format.json_numbers import json_timestamp
 from ckptool.format.meta_graph import tf_versions
-from ckptool.io.keptdir import KEPT_DIRNAME, kept_path
-from ckptool.io.layout import (
+from ckptool.io.control.state import read_state, resolve, state_path
+from ckptool.io.layout.checkpoints import (
     checkpoint_exists,
     checkpoint_files,
     list_checkpoints,
@@ -20,10 +20,10 @@ from ckptool.io.layout import (
     resolve_recorded,
     step_of,
 )
-from ckptool.io.state import read_state, resolve, state_path
+from ckptool.io.layout.keptdir import KEPT_DIRNAME, kept_path
 
 if TYPE_CHECKING:
-    from ckptool.io.storage import Storage
+    from ckptool.io.base import Storage
 
 
 @dataclass

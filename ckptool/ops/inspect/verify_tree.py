@@ -11,7 +11,7 @@ with nothing at all there is reported as missing ("no such checkpoint"), not dam
 
 A directory is one run: its ``kept/`` (where prune keeps what a running trainer must not
 delete) is verified with it, and its ``checkpoint`` state file is read as TF reads it
-(:func:`ckptool.io.state.tf_state_problem`): one TF ignores, or whose latest TF cannot
+(:func:`ckptool.io.control.state.tf_state_problem`): one TF ignores, or whose latest TF cannot
 find (``latest_checkpoint`` None: a trainer would start from scratch), is reported.
 """
 
@@ -24,15 +24,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, ResourceError
-from ckptool.io.atomic import os_error
-from ckptool.io.keptdir import kept_path
-from ckptool.io.layout import list_checkpoints, list_v1_checkpoints, names_in, owns
-from ckptool.io.state import STATE_FILENAME, tf_state_problem
-from ckptool.io.urls import storage_for
+from ckptool.io.backends.urls import storage_for
+from ckptool.io.control.state import STATE_FILENAME, tf_state_problem
+from ckptool.io.layout.checkpoints import list_checkpoints, list_v1_checkpoints, names_in, owns
+from ckptool.io.layout.keptdir import kept_path
+from ckptool.io.oserrors import os_error
 from ckptool.ops.inspect.verify import Problem, VerifyReport, verify
 
 if TYPE_CHECKING:
-    from ckptool.io.storage import Storage
+    from ckptool.io.base import Storage
 
 
 @dataclass

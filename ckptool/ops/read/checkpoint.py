@@ -14,7 +14,7 @@ from ckptool.format.entry import numel
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, ObjectGraph
 from ckptool.format.objkeys import key_of as key_of  # re-exported
 from ckptool.format.objkeys import name_of as name_of
-from ckptool.io.layout import Located
+from ckptool.io.layout.checkpoints import Located
 
 if TYPE_CHECKING:  # numpy is imported where arrays are made: listing needs none of it
     import numpy as np

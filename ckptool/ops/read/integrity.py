@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING
 from ckptool.errors import CkptError
 from ckptool.format import bundle
 from ckptool.format.objkeys import shown
-from ckptool.io.layout import V2, Located, data_shards, is_v1_table
+from ckptool.io.layout.checkpoints import V2, Located, data_shards, is_v1_table
 
 if TYPE_CHECKING:
-    from ckptool.io.storage import Storage
+    from ckptool.io.base import Storage
 
 
 def damage(storage: Storage, prefix: str, *, v1_files: tuple[str, ...] = (),

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, CorruptError, MissingError, UnsupportedError
-from ckptool.io.layout import Located
+from ckptool.io.layout.checkpoints import Located
 from ckptool.ops.read.checkpoint import Checkpoint, Variable, key_of
 from ckptool.ops.read.keras_zip import JSON_LIMIT, open_member, read_json_member
 
@@ -164,7 +164,7 @@ class KerasCheckpoint(Checkpoint):
     """A Keras 3 weights file, read as a checkpoint (names are HDF5 paths)."""
 
     def __init__(self, path: str):
-        from ckptool.io.urls import storage_for
+        from ckptool.io.backends.urls import storage_for
 
         storage, local = storage_for(path)
         if local != path or "://" in path:

@@ -4,7 +4,7 @@ An operation that reads many tensors one after the other (verify, statistics,
 convert, average, diff, save ``--from``, ``rewrite-names --compact``) opens
 :func:`prefetch` (by tensor names) or :func:`prefetch_entries` (by index
 entries) around its loop, naming the tensors in the order it will read them.
-The storage then fetches ahead (:meth:`ckptool.io.storage.Storage.prefetch`):
+The storage then fetches ahead (:meth:`ckptool.io.base.Storage.prefetch`):
 on an object store, ``jobs`` ranged GETs of several MiB in flight, adjacent
 tensors coalesced, memory bounded by the requests in flight, each byte fetched
 once; on local files, nothing (the plan is never even built). The reads
@@ -18,11 +18,11 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING
 
 from ckptool.errors import CkptError
-from ckptool.io.prefetch import DEFAULT_JOBS
+from ckptool.io.backends.prefetch import DEFAULT_JOBS
 
 if TYPE_CHECKING:
     from ckptool.format.bundle import Entry
-    from ckptool.io.storage import Reader
+    from ckptool.io.base import Reader
     from ckptool.ops.read.v2 import BundleCheckpoint
 
 

@@ -12,14 +12,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ckptool.errors import CkptError
-from ckptool.io.layout import V1, V2, locate
+from ckptool.io.layout.checkpoints import V1, V2, locate
 from ckptool.ops.read.checkpoint import NUMPY_MAX_DIMS, Checkpoint, Variable
 from ckptool.ops.read.keras import is_keras_path
 from ckptool.ops.read.v1 import V1Checkpoint
 from ckptool.ops.read.v2 import BundleCheckpoint
 
 if TYPE_CHECKING:
-    from ckptool.io.storage import Storage
+    from ckptool.io.base import Storage
 
 
 def open(path: str, storage: Storage | None = None) -> Checkpoint:

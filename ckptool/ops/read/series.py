@@ -1,23 +1,20 @@
 """A directory's Keras ``ModelCheckpoint`` series, read: its members listed and checked
-(:mod:`ckptool.io.series_listing`; a TF-format member by its index, here), and which series a
+(:mod:`ckptool.io.layout.series_listing`; a TF-format member by its index, here), and which series a
 directory holds when none is named (``inspect DIR``, ``du``, ``verify DIR``): the ``series``
 of DIR's own ``.ckptool.toml``, else the one series its file names show
-(:mod:`ckptool.io.series_discover`)."""
+(:mod:`ckptool.io.layout.series_discover`)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from ckptool.errors import CkptError
-from ckptool.io.series_check import COMPLETE, DAMAGED
-from ckptool.io.series_listing import Member, SeriesListing, scan_series
-from ckptool.io.series_names import TF_PREFIX, Template, parse_template
+from ckptool.io.layout.series_check import COMPLETE, DAMAGED
+from ckptool.io.layout.series_listing import Member, SeriesListing, scan_series
+from ckptool.io.layout.series_names import TF_PREFIX, Template, parse_template
 
 if TYPE_CHECKING:
-    from ckptool.io.dirfd import LocalDir, PathDir
-    from ckptool.io.storage import Storage
-
-    Dir = LocalDir | PathDir
+    from ckptool.io.base import Dir, Storage
 
 
 def check_tf_member(storage: Storage, d: Dir, m: Member) -> None:
@@ -60,8 +57,8 @@ def list_series(storage: Storage, d: Dir, template: Template) -> SeriesListing:
 def template_for(storage: Storage, directory: str, names: list[str]) -> Template | None:
     """The series DIR holds: its own ``.ckptool.toml``'s ``series``, else the only series its
     file names show (None: none, or several)."""
-    from ckptool.io.policy import read_policy
-    from ckptool.io.series_discover import discover
+    from ckptool.io.control.policy import read_policy
+    from ckptool.io.layout.series_discover import discover
 
     try:
         pol = read_policy(directory, storage)
@@ -75,9 +72,9 @@ def template_for(storage: Storage, directory: str, names: list[str]) -> Template
 
 def find_series(storage: Storage, directory: str) -> SeriesListing | None:
     """DIR's series listed (None when it holds none, or TF checkpoints: a run of its own)."""
-    from ckptool.io.dirfd import open_dir
-    from ckptool.io.layout import INDEX, file_role
-    from ckptool.io.state import STATE_FILENAME
+    from ckptool.io.control.state import STATE_FILENAME
+    from ckptool.io.layout.checkpoints import INDEX, file_role
+    from ckptool.io.safety.dirfd import open_dir
 
     with open_dir(storage, directory) as d:
         names = d.names()

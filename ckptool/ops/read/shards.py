@@ -9,10 +9,10 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from ckptool.format.bundle import DATA_RE
-from ckptool.io.layout import names_in
+from ckptool.io.layout.checkpoints import names_in
 
 if TYPE_CHECKING:
-    from ckptool.io.storage import Storage
+    from ckptool.io.base import Storage
 
 
 def _data_files(storage: Storage, prefix: str) -> Iterator[tuple[str, re.Match[str]]]:

@@ -8,7 +8,7 @@ from ckptool.errors import CorruptError
 from ckptool.format import bundle
 from ckptool.format.entry import numel
 from ckptool.format.table import BlockHandle, TableReader, iter_block, read_table
-from ckptool.io.layout import Located
+from ckptool.io.layout.checkpoints import Located
 from ckptool.ops.read.checkpoint import Checkpoint, Variable, check_numpy_shape, check_tiling, key_of
 
 if TYPE_CHECKING:

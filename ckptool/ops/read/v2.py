@@ -25,7 +25,7 @@ from ckptool.format.coding import crc32c
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, ObjectGraph
 from ckptool.format.slices import key_text, slice_text
 from ckptool.format.table import read_table
-from ckptool.io.layout import Located
+from ckptool.io.layout.checkpoints import Located
 from ckptool.ops.read import shards
 from ckptool.ops.read.checkpoint import (
     Checkpoint,
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from ckptool.format.slices import Slice
-    from ckptool.io.storage import Reader
+    from ckptool.io.base import Reader
 
 #: Parsed entries kept at most (a few hundred bytes each).
 ENTRY_CACHE = 4096

@@ -8,19 +8,19 @@ from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError
 from ckptool.format.json_numbers import json_timestamp
-from ckptool.io.dirfd import open_dir
-from ckptool.io.keptdir import is_kept_dir, kept_path
-from ckptool.io.layout import step_of
-from ckptool.io.listing import scan
-from ckptool.io.state import STATE_FILENAME
-from ckptool.io.urls import storage_for
+from ckptool.io.backends.urls import storage_for
+from ckptool.io.control.state import STATE_FILENAME
+from ckptool.io.layout.checkpoints import step_of
+from ckptool.io.layout.keptdir import is_kept_dir, kept_path
+from ckptool.io.layout.listing import scan
+from ckptool.io.safety.dirfd import open_dir
 from ckptool.ops.retain.engine import latest_base, newest_on_disk, read_dir_state
 from ckptool.ops.retain.fleet import prune_tree
 from ckptool.ops.retain.plan import state_entries
 from ckptool.ops.retain.policy_args import UNSET
 
 if TYPE_CHECKING:
-    from ckptool.io.storage import Storage
+    from ckptool.io.base import Storage
 
 
 @dataclass

@@ -4,14 +4,14 @@ and ``state --rebuild`` all go through it (docs/ARCHITECTURE.md, "One rule, one 
 - :func:`refuse_special`: a FIFO, socket or device (or a link to one) at the lock, the
   state file or an ``.index`` stops the command at once, with one error line;
 - :func:`delete_checkpoint`: a checkpoint's own files (those the listing groups under its
-  base, by :mod:`ckptool.io.layout`), through DIR's descriptor, the ``.index`` first: when
+  base, by :mod:`ckptool.io.layout.checkpoints`), through DIR's descriptor, the ``.index`` first: when
   the index cannot go, nothing else of it goes (it stays whole); a file that cannot go is
   reported and the checkpoint is not called deleted;
 - the journal ``DIR/.ckptool-prune-pending`` (:mod:`ckptool.ops.retain.journal`): what is
   about to go is written there first; the next deleting command completes an interrupted
   prune or rm;
 - :func:`keep_into`: a checkpoint's files get second names in ``DIR/kept/`` (hard links,
-  data first, the index last; :mod:`ckptool.io.keptdir`), then ``kept/``'s state file is
+  data first, the index last; :mod:`ckptool.io.layout.keptdir`), then ``kept/``'s state file is
   rewritten; :func:`release` deletes the DIR names of a moved one only once ``kept/`` holds
   every file (kill -9 anywhere: the next run's :func:`finish_journal` links what is missing,
   then deletes);
@@ -30,19 +30,16 @@ from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, CkptWarning, RefusedError
 from ckptool.format.bundle import INDEX_SUFFIX
-from ckptool.io.keptdir import fsync_dir, open_kept, place_file, same_file
-from ckptool.io.layout import INDEX, file_role, resolve_recorded, step_of
-from ckptool.io.listing import DirListing, FileInfo, scan
-from ckptool.io.lock import DEFAULT_TIMEOUT, LOCK_FILENAME, lock_open
-from ckptool.io.state import STATE_FILENAME, CheckpointState, parse_state
+from ckptool.io.control.lock import DEFAULT_TIMEOUT, LOCK_FILENAME, lock_open
+from ckptool.io.control.state import STATE_FILENAME, CheckpointState, parse_state
+from ckptool.io.layout.checkpoints import INDEX, file_role, resolve_recorded, step_of
+from ckptool.io.layout.keptdir import fsync_dir, open_kept, place_file, same_file
+from ckptool.io.layout.listing import DirListing, FileInfo, scan
 from ckptool.ops.retain import retention as R
 from ckptool.ops.retain.kept import alternatives, kept_file, kept_state
 
 if TYPE_CHECKING:
-    from ckptool.io.dirfd import LocalDir, PathDir
-    from ckptool.io.storage import Storage
-
-    Dir = LocalDir | PathDir
+    from ckptool.io.base import Dir, Storage
 
 JOURNAL = ".ckptool-prune-pending"
 STATE_ATTEMPTS = 10  # re-reads of a state file that keeps changing before a command gives up
@@ -84,7 +81,7 @@ def read_dir_state(d: Dir) -> tuple[bytes | None, CheckpointState | None]:
 def latest_base(storage: Storage, directory: str, state: CheckpointState | None,
                 listing: DirListing | None = None) -> str | None:
     """The checkpoint every command protects: the state file's latest (by the one rule for
-    recorded paths, :func:`ckptool.io.layout.resolve_recorded`); without a state file, the
+    recorded paths, :func:`ckptool.io.layout.checkpoints.resolve_recorded`); without a state file, the
     newest complete checkpoint on disk (:func:`newest_on_disk`)."""
     if state is not None:
         return resolve_recorded(storage, directory, state.model_checkpoint_path, warn=False).base
@@ -137,7 +134,7 @@ def _why(exc: BaseException) -> str:
 def delete_temporaries(d: Dir, listing: DirListing, now: float, dry_run: bool, failed: list[dict[str, str]],
                        max_age: float = TEMP_MAX_AGE) -> tuple[list[str], int]:
     """``--clean-temp``: the temporaries of the listing (the exact rule of
-    :func:`ckptool.io.layout.temp_owner`) older than ``max_age``; never while a writer holds
+    :func:`ckptool.io.layout.checkpoints.temp_owner`) older than ``max_age``; never while a writer holds
     DIR's lock (the caller holds it, or checks it on a dry run). ``(paths, bytes)``."""
     gone: list[str] = []
     freed = 0

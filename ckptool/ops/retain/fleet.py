@@ -15,23 +15,23 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, MissingError
-from ckptool.io.dirfd import LocalDir, PathDir, os_error
-from ckptool.io.keptdir import is_kept_dir
-from ckptool.io.policy import read_policy, resolve_policy
-from ckptool.io.state import STATE_FILENAME
-from ckptool.io.urls import storage_for
+from ckptool.io.backends.urls import storage_for
+from ckptool.io.control.policy import read_policy, resolve_policy
+from ckptool.io.control.state import STATE_FILENAME
+from ckptool.io.layout.keptdir import is_kept_dir
+from ckptool.io.oserrors import os_error
 from ckptool.ops.retain.outcome import PruneResult
 from ckptool.ops.retain.policy_args import UNSET, policy_values
 from ckptool.ops.retain.prune import prune_open
 
 if TYPE_CHECKING:
-    from ckptool.io.storage import Storage
+    from ckptool.io.base import Dir, Storage
 
 
 def walk_runs(root: str, *, exclude: tuple[str, ...] = (), scan: bool = False, one_file_system: bool = False,
-              follow_symlinks: bool = False, storage: Storage | None = None) -> Iterator[LocalDir | PathDir]:
+              follow_symlinks: bool = False, storage: Storage | None = None) -> Iterator[Dir]:
     """The run directories below ROOT (ROOT included), each yielded open: the storage's walk
-    (:mod:`ckptool.io.walk`; every directory is entered, ``*_temp*`` ones too)."""
+    (:mod:`ckptool.io.layout.walk`; every directory is entered, ``*_temp*`` ones too)."""
     if storage is None:
         storage, root = storage_for(root)
     return storage.walk_runs(root, exclude=exclude, scan=scan, one_file_system=one_file_system,
@@ -93,7 +93,7 @@ def prune_tree(root: str, *, max_to_keep: Any = UNSET, keep_every_n_hours: Any =
                clean_temp: bool = False, one_file_system: bool = False, follow_symlinks: bool = False,
                best: Any = None, verify: bool = False, series: str | None = None) -> TreeResult:
     """``prune --recursive``: each run directory below ROOT pruned as :func:`prune` would, with
-    its effective policy (io/policy.resolve_policy: an argument given beats the nearest
+    its effective policy (io/control/policy.resolve_policy: an argument given beats the nearest
     ``.ckptool.toml``, which beats the default); a directory's failure is recorded and the
     others still run. Without any policy argument, only runs with a ``.ckptool.toml`` at or
     above them (from ROOT down) are pruned; the others are listed in ``no_policy``, untouched.
@@ -111,7 +111,7 @@ def prune_tree(root: str, *, max_to_keep: Any = UNSET, keep_every_n_hours: Any =
     want_scan = scan or discover_all
     any_policy_flag = bool(explicit)
 
-    def one(d: LocalDir | PathDir) -> None:
+    def one(d: Dir) -> None:
         try:
             if is_kept_dir(storage, d.path):  # part of its run: pruned only by a policy of its own
                 if read_policy(d.path, storage) is None:

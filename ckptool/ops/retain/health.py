@@ -16,8 +16,8 @@ from ckptool.ops.read.integrity import damage
 from ckptool.ops.retain.retention import BROKEN, GONE, INTACT
 
 if TYPE_CHECKING:
-    from ckptool.io.listing import DirListing
-    from ckptool.io.storage import Storage
+    from ckptool.io.base import Storage
+    from ckptool.io.layout.listing import DirListing
 
 
 class Health:

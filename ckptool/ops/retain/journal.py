@@ -12,16 +12,13 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError
-from ckptool.io.layout import resolve_recorded
-from ckptool.io.listing import FileInfo, scan
-from ckptool.io.state import CheckpointState
+from ckptool.io.control.state import CheckpointState
+from ckptool.io.layout.checkpoints import resolve_recorded
+from ckptool.io.layout.listing import FileInfo, scan
 from ckptool.ops.retain.engine import JOURNAL, delete_checkpoint, delete_files, keep_into, release, warn
 
 if TYPE_CHECKING:
-    from ckptool.io.dirfd import LocalDir, PathDir
-    from ckptool.io.storage import Storage
-
-    Dir = LocalDir | PathDir
+    from ckptool.io.base import Dir, Storage
 
 
 def write_journal(d: Dir, bases: Iterable[str], moves: dict[str, str] | None = None,

@@ -15,15 +15,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ckptool.io.layout import resolve_recorded, step_of
-from ckptool.io.names import STEP_RE
-from ckptool.io.state import CheckpointState
+from ckptool.io.control.state import CheckpointState
+from ckptool.io.layout.checkpoints import resolve_recorded, step_of
+from ckptool.io.layout.names import STEP_RE
 from ckptool.ops.retain import retention as R
 from ckptool.ops.retain.keep_best import BEST
 
 if TYPE_CHECKING:
-    from ckptool.io.listing import DirListing
-    from ckptool.io.storage import Storage
+    from ckptool.io.base import Storage
+    from ckptool.io.layout.listing import DirListing
 
 #: The reasons that put a checkpoint into kept/.
 LASTING = frozenset({R.PINNED, R.STEPS_EVERY, R.EVERY_N_HOURS, BEST})

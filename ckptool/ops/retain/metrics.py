@@ -33,12 +33,12 @@ from typing import TYPE_CHECKING, Any
 from ckptool.errors import CkptError, CkptWarning, MissingError
 from ckptool.format.events import RecordReader, iter_scalars
 from ckptool.format.json_numbers import json_float
-from ckptool.io.storage import LOCAL
-from ckptool.io.urls import storage_for
+from ckptool.io.backends.local import LOCAL
+from ckptool.io.backends.urls import storage_for
 from ckptool.ops.retain.keep_best import BestSpec, choose_best
 
 if TYPE_CHECKING:
-    from ckptool.io.storage import Reader, Storage
+    from ckptool.io.base import Reader, Storage
     from ckptool.ops.retain.retention import Entry, Policy
 
 EVENT_GLOB = "events.out.tfevents.*"
@@ -50,30 +50,11 @@ def _warn(msg: str) -> None:
 
 def find_event_files(directory: str, storage: Storage = LOCAL) -> list[str]:
     """Every event file below ``directory``, sorted by path."""
-    import os
-
-    if storage is LOCAL:
-        out: list[str] = []
-        for d, dirs, files in os.walk(directory, followlinks=False):
-            dirs.sort()
-            out.extend(os.path.join(d, f) for f in sorted(files)
-                       if fnmatch.fnmatchcase(f, EVENT_GLOB) and os.path.isfile(os.path.join(d, f)))
-        return sorted(out)
-    find = getattr(storage, "find", None)
-    if find is None:
-        return sorted(storage.join(directory, n) for n in storage.glob(directory, EVENT_GLOB))
-    return sorted(p for p in find(directory) if fnmatch.fnmatchcase(p.rsplit("/", 1)[-1], EVENT_GLOB))
+    return storage.find(directory, EVENT_GLOB)
 
 
 def _rel_dir(directory: str, path: str, storage: Storage) -> str:
-    import os
-
-    if storage is LOCAL:
-        rel = os.path.relpath(os.path.dirname(path), directory).replace(os.sep, "/")
-    else:
-        d = path.rsplit("/", 1)[0]
-        root = directory.rstrip("/")
-        rel = d[len(root) + 1:] if d.startswith(root + "/") else "."
+    rel = storage.relpath(storage.dirname(path), directory).replace(storage.sep, "/")
     return "" if rel in (".", "") else rel
 
 
@@ -271,8 +252,8 @@ def stored_step(prefix: str, storage: Storage = LOCAL) -> int | None:
 
 def kept_candidates(directory: str, storage: Storage = LOCAL) -> list[tuple[str, int | None]]:
     """The checkpoints of ``DIR/kept/`` as keep-best candidates: ``("kept/NAME", step)``."""
-    from ckptool.io.keptdir import KEPT_DIRNAME
-    from ckptool.io.layout import list_checkpoints, step_of
+    from ckptool.io.layout.checkpoints import list_checkpoints, step_of
+    from ckptool.io.layout.keptdir import KEPT_DIRNAME
 
     kept = storage.join(directory, KEPT_DIRNAME) if directory else KEPT_DIRNAME
     if not storage.isdir(kept):

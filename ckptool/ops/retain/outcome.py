@@ -14,14 +14,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ckptool.format.json_numbers import json_timestamp
-from ckptool.io.keptdir import kept_path
-from ckptool.io.layout import checkpoint_exists
+from ckptool.io.layout.checkpoints import checkpoint_exists
+from ckptool.io.layout.keptdir import kept_path
 from ckptool.ops.retain import retention as R
 from ckptool.ops.retain.kept import LINK, MOVE
 
 if TYPE_CHECKING:
-    from ckptool.io.listing import DirListing
-    from ckptool.io.storage import Storage
+    from ckptool.io.base import Storage
+    from ckptool.io.layout.listing import DirListing
     from ckptool.ops.retain.plan import Plan
 
 

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from ckptool.errors import RefusedError
-from ckptool.io.layout import resolve_recorded, step_of
-from ckptool.io.listing import DirListing
-from ckptool.io.state import STATE_FILENAME, CheckpointState
+from ckptool.io.control.state import STATE_FILENAME, CheckpointState
+from ckptool.io.layout.checkpoints import resolve_recorded, step_of
+from ckptool.io.layout.listing import DirListing
 from ckptool.ops.retain import retention as R
 from ckptool.ops.retain.engine import latest_base as _latest_of
 from ckptool.ops.retain.engine import warn
@@ -34,7 +34,7 @@ class Candidate:
 
 
 if TYPE_CHECKING:
-    from ckptool.io.storage import Storage
+    from ckptool.io.base import Storage
     class SafeCandidate(Candidate):
         base: str  # inside DIR
 

@@ -1,6 +1,6 @@
 """The policy arguments of ``prune``, ``prune --recursive`` and ``du``: each setting given,
 or :data:`UNSET` (a ``.ckptool.toml`` may set it, else its default of :data:`POLICY_DEFAULTS`
-applies), as the policy dict that :func:`ckptool.io.policy.resolve_policy` completes."""
+applies), as the policy dict that :func:`ckptool.io.control.policy.resolve_policy` completes."""
 
 from __future__ import annotations
 

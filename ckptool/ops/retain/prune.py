@@ -4,7 +4,7 @@ Decisions come from the pure engine (:mod:`ckptool.ops.retain.retention`) throug
 :mod:`ckptool.ops.retain.plan`; this module applies them. Safety rules
 (README, ``prune``):
 
-- only a checkpoint's own files (:mod:`ckptool.io.layout`) directly inside DIR are
+- only a checkpoint's own files (:mod:`ckptool.io.layout.checkpoints`) directly inside DIR are
   ever deleted, through DIR's descriptor (``dir_fd``), so a directory swapped for a
   symlink cannot redirect a delete; a state entry that resolves elsewhere is left alone
   with a warning; temporary files only with ``clean_temp``, older than an hour;
@@ -15,7 +15,7 @@ Decisions come from the pure engine (:mod:`ckptool.ops.retain.retention`) throug
   disk (1) is skipped and (3) comes before (2): space first, then a valid state file;
 - a file that cannot be deleted is reported (``failed``), the others still go, and it
   stays in the journal, which later runs retry without failing on it;
-- the directory lock (:mod:`ckptool.io.lock`) keeps a save and a prune apart.
+- the directory lock (:mod:`ckptool.io.control.lock`) keeps a save and a prune apart.
 """
 
 from __future__ import annotations
@@ -28,14 +28,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, MissingError, RefusedError
-from ckptool.io.dirfd import LocalDir, open_dir
-from ckptool.io.keptdir import is_kept_dir, kept_path
-from ckptool.io.layout import basename_any, file_role, names_in, strip_file_suffix
-from ckptool.io.listing import DirListing, FileInfo, scan
-from ckptool.io.lock import DEFAULT_TIMEOUT, lock_open
-from ckptool.io.policy import DEFAULT, FLAG, effective_policy, resolve_policy
-from ckptool.io.state import STATE_FILENAME, CheckpointState
-from ckptool.io.urls import storage_for
+from ckptool.io.backends.urls import storage_for
+from ckptool.io.control.lock import DEFAULT_TIMEOUT, lock_open
+from ckptool.io.control.policy import DEFAULT, FLAG, effective_policy, resolve_policy
+from ckptool.io.control.state import STATE_FILENAME, CheckpointState
+from ckptool.io.layout.checkpoints import basename_any, file_role, names_in, strip_file_suffix
+from ckptool.io.layout.keptdir import is_kept_dir, kept_path
+from ckptool.io.layout.listing import DirListing, FileInfo, scan
+from ckptool.io.safety.dirfd import open_dir
 from ckptool.ops.retain import retention as R
 from ckptool.ops.retain.engine import (
     JOURNAL,
@@ -61,10 +61,7 @@ from ckptool.ops.retain.plan import Plan, make_plan, merge_state
 from ckptool.ops.retain.policy_args import POLICY_DEFAULTS, UNSET, policy_values
 
 if TYPE_CHECKING:
-    from ckptool.io.dirfd import PathDir
-    from ckptool.io.storage import Storage
-
-    Dir = LocalDir | PathDir
+    from ckptool.io.base import Dir, Storage
 
 _FULL = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
 SETTLE = 0.2  # seconds before a second look at what seems damaged (a trainer's sweep deletes file by file)
@@ -93,7 +90,7 @@ def _pins(storage: Storage, directory: str, pins: tuple[str, ...], listing: DirL
         p = pin.rstrip("/")
         p = s if (s := strip_file_suffix(p)) is not None and not p.endswith(".meta") else p
         head, base = (storage.dirname(p) if "/" in p else ""), storage.basename(p)  # a bare name: DIR's
-        ok = base in known and (not head or storage.same_dir(head, directory or "."))  # by identity
+        ok = base in known and (not head or storage.same_file(head, directory or "."))  # by identity
         if not ok:
             if strict:
                 raise MissingError(f"--keep {pin}: names no checkpoint of {directory}")
@@ -105,7 +102,7 @@ def _pins(storage: Storage, directory: str, pins: tuple[str, ...], listing: DirL
 def _clean_temp(storage: Storage, d: Dir, listing: DirListing, res: PruneResult, now: float) -> int:
     """Delete temporaries older than an hour; never while a writer holds DIR's lock (a dry run
     does not take it: it asks)."""
-    if res.dry_run and storage.lock_held(d.path, d.fd if isinstance(d, LocalDir) else None):
+    if res.dry_run and storage.lock_held(d.path, d.fd):
         return 0
     gone, freed = delete_temporaries(d, listing, now, res.dry_run, res.failed)
     res.temp_deleted += gone
@@ -119,7 +116,7 @@ def _stale(d: Dir) -> RefusedError:
 
 def _no_state(d: Dir, listing: DirListing | None = None) -> MissingError:
     """No state file: say how to go on (a Keras file series found here: how to name it)."""
-    from ckptool.io.series_discover import hint
+    from ckptool.io.layout.series_discover import hint
 
     found = "" if (listing if listing is not None else scan(d)).complete else hint(d.names())
     return MissingError(f"{d.path}: no 'checkpoint' state file here" + (found or " (use --scan to consider "
@@ -300,7 +297,7 @@ def prune(directory: str, *, max_to_keep: Any = UNSET, keep_every_n_hours: Any =
 
     ``max_to_keep`` None or 0 keeps every checkpoint in the state (default 5); ``min_age`` is
     in seconds; ``keep`` names checkpoints never deleted, in any CHECKPOINT form (one that
-    names no checkpoint of DIR is an error). Precedence (io/policy.resolve_policy): an argument
+    names no checkpoint of DIR is an error). Precedence (io/control/policy.resolve_policy): an argument
     given beats DIR's ``.ckptool.toml`` (with ``policy_file``), which beats the default; pins
     add up. A file that does not parse stops the run before anything is deleted.
     ``lock_timeout``: seconds to wait for the directory lock.
@@ -366,10 +363,10 @@ def record_save(directory: str, prefix: str, *, max_to_keep: int | None, keep_ev
     storage, directory = _directory(storage, directory)
     now = time.time() if now is None else now
     base = storage.basename(prefix)
-    if storage.dirname(prefix) and not storage.same_dir(storage.dirname(prefix), directory or "."):
+    if storage.dirname(prefix) and not storage.same_file(storage.dirname(prefix), directory or "."):
         raise CkptError(f"{prefix}: not in {directory}; cannot record it in that state file")
     given = {k: v for k, v in (("max_to_keep", max_to_keep), ("keep_every_n_hours", keep_every_n_hours))
-             if v is not None}  # an argument given beats the policy file (io/policy.resolve_policy)
+             if v is not None}  # an argument given beats the policy file (io/control/policy.resolve_policy)
     pol, _ = effective_policy(directory, directory, {"max_to_keep": max_to_keep,
                                                      "keep_every_n_hours": keep_every_n_hours,
                                                      "keep_steps_every": None, "min_age": None, "keep": []}, storage,

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ckptool.io.policy import parse_duration
+from ckptool.io.control.policy import parse_duration
 
 #: Why a checkpoint is kept (the human table and --json "reasons" name these).
 LATEST = "latest"

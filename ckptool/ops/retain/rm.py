@@ -1,8 +1,8 @@
 """``ckptool rm``: delete checkpoints and their state-file entries.
 
 Each CHECKPOINT argument is resolved as every command resolves one
-(:func:`ckptool.io.layout.locate`); its files are those
-:func:`ckptool.io.layout.checkpoint_files` names (``.index``, every
+(:func:`ckptool.io.layout.checkpoints.locate`); its files are those
+:func:`ckptool.io.layout.checkpoints.checkpoint_files` names (``.index``, every
 ``.data-*``, ``.meta``; a V1 checkpoint's files). Per directory, under its
 advisory lock (the one prune takes):
 
@@ -28,11 +28,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import RefusedError
-from ckptool.io.layout import V1_SHARD_RE, locate, resolve_recorded, step_of, v1_files
-from ckptool.io.listing import DirListing, scan
-from ckptool.io.lock import lock_open
-from ckptool.io.state import CheckpointState
-from ckptool.io.urls import storage_for
+from ckptool.io.backends.urls import storage_for
+from ckptool.io.control.lock import lock_open
+from ckptool.io.control.state import CheckpointState
+from ckptool.io.layout.checkpoints import V1_SHARD_RE, locate, resolve_recorded, step_of, v1_files
+from ckptool.io.layout.listing import DirListing, scan
 from ckptool.ops.retain.engine import (
     KEEP,
     delete_checkpoint,
@@ -46,8 +46,7 @@ from ckptool.ops.retain.journal import end_journal, finish_journal, write_journa
 from ckptool.ops.retain.retention import INTACT
 
 if TYPE_CHECKING:
-    from ckptool.io.dirfd import LocalDir, PathDir
-    from ckptool.io.storage import Storage
+    from ckptool.io.base import Dir, Storage
 
 @dataclass
 class Removed:
@@ -183,7 +182,7 @@ class _Group:
 
 def _resolve(checkpoints: list[str]) -> list[_Group]:
     """Every argument resolved (by path identity, grouped by directory) before anything goes."""
-    groups: dict[tuple[int, str], _Group] = {}
+    groups: list[_Group] = []
     for arg in checkpoints:
         storage, path = storage_for(arg)
         found = locate(path, storage)
@@ -197,9 +196,12 @@ def _resolve(checkpoints: list[str]) -> list[_Group]:
             spec = f"{m.group('base')}-{'?' * 5}-of-{m.group('num')}"
             if v1_files(storage, spec):
                 prefix = spec
-        g = groups.setdefault((id(storage), storage.path_key(d or ".")), _Group(storage, d))
+        g = next((g for g in groups if g.storage is storage and storage.same_file(g.directory, d)), None)
+        if g is None:
+            g = _Group(storage, d)
+            groups.append(g)
         g.targets.setdefault(storage.basename(prefix), prefix)
-    return list(groups.values())
+    return groups
 
 
 def rm(checkpoints: list[str], *, force: bool = False, dry_run: bool = False) -> RmResult:
@@ -224,7 +226,7 @@ def rm(checkpoints: list[str], *, force: bool = False, dry_run: bool = False) ->
     return out
 
 
-def _apply(g: _Group, h: LocalDir | PathDir, plan: _Plan, force: bool, dry_run: bool, out: RmResult) -> None:
+def _apply(g: _Group, h: Dir, plan: _Plan, force: bool, dry_run: bool, out: RmResult) -> None:
     storage, d = g.storage, g.directory
     if dry_run:
         raw, _ = read_dir_state(h)

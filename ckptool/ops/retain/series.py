@@ -2,7 +2,7 @@
 
 Keras has no ``max_to_keep``: ``ModelCheckpoint("ckpt/model-{epoch:02d}-{val_loss:.2f}.keras")``
 writes a file per epoch and deletes none. This applies prune's policy to such a series: the
-members (:mod:`ckptool.io.series_listing`) ordered by ``{epoch}`` then ``{batch}`` (else by
+members (:mod:`ckptool.io.layout.series_listing`) ordered by ``{epoch}`` then ``{batch}`` (else by
 time) are the retention engine's entries (:func:`ckptool.ops.retain.retention.rethin`: the whole
 history, as ``--scan``; a member's step for ``keep_steps_every`` is its epoch); the same rules
 as for TF directories (max_to_keep, keep-every-n-hours by file time, pins, keep-best, min-age),
@@ -14,7 +14,7 @@ and the same safety:
   the next one and a name Keras rewrote since is left alone), under DIR's lock;
 - the latest member (the newest complete one by order), the state file's latest (a TF-format
   series), and the newest file when younger than a minute (:data:`YOUNG`) are never deleted;
-- Keras writes in place (:mod:`ckptool.io.series_check`): a member that is not whole is never
+- Keras writes in place (:mod:`ckptool.io.layout.series_check`): a member that is not whole is never
   counted; the newest such (by order or time), or one younger than a minute, is a write in
   progress, never touched; an older one is damaged: named, deleted only when max_to_keep
   complete members are newer (it would have rotated out), otherwise kept and the run fails
@@ -32,11 +32,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, MissingError, RefusedError, UsageError
-from ckptool.io.listing import FileInfo
-from ckptool.io.lock import lock_open
-from ckptool.io.series_check import COMPLETE
-from ckptool.io.series_listing import YOUNG, Member, SeriesListing, classify
-from ckptool.io.series_names import Template, parse_template
+from ckptool.io.control.lock import lock_open
+from ckptool.io.layout.listing import FileInfo
+from ckptool.io.layout.series_check import COMPLETE
+from ckptool.io.layout.series_listing import YOUNG, Member, SeriesListing, classify
+from ckptool.io.layout.series_names import Template, parse_template
 from ckptool.ops.read.series import list_series
 from ckptool.ops.retain import retention as R
 from ckptool.ops.retain.engine import (
@@ -51,11 +51,8 @@ from ckptool.ops.retain.keep_best import mark_best, spec_from_policy
 from ckptool.ops.retain.outcome import PruneResult, freed_bytes
 
 if TYPE_CHECKING:
-    from ckptool.io.dirfd import LocalDir, PathDir
-    from ckptool.io.storage import Storage
+    from ckptool.io.base import Dir, Storage
     from ckptool.ops.retain.metrics import BestPins
-
-    Dir = LocalDir | PathDir
 
 IN_PROGRESS = "in progress"
 DAMAGED_REASON = "damaged"
@@ -83,7 +80,7 @@ class SeriesResult(PruneResult):
 def series_template(storage: Storage, directory: str, text: str) -> Template:
     """The template of ``--series``; a directory part must name DIR itself (by identity)."""
     t = parse_template(text)
-    if t.directory and not storage.same_dir(t.directory, directory or "."):
+    if t.directory and not storage.same_file(t.directory, directory or "."):
         raise UsageError(f"--series {text!r} names files of {t.directory}, not of {directory}")
     return t
 
@@ -148,7 +145,7 @@ def _pins(storage: Storage, directory: str, pins: tuple[str, ...], listing: Seri
     for pin in pins:
         p = pin.rstrip("/")
         head, base = storage.dirname(p), storage.basename(p)
-        if base in known and (not head or storage.same_dir(head, directory or ".")):
+        if base in known and (not head or storage.same_file(head, directory or ".")):
             out.add(base)
         elif strict:
             raise MissingError(f"--keep {pin}: names no member of series {listing.template.text!r} in {directory}")

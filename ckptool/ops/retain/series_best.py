@@ -23,14 +23,14 @@ from typing import TYPE_CHECKING
 
 from ckptool.errors import CkptError, MissingError
 from ckptool.format.jsonl import top_level_numbers
-from ckptool.io.urls import storage_for
+from ckptool.io.backends.urls import storage_for
 from ckptool.ops.retain.keep_best import BestSpec, choose_best
 from ckptool.ops.retain.metrics import EVENT_GLOB, BestPins, metric_values
 
 if TYPE_CHECKING:
-    from ckptool.io.series_listing import Member
-    from ckptool.io.series_names import Template
-    from ckptool.io.storage import Storage
+    from ckptool.io.base import Storage
+    from ckptool.io.layout.series_listing import Member
+    from ckptool.io.layout.series_names import Template
 
 #: Keras callbacks log epoch ``e`` (0-based) for the file ModelCheckpoint names ``e + 1``.
 EPOCH_OFFSET = 1

@@ -10,20 +10,17 @@ from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, MissingError
 from ckptool.format.json_numbers import json_timestamp
-from ckptool.io.layout import checkpoint_exists, resolve_recorded, step_of
-from ckptool.io.listing import scan
-from ckptool.io.lock import lock_open
-from ckptool.io.state import CheckpointState, read_state, resolve
-from ckptool.io.storage import LOCAL
-from ckptool.io.urls import storage_for
+from ckptool.io.backends.local import LOCAL
+from ckptool.io.backends.urls import storage_for
+from ckptool.io.control.lock import lock_open
+from ckptool.io.control.state import CheckpointState, read_state, resolve
+from ckptool.io.layout.checkpoints import checkpoint_exists, resolve_recorded, step_of
+from ckptool.io.layout.listing import scan
 from ckptool.ops.retain.engine import KEEP, read_dir_state, refuse_special, update_state, warn
 from ckptool.ops.retain.journal import finish_journal
 
 if TYPE_CHECKING:
-    from ckptool.io.dirfd import LocalDir, PathDir
-    from ckptool.io.storage import Storage
-
-    Dir = LocalDir | PathDir
+    from ckptool.io.base import Storage
 
 
 def _storage(directory: str, storage: Storage | None) -> tuple[Storage, str]:

@@ -59,8 +59,8 @@ def resolve_inputs(paths: Iterable[str], last: int | None = None) -> list[str]:
     step (``ckpt-N``) when every one has one, else as given.
     """
     from ckptool.format import bundle
-    from ckptool.io.layout import list_checkpoints, locate, step_of
-    from ckptool.io.urls import storage_for
+    from ckptool.io.backends.urls import storage_for
+    from ckptool.io.layout.checkpoints import list_checkpoints, locate, step_of
 
     paths = list(paths)
     if not paths:
@@ -133,8 +133,8 @@ def average(paths: Iterable[str], out: str, *, last: int | None = None, strip_op
     as output tensors are written. ``jobs``: ranged GETs in flight reading inputs on an object
     store, shared between the inputs (at least one each; default 8 in all)."""
     from ckptool.format import bundle
-    from ckptool.io.atomic import check_destination, checkpoint_identity
-    from ckptool.io.urls import storage_for
+    from ckptool.io.backends.urls import storage_for
+    from ckptool.io.safety.destination import check_destination, checkpoint_identity
     from ckptool.ops.read.reader import BundleCheckpoint
     from ckptool.ops.read.reader import open as open_checkpoint
     from ckptool.ops.write.writer import BundleWriter

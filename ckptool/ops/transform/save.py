@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, is_object_key, object_key
-from ckptool.io.atomic import checkpoint_identity
-from ckptool.io.urls import storage_for
+from ckptool.io.backends.urls import storage_for
+from ckptool.io.safety.destination import checkpoint_identity
 from ckptool.ops.read.plan import prefetch
 from ckptool.ops.transform.sources import RawTensor, Source, open_source, record, wait_lock
 from ckptool.ops.write.writer import BundleWriter

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
     import numpy as np
 
-    from ckptool.io.storage import Storage
+    from ckptool.io.base import Storage
     from ckptool.ops.retain.outcome import PruneResult
 
 
@@ -170,8 +170,8 @@ def wait_lock(storage: Storage, prefix: str, timeout: float | None = None,
                on_wait: Callable[[str, float], None] | None = None) -> AbstractContextManager[object] | None:
     """DIR's lock, waited for (at most ``timeout`` seconds; None: the lock's default) and held
     from before the first write to the record. ``on_wait(directory, seconds)`` is called
-    while another process holds it; a refusal names that process (io/lock.held_refusal)."""
-    from ckptool.io.lock import DEFAULT_TIMEOUT, lock_directory
+    while another process holds it; a refusal names that process (ckptool.io.control.lock.held_refusal)."""
+    from ckptool.io.control.lock import DEFAULT_TIMEOUT, lock_directory
 
     directory = storage.dirname(prefix) or "."
     if not storage.isdir(directory):

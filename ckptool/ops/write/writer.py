@@ -6,14 +6,14 @@ the header under ``""`` and one BundleEntryProto per key, sorted bytewise.
 For the same tensors in the same order the files are byte-identical to
 ``tf.raw_ops.SaveV2``'s.
 
-Write protocol (as TF's BundleWriter), through :mod:`ckptool.io.atomic`: every
+Write protocol (as TF's BundleWriter), through :mod:`ckptool.io.safety.atomic`: every
 file, data shards and index alike, is written in full under a temporary name
 beside its target and fsynced (unless ``sync=False``); only then are they
 renamed into place, the data shards first and the index last, so that once
 ``PREFIX.index`` exists the checkpoint is complete, and a failure at any point
 (a source that cannot be read, a full disk, a signal) leaves no temporary and
 no data file without its index. An object store writes under the final names,
-in the same order (:class:`~ckptool.io.atomic.AtomicFile`). Memory is bounded
+in the same order (:class:`~ckptool.io.safety.atomic.AtomicFile`). Memory is bounded
 by the largest tensor: data is streamed to the shard file as each tensor is added.
 """
 
@@ -31,14 +31,15 @@ from ckptool.format.encode import as_dtype, encode_tensor, key_bytes, np
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, ObjectGraph, is_object_key
 from ckptool.format.objkeys import key_of, name_of, shown
 from ckptool.format.table_build import TableBuilder
-from ckptool.io.atomic import AtomicFile, check_destination, make_output_dir, publish
-from ckptool.io.urls import storage_for
+from ckptool.io.backends.urls import storage_for
+from ckptool.io.safety.atomic import AtomicFile, make_output_dir, publish
+from ckptool.io.safety.destination import check_destination
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
     from ckptool.format.slices import Slice
-    from ckptool.io.storage import Storage
+    from ckptool.io.base import Storage
 
 #: Bytes per write() call, and between starts of the disk writeback when syncing.
 WRITEBACK = 8 << 20
@@ -310,7 +311,7 @@ class BundleWriter:
         st = self.storage
         d = st.dirname(self.prefix)
         ours = {st.basename(f.target) for f in self._files}
-        from ckptool.io.layout import data_shards
+        from ckptool.io.layout.checkpoints import data_shards
 
         return [st.join(d, n) if d else n for n in data_shards(st, self.prefix) if n not in ours]
 
@@ -330,7 +331,7 @@ class BundleWriter:
 def index_file(storage: Storage, prefix: str, num_shards: int, entries: Iterable[tuple[bytes, bytes]],
                endianness: int = bundle.HOST_ENDIANNESS, sync: bool = True) -> AtomicFile:
     """``PREFIX.index`` (the header and ``entries``, sorted here) written in full under a
-    temporary name, not yet published: pass it last to :func:`ckptool.io.atomic.publish`."""
+    temporary name, not yet published: pass it last to :func:`ckptool.io.safety.atomic.publish`."""
     path = bundle.index_filename(prefix)
     items = sorted((bytes(k), bytes(v)) for k, v in entries)
     for i, (k, _) in enumerate(items):

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from ckptool.errors import CkptError, UnsupportedError, UsageError
 from ckptool.format import dtypes
 from ckptool.format.cast import Overflows, target_dtype
-from ckptool.io.atomic import check_destination, checkpoint_identity
+from ckptool.io.safety.destination import check_destination, checkpoint_identity
 from ckptool.ops.transform.convert.formats import FORMATS, HF, NPZ, SAFETENSORS, TF, ConvertResult, target_format
 from ckptool.ops.transform.convert.to_npz import to_npz
 from ckptool.ops.transform.convert.to_tf import to_tf
@@ -143,7 +143,7 @@ def _supported(specs: list[Spec], fmt: str, casts: dict[str, str], skip: bool, r
 
 def _check_not_source(dst: str, ids: Sequence[str]) -> None:
     """DST names the source itself (in any form): refused before anything else, even with --force."""
-    from ckptool.io.urls import storage_for
+    from ckptool.io.backends.urls import storage_for
 
     storage, path = storage_for(dst)
     check_destination(storage, [path, path + ".index"], force=True, sources=ids, label=dst)

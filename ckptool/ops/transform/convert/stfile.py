@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, UnsupportedError
 from ckptool.format import safetensors_meta as stm
-from ckptool.io.atomic import AtomicFile, check_destination, make_output_dir, publish
-from ckptool.io.urls import storage_for
+from ckptool.io.backends.urls import storage_for
+from ckptool.io.safety.atomic import AtomicFile, make_output_dir, publish
+from ckptool.io.safety.destination import check_destination
 from ckptool.ops.write.writer import WRITEBACK
 
 if TYPE_CHECKING:

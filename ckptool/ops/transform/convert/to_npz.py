@@ -9,14 +9,15 @@ from typing import TYPE_CHECKING
 
 from ckptool.errors import UnsupportedError
 from ckptool.format import objkeys
-from ckptool.io.atomic import AtomicFile, check_destination, make_output_dir, publish
+from ckptool.io.safety.atomic import AtomicFile, make_output_dir, publish
+from ckptool.io.safety.destination import check_destination
 from ckptool.ops.transform.convert.cast import value_of
 
 if TYPE_CHECKING:
     import numpy as np
 
     from ckptool.format.cast import Overflows
-    from ckptool.io.storage import Storage
+    from ckptool.io.base import Storage
     from ckptool.ops.transform.convert.formats import ConvertResult
     from ckptool.ops.transform.convert.source import Spec
 
@@ -79,7 +80,7 @@ def to_npz(dst: str, specs: list[Spec], result: ConvertResult, force: tuple[bool
 
     import numpy as np
 
-    from ckptool.io.urls import storage_for
+    from ckptool.io.backends.urls import storage_for
     npz_names([s.name for s in specs], dst)
     storage, path = storage_for(dst)
     check_target(storage, path, force)

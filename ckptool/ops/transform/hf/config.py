@@ -22,7 +22,7 @@ _HF_OWN = ("transformers_version", "_name_or_path", "architectures", "model_type
 
 def read_config(path: str) -> tuple[dict[str, Any], bool]:
     """``(settings, is_hf)`` from a JSON or gin file."""
-    from ckptool.io.urls import storage_for
+    from ckptool.io.backends.urls import storage_for
 
     storage, local = storage_for(path)
     if storage.isdir(local):
@@ -49,7 +49,7 @@ def read_config(path: str) -> tuple[dict[str, Any], bool]:
 
 def beside(src: str) -> str | None:
     """The release's config file in the checkpoint's directory, if there is one (``--config`` left out)."""
-    from ckptool.io.urls import storage_for
+    from ckptool.io.backends.urls import storage_for
 
     storage, local = storage_for(src)
     d = local if storage.isdir(local) else (storage.dirname(local) or ".")

@@ -184,7 +184,7 @@ def convert_hf(src: str, dst: str, *, arch: str | None = None, config: str | Non
 
 
 def _identity(opened: Opened, src: str) -> list[str]:
-    from ckptool.io.atomic import checkpoint_identity
+    from ckptool.io.safety.destination import checkpoint_identity
 
     ck = opened.checkpoint
     return checkpoint_identity(ck) if ck is not None else [src]

@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, RefusedError, UnsupportedError, UsageError
 from ckptool.format import safetensors_meta as stm
-from ckptool.io.atomic import AtomicFile, check_destination, make_output_dir, publish
+from ckptool.io.safety.atomic import AtomicFile, make_output_dir, publish
+from ckptool.io.safety.destination import check_destination
 from ckptool.ops.transform.hf.engine import Placed, Plan, apply
 
 if TYPE_CHECKING:
-    from ckptool.io.storage import Storage
+    from ckptool.io.base import Storage
 
 DEFAULT_SHARD = 5 * 10**9  # transformers' usual hub size; --max-shard-size
 SINGLE, INDEX = "model.safetensors", "model.safetensors.index.json"
@@ -128,7 +129,7 @@ def write_folder(dst: str, plan: Plan, config: dict[str, Any], extra: list[tuple
                  sources: Sequence[str]) -> tuple[list[str], int]:
     """The folder ``dst``: ``plan``'s weights in shards of at most ``limit`` bytes, ``extra``'s
     tokenizer files, ``config``; ``(the paths written, the weights' bytes)``."""
-    from ckptool.io.urls import storage_for
+    from ckptool.io.backends.urls import storage_for
 
     storage, root = storage_for(dst)
     groups = shards(plan.placed, limit)

@@ -51,7 +51,7 @@ def _kind(path: str, listdir: Callable[[str], list[str]], isdir: bool) -> tuple[
 def tokenizer_files(vocab: str, arch_tokenizer: str, config: dict[str, Any],
                     notes: list[str]) -> list[tuple[str, bytes]]:
     """``[(file name, bytes)]`` to write beside the model."""
-    from ckptool.io.urls import storage_for
+    from ckptool.io.backends.urls import storage_for
 
     storage, local = storage_for(vocab)
     if not storage.exists(local):

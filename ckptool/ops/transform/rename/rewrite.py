@@ -14,12 +14,12 @@ from ckptool.ops.transform.rename.plan import Plan, graph_for, plan_names
 from ckptool.ops.transform.rename.transfer import copy_tensors, link_files
 
 if TYPE_CHECKING:
-    from ckptool.io.storage import Storage
+    from ckptool.io.base import Storage
     from ckptool.ops.transform.rename.rules import Rule
 
 
 def _check_dst(src_ck: Any, dst: str, storage: Storage, force: bool) -> None:
-    from ckptool.io.atomic import check_destination, checkpoint_identity
+    from ckptool.io.safety.destination import check_destination, checkpoint_identity
 
     check_destination(storage, [bundle.index_filename(dst)], force=force,
                       sources=checkpoint_identity(src_ck), label=dst)
@@ -48,7 +48,7 @@ def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop: Sequence[str] 
         raise UsageError("--compact and --link exclude each other")
     if link and template is not None:
         raise UsageError("--link does not apply with --template (DST's tensors are written anew)")
-    from ckptool.io.urls import storage_for
+    from ckptool.io.backends.urls import storage_for
     from ckptool.ops.read.reader import BundleCheckpoint
     from ckptool.ops.read.reader import open as open_checkpoint
 

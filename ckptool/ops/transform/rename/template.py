@@ -19,7 +19,7 @@ from ckptool.ops.read.suggest import MAX_SHOWN, Suggester, listed, shorten
 from ckptool.ops.transform.rename.transfer import copy_raw
 
 if TYPE_CHECKING:
-    from ckptool.io.storage import Storage
+    from ckptool.io.base import Storage
     from ckptool.ops.transform.rename.plan import Plan
 
 

@@ -14,7 +14,7 @@ from ckptool.ops.read.plan import prefetch
 
 if TYPE_CHECKING:
     from ckptool.format.bundle import Entry
-    from ckptool.io.storage import Storage
+    from ckptool.io.base import Storage
     from ckptool.ops.transform.rename.plan import Plan
     from ckptool.ops.write.writer import BundleWriter
 
@@ -83,7 +83,7 @@ def link_files(ck: Any, plan: Plan, dprefix: str, storage: Storage, graph_bytes:
     if plan.object_graph == "kept":
         k = key_of(OBJECT_GRAPH_KEY)
         entries.append((k, ck.raw_entry(k)))
-    from ckptool.io.atomic import AtomicFile, link_or_copy, make_output_dir, publish
+    from ckptool.io.safety.atomic import AtomicFile, link_or_copy, make_output_dir, publish
     from ckptool.ops.write.writer import index_file, retire_index
 
     make_output_dir(storage, storage.dirname(dprefix))

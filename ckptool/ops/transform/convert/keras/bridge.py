@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ckptool.errors import CkptError, RefusedError, UsageError
-from ckptool.io.atomic import AtomicFile, check_destination, checkpoint_identity, make_output_dir, publish
+from ckptool.io.safety.atomic import AtomicFile, make_output_dir, publish
+from ckptool.io.safety.destination import check_destination, checkpoint_identity
 from ckptool.ops.read.keras import WEIGHTS_MEMBER, KerasCheckpoint, import_h5py, is_keras_path
 from ckptool.ops.read.keras_zip import JSON_LIMIT
 from ckptool.ops.transform.convert.ema import EmaReport
@@ -174,7 +175,7 @@ class _Zeros:
 
 
 def _check_dst(dst: str, kind: str | None, force: bool, ids: list[str]) -> None:
-    from ckptool.io.urls import storage_for
+    from ckptool.io.backends.urls import storage_for
 
     storage, path = storage_for(dst)
     check_destination(storage, [path] if kind else [path + ".index"], force=force, sources=ids, label=dst)
@@ -206,7 +207,7 @@ def _fill_h5(path: str, values: dict[str, Any]) -> None:
 
 def _write_keras(dst: str, kind: str, template: KerasCheckpoint, values: dict[str, Any], force: bool,
                  ids: list[str], sync: bool) -> list[str]:
-    from ckptool.io.urls import storage_for
+    from ckptool.io.backends.urls import storage_for
 
     storage, path = storage_for(dst)
     check_destination(storage, [path], force=force, sources=ids, label=dst)
@@ -302,7 +303,7 @@ def _from_metadata(src: str, dst: str, dry_run: bool, allow_unused: bool, force:
     """No template: the layout from a SavedModel's keras_metadata.pb
     (:mod:`~ckptool.ops.transform.convert.keras.synth`)."""
     from ckptool.format.objkeys import OBJECT_GRAPH_KEY
-    from ckptool.io.urls import storage_for
+    from ckptool.io.backends.urls import storage_for
     from ckptool.ops.read.reader import open as open_checkpoint
     from ckptool.ops.transform.convert.keras.synth import plan, write_h5
 

@@ -1,14 +1,15 @@
 """The directory lock on an object store: the object ``DIR/.ckptool.lock``, written only if
-absent (S3 ``If-None-Match: *``, GCS ``ifGenerationMatch=0``: :mod:`ckptool.io.remote_cas`),
+absent (S3 ``If-None-Match: *``, GCS ``ifGenerationMatch=0``: :mod:`ckptool.io.backends.remote_cas`),
 holding who took it and when it expires.
 
 - Held: renewed every :data:`TTL` / 4 seconds by a conditional write at the version we wrote,
   so a prune of any length keeps it; a holder killed with ``kill -9`` leaves one that expires
   :data:`TTL` seconds later, and is then taken over by a conditional write at the stale
   version (two that race for it: one wins).
-- Waiting: as the local flock, bounded by ``timeout``; then refused naming the holder.
+- Waiting: as the local flock, bounded by ``timeout``; then refused naming the holder (the one
+  refusal, :func:`ckptool.io.control.lock.held_refusal`).
 - Released: deleted only if still at our version.
-- Re-entrant within a process, as :class:`ckptool.io.lock.DirLock`.
+- Re-entrant within a process, as :class:`ckptool.io.control.lock.DirLock`.
 - A protocol with no conditional write cannot hold it: refused plainly.
 """
 
@@ -22,10 +23,10 @@ import threading
 import time
 from typing import Any, Literal
 
-from ckptool.errors import CkptError, RefusedError
-from ckptool.io import remote_cas
+from ckptool.errors import CkptError
+from ckptool.io.backends import remote_cas
+from ckptool.io.control.lock import LOCK_FILENAME, held_refusal
 
-LOCK_FILENAME = ".ckptool.lock"
 #: Seconds a lock object holds without renewal (a killed holder's is taken over after it).
 TTL = 120.0
 _POLL = 0.2
@@ -56,6 +57,7 @@ class RemoteLock:
     def __init__(self, storage: Any, directory: str, timeout: float | None = 30.0,
                  on_wait: Any = None, **_: object):
         self.storage = storage
+        self.directory = directory
         self.path = storage.join(directory, LOCK_FILENAME)
         self.timeout = timeout
         self.on_wait = on_wait
@@ -87,9 +89,9 @@ class RemoteLock:
                 if token is None:
                     waited = time.monotonic() - start
                     if raw is not None and self.timeout is not None and waited >= self.timeout:
-                        raise RefusedError(f"{self.path}: {who} holds this directory's lock (it expires in "
-                                           f"{max(0.0, expires - time.time()):.0f} s unless renewed); try again "
-                                           "later")
+                        left = max(0.0, expires - time.time())
+                        raise held_refusal(self.directory, self.timeout,
+                                           f"{who}, for {left:.0f} s more unless renewed")
                     if self.on_wait is not None and raw is not None:
                         self.on_wait(waited)
                     time.sleep(_POLL if raw is not None else 0.0)
@@ -99,7 +101,7 @@ class RemoteLock:
         try:
             remote_cas.check_honoured(self.storage, self.path, body, token)
         except BaseException:
-            self._release()
+            self.release()
             raise
         with _mutex:
             _held[self.path] = [1, self]
@@ -118,7 +120,9 @@ class RemoteLock:
                 return
             self._token = token
 
-    def _release(self) -> None:
+    def release(self) -> None:
+        """Stop renewing and delete the lock object if it is still at our version (else it
+        expires by itself); ``__exit__`` calls it when the outermost hold ends."""
         self._stop.set()
         if self._renewer is not None:
             self._renewer.join()
@@ -136,7 +140,7 @@ class RemoteLock:
             if entry[0]:
                 return False
             del _held[self.path]
-        entry[1]._release()
+        entry[1].release()
         return False
 
 

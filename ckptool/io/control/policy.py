@@ -14,12 +14,13 @@ from types import ModuleType
 from typing import Any
 
 from ckptool.errors import CorruptError, UnsupportedError
-from ckptool.io.storage import LOCAL, Storage
+from ckptool.io.backends.local import LOCAL
+from ckptool.io.base import Storage
 
 POLICY_FILE = ".ckptool.toml"
 POLICY_KEYS = frozenset({"max_to_keep", "keep_every_n_hours", "keep_steps_every", "min_age", "keep",
                          "keep_best", "metric", "mode", "metrics",  # these four: keep-best
-                         "series"})  # a Keras ModelCheckpoint file series (ckptool.io.series_names)
+                         "series"})  # a Keras ModelCheckpoint file series (ckptool.io.layout.series_names)
 
 
 def _toml() -> ModuleType | None:
@@ -101,7 +102,7 @@ def _series_ok(value: object) -> bool:
     """A file-name template Keras's ModelCheckpoint could use (no directory part: the series is
     the directory's own)."""
     from ckptool.errors import CkptError
-    from ckptool.io.series_names import parse_template
+    from ckptool.io.layout.series_names import parse_template
 
     try:
         return isinstance(value, str) and not parse_template(value).directory

@@ -1,5 +1,5 @@
 """Checkpoint file names, by name alone: which names are a checkpoint's files and which
-are temporaries (the exact rule of docs/ARCHITECTURE.md). No I/O; :mod:`ckptool.io.layout`
+are temporaries (the exact rule of docs/ARCHITECTURE.md). No I/O; :mod:`ckptool.io.layout.checkpoints`
 adds what needs the disk (a V1 file is one only when it parses) and re-exports these.
 """
 

@@ -1,11 +1,11 @@
 """One listing of a directory as a Keras ``ModelCheckpoint`` series: its members (the names
-the template matches, :mod:`ckptool.io.series_names`), each member's own files, its fields,
-its place in the series and whether it is whole (:mod:`ckptool.io.series_check`).
+the template matches, :mod:`ckptool.io.layout.series_names`), each member's own files, its fields,
+its place in the series and whether it is whole (:mod:`ckptool.io.layout.series_check`).
 
 Only regular files directly in DIR are members' files; a symlink or anything else at a
 member's name is named in :attr:`SeriesListing.skipped` and never touched. A TF-format member
 (tf_keras ``save_weights`` to a prefix) is the prefix's own files by the one rule of
-:mod:`ckptool.io.listing` (``P.index``, ``P.data-NNNNN-of-NNNNN``); whether its shards are all
+:mod:`ckptool.io.layout.listing` (``P.index``, ``P.data-NNNNN-of-NNNNN``); whether its shards are all
 there is read from its index by the ops layer.
 """
 
@@ -20,14 +20,12 @@ from typing import TYPE_CHECKING
 
 from ckptool.errors import CkptError
 from ckptool.format.bundle import INDEX_SUFFIX
-from ckptool.io.listing import RESERVED, FileInfo
-from ckptool.io.series_check import COMPLETE, DAMAGED, OPEN, h5_state, keras_state, sharded_parts, worst
-from ckptool.io.series_names import KERAS, SHARDED, TF_PREFIX, Template, Value, part_index
+from ckptool.io.layout.listing import RESERVED, FileInfo
+from ckptool.io.layout.series_check import COMPLETE, DAMAGED, OPEN, h5_state, keras_state, sharded_parts, worst
+from ckptool.io.layout.series_names import KERAS, SHARDED, TF_PREFIX, Template, Value, part_index
 
 if TYPE_CHECKING:
-    from ckptool.io.dirfd import LocalDir, PathDir
-
-    Dir = LocalDir | PathDir
+    from ckptool.io.base import Dir
 
 #: A member not whole and younger than this (seconds) is a write in progress; the newest file
 #: of a series younger than this is never deleted.
@@ -94,18 +92,16 @@ def _stat_file(d: Dir, name: str) -> FileInfo | None:
 def reader(d: Dir, name: str) -> tuple[Callable[[int, int], bytes], Callable[[], None]]:
     """``(read(offset, n), close)`` of a file of DIR: through DIR's descriptor locally (no
     symlink followed, never blocking on a FIFO), through the storage otherwise."""
-    from ckptool.io.dirfd import LocalDir
+    from ckptool.io.safety.dirfd import PathDir
 
-    if isinstance(d, LocalDir):
-        try:
-            fd = os.open(name, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0),
-                         dir_fd=d.fd)
-        except OSError as exc:
-            raise CkptError(f"{d.join(name)}: cannot read: {exc.strerror or exc}") from None
-        return (lambda off, n: os.pread(fd, n, off)), (lambda: os.close(fd))
-    storage = d.storage
-    r = storage.open_reader(d.join(name))
-    return (lambda off, n: bytes(r.read(off, min(n, max(0, r.size - off))))), r.close
+    if isinstance(d, PathDir):
+        r = d.storage.open_reader(d.join(name))
+        return (lambda off, n: bytes(r.read(off, min(n, max(0, r.size - off))))), r.close
+    try:
+        fd = os.open(name, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0), dir_fd=d.fd)
+    except OSError as exc:
+        raise CkptError(f"{d.join(name)}: cannot read: {exc.strerror or exc}") from None
+    return (lambda off, n: os.pread(fd, n, off)), (lambda: os.close(fd))
 
 
 def _check(d: Dir, f: FileInfo, check: Callable[[Callable[[int, int], bytes], int], tuple[str, str | None]]
@@ -142,7 +138,7 @@ def classify(listing: SeriesListing, now: float) -> tuple[list[Member], list[Mem
 
 def scan_series(d: Dir, template: Template, names: list[str] | None = None) -> SeriesListing:
     """The members of ``template`` in the open directory ``d``, each checked (a few bytes per
-    file; see :mod:`ckptool.io.series_check`)."""
+    file; see :mod:`ckptool.io.layout.series_check`)."""
     names = d.names() if names is None else names
     out = SeriesListing(d.path, template)
     if template.kind == TF_PREFIX:
@@ -213,8 +209,8 @@ def _sharded(d: Dir, m: Member, parts: list[str], out: SeriesListing) -> None:
 
 def _tf_members(d: Dir, template: Template, out: SeriesListing) -> None:
     """TF-format members: checkpoint prefixes the template matches, their files by the one rule
-    of :func:`ckptool.io.listing.scan`; a prefix without a valid index is ``open``."""
-    from ckptool.io.listing import scan
+    of :func:`ckptool.io.layout.listing.scan`; a prefix without a valid index is ``open``."""
+    from ckptool.io.layout.listing import scan
 
     listing = scan(d)
     for base, files in sorted(listing.files.items()):

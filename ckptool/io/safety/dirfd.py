@@ -12,11 +12,12 @@ import uuid
 from typing import TYPE_CHECKING, Literal
 
 from ckptool.errors import CkptError, MissingError
-from ckptool.io import atomic
-from ckptool.io.atomic import ANY, os_error
+from ckptool.io.base import ANY
+from ckptool.io.oserrors import os_error
+from ckptool.io.safety import atomic
 
 if TYPE_CHECKING:
-    from ckptool.io.storage import Storage, Writer
+    from ckptool.io.base import Dir, Storage, Writer
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
@@ -130,7 +131,7 @@ class LocalDir:
 
     def replace(self, name: str, data: bytes, expect: object = ANY) -> bool:
         """Replace ``name`` with ``data`` atomically, all relative to this directory: the one
-        atomic write (:func:`ckptool.io.atomic.write_bytes`) over :class:`FdFiles` (temp file
+        atomic write (:func:`ckptool.io.safety.atomic.write_bytes`) over :class:`FdFiles` (temp file
         ``NAME.tmp<hex>``, fsync, rename, directory fsync). With ``expect`` (bytes, or None for
         "absent"): only if ``name`` still holds that; False, nothing changed, otherwise.
         Errors name ``name``, never the temporary."""
@@ -138,7 +139,7 @@ class LocalDir:
 
 
 class FdFiles:
-    """A :class:`LocalDir` as the :class:`ckptool.io.atomic.Files` that ``AtomicFile`` writes
+    """A :class:`LocalDir` as the :class:`ckptool.io.base.Files` that ``AtomicFile`` writes
     to: every path is one of the directory's entries (``LocalDir.join(name)``), reached by
     the descriptor (``dir_fd=``, ``O_NOFOLLOW``), never by walking the path again."""
 
@@ -188,6 +189,7 @@ class FdFiles:
 class PathDir:
     """The same interface over a Storage by path (object stores: no descriptors)."""
 
+    fd = None
     dev = None
 
     def __init__(self, storage: Storage, path: str):
@@ -252,9 +254,9 @@ class PathDir:
         return self.storage.write_bytes_atomic(self.join(name), data, expect)
 
 
-def open_dir(storage: Storage, path: str, follow: bool = True) -> LocalDir | PathDir:
+def open_dir(storage: Storage, path: str, follow: bool = True) -> Dir:
     """DIR held open: by descriptor when local, by path otherwise (the storage's capability)."""
     return storage.open_dir(path, follow)
 
 
-__all__ = ["ANY", "FdFiles", "LocalDir", "PathDir", "open_dir", "os_error"]
+__all__ = ["FdFiles", "LocalDir", "PathDir", "open_dir"]

@@ -13,8 +13,8 @@ from google.protobuf import text_format
 
 from ckptool.errors import CkptError, CorruptError
 from ckptool.format.protos.tensor_bundle_pb2 import CheckpointState as _StateProto
-from ckptool.io.atomic import ANY
-from ckptool.io.storage import LOCAL, Storage
+from ckptool.io.backends.local import LOCAL
+from ckptool.io.base import ANY, Storage
 
 STATE_FILENAME = "checkpoint"
 

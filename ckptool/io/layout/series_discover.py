@@ -7,7 +7,7 @@ each number place becomes a field: the first whole-number place that varies ``{e
 (zero-padded as the names are: ``{epoch:02d}``), a second one ``{batch}``, decimals
 ``{metric:.2f}`` (the metric's name is not in the file name: the user names it as in their
 ModelCheckpoint filepath). A suggestion is offered only when it matches every name of its
-group (:meth:`ckptool.io.series_names.Template.match`).
+group (:meth:`ckptool.io.layout.series_names.Template.match`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 
 from ckptool.errors import CkptError
-from ckptool.io.series_names import PART_SUFFIX, is_series_file, parse_template
+from ckptool.io.layout.series_names import PART_SUFFIX, is_series_file, parse_template
 
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _MIN_GROUP = 2  # one file is no series

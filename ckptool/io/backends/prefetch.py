@@ -188,7 +188,7 @@ class Prefetcher:
                 lo = offset + done - r.start
                 n = min(want - done, r.end - r.start - lo)
                 if len(data) < lo + n:
-                    from ckptool.io.storage import raise_truncated
+                    from ckptool.io.oserrors import raise_truncated
 
                     raise_truncated(str(getattr(key, "path", "?")), offset, want, done + max(0, len(data) - lo))
                 view[done:done + n] = data[lo:lo + n]

@@ -1,25 +1,17 @@
 """The one overwrite rule: an existing destination is not replaced without ``force``, and a
-destination that is the source itself (the same file by device and inode, whatever path
-reached it: a symlink, a directory form) is refused even with ``force``."""
+destination that is the source itself (the same file by identity, :meth:`Storage.same_file`:
+device and inode locally, whatever path reached it, a symlink, a directory form) is refused
+even with ``force``."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ckptool.errors import RefusedError
 
 if TYPE_CHECKING:
-    from ckptool.io.storage import Storage
-
-
-def _identity(path: str) -> tuple[int, int] | None:
-    try:
-        st = os.stat(path)
-    except (OSError, ValueError):
-        return None
-    return st.st_dev, st.st_ino
+    from ckptool.io.base import Storage
 
 
 def check_destination(storage: Storage, targets: Iterable[str], *, force: bool,
@@ -29,25 +21,17 @@ def check_destination(storage: Storage, targets: Iterable[str], *, force: bool,
     ``targets`` are the files whose existence means "the destination exists" (a
     checkpoint's ``.index``; an ``.npz`` or ``.safetensors`` file); ``sources`` the files
     that identify the source (its ``.index``, its V1 files, the file itself). Refused:
-    a target that is one of the sources (same device and inode, through any path,
+    a target that is one of the sources (:meth:`Storage.same_file`: through any path,
     symlink or directory form), even with ``force``; an existing target without
     ``force``, where anything at the name counts (a dangling symlink too: writing there
     would replace the link, so it is refused like a file)."""
     targets = list(targets)
-    local = hasattr(storage, "lstat")
-    if local:
-        ids = {i for i in (_identity(s) for s in sources) if i is not None}
-        for t in targets:  # a prefix that names a source file (DST = SRC.index) is the source too
-            bare = t[: -len(".index")] if t.endswith(".index") else t
-            if ids and (_identity(t) in ids or _identity(bare) in ids):
-                raise RefusedError(f"{label or t}: is the source itself (DST is SRC; SRC is never "
-                                   f"modified, not even with --force)")
-    else:
-        norm = {s.rstrip("/") for s in sources}
-        for t in targets:
-            if t.rstrip("/") in norm:
-                raise RefusedError(f"{label or t}: is the source itself (DST is SRC; SRC is never "
-                                   f"modified, not even with --force)")
+    sources = list(sources)
+    for t in targets:  # a prefix that names a source file (DST = SRC.index) is the source too
+        bare = t[: -len(".index")] if t.endswith(".index") else t
+        if any(storage.same_file(t, s) or storage.same_file(bare, s) for s in sources):
+            raise RefusedError(f"{label or t}: is the source itself (DST is SRC; SRC is never "
+                               f"modified, not even with --force)")
     if not force:
         for t in targets:
             if storage.kind(t) is not None:

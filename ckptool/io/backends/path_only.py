@@ -1,27 +1,25 @@
-"""The deletion capabilities of :class:`ckptool.io.storage.Storage` for a storage reached by
-path only (an object store through fsspec): no symlinks, so a path's identity is its
-normalised spelling; no advisory lock; directories are held by path (:class:`PathDir`)."""
+"""What a storage reached by path only (an object store through fsspec) answers for path
+identity, file kinds, directories and trees of runs (:class:`ckptool.io.base.Storage`): no
+symlinks, so a path's identity is its normalised spelling; directories are held by path
+(:class:`ckptool.io.safety.dirfd.PathDir`)."""
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterable, Iterator
-from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ckptool.io.dirfd import PathDir
-    from ckptool.io.storage import Storage
+    from ckptool.io.base import Storage
+    from ckptool.io.safety.dirfd import PathDir
 
 
 class PathCapabilities:
-    """Mixed into a path-only storage (it has ``isfile``, ``isdir`` and ``exists``)."""
+    """Mixed into a path-only storage (it has ``isfile``, ``isdir``, ``exists`` and ``find``)."""
 
-    def path_key(self, path: str) -> str:
-        return path.rstrip("/")
+    local = False
 
-    def same_dir(self, a: str, b: str) -> bool:
-        return self.path_key(a) == self.path_key(b)
+    def same_file(self, a: str, b: str) -> bool:
+        return a.rstrip("/") == b.rstrip("/")
 
     def kind(self, path: str) -> str | None:
         me: Storage = self  # type: ignore[assignment]  # a mixin of a Storage
@@ -31,11 +29,8 @@ class PathCapabilities:
             return "dir"
         return "other" if me.exists(path) else None
 
-    def lock(self, directory: str, **options: object) -> AbstractContextManager[object]:
-        return contextlib.nullcontext()  # an object store has no advisory lock
-
     def open_dir(self, path: str, follow: bool = True) -> PathDir:
-        from ckptool.io.dirfd import PathDir
+        from ckptool.io.safety.dirfd import PathDir
 
         me: Storage = self  # type: ignore[assignment]
         return PathDir(me, path)
@@ -43,7 +38,7 @@ class PathCapabilities:
     def walk_runs(self, root: str, *, exclude: Iterable[str] = (), scan: bool = False,
                   one_file_system: bool = False, follow_symlinks: bool = False) -> Iterator[PathDir]:
         """One listing of every file below ROOT (the store's ``find``); no symlinks, one store."""
-        from ckptool.io.walk import walk_paths
+        from ckptool.io.layout.walk import walk_paths
 
         me: Any = self  # a mixin of a storage that has find()
         return walk_paths(me, me.find(root), root, exclude=exclude, scan=scan)

@@ -1,15 +1,15 @@
 """Checkpoints on object storage (``s3://``, ``gs://``, ``memory://`` ...) through fsspec.
 
-:class:`RemoteStorage` is the :class:`ckptool.io.storage.LocalStorage` interface over an fsspec
-filesystem; :func:`storage_for_url` hands one out per protocol (``ckptool.io.urls.storage_for``).
+:class:`RemoteStorage` is the :class:`ckptool.io.backends.local.LocalStorage` interface over an fsspec
+filesystem; :func:`storage_for_url` hands one out per protocol (``ckptool.io.backends.urls.storage_for``).
 
 - Paths stay full URLs (``s3://bucket/run/ckpt-5``); join/dirname/basename work on the part
   after ``scheme://`` as POSIX paths.
 - Reads are ranged (:class:`RemoteReader`): listing reads the index alone, a tensor its bytes.
 - No atomic rename (``atomic_rename = False``): writers write the final names, data objects
   first and the index last, each uploaded when closed (:meth:`RemoteWriter.discard` abandons).
-- The lock is an object written only if absent (:mod:`ckptool.io.remote_lock`); the state file
-  is replaced and deleted by conditional writes (:mod:`ckptool.io.remote_cas`).
+- The lock is an object written only if absent (:mod:`ckptool.io.backends.remote_lock`); the state file
+  is replaced and deleted by conditional writes (:mod:`ckptool.io.backends.remote_cas`).
 - An S3-compatible endpoint comes from ``AWS_ENDPOINT_URL`` (botocore >= 1.31 reads it; for
   older ones it is passed to s3fs here) or from fsspec's configuration.
 """
@@ -26,16 +26,11 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, MissingError, UnsupportedError
-from ckptool.io import remote_cas
-from ckptool.io.atomic import ANY, tempstate_name
-from ckptool.io.pathcaps import PathCapabilities
-from ckptool.io.remote_files import (  # noqa: F401 - re-exported
-    EXTRAS,
+from ckptool.io.backends import remote_cas
+from ckptool.io.backends.fsspec_private import strip_protocol
+from ckptool.io.backends.path_only import PathCapabilities
+from ckptool.io.backends.remote_files import (
     NO_PARENT,
-    PUT_LIMIT,
-    READ_CHUNK,
-    READAHEAD_MAX,
-    READAHEAD_MIN,
     RemoteError,
     RemoteReader,
     RemoteWriter,
@@ -43,14 +38,15 @@ from ckptool.io.remote_files import (  # noqa: F401 - re-exported
     prefetching,
     protocol_of,
     request_errors,
-    short_error,
     split_url,
 )
-from ckptool.io.remote_lock import RemoteLock, held_elsewhere
-from ckptool.io.storage import Reader, Writer
+from ckptool.io.backends.remote_lock import RemoteLock, held_elsewhere
+from ckptool.io.base import ANY
+from ckptool.io.safety.atomic import tempstate_name
 
 if TYPE_CHECKING:
-    from ckptool.io.prefetch import PrefetchStats
+    from ckptool.io.backends.prefetch import PrefetchStats
+    from ckptool.io.base import Reader, Writer
 
 #: Seconds for which size/mtime may answer from the directory listing that just named
 #: the file (prune lists a directory, then asks each file's size and mtime: one LIST
@@ -216,7 +212,7 @@ class RemoteStorage(PathCapabilities):
         with request_errors(path, "list", "no such directory"):
             entries = self.fs.ls(path, detail=True)
         _, rest = self._split(path)
-        own = self.fs._strip_protocol(path).rstrip("/")
+        own = strip_protocol(self.fs, path).rstrip("/")
         out = []
         for e in entries:
             name = str(e.get("name", "")).rstrip("/")
@@ -241,12 +237,12 @@ class RemoteStorage(PathCapabilities):
                 listed[self.join(path, name)] = (now, e)
         return sorted(names)
 
-    def find(self, root: str) -> list[str]:
-        """Every file below ``root`` (recursively) as a URL spelled from ``root``; one
-        paginated listing of the prefix on an object store."""
+    def find(self, root: str, pattern: str = "*") -> list[str]:
+        """Every file below ``root`` (recursively) whose name matches ``pattern``, as a URL
+        spelled from ``root``; one paginated listing of the prefix."""
         with request_errors(root, "list", "no such directory"):
             found = self.fs.find(root, detail=True)
-        own = self.fs._strip_protocol(root).rstrip("/")
+        own = strip_protocol(self.fs, root).rstrip("/")
         base = root.rstrip("/")
         now = time.monotonic()
         out = []
@@ -256,7 +252,8 @@ class RemoteStorage(PathCapabilities):
                 continue
             url = base + "/" + name[len(own) + 1:]
             self._listed[url] = (now, info)
-            out.append(url)
+            if fnmatch.fnmatchcase(url.rsplit("/", 1)[-1], pattern):
+                out.append(url)
         return out
 
     def _forget(self, path: str) -> None:
@@ -315,7 +312,7 @@ class RemoteStorage(PathCapabilities):
     def prefetch(self, ranges: Iterable[tuple[Reader, int, int]],
                  jobs: int | None = None) -> AbstractContextManager[None]:
         """Fetch the planned reads ahead, ``jobs`` ranged GETs of up to 8 MiB in flight
-        (:mod:`ckptool.io.prefetch`); the counts of the last plan stay in ``last_prefetch``."""
+        (:mod:`ckptool.io.backends.prefetch`); the counts of the last plan stay in ``last_prefetch``."""
         return prefetching(ranges, jobs, lambda stats: setattr(self, "last_prefetch", stats))
 
     def makedirs(self, path: str) -> None:
@@ -363,7 +360,7 @@ class RemoteStorage(PathCapabilities):
 
     def write_bytes_atomic(self, path: str, data: bytes, expect: object = ANY) -> bool:
         """One PUT, atomic on an object store; with ``expect`` (bytes read before, None: absent) a
-        conditional one (:mod:`ckptool.io.remote_cas`): False when the object changed since."""
+        conditional one (:mod:`ckptool.io.backends.remote_cas`): False when the object changed since."""
         self._forget(path)
         if expect is ANY:
             with request_errors(path, "write", NO_PARENT):

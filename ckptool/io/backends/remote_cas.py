@@ -23,7 +23,8 @@ import threading
 from typing import Any
 
 from ckptool.errors import RefusedError
-from ckptool.io.remote_files import request_errors
+from ckptool.io.backends.fsspec_private import gcs_endpoint, s3_call
+from ckptool.io.backends.remote_files import request_errors
 
 #: Protocols with conditional writes, as fsspec names them.
 CONDITIONAL = ("s3", "s3a", "gs", "gcs", "memory")
@@ -73,7 +74,7 @@ def read(st: Any, path: str) -> tuple[bytes | None, Any]:
 
     async def get() -> tuple[bytes | None, Any]:
         try:
-            r = await fs._call_s3("get_object", Bucket=bucket, Key=key)
+            r = await s3_call(fs, "get_object", Bucket=bucket, Key=key)
         except FileNotFoundError:
             return None, None
         async with r["Body"] as body:
@@ -100,7 +101,7 @@ def put(st: Any, path: str, data: bytes, token: Any) -> Any:
         if proto in ("gs", "gcs"):
             from urllib.parse import quote
 
-            doc = fs.call("POST", f"{fs._location}/upload/storage/v1/b/{quote(bucket)}/o", uploadType="media",
+            doc = fs.call("POST", f"{gcs_endpoint(fs)}/upload/storage/v1/b/{quote(bucket)}/o", uploadType="media",
                           name=key, ifGenerationMatch=str(token or 0), data=data, json_out=True,
                           headers={"Content-Type": "application/octet-stream"})
             fs.invalidate_cache(path)

@@ -1,5 +1,5 @@
 """One listing of a directory, its files grouped by the checkpoint that owns them,
-by the rules of :mod:`ckptool.io.layout` (and nothing else)."""
+by the rules of :mod:`ckptool.io.layout.checkpoints` (and nothing else)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ckptool.format.bundle import INDEX_SUFFIX
-from ckptool.io import layout as L
+from ckptool.io.layout import checkpoints as L
 
 if TYPE_CHECKING:
-    from ckptool.io.dirfd import LocalDir, PathDir
-    from ckptool.io.storage import Storage
+    from ckptool.io.base import Dir, Storage
 
 #: ckptool's own files and TF's state file: never a checkpoint's, never probed.
 RESERVED = frozenset({"checkpoint", ".ckptool.lock", ".ckptool-prune-pending", ".ckptool.toml"})
@@ -64,7 +63,7 @@ class DirListing:
         return sum(f.size for f in self.temps)
 
 
-def _info(d: LocalDir | PathDir, name: str, real: str) -> FileInfo | None:
+def _info(d: Dir, name: str, real: str) -> FileInfo | None:
     st = d.lstat(name)
     if st is None:
         return None
@@ -84,14 +83,12 @@ def _info(d: LocalDir | PathDir, name: str, real: str) -> FileInfo | None:
     return FileInfo(name, st.st_size, st.st_mtime, inode=inode, nlink=max(1, st.st_nlink))
 
 
-def _tree_size(d: LocalDir | PathDir, name: str) -> tuple[int, float]:
+def _tree_size(d: Dir, name: str) -> tuple[int, float]:
     """Bytes and newest mtime below a staging directory (no symlink followed)."""
     total, newest = 0, 0.0
     try:
-        sub = d.subdir(name) if hasattr(d, "subdir") else None
+        sub = d.subdir(name)
     except Exception:
-        return 0, 0.0
-    if sub is None:
         return 0, 0.0
     with sub:
         for n in sub.names():
@@ -107,9 +104,9 @@ def _tree_size(d: LocalDir | PathDir, name: str) -> tuple[int, float]:
     return total, newest
 
 
-def _is_staging(d: LocalDir | PathDir, name: str) -> bool:
+def _is_staging(d: Dir, name: str) -> bool:
     """``name`` (``P_temp``, ``P_temp_<hex>``) is a directory holding only the part files of a
-    sharded save (:func:`ckptool.io.layout.is_staging_dir`); symlinks are never followed."""
+    sharded save (:func:`ckptool.io.layout.checkpoints.is_staging_dir`); symlinks are never followed."""
     st = d.lstat(name)
     if st is None or not _stat.S_ISDIR(st.st_mode):
         return False
@@ -126,10 +123,10 @@ def _is_staging(d: LocalDir | PathDir, name: str) -> bool:
     return L.is_staging_dir(entries)
 
 
-def scan(d: LocalDir | PathDir) -> DirListing:
-    """Group the files of the open directory ``d`` (:mod:`ckptool.io.dirfd`) by checkpoint."""
-    from ckptool.io.storage import LOCAL
-    from ckptool.io.urls import storage_for
+def scan(d: Dir) -> DirListing:
+    """Group the files of the open directory ``d`` (:mod:`ckptool.io.safety.dirfd`) by checkpoint."""
+    from ckptool.io.backends.local import LOCAL
+    from ckptool.io.backends.urls import storage_for
 
     names = d.names()
     real = d.realpath()

@@ -1,11 +1,11 @@
 """Trees of runs: the run directories below a ROOT, yielded open. A storage capability
-(:meth:`ckptool.io.storage.Storage.walk_runs`): a local tree is walked through directory
+(:meth:`ckptool.io.base.Storage.walk_runs`): a local tree is walked through directory
 descriptors (``O_DIRECTORY|O_NOFOLLOW``), so a directory swapped for a symlink meanwhile is not
 followed; symlinked directories only with ``follow_symlinks`` (each directory once);
 ``one_file_system`` stays on ROOT's device. An object store is listed once (``find``).
 
 Every directory is entered: a name with ``_temp`` or ``.tmp`` in it is an ordinary directory
-(the temporary-file rule is exact: :func:`ckptool.io.layout.temp_owner`); only those matching
+(the temporary-file rule is exact: :func:`ckptool.io.layout.checkpoints.temp_owner`); only those matching
 an ``exclude`` glob (against the path relative to ROOT, or the name) are skipped.
 """
 
@@ -18,12 +18,12 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from ckptool.errors import CkptError
-from ckptool.io.dirfd import LocalDir, PathDir
-from ckptool.io.names import INDEX, file_role
-from ckptool.io.series_names import is_series_file
+from ckptool.io.layout.names import INDEX, file_role
+from ckptool.io.layout.series_names import is_series_file
+from ckptool.io.safety.dirfd import LocalDir, PathDir
 
 if TYPE_CHECKING:
-    from ckptool.io.storage import Storage
+    from ckptool.io.base import Storage
 
 STATE_FILENAME = "checkpoint"
 

@@ -18,12 +18,13 @@ import stat as _stat
 from typing import TYPE_CHECKING
 
 from ckptool.errors import CkptError
-from ckptool.io.atomic import link_or_copy, os_error, publish, tempstate_name
-from ckptool.io.dirfd import LocalDir, PathDir
-from ckptool.io.state import STATE_FILENAME
+from ckptool.io.control.state import STATE_FILENAME
+from ckptool.io.oserrors import os_error
+from ckptool.io.safety.atomic import link_or_copy, publish, tempstate_name
+from ckptool.io.safety.dirfd import LocalDir, PathDir
 
 if TYPE_CHECKING:
-    from ckptool.io.storage import Storage
+    from ckptool.io.base import Dir, Storage
 
 KEPT_DIRNAME = "kept"
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -46,7 +47,7 @@ def kept_path(storage: Storage, directory: str, name: str = "") -> str:
     return storage.join(k, name) if name else k
 
 
-def open_kept(storage: Storage, d: LocalDir | PathDir, create: bool) -> LocalDir | PathDir | None:
+def open_kept(storage: Storage, d: Dir, create: bool) -> Dir | None:
     """``DIR/kept`` held open (made when ``create``); None when it is not there and not
     made. Anything but a directory there (a file, a symlink) is refused: one CkptError."""
     where = d.join(KEPT_DIRNAME)
@@ -85,7 +86,7 @@ class _RemoteKept(PathDir):
         return self.storage.listdir(self.path) if self.storage.isdir(self.path) else []
 
 
-def place_file(d: LocalDir | PathDir, kept: LocalDir | PathDir, name: str, kept_name: str, *,
+def place_file(d: Dir, kept: Dir, name: str, kept_name: str, *,
                follow: bool = False, sync: bool = True) -> str:
     """Give ``d/name`` the second name ``kept/kept_name``: ``"link"`` (a hard link) or ``"copy"``
     (across file systems, or on an object store). FileExistsError when ``kept_name`` exists;
@@ -141,7 +142,7 @@ def _copy_local(d: LocalDir, kept: LocalDir, name: str, kept_name: str, sync: bo
         os.close(src)
 
 
-def same_file(d: LocalDir | PathDir, name: str, kept: LocalDir | PathDir, kept_name: str) -> bool:
+def same_file(d: Dir, name: str, kept: Dir, kept_name: str) -> bool:
     """Whether ``kept/kept_name`` holds ``d/name``: the same inode locally; else (a copy) the
     same size and, for an ``.index``, the same bytes (an index holds every tensor's CRC)."""
     a, b = d.lstat(name), kept.lstat(kept_name)
@@ -156,7 +157,7 @@ def same_file(d: LocalDir | PathDir, name: str, kept: LocalDir | PathDir, kept_n
     return not kept_name.endswith(".index") or d.read(name) == kept.read(kept_name)
 
 
-def fsync_dir(kept: LocalDir | PathDir) -> None:
+def fsync_dir(kept: Dir) -> None:
     """Make the new names in ``kept/`` durable (local directories only)."""
     if isinstance(kept, LocalDir):
         try:

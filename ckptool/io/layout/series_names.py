@@ -18,7 +18,7 @@ What a member is, by the template's ending (:data:`KINDS`):
 - ``.weights.json``: the JSON file plus the parts Keras names ``<base>_<NNNNN>.weights.h5``
   beside it (``<base>`` the JSON file's stem without ``.weights``; the JSON is written last);
 - anything else: a TF checkpoint prefix (tf_keras ``save_weights`` in the TF format): the
-  prefix's own files (:func:`ckptool.io.names.owns`).
+  prefix's own files (:func:`ckptool.io.layout.names.owns`).
 """
 
 from __future__ import annotations

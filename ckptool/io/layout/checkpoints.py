@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 from ckptool.errors import CkptError, CkptWarning, CorruptError, MissingError, ResourceError
 from ckptool.format.bundle import HEADER_KEY, INDEX_SUFFIX, parse_header
-from ckptool.io.names import (  # the name rules: re-exported (__all__), layout is their one entry point
+from ckptool.io.base import Storage
+from ckptool.io.layout.names import (  # the name rules: re-exported (__all__), layout is their one entry point
     DATA,
     INDEX,
     META,
@@ -42,7 +43,6 @@ from ckptool.io.names import (  # the name rules: re-exported (__all__), layout 
     strip_file_suffix,
     temp_owner,
 )
-from ckptool.io.storage import Storage
 
 V2, V1 = "V2", "V1"
 
@@ -222,7 +222,7 @@ class Recorded:
 def resolve_recorded(storage: Storage, directory: str, path: str, warn: bool = True) -> Recorded:
     """The one rule for a path recorded in DIR's state file. Relative: joined to DIR, as TF
     does. Absolute (TF1 Saver's default): DIR's checkpoint when its directory *is* DIR by
-    identity (through symlinks: :meth:`Storage.same_dir`, never a string compare); else,
+    identity (through symlinks: :meth:`Storage.same_file`, never a string compare); else,
     when DIR holds a checkpoint of the recorded name, that one (a moved or copied run:
     ``moved``, with one warning unless ``warn`` is False); else not DIR's (``base`` None)."""
     if not path or "\0" in path or "\n" in path:
@@ -232,7 +232,7 @@ def resolve_recorded(storage: Storage, directory: str, path: str, warn: bool = T
         if base is None:
             return Recorded(path, None)
         head = path.rstrip("/\\")[: -len(base)].rstrip("/\\") or storage.sep
-        if storage.same_dir(head, directory or "."):
+        if storage.same_file(head, directory or "."):
             return Recorded(path, base)
         here = _join(storage, directory, base)
         if checkpoint_exists(storage, here):
@@ -258,7 +258,7 @@ def _safe_base(base: str) -> str | None:
 def locate(path: str, storage: Storage | None = None) -> Located:
     """Resolve a CHECKPOINT argument to a checkpoint (every form of the contract)."""
     if storage is None:
-        from ckptool.io.urls import storage_for
+        from ckptool.io.backends.urls import storage_for
 
         storage, path = storage_for(path)
     if path != "/" and path.endswith("/") and not path.endswith("://"):
@@ -288,7 +288,7 @@ def _locate_prefix(storage: Storage, prefix: str) -> Located | None:
 
 
 def _locate_dir(storage: Storage, directory: str) -> Located:
-    from ckptool.io.state import read_state
+    from ckptool.io.control.state import read_state
 
     found: Located | list[str] | None
     state = read_state(directory, storage)
@@ -321,7 +321,7 @@ def _locate_dir(storage: Storage, directory: str) -> Located:
 
 
 def _resolve(storage: Storage, directory: str, path: str) -> str:
-    from ckptool.io.state import resolve
+    from ckptool.io.control.state import resolve
 
     return resolve(directory, path, storage)
 

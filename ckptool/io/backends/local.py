@@ -1,174 +1,30 @@
-"""Where checkpoint files live: the local file system (and, through fsspec, object stores).
-
-The library reaches files only through a :class:`Storage`, so the same code
-reads a local directory and an ``s3://`` bucket. Local paths use the OS
-directly (positioned reads, atomic renames); other URLs go to fsspec.
+"""The local file system as a :class:`ckptool.io.base.Storage`: OS paths, positioned reads,
+atomic renames, path identity by device and inode, directories held by descriptor, the
+``flock`` of :mod:`ckptool.io.control.lock`.
 """
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, nullcontext
-from typing import TYPE_CHECKING, NoReturn, Protocol
+from typing import TYPE_CHECKING
 
 from ckptool.errors import CkptError, MissingError
-from ckptool.format.table import PositionedReader
-from ckptool.io import atomic
-from ckptool.io.atomic import ANY  # write_bytes_atomic's "whatever the file holds now"
-from ckptool.io.localcaps import LocalCapabilities  # the deletion capabilities (issue 27)
+from ckptool.io.base import ANY
+from ckptool.io.oserrors import os_error, raise_truncated
+from ckptool.io.safety import atomic
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator
-    from contextlib import AbstractContextManager
-
-    from typing_extensions import Buffer, TypedDict, Unpack
+    from typing_extensions import Unpack
 
     from ckptool.format.coding import AnyBuffer
-    from ckptool.io.dirfd import LocalDir, PathDir
-    from ckptool.io.lock import DirLock
-
-    class LockOptions(TypedDict, total=False):  # DirLock's keywords
-        timeout: float | None
-        dir_fd: int | None
-        on_wait: Callable[[float], None] | None
-
-
-class Reader(PositionedReader, Protocol):
-    """One file open for positioned reads: :class:`RangeReader`, or an object's ranged GETs."""
-
-    path: str
-
-    def read(self, offset: int, size: int, /) -> bytearray: ...
-
-    def readinto(self, offset: int, buf: AnyBuffer, /) -> None: ...
-
-    def close(self) -> None: ...
-
-
-class Writer(Protocol):
-    """A new file being written: ``open(path, "xb")``, or an upload published at close."""
-
-    def write(self, data: Buffer, /) -> int: ...
-
-    def flush(self) -> None: ...
-
-    def fileno(self) -> int: ...
-
-    def close(self) -> None: ...
-
-
-class Storage(Protocol):
-    """What the library asks of a place that holds files: :class:`LocalStorage`, and
-    :class:`ckptool.io.remote.RemoteStorage` over fsspec. A local storage also has
-    ``lstat`` and ``lock`` (callers test ``hasattr``); a remote one has ``find``."""
-
-    sep: str
-    atomic_rename: bool
-    concurrent_reads: bool  # readers may be used from several threads at once to advantage
-
-    def join(self, *parts: str) -> str: ...
-
-    def dirname(self, path: str) -> str: ...
-
-    def basename(self, path: str) -> str: ...
-
-    def isabs(self, path: str) -> bool: ...
-
-    def realpath(self, path: str) -> str: ...
-
-    def exists(self, path: str) -> bool: ...
-
-    def isfile(self, path: str) -> bool: ...
-
-    def isdir(self, path: str) -> bool: ...
-
-    def listdir(self, path: str) -> list[str]: ...
-
-    def glob(self, directory: str, pattern: str) -> list[str]: ...
-
-    def size(self, path: str) -> int: ...
-
-    def mtime(self, path: str) -> float: ...
-
-    def read_bytes(self, path: str) -> bytes: ...
-
-    def read_if_exists(self, path: str) -> bytes | None: ...
-
-    def open_reader(self, path: str) -> Reader: ...
-
-    def prefetch(self, ranges: Iterable[tuple[Reader, int, int]],
-                 jobs: int | None = None) -> AbstractContextManager[None]:
-        """While the returned context is open, the reads ``(reader, offset, size)`` (in the order
-        they will be made, through those readers' ``readinto``/``read``) may be fetched ahead,
-        ``jobs`` requests at a time; memory stays bounded by the requests in flight. Local
-        storage does nothing (positioned reads are already at disk speed); an object store
-        runs ranged GETs in parallel (:mod:`ckptool.io.prefetch`). ``ranges`` may be a
-        generator: it is consumed only by a storage that uses it."""
-        ...
-
-    def makedirs(self, path: str) -> None: ...
-
-    def temp_name(self, path: str) -> str: ...
-
-    def open_write(self, path: str) -> Writer: ...
-
-    def fsync_file(self, f: Writer) -> None: ...
-
-    def start_writeback(self, f: Writer, offset: int, length: int) -> None: ...
-
-    def rename(self, src: str, dst: str) -> None: ...
-
-    def fsync_dir(self, path: str) -> None: ...
-
-    def remove(self, path: str) -> None: ...
-
-    def remove_if(self, path: str, expect: bytes) -> bool:
-        """Delete ``path`` only if it still holds ``expect`` (on an object store the store's
-        conditional delete); False, nothing deleted, otherwise."""
-        ...
-
-    def write_bytes_atomic(self, path: str, data: bytes, expect: object = ANY) -> bool: ...
-
-    # -- deletion capabilities (issue 27, helper "deletion"): path identity, file kinds, the lock
-
-    def same_dir(self, a: str, b: str) -> bool:
-        """Whether ``a`` and ``b`` are one directory by identity (device and inode locally,
-        through symlinks; the normalised URL on an object store), never a string compare."""
-        ...
-
-    def path_key(self, path: str) -> str:
-        """A key equal for two spellings of one path (the real path locally)."""
-        ...
-
-    def kind(self, path: str) -> str | None:
-        """``"file"`` (a regular file, through symlinks), ``"dir"``, ``"other"`` (a FIFO, socket,
-        device, a link to one) or None when nothing is there."""
-        ...
-
-    def lock(self, directory: str, **options: Unpack[LockOptions]) -> AbstractContextManager[object]:
-        """DIR's advisory lock (:class:`ckptool.io.lock.DirLock` locally; none on an object store)."""
-        ...
-
-    def lock_held(self, directory: str, dir_fd: int | None = None) -> bool:
-        """Whether another process holds DIR's lock now, without taking it (``dir_fd``: DIR's
-        descriptor, locally)."""
-        ...
-
-    def open_dir(self, path: str, follow: bool = True) -> LocalDir | PathDir:
-        """DIR held open (by descriptor locally, :class:`ckptool.io.dirfd.PathDir` otherwise)."""
-        ...
-
-    def relpath(self, path: str, start: str) -> str:
-        """``path`` relative to the directory ``start`` ("." when they are one)."""
-        ...
-
-    def walk_runs(self, root: str, *, exclude: Iterable[str] = (), scan: bool = False,
-                  one_file_system: bool = False, follow_symlinks: bool = False) -> Iterator[LocalDir | PathDir]:
-        """The run directories below ROOT (ROOT included), each yielded open (:mod:`ckptool.io.walk`)."""
-        ...
+    from ckptool.io.base import LockOptions, Reader, Writer
+    from ckptool.io.control.lock import DirLock
+    from ckptool.io.safety.dirfd import LocalDir
 
 
 class RangeReader:
@@ -213,7 +69,7 @@ def open_regular(path: str) -> tuple[int, int]:
     except IsADirectoryError:
         raise MissingError(f"{path}: is a directory, not a data file") from None
     except OSError as exc:
-        raise atomic.os_error(path, exc, "open") from None
+        raise os_error(path, exc, "open") from None
     try:
         st = os.fstat(fd)
         if stat.S_ISDIR(st.st_mode):
@@ -226,20 +82,13 @@ def open_regular(path: str) -> tuple[int, int]:
     return fd, st.st_size
 
 
-def raise_truncated(path: str, offset: int, want: int, got: int) -> NoReturn:
-    from ckptool.errors import CorruptError
-
-    raise CorruptError(
-        f"{path}: truncated: read {got} of {want} bytes at offset {offset} (file too short)"
-    )
-
-
-class LocalStorage(LocalCapabilities):
+class LocalStorage:
     """The local file system."""
 
     sep = os.sep
     atomic_rename = True
     concurrent_reads = True  # positioned reads from several threads at once (verify: one per core)
+    local = True
 
     def join(self, *parts: str) -> str:
         return os.path.join(*parts)
@@ -268,7 +117,7 @@ class LocalStorage(LocalCapabilities):
         except FileNotFoundError:
             raise MissingError(f"{path}: no such directory") from None
         except OSError as exc:
-            raise atomic.os_error(path, exc, "list") from None
+            raise os_error(path, exc, "list") from None
 
     def glob(self, directory: str, pattern: str) -> list[str]:
         """Names in ``directory`` matching a glob ``pattern`` (no recursion)."""
@@ -277,6 +126,16 @@ class LocalStorage(LocalCapabilities):
         except OSError:
             return []
         return sorted(n for n in names if fnmatch.fnmatchcase(n, pattern))
+
+    def find(self, root: str, pattern: str = "*") -> list[str]:
+        """Every regular file below ``root`` (a symlink to one too; symlinked directories not
+        entered, unreadable ones skipped) whose name matches ``pattern``, sorted."""
+        out: list[str] = []
+        for d, dirs, files in os.walk(root, followlinks=False):
+            dirs.sort()
+            out.extend(os.path.join(d, f) for f in sorted(files)
+                       if fnmatch.fnmatchcase(f, pattern) and os.path.isfile(os.path.join(d, f)))
+        return sorted(out)
 
     def size(self, path: str) -> int:
         return os.stat(path).st_size
@@ -290,7 +149,7 @@ class LocalStorage(LocalCapabilities):
         try:
             return bytes(r.read(0, r.size))
         except OSError as exc:
-            raise atomic.os_error(path, exc, "read") from None
+            raise os_error(path, exc, "read") from None
         finally:
             r.close()
 
@@ -310,7 +169,7 @@ class LocalStorage(LocalCapabilities):
         return atomic.tempstate_name(path)
 
     def open_write(self, path: str) -> Writer:
-        """A new file (never an existing one) for :class:`ckptool.io.atomic.AtomicFile`."""
+        """A new file (never an existing one) for :class:`ckptool.io.safety.atomic.AtomicFile`."""
         return open(path, "xb")
 
     def fsync_file(self, f: Writer) -> None:
@@ -353,7 +212,6 @@ class LocalStorage(LocalCapabilities):
         self.remove(path)
         return True
 
-    # Used by prune/state/du (ckptool/manage.py); a remote Storage may lack them.
     def lstat(self, path: str) -> os.stat_result | None:
         """``os.lstat`` (symlinks not followed); None when the path does not exist."""
         try:
@@ -365,19 +223,19 @@ class LocalStorage(LocalCapabilities):
         return os.path.realpath(path)
 
     def lock(self, directory: str, **options: Unpack[LockOptions]) -> DirLock:
-        """DIR's lock (:class:`ckptool.io.lock.DirLock`) as a context manager; ``options``
+        """DIR's lock (:class:`ckptool.io.control.lock.DirLock`) as a context manager; ``options``
         are DirLock's ``timeout`` and ``dir_fd``."""
-        from ckptool.io.lock import DirLock
+        from ckptool.io.control.lock import DirLock
 
         return DirLock(directory or ".", **options)
 
     def lock_held(self, directory: str, dir_fd: int | None = None) -> bool:
-        from ckptool.io.lock import is_locked
+        from ckptool.io.control.lock import is_locked
 
         return is_locked(directory, dir_fd)
 
     def write_bytes_atomic(self, path: str, data: bytes, expect: object = ANY, sync: bool = True) -> bool:
-        """Replace ``path`` with ``data`` atomically: :func:`ckptool.io.atomic.write_bytes`
+        """Replace ``path`` with ``data`` atomically: :func:`ckptool.io.safety.atomic.write_bytes`
         (temp file, fsync, rename, directory fsync; ``expect`` as documented there)."""
         return atomic.write_bytes(self, path, data, sync=sync, expect=expect)
 
@@ -389,8 +247,41 @@ class LocalStorage(LocalCapabilities):
             return None
 
 
+    def same_file(self, a: str, b: str) -> bool:
+        try:
+            return os.path.samefile(a or ".", b or ".")
+        except (OSError, ValueError):  # one is missing (or a NUL in it): the real paths decide
+            try:
+                return os.path.realpath(a or ".") == os.path.realpath(b or ".")
+            except ValueError:
+                return False
+
+    def kind(self, path: str) -> str | None:
+        try:
+            st = os.stat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return "other" if os.path.islink(path) else None
+        except ValueError:  # a NUL in the path: nothing can be there
+            return None
+        except OSError as exc:
+            return "other" if exc.errno == errno.ELOOP else None  # as isfile: unknown is absent
+        return "file" if stat.S_ISREG(st.st_mode) else "dir" if stat.S_ISDIR(st.st_mode) else "other"
+
+    def open_dir(self, path: str, follow: bool = True) -> LocalDir:
+        from ckptool.io.safety.dirfd import LocalDir
+
+        return LocalDir(path, follow)
+
+    def relpath(self, path: str, start: str) -> str:
+        return os.path.relpath(path or ".", start or ".")
+
+    def walk_runs(self, root: str, *, exclude: Iterable[str] = (), scan: bool = False,
+                  one_file_system: bool = False, follow_symlinks: bool = False) -> Iterator[LocalDir]:
+        from ckptool.io.layout.walk import walk_local
+
+        return walk_local(root, exclude=exclude, scan=scan, one_file_system=one_file_system,
+                          follow_symlinks=follow_symlinks)
+
 LOCAL = LocalStorage()
 
-
-def is_url(path: str) -> bool:
-    return "://" in path and not path.startswith("file://")
+__all__ = ["LOCAL", "LocalStorage", "RangeReader", "open_regular"]

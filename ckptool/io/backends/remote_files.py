@@ -1,5 +1,5 @@
 """Remote files: ranged reads and buffered writes of one object through fsspec, and the
-translation of backend exceptions into ckptool's (:mod:`ckptool.io.remote` holds the storage).
+translation of backend exceptions into ckptool's (:mod:`ckptool.io.backends.remote` holds the storage).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal
 
 from ckptool.errors import CkptError, MissingError, UnsupportedError
-from ckptool.io.storage import raise_truncated
+from ckptool.io.oserrors import raise_truncated
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from typing_extensions import Buffer
 
     from ckptool.format.coding import AnyBuffer
-    from ckptool.io.prefetch import Prefetcher, PrefetchStats
+    from ckptool.io.backends.prefetch import Prefetcher, PrefetchStats
 
 #: pip extra per protocol (pyproject.toml's optional dependencies).
 EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs"}
@@ -206,8 +206,8 @@ class RemoteReader:
 def prefetching(ranges: Iterable[tuple[Any, int, int]], jobs: int | None,
                 on_stats: Callable[[PrefetchStats], None] | None = None) -> Iterator[None]:
     """While open, the planned ``(RemoteReader, offset, size)`` reads are fetched ahead, ``jobs``
-    ranged GETs in flight (see :mod:`ckptool.io.prefetch`); ``on_stats`` gets the counts at the end."""
-    from ckptool.io.prefetch import DEFAULT_JOBS, Prefetcher
+    ranged GETs in flight (see :mod:`ckptool.io.backends.prefetch`); ``on_stats`` gets the counts at the end."""
+    from ckptool.io.backends.prefetch import DEFAULT_JOBS, Prefetcher
 
     plan = [(r, off, n) for r, off, n in ranges if isinstance(r, RemoteReader)]
     pf = Prefetcher(plan, lambda r, start, end: r.get(start, end), jobs or DEFAULT_JOBS)

@@ -23,8 +23,7 @@ from typing import TYPE_CHECKING, Literal
 from ckptool.errors import CkptError, RefusedError
 
 if TYPE_CHECKING:
-    from ckptool.io.dirfd import LocalDir, PathDir
-    from ckptool.io.storage import Storage
+    from ckptool.io.base import Dir, Storage
 
 LOCK_FILENAME = ".ckptool.lock"
 DEFAULT_TIMEOUT = 30.0  # seconds a writer waits for the lock
@@ -85,7 +84,7 @@ class DirLock:
             except BlockingIOError:
                 if deadline is not None and time.monotonic() >= deadline:
                     os.close(fd)
-                    raise held_refusal(self.directory, self.timeout, key) from None
+                    raise held_refusal(self.directory, self.timeout, describe_holder(self.directory, key)) from None
                 if self.on_wait is not None:
                     try:
                         self.on_wait(time.monotonic() - start)
@@ -176,12 +175,13 @@ def describe_holder(directory: str, key: tuple[int, int] | None = None) -> str:
     return f"PID {pid}"
 
 
-def held_refusal(directory: str, waited: float | None, key: tuple[int, int] | None = None) -> RefusedError:
+def held_refusal(directory: str, waited: float | None, holder: str) -> RefusedError:
     """The one refusal of a directory whose lock another process holds (save, prune, rm, state,
-    whoever takes it), naming the holder: ``DIR: its lock is held by PID 1234 (python train.py);
+    whoever takes it; the flock here, the lock object of an object store), naming the holder
+    (:func:`describe_holder` locally): ``DIR: its lock is held by PID 1234 (python train.py);
     not waiting for it`` (``waited`` 0), or ``...; gave up after waiting 30 s``."""
     how = "not waiting for it" if not waited else f"gave up after waiting {waited:g} s"
-    return RefusedError(f"{directory or '.'}: its lock is held by {describe_holder(directory, key)}; {how}")
+    return RefusedError(f"{directory or '.'}: its lock is held by {holder}; {how}")
 
 
 def is_locked(directory: str, dir_fd: int | None = None) -> bool:
@@ -224,13 +224,10 @@ def lock_directory(storage: Storage, directory: str, *, timeout: float | None = 
     return storage.lock(directory, timeout=timeout, dir_fd=dir_fd, on_wait=on_wait)
 
 
-def lock_open(storage: Storage, d: LocalDir | PathDir, *, timeout: float | None = DEFAULT_TIMEOUT,
+def lock_open(storage: Storage, d: Dir, *, timeout: float | None = DEFAULT_TIMEOUT,
               on_wait: Callable[[float], None] | None = None) -> AbstractContextManager[object]:
     """The lock of the open directory ``d``, taken through its descriptor when it has one."""
-    from ckptool.io.dirfd import LocalDir
-
-    return lock_directory(storage, d.path, timeout=timeout, dir_fd=d.fd if isinstance(d, LocalDir) else None,
-                          on_wait=on_wait)
+    return lock_directory(storage, d.path, timeout=timeout, dir_fd=d.fd, on_wait=on_wait)
 
 
 __all__ = ["DEFAULT_TIMEOUT", "LOCK_FILENAME", "DirLock", "describe_holder", "held_refusal", "is_locked",

@@ -16,67 +16,37 @@ its writer is closed (one PUT, or a completed multipart upload), and a
 discarded one never appears.
 
 Errors of the disk (ENOSPC, EIO, EACCES) become :class:`CkptError` naming the
-target, never the temporary (:func:`os_error`, the one wrapper of an OSError).
+target, never the temporary (:func:`ckptool.io.oserrors.os_error`, the one wrapper of an
+OSError).
 
-The files need not be a whole :class:`~ckptool.io.storage.Storage`: anything with the
-few methods of :class:`Files` will do. ``ckptool.io.dirfd.LocalDir.replace`` (the state
-file, prune's journal) passes one bound to an open directory's descriptor, so that it
-too is written here, by the same code.
+The files need not be a whole :class:`~ckptool.io.base.Storage`: anything with the
+few methods of :class:`~ckptool.io.base.Files` will do. ``ckptool.io.safety.dirfd.LocalDir.replace``
+(the state file, prune's journal) passes one bound to an open directory's descriptor, so
+that it too is written here, by the same code.
 
-The overwrite rule that comes before a write, :func:`check_destination`, is in
-:mod:`ckptool.io.destination` (re-exported here).
+The overwrite rule that comes before a write is :func:`ckptool.io.safety.destination.check_destination`.
 """
 
 from __future__ import annotations
 
-import errno
 import os
 import threading
 import uuid
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
-from ckptool.errors import CkptError, MissingError, ResourceError
-from ckptool.io.destination import check_destination as check_destination  # re-exported
-from ckptool.io.destination import checkpoint_identity as checkpoint_identity  # re-exported
+from ckptool.errors import CkptError
+from ckptool.io.base import ANY, Files
+from ckptool.io.oserrors import os_error
 
 if TYPE_CHECKING:
     from ckptool.format.coding import AnyBuffer
-    from ckptool.io.storage import Storage, Writer
-
-
-class Files(Protocol):
-    """What :class:`AtomicFile` asks of the place it writes to (a Storage has all of it)."""
-
-    @property
-    def atomic_rename(self) -> bool: ...
-
-    def temp_name(self, path: str) -> str: ...
-
-    def open_write(self, path: str) -> Writer: ...
-
-    def fsync_file(self, f: Writer) -> None: ...
-
-    def start_writeback(self, f: Writer, offset: int, length: int) -> None: ...
-
-    def rename(self, src: str, dst: str) -> None: ...
-
-    def remove(self, path: str) -> None: ...
-
-    def dirname(self, path: str) -> str: ...
-
-    def fsync_dir(self, path: str) -> None: ...
-
-    def read_if_exists(self, path: str) -> bytes | None: ...
+    from ckptool.io.base import Storage, Writer
 
 
 #: Temporaries written now, by this process (name -> where): what a signal handler removes.
 _LIVE: dict[str, Files] = {}
 _LIVE_LOCK = threading.Lock()
-
-#: The one "whatever the target holds now" of ``expect`` (write_bytes, Storage.write_bytes_atomic,
-#: LocalDir.replace).
-ANY = object()
 
 
 def live_temporaries() -> list[str]:
@@ -125,10 +95,10 @@ _MADE_DIRS: set[str] = set()
 
 def make_output_dir(storage: Storage, directory: str) -> None:
     """``storage.makedirs(directory)`` for an output, remembering the directories it creates
-    (where directories are real: a storage with atomic renames). Every writer makes its
+    (where directories are real: a local storage). Every writer makes its
     output's directory through here; :meth:`AtomicFile.discard` and :func:`publish`'s failure
     path then remove the ones still empty (:func:`_drop_empty_dirs`)."""
-    if not getattr(storage, "atomic_rename", True):  # an object store: no directories to leave behind
+    if not storage.local:  # an object store: no directories to leave behind
         storage.makedirs(directory)
         return
     missing = []
@@ -175,32 +145,6 @@ def tempstate_name(path: str) -> str:
     """A fresh temporary name beside ``path``: TF's ``TARGET.tempstate<N>`` (N, 64 random bits),
     what every Storage's ``temp_name`` gives (``layout.temp_owner`` knows it)."""
     return f"{path}.tempstate{uuid.uuid4().int & ((1 << 64) - 1)}"
-
-
-def os_error(path: str, exc: OSError, doing: str) -> CkptError:
-    """An OSError as a CkptError naming ``path`` (the target, never a temporary's name):
-    a missing file as :class:`MissingError`. A CkptError that is an OSError too (a storage's
-    own MissingError, worded by it: "no such bucket") passes unchanged."""
-    if isinstance(exc, CkptError):
-        return exc
-    if isinstance(exc, FileNotFoundError):
-        return MissingError(f"{path}: no such file or directory")
-    if exc.errno in (errno.EMFILE, errno.ENFILE):
-        return ResourceError(f"{path}: cannot {doing}: {out_of_files(exc)}")
-    return CkptError(f"{path}: cannot {doing}: {exc.strerror or exc}")
-
-
-def out_of_files(exc: OSError) -> str:
-    """EMFILE / ENFILE, said with the limit that was met (``ulimit -n``)."""
-    if exc.errno == errno.ENFILE:
-        return "too many open files in the system"
-    try:
-        import resource
-
-        limit = f" (this process may have {resource.getrlimit(resource.RLIMIT_NOFILE)[0]:,}: ulimit -n)"
-    except (ImportError, OSError, ValueError):
-        limit = ""
-    return f"too many open files{limit}"
 
 
 class AtomicFile:
@@ -370,7 +314,7 @@ def link_or_copy(storage: Storage, src: str, target: str, *, sync: bool = True) 
     """An :class:`AtomicFile` for ``target`` holding ``src``'s bytes: a hard link where the
     storage is local and linking works, else a copy (ranged reads on an object store). To be
     published with :func:`publish`; removed on any failure."""
-    if getattr(storage, "atomic_rename", True) and hasattr(storage, "lstat"):
+    if storage.local:
         try:
             return AtomicFile(storage, target, sync=sync, link_from=src)
         except CkptError:
@@ -392,6 +336,5 @@ def link_or_copy(storage: Storage, src: str, target: str, *, sync: bool = True) 
     return f
 
 
-__all__ = ["AtomicFile", "publish", "make_output_dir", "write_bytes", "link_or_copy", "check_destination",
-           "checkpoint_identity", "live_temporaries", "remove_live_temporaries", "os_error", "tempstate_name",
-           "ANY", "Files"]
+__all__ = ["AtomicFile", "publish", "make_output_dir", "write_bytes", "link_or_copy", "live_temporaries",
+           "remove_live_temporaries", "tempstate_name"]
