@@ -72,7 +72,7 @@ def _directories(storage: Storage, top: str, recursive: bool, unreadable: list[U
     if not recursive:
         yield top
         return
-    if storage is not None and hasattr(storage, "find") and "://" in top:
+    if not storage.local:  # an object store: its directories from one listing
         dirs = {storage.dirname(p) for p in storage.find(top)}
         yield from sorted(dirs | {top})
         return

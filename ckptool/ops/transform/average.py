@@ -159,7 +159,7 @@ def average(paths: Iterable[str], out: str, *, last: int | None = None, strip_op
                 result.from_newest.append(name)
             else:
                 result.averaged.append(name)
-        raw = isinstance(newest, BundleCheckpoint) and not newest.header.big_endian
+        raw = isinstance(newest, BundleCheckpoint) and newest.header.raw_copy
         if dry_run:  # the bytes the real run writes, from the index (and the edited graph)
             kept = [n for n, t in plan.items() if t is not None]
             if newest.is_object_based:

@@ -119,7 +119,7 @@ def _checkpoint(src: str, keep_slices: bool, verify: bool) -> Opened:
     from ckptool.ops.read.reader import open as open_checkpoint
     ck = open_checkpoint(src)
     try:
-        raw = isinstance(ck, BundleCheckpoint) and not ck.header.big_endian
+        raw = isinstance(ck, BundleCheckpoint) and ck.header.raw_copy
         specs = []
         ordered, last = True, -1  # in the source's data order already (as written, mostly)?
         for v in ck.variables():

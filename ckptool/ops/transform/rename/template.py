@@ -125,13 +125,13 @@ def _write(ck: Any, tp: Any, keys: list[str], supply: dict[str, str], graph: Obj
             s = supply.get(t)
             if s is not None:
                 e = ck.entry(key_of(s)) if src_bundle else None
-                if e is not None and not e.slices and not ck.header.big_endian:
+                if e is not None and not e.slices and ck.header.raw_copy:
                     w.add_raw(t, e, ck.read_raw(e))
                 else:
                     w.add(t, ck.read(s))
             else:
                 e = tp.entry(key_of(t)) if isinstance(tp, BundleCheckpoint) else None
-                if e is not None and isinstance(tp, BundleCheckpoint) and not tp.header.big_endian:
+                if e is not None and isinstance(tp, BundleCheckpoint) and tp.header.raw_copy:
                     copy_raw(tp, e, t, w)
                 else:
                     w.add(t, tp.read(t))
