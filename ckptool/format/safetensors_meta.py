@@ -73,7 +73,7 @@ class Extras:
     """What ``__metadata__`` carries for ckptool."""
 
     format: str = "tf"
-    object_graph: bytes | None = None
+    object_graph: bytes | memoryview | None = None
     strings: dict[str, tuple[tuple[int, ...], list[bytes]]] = field(default_factory=dict)
     names: dict[str, str] = field(default_factory=dict)  # stored name -> checkpoint name
     other: dict[str, str] = field(default_factory=dict)  # keys that are not ckptool's
@@ -93,11 +93,17 @@ def check_name(name: str, where: str = "") -> None:
 
 
 def encode_metadata(extras: Extras) -> dict[str, str]:
+    return _metadata(extras, graph=True)
+
+
+def _metadata(extras: Extras, graph: bool) -> dict[str, str]:
+    """:func:`encode_metadata`; without ``graph``, the object graph's value is left empty
+    (in its place: :func:`_metadata_text` writes it a part at a time)."""
     meta = dict(extras.other)
     meta[FORMAT_KEY] = extras.format
     meta[VERSION_KEY] = VERSION
     if extras.object_graph is not None:
-        meta[OBJECT_GRAPH] = base64.b64encode(extras.object_graph).decode("ascii")
+        meta[OBJECT_GRAPH] = base64.b64encode(extras.object_graph).decode("ascii") if graph else ""
     for name, (shape, values) in extras.strings.items():
         check_name(name)
         meta[STRING_PREFIX + name] = json.dumps(
@@ -230,8 +236,7 @@ def _header_text(tensors: Iterable[tuple[str, str, tuple[int, ...]]], extras: Ex
     ":"))`` writes it (no dict per tensor); ``size`` gets the data size appended at the end."""
     from json.encoder import encode_basestring as quote  # json's own (C)
 
-    yield ("{" + quote(METADATA) + ":"
-           + json.dumps(encode_metadata(extras), ensure_ascii=False, separators=(",", ":"))).encode("utf-8")
+    yield from _metadata_text(extras)
     seen: set[str] = set()
     parts: list[str] = []
     offset = 0
@@ -250,6 +255,31 @@ def _header_text(tensors: Iterable[tuple[str, str, tuple[int, ...]]], extras: Ex
     parts.append("}")
     yield "".join(parts).encode("utf-8")
     size.append(offset)
+
+
+#: The object graph goes into the header this many bytes at a time (base64: 1 MiB of text).
+GRAPH_PIECE = 3 << 18
+
+
+def _metadata_text(extras: Extras) -> Iterator[bytes]:
+    """``{"__metadata__":`` and ``json.dumps(encode_metadata(extras), ensure_ascii=False,
+    separators=(",", ":"))`` in UTF-8, the object graph's base64 a part at a time (its base64
+    is ASCII that JSON does not escape): a graph of tens of MB is never text in memory whole."""
+    from json.encoder import encode_basestring as quote  # json's own (C), as json.dumps quotes
+
+    graph = extras.object_graph
+    text = "{" + quote(METADATA) + ":{"
+    for i, (key, value) in enumerate(_metadata(extras, graph=False).items()):
+        text += ("," if i else "") + quote(key) + ":"
+        if key == OBJECT_GRAPH and graph is not None:
+            yield (text + '"').encode("utf-8")
+            view = memoryview(graph)
+            for at in range(0, len(view), GRAPH_PIECE):
+                yield base64.b64encode(view[at:at + GRAPH_PIECE])
+            text = '"'
+        else:
+            text += quote(value)
+    yield (text + "}").encode("utf-8")
 
 
 def header_length(head: bytes | bytearray, file_size: int, where: str) -> int:

@@ -8,7 +8,16 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from ckptool.errors import ChecksumError, CorruptError
-from ckptool.format.coding import FIXED32, BytesLike, crc32c, decode_varint, encode_varint, mask_crc, unmask_crc
+from ckptool.format.coding import (
+    FIXED32,
+    MAX_VARINT64_BYTES,
+    BytesLike,
+    crc32c,
+    decode_varint,
+    encode_varint,
+    mask_crc,
+    unmask_crc,
+)
 from ckptool.format.objkeys import shown
 from ckptool.format.slices import key_text
 
@@ -87,13 +96,37 @@ def decode_string(buf: BytesLike, entry: Entry, big_endian: bool, where: str, ve
 def string_values(buf: BytesLike, entry: Entry, big_endian: bool, where: str, verify: bool = True) -> list[bytes]:
     """The elements of a DT_STRING tensor, in order: varint lengths, masked length
     checksum, bytes (§4.2). Needs no numpy."""
-    n = entry.numel
-    size = len(buf)
+    lengths, pos, crc = string_layout(buf, len(buf), entry, big_endian, where, verify)
     view = memoryview(buf)
+    if verify:
+        check_string_crc(crc32c(view[pos:], crc), entry, where)
+    data = bytes(view[pos:])
+    out = []
+    p = 0
+    for length in lengths:
+        out.append(data[p:p + length])
+        p += length
+    return out
+
+
+def string_head_size(numel: int) -> int:
+    """At most how many bytes of a DT_STRING entry of ``numel`` elements come before its
+    elements' bytes (a varint length each, then the masked length checksum)."""
+    return numel * MAX_VARINT64_BYTES + 4
+
+
+def string_layout(head: BytesLike, size: int, entry: Entry, big_endian: bool, where: str, verify: bool = True
+                  ) -> tuple[list[int], int, int]:
+    """``(lengths, where the elements' bytes start, the CRC32C to chain over them)`` of a
+    DT_STRING entry of ``size`` bytes, from ``head``: its first bytes, all of them or at
+    least ``min(size, string_head_size(entry.numel))``; the lengths, their checksum (unless
+    told not to) and the total checked as :func:`string_values` checks them, so that the
+    elements' bytes can be checked a part at a time (:func:`check_string_crc`)."""
+    view = memoryview(head)
     lengths = []
     pos = 0
     label = shown(entry.key)
-    for _ in range(n):
+    for _ in range(entry.numel):  # (never past the head: a varint is at most 10 bytes)
         length, pos = decode_varint(view, pos, size, what=f"{where}: string length of {label!r}")
         if length > size:  # (a 10-byte varint reaches 2**70: no uint64, no string of this entry)
             raise CorruptError(f"{where}: string length {length} of {label!r} exceeds its {size}-byte entry")
@@ -102,32 +135,38 @@ def string_values(buf: BytesLike, entry: Entry, big_endian: bool, where: str, ve
         raise CorruptError(f"{where}: string lengths longer than expected offset {entry.offset + size} in {label!r}")
     stored = view[pos:pos + 4]
     (masked,) = struct.unpack(">I" if big_endian else "<I", stored)
-    if verify:
-        expected = _length_checksum(lengths, big_endian)
-        if unmask_crc(masked) != expected:
-            raise ChecksumError(
-                f"{where}: the length checksum does not match for {label!r}: "
-                f"expected {expected:08x} but actual is {unmask_crc(masked):08x}"
-            )
+    expected = _length_checksum(lengths, big_endian)
+    if verify and unmask_crc(masked) != expected:
+        raise ChecksumError(
+            f"{where}: the length checksum does not match for {label!r}: "
+            f"expected {expected:08x} but actual is {unmask_crc(masked):08x}"
+        )
     pos += 4
     if pos + sum(lengths) != size:
         raise CorruptError(
             f"{where}: string tensor {label!r} holds {pos + sum(lengths)} bytes, its entry says {size}"
         )
+    return lengths, pos, crc32c(stored, expected)
+
+
+def check_string_crc(crc: int, entry: Entry, where: str) -> None:
+    """A DT_STRING entry's CRC32C (chained from :func:`string_layout` over the elements'
+    bytes) against the stored one."""
+    if crc != unmask_crc(entry.crc32c):
+        raise ChecksumError(
+            f"{where}: checksum does not match for tensor {shown(entry.key)!r}: stored "
+            f"{unmask_crc(entry.crc32c):08x}, calculated {crc:08x} at offset {entry.offset}"
+        )
+
+
+def string_scalar(buf: BytesLike, entry: Entry, big_endian: bool, where: str, verify: bool = True) -> memoryview:
+    """The one element of a DT_STRING entry of one element, checked as :func:`string_values`
+    checks it, as a view of ``buf`` (not a copy: the object graph is tens of MB)."""
+    _lengths, pos, crc = string_layout(buf, len(buf), entry, big_endian, where, verify)
+    view = memoryview(buf)[pos:]
     if verify:
-        crc = crc32c(view[pos:], crc32c(stored, _length_checksum(lengths, big_endian)))
-        if crc != unmask_crc(entry.crc32c):
-            raise ChecksumError(
-                f"{where}: checksum does not match for tensor {label!r}: stored "
-                f"{unmask_crc(entry.crc32c):08x}, calculated {crc:08x} at offset {entry.offset}"
-            )
-    data = bytes(view[pos:])
-    out = []
-    p = 0
-    for length in lengths:
-        out.append(data[p:p + length])
-        p += length
-    return out
+        check_string_crc(crc32c(view, crc), entry, where)
+    return view
 
 
 def encode_string(values: Iterable[Buffer]) -> tuple[bytes, int]:

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ckptool.errors import CkptError, ResourceError
-from ckptool.format import bundle
+from ckptool.format import bundle, dtypes, tensors
+from ckptool.format.coding import crc32c
 from ckptool.format.slices import key_text as _shown
 from ckptool.format.slices import tiling_problem
 from ckptool.ops.read.plan import prefetch_entries
@@ -121,14 +122,13 @@ def _verify_v2(ck: BundleCheckpoint, report: VerifyReport, progress: Callable[[i
     plain = _set_aside_missing(ck, report, [e for e in entries if not e.slices], owners)
     # Read in storage order (shard, then offset): each shard front to back, closed once its last
     # tensor is checked, so the files open stay bounded (1000 shards under ``ulimit -n 64``);
-    # problems are still reported in key order.
-    rank = {e.key: i for i, e in enumerate(plain)}
+    # problems are still reported in key order (``plain``'s: keys() is sorted).
     plain.sort(key=lambda e: (e.shard_id, e.offset))
     # Local files: ``workers`` threads read and check (one per core by default). An object
     # store: one thread checks while ``workers`` ranged GETs are in flight (the storage's
     # default when not given), fetched ahead in this order.
     fetching.enter_context(prefetch_entries(ck, plain, jobs=None if ck.storage.concurrent_reads else workers))
-    report.problems.extend(_check_data(ck, plain, rank, owners, progress, chunk_bytes, workers))
+    report.problems.extend(_check_data(ck, plain, owners, progress, chunk_bytes, workers))
     report.tensors = (sum(1 for e in entries if not e.slices and e.key not in owners)
                       + sum(1 for e in entries if e.slices))
     report.bytes = sum(e.size for e in plain)
@@ -195,10 +195,10 @@ def _batches(plain: list[Entry]) -> list[list[Entry]]:
     return batches
 
 
-def _check_data(ck: BundleCheckpoint, plain: list[Entry], rank: dict[bytes, int], owners: dict[bytes, str],
+def _check_data(ck: BundleCheckpoint, plain: list[Entry], owners: dict[bytes, str],
                 progress: Callable[[int, int], None] | None, chunk_bytes: int, workers: int | None) -> list[Problem]:
     """The problems of the bytes of the ``plain`` entries, read in this order by ``workers``
-    threads, each shard released once its last tensor is checked; sorted by ``rank``."""
+    threads, each shard released once its last tensor is checked; sorted by key."""
     left = Counter(e.shard_id for e in plain)
     total = sum(e.size for e in plain)
     lock = threading.Lock()
@@ -215,7 +215,8 @@ def _check_data(ck: BundleCheckpoint, plain: list[Entry], rank: dict[bytes, int]
         progress(0, total)
     # One read buffer per thread, reused for every tensor it checks (a fresh buffer per
     # tensor is a fresh mmap, and its page faults cost as much as the reading).
-    buf_bytes = min(chunk_bytes, max((e.size for e in plain if e.dtype.is_fixed), default=0))
+    buf_bytes = min(chunk_bytes, max((e.size for e in plain if e.dtype.is_fixed or e.dtype.kind == dtypes.STRING),
+                                     default=0))
     local = threading.local()
 
     def checked(shard: int) -> None:
@@ -225,7 +226,7 @@ def _check_data(ck: BundleCheckpoint, plain: list[Entry], rank: dict[bytes, int]
         if last:
             ck.release_shard(shard)
 
-    def check(batch: list[Entry]) -> list[tuple[int, Problem]]:
+    def check(batch: list[Entry]) -> list[tuple[bytes, Problem]]:
         out = []
         buf = getattr(local, "buf", None)
         if buf is None:
@@ -236,7 +237,7 @@ def _check_data(ck: BundleCheckpoint, plain: list[Entry], rank: dict[bytes, int]
             except ResourceError:
                 raise  # the run's trouble, not the checkpoint's
             except CkptError as exc:
-                out.append((rank[e.key], Problem(owners.get(e.key, _shown(e.key)), str(exc))))
+                out.append((e.key, Problem(owners.get(e.key, _shown(e.key)), str(exc))))
             finally:
                 checked(e.shard_id)
         return out
@@ -317,13 +318,36 @@ def _map_threads(fn: Callable[[T], R], items: list[T], threads: int) -> list[R]:
 
 def _check_entry(ck: BundleCheckpoint, e: Entry, view: memoryview, tick: Callable[[int], None]) -> None:
     """Read one plain entry and check its checksum: fixed-size tensors chunk by chunk into
-    the caller's bounded buffer ``view`` (:meth:`BundleCheckpoint.iter_fixed`), others decoded whole."""
+    the caller's bounded buffer ``view`` (:meth:`BundleCheckpoint.iter_fixed`), strings too (their
+    lengths first: :func:`_check_string`), variants decoded whole."""
+    if e.dtype.kind == dtypes.STRING:
+        _check_string(ck, e, view, tick)
+        return
     if not e.dtype.is_fixed:
         ck.varlen_values(e, True)
         tick(e.size)
         return
     for part in ck.iter_fixed(e, view):
         tick(len(part))
+
+
+def _check_string(ck: BundleCheckpoint, e: Entry, view: memoryview, tick: Callable[[int], None]) -> None:
+    """A plain DT_STRING entry checked as :meth:`BundleCheckpoint.varlen_values` checks it,
+    without holding it: its lengths read first, then its elements' bytes a part at a time
+    into ``view``, the CRC32C chained (an object graph is tens of MB, one string)."""
+    reader = ck.shard_reader(e)
+    head = reader.read(e.offset, min(e.size, tensors.string_head_size(e.numel)))
+    _lengths, pos, crc = tensors.string_layout(head, e.size, e, ck.header.big_endian, reader.path)
+    crc = crc32c(memoryview(head)[pos:], crc)
+    tick(len(head))
+    at, end = e.offset + len(head), e.offset + e.size
+    while at < end:
+        part = view[:min(len(view), end - at)]
+        reader.readinto(at, part)
+        crc = crc32c(part, crc)
+        at += len(part)
+        tick(len(part))
+    tensors.check_string_crc(crc, e, reader.path)
 
 
 def _verify_v1(ck: Checkpoint, report: VerifyReport, progress: Callable[[int, int], None] | None) -> VerifyReport:

@@ -181,7 +181,7 @@ def _safetensors(src: str) -> Opened:
         for name, (shape, values) in ex.strings.items():
             specs.append(Spec(name, "string", shape, functools.partial(_strings, shape, values)))
         if ex.object_graph is not None:
-            g = ex.object_graph
+            g = bytes(ex.object_graph)  # decoded from base64: bytes already, not copied
             specs.append(Spec(OBJECT_GRAPH_KEY, "string", (), lambda: _strings((), [g]), stored=g))
         seen: set[str] = set()
         for s in specs:
