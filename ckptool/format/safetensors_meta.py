@@ -34,6 +34,7 @@ import binascii
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from ckptool.errors import CorruptError, UnsupportedError
 from ckptool.format import dtypes, objkeys
@@ -68,12 +69,22 @@ class TensorInfo:
         return ST_TO_TF[self.dtype]
 
 
+class Parts(Protocol):
+    """Bytes not held whole (an object graph of tens of MB, still in its checkpoint)."""
+
+    def parts(self, size: int) -> Iterator[bytes | bytearray | memoryview]:
+        """The bytes, in order, ``size`` at a time (the last part shorter)."""
+
+    def __bytes__(self) -> bytes:
+        """All of them at once."""
+
+
 @dataclass
 class Extras:
     """What ``__metadata__`` carries for ckptool."""
 
     format: str = "tf"
-    object_graph: bytes | memoryview | None = None
+    object_graph: bytes | memoryview | Parts | None = None
     strings: dict[str, tuple[tuple[int, ...], list[bytes]]] = field(default_factory=dict)
     names: dict[str, str] = field(default_factory=dict)  # stored name -> checkpoint name
     other: dict[str, str] = field(default_factory=dict)  # keys that are not ckptool's
@@ -103,7 +114,7 @@ def _metadata(extras: Extras, graph: bool) -> dict[str, str]:
     meta[FORMAT_KEY] = extras.format
     meta[VERSION_KEY] = VERSION
     if extras.object_graph is not None:
-        meta[OBJECT_GRAPH] = base64.b64encode(extras.object_graph).decode("ascii") if graph else ""
+        meta[OBJECT_GRAPH] = base64.b64encode(_held(extras.object_graph)).decode("ascii") if graph else ""
     for name, (shape, values) in extras.strings.items():
         check_name(name)
         meta[STRING_PREFIX + name] = json.dumps(
@@ -273,13 +284,23 @@ def _metadata_text(extras: Extras) -> Iterator[bytes]:
         text += ("," if i else "") + quote(key) + ":"
         if key == OBJECT_GRAPH and graph is not None:
             yield (text + '"').encode("utf-8")
-            view = memoryview(graph)
-            for at in range(0, len(view), GRAPH_PIECE):
-                yield base64.b64encode(view[at:at + GRAPH_PIECE])
+            for part in _pieces(graph, GRAPH_PIECE):  # whole groups of 3 bytes: base64 without padding
+                yield base64.b64encode(part)
             text = '"'
         else:
             text += quote(value)
     yield (text + "}").encode("utf-8")
+
+
+def _held(data: bytes | memoryview | Parts) -> bytes | memoryview:
+    return data if isinstance(data, (bytes, memoryview)) else bytes(data)
+
+
+def _pieces(data: bytes | memoryview | Parts, size: int) -> Iterator[bytes | bytearray | memoryview]:
+    if not isinstance(data, (bytes, memoryview)):
+        return data.parts(size)
+    view = memoryview(data)
+    return (view[at:at + size] for at in range(0, len(view), size))
 
 
 def header_length(head: bytes | bytearray, file_size: int, where: str) -> int:

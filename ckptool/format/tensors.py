@@ -159,16 +159,6 @@ def check_string_crc(crc: int, entry: Entry, where: str) -> None:
         )
 
 
-def string_scalar(buf: BytesLike, entry: Entry, big_endian: bool, where: str, verify: bool = True) -> memoryview:
-    """The one element of a DT_STRING entry of one element, checked as :func:`string_values`
-    checks it, as a view of ``buf`` (not a copy: the object graph is tens of MB)."""
-    _lengths, pos, crc = string_layout(buf, len(buf), entry, big_endian, where, verify)
-    view = memoryview(buf)[pos:]
-    if verify:
-        check_string_crc(crc32c(view, crc), entry, where)
-    return view
-
-
 def encode_string(values: Iterable[Buffer]) -> tuple[bytes, int]:
     """Encode string elements (row-major); returns (bytes, unmasked crc)."""
     elems = [bytes(v) for v in values]

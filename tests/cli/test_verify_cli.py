@@ -178,3 +178,33 @@ def test_jobs_is_checked():
                        text=True, env=dict(os.environ, PYTHONPATH=ROOT), timeout=120)
     assert r.returncode == 2 and "--jobs goes with --verify" in r.stderr
     assert _cli("--jobs", "1", RUN).returncode == 0
+
+
+@pytest.mark.parametrize("where", ["body", "last", "length", "none"])
+def test_a_string_tensor_is_checked_a_part_at_a_time(tmp_path, where):
+    """The object graph (one string of ~150 bytes a variable) is checked through the thread's
+    buffer, its lengths first (issue 42: verify no longer holds it whole): the same verdict and
+    the same error as reading it (``ck.read``), and progress still counts every byte."""
+    prefix = str(tmp_path / "ck")
+    ckptool.write(prefix, {f"model/v{i:03d}/.ATTRIBUTES/VARIABLE_VALUE": np.full(4, i, np.float32)
+                           for i in range(200)}, sync=False)
+    with ckptool.open(prefix) as ck:
+        e = ck.lookup("_CHECKPOINTABLE_OBJECT_GRAPH")
+    assert e.size > 3 * 4096
+    at = {"body": e.offset + e.size // 2, "last": e.offset + e.size - 1, "length": e.offset}.get(where)
+    if at is not None:
+        path = tmp_path / "ck.data-00000-of-00001"
+        raw = bytearray(path.read_bytes())
+        raw[at] ^= 0xFF
+        path.write_bytes(bytes(raw))
+    with ckptool.open(prefix) as ck:
+        seen = []
+        report = verify_ops.verify(ck, workers=2, chunk_bytes=4096, progress=lambda d, t: seen.append((d, t)))
+        if at is None:
+            assert report.ok and report.tensors == 201
+        else:
+            with pytest.raises(ckptool.errors.CkptError) as exc:
+                ck.read("_CHECKPOINTABLE_OBJECT_GRAPH")
+            assert [p.to_json() for p in report.problems] == [{"name": "_CHECKPOINTABLE_OBJECT_GRAPH",
+                                                               "error": str(exc.value)}]
+    assert seen[-1][0] == seen[-1][1] == report.bytes

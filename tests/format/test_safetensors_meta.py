@@ -127,3 +127,41 @@ def test_metadata_cannot_restore_reserved_names():
         stm.decode_metadata({stm.NAMES_KEY: json.dumps({"a": ""})})
     with pytest.raises(CorruptError, match="cannot name"):
         stm.decode_metadata({stm.STRING_PREFIX + "\0x": json.dumps({"shape": [], "base64": ["AA=="]})})
+
+
+class _Parts:
+    """An object graph not held (as convert's, read from its checkpoint a part at a time)."""
+
+    def __init__(self, data):
+        self.data = data
+
+    def parts(self, size):
+        return (memoryview(self.data)[at:at + size] for at in range(0, len(self.data), size))
+
+    def __bytes__(self):
+        return self.data
+
+
+@given(st.lists(st.tuples(names, st.sampled_from(sorted(stm.ST_ITEMSIZE)), shapes), max_size=6,
+                unique_by=lambda t: t[0]), extras(), st.sampled_from(["bytes", "view", "parts"]),
+       st.sampled_from([3, 6, 3 << 18]))
+def test_header_is_json_dumps_of_it_written_in_pieces(tensors, ex, given_as, piece):
+    """The header written in pieces (the object graph's base64 ``GRAPH_PIECE`` bytes at a time,
+    from bytes, a view or parts never held) is byte for byte ``json.dumps`` of the whole."""
+    from unittest import mock
+
+    header = {stm.METADATA: stm.encode_metadata(ex)}
+    offset = 0
+    for name, code, shape in tensors:
+        n = numel(shape) * stm.ST_ITEMSIZE[code]
+        header[name] = {"dtype": code, "shape": list(shape), "data_offsets": [offset, offset + n]}
+        offset += n
+    text = json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    want = (len(text) + -len(text) % 8).to_bytes(8, "little") + text + b" " * (-len(text) % 8)
+    if ex.object_graph is not None and given_as != "bytes":
+        ex.object_graph = memoryview(ex.object_graph) if given_as == "view" else _Parts(ex.object_graph)
+    with mock.patch.object(stm, "GRAPH_PIECE", piece):
+        head, total = stm.encode_header(tensors, ex)
+        size, pieces = stm.header_pieces(tensors, ex)
+        assert b"".join(pieces) == head == want
+    assert total == size == offset

@@ -1,8 +1,11 @@
 """Memory per variable (issue 42): ``inspect --stats --json``, ``convert`` to .safetensors and
-``verify`` of many small variables keep well under 1 KB a variable (they held 2-3 KB). Measured,
-not timed: the peak resident memory of a child that runs the command (VmHWM, as
-tests/ops/test_metrics_memory.py reads it), over what it held before, at two sizes; the growth
-between them per variable added. And convert keeps the source's data order."""
+``verify`` of many small variables keep well under 1 KB a variable (they held 2-3 KB), name-based
+and object-based alike (thousands of objects under one parent, as tf.train.Checkpoint writes
+them: the object graph, one string of ~150 bytes a variable, is read a part at a time, not held;
+it took verify and convert over 1 KB). Measured, not timed: the peak resident memory of a child
+that runs the command (VmHWM, as tests/ops/test_metrics_memory.py reads it), over what it held
+before, at two sizes; the growth between them per variable added. And convert keeps the
+source's data order."""
 
 import os
 import subprocess
@@ -39,32 +42,46 @@ def _grown(*argv) -> int:
     return int(out.stderr.strip().splitlines()[-1])
 
 
-@pytest.fixture(scope="module")
-def sizes(tmp_path_factory):
-    """``{n: prefix}``: n small variables (float32/float64/int64, scalars included)."""
-    root = tmp_path_factory.mktemp("many")
+#: Object-based keys: tf.train.Checkpoint(model=...)'s, under which ckptool.write adds the
+#: object graph TF would (as bench/workloads.py obj_spec).
+_OBJECT = "/.ATTRIBUTES/VARIABLE_VALUE"
+
+
+@pytest.fixture(scope="module", params=["names", "objects"])
+def sizes(request, tmp_path_factory):
+    """``(kind, {n: prefix})``: n small variables (float32/float64/int64, scalars included), by
+    name or object-based."""
+    root = tmp_path_factory.mktemp(f"many_{request.param}")
+    suffix = _OBJECT if request.param == "objects" else ""
     out = {}
     for n in (2_000, 24_000):
         prefix = str(root / f"n{n}" / "ckpt")
-        ckptool.write(prefix, ((f"model/block_{i // 100:03d}/layer_{i % 100:02d}/{('w', 'b', 'm', 's')[i % 4]}",
-                                np.full((4,) if i % 4 != 3 else (), i, (np.float32, np.float64)[i % 2]))
+        ckptool.write(prefix, ((f"model/block_{i // 100:03d}/layer_{i % 100:02d}/{('w', 'b', 'm', 's')[i % 4]}"
+                                + suffix, np.full((4,) if i % 4 != 3 else (), i, (np.float32, np.float64)[i % 2]))
                                for i in range(n)), sync=False)
         out[n] = prefix
-    return out
+    if suffix:
+        with ckptool.open(out[2_000]) as ck:
+            assert ck.is_object_based
+    return request.param, out
 
 
 @pytest.mark.parametrize("command", ["stats", "convert", "verify"])
 def test_memory_per_variable_is_under_a_kilobyte(sizes, tmp_path, command):
+    kind, prefixes = sizes
+
     def run(n):
         if command == "stats":
-            return _grown("inspect", sizes[n], "--stats", "--json")
+            return _grown("inspect", prefixes[n], "--stats", "--json")
         if command == "convert":
-            return _grown("-q", "convert", sizes[n], tmp_path / f"{n}.safetensors")
-        return _grown("-q", "verify", sizes[n])
+            return _grown("-q", "convert", prefixes[n], tmp_path / f"{n}.safetensors")
+        return _grown("-q", "verify", prefixes[n])
 
     small, big = run(2_000), run(24_000)
     per_variable = (big - small) / 22_000
-    assert per_variable < 1000, (command, small, big, per_variable)
+    # object-based: under 850 (verify and convert took 950-1250 here holding the object graph
+    # whole, and as base64 text; now 600-730)
+    assert per_variable < (850 if kind == "objects" else 1000), (kind, command, small, big, per_variable)
 
 
 def test_convert_keeps_the_data_order(tmp_path):

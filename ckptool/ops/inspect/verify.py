@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ckptool.errors import CkptError, ResourceError
-from ckptool.format import bundle, dtypes, tensors
-from ckptool.format.coding import crc32c
+from ckptool.format import bundle, dtypes
 from ckptool.format.slices import key_text as _shown
 from ckptool.format.slices import tiling_problem
+from ckptool.ops.read.chunks import string_parts
 from ckptool.ops.read.plan import prefetch_entries
 from ckptool.ops.read.v2 import BundleCheckpoint
 
@@ -333,21 +333,14 @@ def _check_entry(ck: BundleCheckpoint, e: Entry, view: memoryview, tick: Callabl
 
 def _check_string(ck: BundleCheckpoint, e: Entry, view: memoryview, tick: Callable[[int], None]) -> None:
     """A plain DT_STRING entry checked as :meth:`BundleCheckpoint.varlen_values` checks it,
-    without holding it: its lengths read first, then its elements' bytes a part at a time
-    into ``view``, the CRC32C chained (an object graph is tens of MB, one string)."""
-    reader = ck.shard_reader(e)
-    head = reader.read(e.offset, min(e.size, tensors.string_head_size(e.numel)))
-    _lengths, pos, crc = tensors.string_layout(head, e.size, e, ck.header.big_endian, reader.path)
-    crc = crc32c(memoryview(head)[pos:], crc)
-    tick(len(head))
-    at, end = e.offset + len(head), e.offset + e.size
-    while at < end:
-        part = view[:min(len(view), end - at)]
-        reader.readinto(at, part)
-        crc = crc32c(part, crc)
-        at += len(part)
-        tick(len(part))
-    tensors.check_string_crc(crc, e, reader.path)
+    without holding it: its elements' bytes read into ``view`` a part at a time."""
+    got = 0
+    try:
+        for part in string_parts(ck, e, view):
+            got += len(part)
+            tick(len(part))
+    finally:
+        tick(e.size - got)  # its lengths (and, when it is damaged, what was not counted)
 
 
 def _verify_v1(ck: Checkpoint, report: VerifyReport, progress: Callable[[int, int], None] | None) -> VerifyReport:

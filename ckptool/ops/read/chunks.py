@@ -11,12 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-import numpy as np
-
+from ckptool.format import tensors
+from ckptool.format.coding import crc32c
 from ckptool.format.tensors import byteswap
 from ckptool.ops.read.v2 import BundleCheckpoint
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from ckptool.format.bundle import Entry
     from ckptool.ops.read.checkpoint import Checkpoint
 
@@ -31,6 +33,8 @@ def entry_chunks(ck: BundleCheckpoint, e: Entry, verify: bool = True, chunk_byte
     The chunks share one buffer: use each before asking for the next. A
     mismatch raises ChecksumError after the last chunk.
     """
+    import numpy as np  # here: verify reads strings from this module without numpy
+
     itemsize = e.dtype.itemsize
     buf = np.empty(min(max(1, chunk_bytes // itemsize), e.numel), dtype=e.dtype.numpy)
     swap = ck.header.swaps(e.dtype)
@@ -39,6 +43,27 @@ def entry_chunks(ck: BundleCheckpoint, e: Entry, verify: bool = True, chunk_byte
         if on_bytes is not None:
             on_bytes(len(part))
         yield byteswap(buf[:n], itemsize) if swap else buf[:n]
+
+
+def string_parts(ck: BundleCheckpoint, e: Entry, buf: memoryview, verify: bool = True) -> Iterator[memoryview]:
+    """The elements' bytes of a plain DT_STRING entry, one after the other, read into ``buf`` a
+    part at a time (each a prefix of ``buf``, full but the last: use it before asking for the
+    next), once its lengths are checked as :meth:`BundleCheckpoint.varlen_values` checks them;
+    the CRC32C chained across the parts and checked after the last unless told not to. An
+    object graph (tens of MB, one string) is never held whole."""
+    reader = ck.shard_reader(e)
+    head = reader.read(e.offset, min(e.size, tensors.string_head_size(e.numel)))
+    _lengths, pos, crc = tensors.string_layout(head, e.size, e, ck.header.big_endian, reader.path, verify)
+    at, end = e.offset + pos, e.offset + e.size
+    while at < end:
+        part = buf[:min(len(buf), end - at)]
+        reader.readinto(at, part)
+        if verify:
+            crc = crc32c(part, crc)
+        at += len(part)
+        yield part
+    if verify:
+        tensors.check_string_crc(crc, e, reader.path)
 
 
 def tensor_chunks(ck: Checkpoint, name: str, ordered: bool = True, verify: bool = True,

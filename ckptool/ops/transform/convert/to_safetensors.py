@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, UnsupportedError
-from ckptool.format import dtypes, tensors
+from ckptool.format import dtypes
 from ckptool.format import safetensors_meta as stm
 from ckptool.format.cast import target_dtype
 from ckptool.format.objgraph import (
@@ -26,7 +26,9 @@ from ckptool.format.objgraph import (
 if TYPE_CHECKING:
     import numpy as np
 
+    from ckptool.format.bundle import Entry
     from ckptool.format.cast import Overflows
+    from ckptool.ops.read.v2 import BundleCheckpoint
     from ckptool.ops.transform.convert.formats import ConvertResult
     from ckptool.ops.transform.convert.source import Opened, Spec
 
@@ -94,17 +96,39 @@ def _short_plan(specs: list[Spec], graph_bytes: bytes | None, dst: str
     return kept, stored, mapping, graph_bytes
 
 
-def _graph_bytes(graph: Spec) -> bytes | memoryview:
-    """The object graph's string, as its spec's ``load`` reads it (checks and errors alike);
-    from a V2 checkpoint, a view of its stored bytes: one copy of tens of MB, not two."""
+class _StoredString:
+    """The one string of a plain DT_STRING entry of a V2 checkpoint, read (and checked) a part
+    at a time each time it is gone through: the header is made twice, the graph never held."""
+
+    def __init__(self, ck: BundleCheckpoint, e: Entry, verify: bool):
+        self.ck, self.e, self.verify = ck, e, verify
+
+    def parts(self, size: int) -> Iterator[memoryview]:
+        from ckptool.ops.read.chunks import string_parts
+
+        return string_parts(self.ck, self.e, memoryview(bytearray(min(size, self.e.size) or 1)), self.verify)
+
+    def __bytes__(self) -> bytes:
+        return b"".join(bytes(p) for p in self.parts(GRAPH_READ))
+
+
+#: The object graph is read this much at a time (a multiple of 3: see stm.GRAPH_PIECE).
+GRAPH_READ = stm.GRAPH_PIECE
+
+
+def _graph_bytes(graph: Spec) -> bytes | _StoredString:
+    """The object graph's string, as its spec's ``load`` reads it (checks and errors alike, here,
+    before anything is written); from a V2 checkpoint, left there and read again as the header
+    is written (a few ms a pass, from the page cache), not held: tens of MB at 100k objects."""
     if graph.stored is not None:
         return graph.stored
     if graph.raw is not None:
         ck, e = graph.raw.checkpoint, graph.raw.entry
         if not e.slices and e.dtype.kind == dtypes.STRING and e.numel == 1:
-            where = ck.shard_reader(e).path
-            return tensors.string_scalar(ck.read_raw(e, verify=False), e, ck.header.big_endian, where,
-                                         graph.raw.verify)
+            stored = _StoredString(ck, e, graph.raw.verify)
+            for _ in stored.parts(GRAPH_READ):  # checked now, as reading it whole would
+                pass
+            return stored
     return _string_values(graph.load())[0]
 
 
