@@ -1,9 +1,11 @@
-"""Reading a tensor in bounded chunks, for statistics and diff.
+"""Reading a tensor in bounded chunks, for statistics and diff (and a string's bytes, for
+verify and convert).
 
 Fixed-size tensors of a V2 bundle are read at most :data:`CHUNK_BYTES` at a
 time (string and variant tensors, V1 checkpoints and, for ordered reads,
 partitioned tensors are read whole), so memory stays bounded by the chunk
-size or the largest tensor.
+size or the largest tensor. :func:`string_parts` gives the bytes of a string
+tensor's elements a part at a time: an object graph is never held whole.
 """
 
 from __future__ import annotations
