@@ -440,6 +440,19 @@ def test_s3_verify_reads_each_byte_once(run, s3):
     assert data == 20 * 8000
 
 
+@pytest.mark.parametrize("argv", [("verify",), ("convert",)])
+def test_s3_object_based_reads_each_byte_once(run, s3, tmp_path, argv):
+    """The object graph (one string, read a part at a time after its lengths: issue 42) is
+    fetched once too, with the variables: every byte of the data file, no byte twice."""
+    fs, root, counter = s3
+    tensors = {f"model/v{i:03d}/.ATTRIBUTES/VARIABLE_VALUE": np.full(100, i, np.float64) for i in range(300)}
+    ckptool.write(f"{root}/o/ckpt-1", tensors)
+    out = [str(tmp_path / "o.safetensors")] if argv == ("convert",) else []
+    log = _requests_for(counter, lambda: run(*argv, f"{root}/o/ckpt-1", *out))
+    data = sum(r["bytes"] for r in log if ".data-" in r["path"] and r["method"] == "GET")
+    assert data == fs.size(f"{root}/o/ckpt-1.data-00000-of-00001".removeprefix("s3://")) > 300 * 800
+
+
 def test_s3_prune_matches_local(run, s3, tmp_path):
     fs, root, counter = s3
     import shutil

@@ -56,13 +56,18 @@ def string_parts(ck: BundleCheckpoint, e: Entry, buf: memoryview, verify: bool =
     reader = ck.shard_reader(e)
     head = reader.read(e.offset, min(e.size, tensors.string_head_size(e.numel)))
     _lengths, pos, crc = tensors.string_layout(head, e.size, e, ck.header.big_endian, reader.path, verify)
-    at, end = e.offset + pos, e.offset + e.size
-    while at < end:
-        part = buf[:min(len(buf), end - at)]
-        reader.readinto(at, part)
+    left = memoryview(head)[pos:]  # elements' bytes read with the lengths: each byte is read once
+    at, end = e.offset + len(head), e.offset + e.size  # (an object store's fetch-ahead counts them)
+    while left or at < end:
+        part = buf[:min(len(buf), len(left) + end - at)]
+        k = min(len(left), len(part))
+        part[:k] = left[:k]
+        left = left[k:]
+        if k < len(part):
+            reader.readinto(at, part[k:])
+            at += len(part) - k
         if verify:
             crc = crc32c(part, crc)
-        at += len(part)
         yield part
     if verify:
         tensors.check_string_crc(crc, e, reader.path)

@@ -116,16 +116,21 @@ class _StoredString:
 GRAPH_READ = stm.GRAPH_PIECE
 
 
-def _graph_bytes(graph: Spec) -> bytes | _StoredString:
+def _graph_bytes(graph: Spec) -> bytes | memoryview | _StoredString:
     """The object graph's string, as its spec's ``load`` reads it (checks and errors alike, here,
-    before anything is written); from a V2 checkpoint, left there and read again as the header
-    is written (a few ms a pass, from the page cache), not held: tens of MB at 100k objects."""
+    before anything is written). From a V2 checkpoint in local files, left there and read again
+    as the header is written (a few ms a pass, from the page cache), not held: tens of MB at
+    100k objects; on an object store (where each pass would be a GET of it all), held once, as
+    a view of its stored bytes (not a second copy)."""
     if graph.stored is not None:
         return graph.stored
     if graph.raw is not None:
         ck, e = graph.raw.checkpoint, graph.raw.entry
         if not e.slices and e.dtype.kind == dtypes.STRING and e.numel == 1:
             stored = _StoredString(ck, e, graph.raw.verify)
+            if not ck.storage.local:  # (a question io/ answers: are these this machine's files)
+                held = list(stored.parts(e.size))  # one part, all of it (checked once the parts are done)
+                return held[0] if held else memoryview(b"")
             for _ in stored.parts(GRAPH_READ):  # checked now, as reading it whole would
                 pass
             return stored
