@@ -12,8 +12,9 @@ test names every offender, so a failure says what remains to fix.
   ``if TYPE_CHECKING:`` included (a cycle of types is a cycle of concepts);
 - no function over 80 lines (``def`` to its last line, docstring included);
 - ruff's SLF001 (no private member reached across objects) is selected;
-- "is this storage local?" is asked only inside io/ (no ``is LOCAL``,
-  ``isinstance(x, LocalDir)`` or ``hasattr(x, "lstat")`` above it);
+- "is this storage local?" is asked only inside io/ (no ``is LOCAL``, ``x.local``,
+  ``isinstance(x, LocalDir)`` or ``hasattr(x, "lstat")`` above it: the storage's methods and
+  capabilities that say what differs, ``walk_dirs``, ``cheap_rereads``);
 - click and rich only under ckptool/cli; tensorflow nowhere;
 - no module over 400 lines (generated *_pb2.py excepted);
 - no ``assert`` in ckptool/ (input checks raise CkptError);
@@ -574,6 +575,9 @@ def _locality_checks(tree: ast.AST) -> list[tuple[int, str]]:
         if isinstance(node, ast.Compare) and any(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops) \
                 and any(isinstance(x, ast.Name) and x.id == "LOCAL" for x in [node.left, *node.comparators]):
             out.append((node.lineno, "is LOCAL"))
+        elif isinstance(node, ast.Attribute) and node.attr == "local" \
+                and not (isinstance(node.value, ast.Name) and node.value.id == "threading"):
+            out.append((node.lineno, ".local"))
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) == 2:
             arg = node.args[1]
             names = {a.id if isinstance(a, ast.Name) else getattr(a, "attr", "")
@@ -595,6 +599,6 @@ def test_the_structural_checks_see_what_they_claim_to():
     long_src = "def f():\n" + "    x = 1\n" * MAX_FUNCTION_LINES + "def g():\n    pass\n"
     assert [(n, ln) for _, n, ln in _long_functions(ast.parse(long_src))] == [("f", MAX_FUNCTION_LINES + 1)]
     src = ast.parse("if s is LOCAL: pass\nisinstance(d, LocalDir)\nisinstance(d, (int, io.LocalStorage))\n"
-                    "hasattr(st, 'lstat')\nisinstance(d, int)\n")
-    assert [w for _, w in _locality_checks(src)] == [
-        "is LOCAL", "isinstance(..., Local...)", "isinstance(..., Local...)", "hasattr(..., 'lstat')"]
+                    "hasattr(st, 'lstat')\nisinstance(d, int)\nif ck.storage.local: pass\nthreading.local()\n")
+    assert sorted(w for _, w in _locality_checks(src)) == sorted([
+        "is LOCAL", "isinstance(..., Local...)", "isinstance(..., Local...)", "hasattr(..., 'lstat')", ".local"])

@@ -142,6 +142,9 @@ class Storage(Protocol):
     atomic_rename: bool
     concurrent_reads: bool  # readers may be used from several threads at once to advantage
     local: bool
+    # reading a file's bytes again costs no transfer (this machine's files, from the page cache):
+    # a large value may be read twice rather than held (convert's object graph)
+    cheap_rereads: bool
 
     def join(self, *parts: str) -> str: ...
 
@@ -246,6 +249,12 @@ class Storage(Protocol):
                   one_file_system: bool = False, follow_symlinks: bool = False) -> Iterator[Dir]:
         """The run directories below ROOT (ROOT included), each yielded open
         (:mod:`ckptool.io.layout.walk`)."""
+        ...
+
+    def walk_dirs(self, top: str, unreadable: Callable[[str, str], None]) -> Iterator[str]:
+        """Every directory below TOP (TOP included), in sorted order, symlinks not followed; one
+        that cannot be listed or entered is given to ``unreadable(path, reason)`` instead
+        (running out of file descriptors is an error, not a reason)."""
         ...
 
 

@@ -554,6 +554,7 @@ def test_s3_recursive_prune_and_du_match_local(run, s3, tmp_path):
         upload(fs, DATA / name, f"{root}/runs/exp/{name}")
     url = f"{root}/runs"
     same_output(run, str(local), url, "du", "{}", "--json")
+    same_output(run, str(local), url, "verify", "{}", "--recursive")  # Storage.walk_dirs, both ways
     same_output(run, str(local), url, "prune", "{}", "--recursive", "--max-to-keep", "1", "--json")
     st = remote.storage_for_url(url)
     for name in ("manager", "ckpt_save"):

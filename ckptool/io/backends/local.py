@@ -9,7 +9,7 @@ import errno
 import fnmatch
 import os
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING
 
@@ -89,6 +89,7 @@ class LocalStorage:
     atomic_rename = True
     concurrent_reads = True  # positioned reads from several threads at once (verify: one per core)
     local = True
+    cheap_rereads = True
 
     def join(self, *parts: str) -> str:
         return os.path.join(*parts)
@@ -281,6 +282,19 @@ class LocalStorage:
 
         return walk_local(root, exclude=exclude, scan=scan, one_file_system=one_file_system,
                           follow_symlinks=follow_symlinks)
+
+    def walk_dirs(self, top: str, unreadable: Callable[[str, str], None]) -> Iterator[str]:
+        def cannot(exc: OSError) -> None:
+            if exc.errno in (errno.EMFILE, errno.ENFILE):
+                raise os_error(str(exc.filename or top), exc, "list")
+            unreadable(str(exc.filename or top), exc.strerror or str(exc))
+
+        for d, subdirs, _ in os.walk(top, onerror=cannot, followlinks=False):
+            subdirs.sort()
+            if not os.access(d, os.R_OK | os.X_OK):  # listed, but its files cannot be opened
+                unreadable(d, os.strerror(errno.EACCES))
+                continue
+            yield d
 
 LOCAL = LocalStorage()
 

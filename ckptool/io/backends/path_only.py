@@ -5,7 +5,7 @@ symlinks, so a path's identity is its normalised spelling; directories are held 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -17,6 +17,7 @@ class PathCapabilities:
     """Mixed into a path-only storage (it has ``isfile``, ``isdir``, ``exists`` and ``find``)."""
 
     local = False
+    cheap_rereads = False  # each read is a transfer
 
     def same_file(self, a: str, b: str) -> bool:
         return a.rstrip("/") == b.rstrip("/")
@@ -42,6 +43,12 @@ class PathCapabilities:
 
         me: Any = self  # a mixin of a storage that has find()
         return walk_paths(me, me.find(root), root, exclude=exclude, scan=scan)
+
+    def walk_dirs(self, top: str, unreadable: Callable[[str, str], None]) -> Iterator[str]:
+        """From one listing of every file below TOP: the directories that hold one (an object
+        store has no empty directories, and none it cannot list)."""
+        me: Any = self  # a mixin of a storage that has find() and dirname()
+        yield from sorted({me.dirname(p) for p in me.find(top)} | {top})
 
     def relpath(self, path: str, start: str) -> str:
         p, s = path.rstrip("/"), start.rstrip("/")

@@ -17,8 +17,6 @@ find (``latest_checkpoint`` None: a trainer would start from scratch), is report
 
 from __future__ import annotations
 
-import errno
-import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -28,7 +26,6 @@ from ckptool.io.backends.urls import storage_for
 from ckptool.io.control.state import STATE_FILENAME, tf_state_problem
 from ckptool.io.layout.checkpoints import list_checkpoints, list_v1_checkpoints, names_in, owns
 from ckptool.io.layout.keptdir import kept_path
-from ckptool.io.oserrors import os_error
 from ckptool.ops.inspect.verify import Problem, VerifyReport, verify
 
 if TYPE_CHECKING:
@@ -72,22 +69,7 @@ def _directories(storage: Storage, top: str, recursive: bool, unreadable: list[U
     if not recursive:
         yield top
         return
-    if not storage.local:  # an object store: its directories from one listing
-        dirs = {storage.dirname(p) for p in storage.find(top)}
-        yield from sorted(dirs | {top})
-        return
-
-    def cannot(exc: OSError) -> None:
-        if exc.errno in (errno.EMFILE, errno.ENFILE):
-            raise os_error(str(exc.filename or top), exc, "list")
-        unreadable.append(Unreadable(str(exc.filename or top), exc.strerror or str(exc)))
-
-    for d, subdirs, _ in os.walk(top, onerror=cannot, followlinks=False):
-        subdirs.sort()
-        if not os.access(d, os.R_OK | os.X_OK):  # listed, but its files cannot be opened
-            unreadable.append(Unreadable(d, os.strerror(13)))
-            continue
-        yield d
+    yield from storage.walk_dirs(top, lambda path, reason: unreadable.append(Unreadable(path, reason)))
 
 
 def targets(path: str, recursive: bool = False, unreadable: list[Unreadable] | None = None) -> list[str]:

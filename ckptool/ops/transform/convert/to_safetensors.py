@@ -128,7 +128,7 @@ def _graph_bytes(graph: Spec) -> bytes | memoryview | _StoredString:
         ck, e = graph.raw.checkpoint, graph.raw.entry
         if not e.slices and e.dtype.kind == dtypes.STRING and e.numel == 1:
             stored = _StoredString(ck, e, graph.raw.verify)
-            if not ck.storage.local:  # (a question io/ answers: are these this machine's files)
+            if not ck.storage.cheap_rereads:  # each pass would transfer it all again
                 held = list(stored.parts(e.size))  # one part, all of it (checked once the parts are done)
                 return held[0] if held else memoryview(b"")
             for _ in stored.parts(GRAPH_READ):  # checked now, as reading it whole would
