@@ -128,7 +128,7 @@ def _imports(module: str, tree: ast.AST) -> list[Import]:
             else:
                 source = node.module or ""
             for alias in node.names:
-                # ``from ckptool.io import storage`` imports the module ckptool.io.storage
+                # ``from ckptool.io import base`` imports the module ckptool.io.base
                 found.append(Import(module, _resolve(f"{source}.{alias.name}"), node.lineno, tc))
         for child in ast.iter_child_nodes(node):
             visit(child, tc)

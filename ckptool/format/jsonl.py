@@ -25,7 +25,6 @@ _WS = re.compile(r"[ \t\n\r]*")
 _NUMBER = re.compile(r"(-?(?:0|[1-9][0-9]*))(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 _LITERALS = {"true": None, "false": None, "null": None, NAN: float("nan"), INFINITY: float("inf"),
              NEG_INFINITY: float("-inf")}
-_CLOSE = {"[": "]", "{": "}"}
 
 
 class _Bad(Exception):

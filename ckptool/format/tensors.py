@@ -68,7 +68,6 @@ def byteswap(arr: np.ndarray, itemsize: int) -> np.ndarray:
     return arr.view(width).byteswap().view(arr.dtype)
 
 
-_LEN32 = struct.Struct("<I")
 _LEN64 = struct.Struct("<Q")
 
 

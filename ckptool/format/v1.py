@@ -22,7 +22,6 @@ from ckptool.format.entry import numel
 from ckptool.format.protos.tensor_bundle_pb2 import SavedTensorSlices, TensorProto
 from ckptool.format.slices import Slice
 
-V1_PRODUCER = 1  # TF_CHECKPOINT_VERSION
 V1_CONSUMER = 1
 
 #: TensorProto typed field (:data:`ckptool.format.dtypes.PROTO_FIELDS`) -> numpy dtype of its

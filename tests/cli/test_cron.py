@@ -15,6 +15,7 @@ import ckptool
 from ckptool.cli import docs
 from ckptool.io.control.policy import POLICY_KEYS, TEMPLATE_DEFAULTS, TEMPLATE_KEYS, parse_policy, policy_template
 from ckptool.ops.retain import prune as P
+from ckptool.ops.retain.policy_args import POLICY_DEFAULTS
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 T0 = 1_700_000_000.0
@@ -157,10 +158,10 @@ def test_the_template_parses_back_to_the_defaults_it_shows():
 
 
 def test_the_template_defaults_are_prunes_defaults(tmp_path):
-    assert TEMPLATE_DEFAULTS["max_to_keep"] == P.POLICY_DEFAULTS["max_to_keep"]
+    assert TEMPLATE_DEFAULTS["max_to_keep"] == POLICY_DEFAULTS["max_to_keep"]
     for key, default, *_ in TEMPLATE_KEYS:
-        if key in P.POLICY_DEFAULTS:
-            assert (default is None) == (P.POLICY_DEFAULTS[key] is None), key
+        if key in POLICY_DEFAULTS:
+            assert (default is None) == (POLICY_DEFAULTS[key] is None), key
     # the template at ROOT: each run below is pruned, exactly as the defaults prune a run
     a, b = make(tmp_path / "t" / "a", 7), make(tmp_path / "d" / "a", 7)
     (tmp_path / "t" / ".ckptool.toml").write_text(policy_template())

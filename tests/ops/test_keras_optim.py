@@ -1,4 +1,4 @@
-"""keras_optim.plan on optimizers laid out by hand: state beside the slots (Nadam's running product,
+"""convert.keras.optim.plan on optimizers laid out by hand: state beside the slots (Nadam's running product,
 which tf_keras keeps as the attribute ``_u_product`` and Keras 3 as its last variable) goes last or
 the conversion is refused; tests/tf_fixtures/generate_keras_real.py (opt_nadam) checks the same
 with the frameworks."""

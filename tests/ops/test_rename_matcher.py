@@ -1,4 +1,4 @@
-"""Unit tests of rewrite-names' matcher (ckptool.ops.transform.rename.Renamer): which rule a
+"""Unit tests of rewrite-names' matcher (ckptool.ops.transform.rename.rules.Renamer): which rule a
 name meets, and what it becomes."""
 
 from __future__ import annotations

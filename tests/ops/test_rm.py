@@ -113,7 +113,7 @@ def test_absolute_and_moved_paths(tmp_path):
                                         st.all_model_checkpoint_timestamps, 0.0))
     rm([str(d / "ckpt-1"), str(d / "ckpt-2")])
     st = read_state(str(d))
-    # the moved entry is written back by its name here, as prune writes it (layout.resolve_recorded)
+    # the moved entry is written back by its name here, as prune writes it (layout.checkpoints.resolve_recorded)
     assert st.all_model_checkpoint_paths == ["ckpt-3"] and st.model_checkpoint_path == "ckpt-3"
 
 

@@ -1,4 +1,4 @@
-"""rm resolves a moved directory by the one rule (layout.resolve_recorded) every command
+"""rm resolves a moved directory by the one rule (layout.checkpoints.resolve_recorded) every command
 uses: a TF1 Saver directory whose state file holds absolute paths of its old place."""
 
 import os

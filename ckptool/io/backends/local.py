@@ -213,13 +213,6 @@ class LocalStorage:
         self.remove(path)
         return True
 
-    def lstat(self, path: str) -> os.stat_result | None:
-        """``os.lstat`` (symlinks not followed); None when the path does not exist."""
-        try:
-            return os.lstat(path)
-        except FileNotFoundError:
-            return None
-
     def realpath(self, path: str) -> str:
         return os.path.realpath(path)
 

@@ -15,8 +15,7 @@ from ckptool.errors import CkptError, CorruptError
 from ckptool.format.protos.tensor_bundle_pb2 import CheckpointState as _StateProto
 from ckptool.io.backends.local import LOCAL
 from ckptool.io.base import ANY, Storage
-
-STATE_FILENAME = "checkpoint"
+from ckptool.io.layout.names import STATE_FILENAME
 
 
 @dataclass

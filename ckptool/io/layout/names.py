@@ -9,6 +9,8 @@ import re
 
 from ckptool.format.bundle import DATA_RE, INDEX_SUFFIX
 
+STATE_FILENAME = "checkpoint"  # the state file a run directory holds (tf.train.CheckpointManager's)
+
 META_SUFFIX = ".meta"
 #: V1 sharded file names and the spec Saver records for them (docs/FORMAT.md §1.1).
 V1_SHARD_RE = re.compile(r"^(?P<base>.*)-(?P<shard>\d{5,}|\?{5})-of-(?P<num>\d{5,})$")

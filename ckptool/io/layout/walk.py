@@ -18,14 +18,13 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from ckptool.errors import CkptError
-from ckptool.io.layout.names import INDEX, file_role
+from ckptool.io.layout.names import INDEX, STATE_FILENAME, file_role
 from ckptool.io.layout.series_names import is_series_file
 from ckptool.io.safety.dirfd import LocalDir, PathDir
 
 if TYPE_CHECKING:
     from ckptool.io.base import Storage
 
-STATE_FILENAME = "checkpoint"
 
 
 def excluded(rel: str, exclude: Iterable[str]) -> bool:

@@ -6,13 +6,12 @@ The series is DIR's ``.ckptool.toml`` ``series``, else the one its file names sh
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError
-from ckptool.format.json_numbers import json_float
+from ckptool.format.json_numbers import json_float, json_timestamp
 from ckptool.io.layout.series_listing import YOUNG, SeriesListing, classify
 from ckptool.ops.inspect.verify import Problem, VerifyReport
 from ckptool.ops.read.series import find_series
@@ -48,7 +47,7 @@ def series_state(storage: Storage, directory: str, now: float | None = None,
         path = storage.join(directory, m.name) if directory else m.name
         fields = {k: (json_float(v) if isinstance(v, float) else v) for k, v in m.values.items()}
         entries.append({"prefix": path, "path": m.name, "step": m.step(listing.template), "fields": fields,
-                        "timestamp": m.mtime if math.isfinite(m.mtime) else None,
+                        "timestamp": json_timestamp(m.mtime),
                         "bytes": m.size, "files": [f.name for f in m.files], "status": status,
                         "latest": status == LATEST, "problem": m.problem})
     return {"path": listing.template.text, "template": listing.template.text, "kind": listing.template.kind,

@@ -121,7 +121,7 @@ def prune_tree(root: str, *, max_to_keep: Any = UNSET, keep_every_n_hours: Any =
             else:
                 eff = resolve_policy(root, d.path, defaults, storage, explicit)
             if not want_scan and not eff.policy.get("series") and STATE_FILENAME not in d.names():
-                return  # Keras files only (io.walk.is_run): a run only for a series policy
+                return  # Keras files only (io.layout.walk.is_run): a run only for a series policy
             if not any_policy_flag and not eff.files:
                 out.no_policy.append(d.path)
                 return

@@ -58,7 +58,7 @@ from ckptool.ops.retain.kept import MOVE
 from ckptool.ops.retain.metrics import metric_values
 from ckptool.ops.retain.outcome import PruneResult, describe, freed_bytes
 from ckptool.ops.retain.plan import Plan, make_plan, merge_state
-from ckptool.ops.retain.policy_args import POLICY_DEFAULTS, UNSET, policy_values
+from ckptool.ops.retain.policy_args import UNSET, policy_values
 
 if TYPE_CHECKING:
     from ckptool.io.base import Dir, Storage
@@ -66,7 +66,6 @@ if TYPE_CHECKING:
 _FULL = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
 SETTLE = 0.2  # seconds before a second look at what seems damaged (a trainer's sweep deletes file by file)
 
-RetentionResult = PruneResult  # retention after `save`: the same engine, as CheckpointManager.save applies it
 
 
 def _disk_full(exc: BaseException) -> bool:
@@ -379,5 +378,5 @@ def record_save(directory: str, prefix: str, *, max_to_keep: int | None, keep_ev
                        soft_pins=tuple(pol["keep"]))
 
 
-__all__ = ["JOURNAL", "STATE_ATTEMPTS", "TEMP_MAX_AGE", "PruneResult", "RetentionResult", "delete_checkpoint",
-           "finish_journal", "POLICY_DEFAULTS", "UNSET", "policy_values", "prune", "prune_open", "record_save", "run"]
+__all__ = ["JOURNAL", "STATE_ATTEMPTS", "TEMP_MAX_AGE", "PruneResult", "delete_checkpoint", "finish_journal", "prune",
+           "prune_open", "record_save", "run"]

@@ -92,7 +92,7 @@ class RmResult:
 
 
 def _entry(storage: Storage, directory: str, entry: str, targets: dict[str, str]) -> tuple[str | None, str]:
-    """What a state entry names, by the one rule for recorded paths (layout.resolve_recorded):
+    """What a state entry names, by the one rule for recorded paths (layout.checkpoints.resolve_recorded):
     the target base it names or None, and the entry as it is written back (a moved or copied
     one by its name inside ``directory``, as prune writes it)."""
     rec = resolve_recorded(storage, directory, entry, warn=False)

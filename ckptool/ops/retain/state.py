@@ -108,7 +108,7 @@ def rebuild_state(directory: str, *, dry_run: bool = False, storage: Storage | N
 def relative_state(directory: str, *, dry_run: bool = False,
                    storage: Storage | None = None) -> tuple[CheckpointState, list[str]]:
     """Rewrite absolute paths inside DIR as relative ones (also those of a moved or copied
-    directory that name a checkpoint present here: layout.resolve_recorded). Paths outside
+    directory that name a checkpoint present here: layout.checkpoints.resolve_recorded). Paths outside
     DIR are kept, with a warning. Returns the new state and the paths changed."""
     storage, directory = _storage(directory, storage)
     with storage.open_dir(directory) as d, (contextlib.nullcontext() if dry_run else lock_open(storage, d,

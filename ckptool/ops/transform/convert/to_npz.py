@@ -27,7 +27,7 @@ ZIP_NAME_MAX = 0xFFFF
 
 
 def check_target(storage: Storage, path: str, force_ids: tuple[bool, Sequence[str]]) -> None:
-    """One output file: ``force_ids`` is ``(force, source identities)`` (io.atomic.check_destination)."""
+    """One output file: ``force_ids`` is ``(force, source identities)`` (io.safety.destination.check_destination)."""
     force, ids = force_ids
     check_destination(storage, [path], force=force, sources=ids)
     make_output_dir(storage, storage.dirname(path))
