@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
-from ckptool.errors import ChecksumError, CkptError, CorruptError, UnsupportedError
+from ckptool.errors import ChecksumError, CorruptError, UnsupportedError
 from ckptool.format.coding import (
     FIXED32,
     MAX_VARINT32_BYTES,
@@ -266,15 +266,6 @@ def footer_of(reader: PositionedReader, name: str) -> tuple[BlockHandle, BlockHa
             raise CorruptError(f"{name}: not an sstable ({what} block at offset {h.offset}, {h.size} bytes, "
                                f"runs past the end of the {size}-byte file)")
     return meta, index
-
-
-def looks_like_table(reader: PositionedReader, name: str = "") -> bool:
-    """Whether ``reader`` holds an sstable, by its footer alone (48 bytes read)."""
-    try:
-        footer_of(reader, name)
-    except CkptError:
-        return False
-    return True
 
 
 def _read_block_at(reader: PositionedReader, handle: BlockHandle, name: str) -> memoryview | bytes:
