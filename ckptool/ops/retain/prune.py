@@ -216,7 +216,8 @@ def _apply(storage: Storage, d: Dir, listing: DirListing, state: CheckpointState
     """Carry ``plan`` out in the order of the module docstring, ``res`` updated with what was done."""
     decision = plan.decision
     # (0) what is kept out of the trainer's reach gets its second name in DIR/kept/ first
-    placed, fresh = keep_into(storage, d, listing, {b: res.timestamps.get(b, 0.0) for b in plan.moves}, res.failed)
+    placed, fresh = keep_into(storage, d, listing, {b: res.timestamps.get(b, 0.0) for b in plan.moves}, res.failed,
+                              prove={b for b, how in plan.moves.items() if how == MOVE})
     moving = {b: k for b, k in placed.items() if plan.moves[b] == MOVE}
     gone = {e.name for e in decision.deleted if listing.files.get(e.name)}
     space_first = False
