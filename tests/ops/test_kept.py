@@ -71,6 +71,7 @@ def test_a_damaged_pin_stays_where_it_is(tmp_path):
     os.truncate(d / "ckpt-2.data-00000-of-00001", 3)
     r = P.prune(str(d), max_to_keep=2, keep=("ckpt-2",), now=T0 + 9999)
     assert "ckpt-2" in idx(d) and not r.moved and [x["path"] for x in r.damaged] == [str(d / "ckpt-2")]
+    assert not r.linked and not list((d / "kept").glob("ckpt-2*"))  # never into kept/: not moved, nor linked
 
 
 def test_a_name_taken_in_kept_by_another_checkpoint_is_never_overwritten(tmp_path):
@@ -343,3 +344,78 @@ def test_a_copy_in_kept_whose_data_is_not_its_index_is_repaired_before_the_origi
     assert value(d / "kept" / "ckpt-2") == 42.0 and not (d / "ckpt-2.index").exists()
     code, out, err = run(capsys, "verify", d / "kept" / "ckpt-2")
     assert code == 0, out + err
+
+
+def test_a_kill_between_the_links_never_leaves_an_index_without_its_data_in_kept(tmp_path, monkeypatch):
+    """The data files get their names in kept/ first, the index last: killed after the first name
+    was made, kept/ holds no index (nothing there claims to be a checkpoint it is not)."""
+    d = make(tmp_path / "run", range(1, 6))
+    real_place = keptdir.place_file
+    made = []
+
+    def place(d_, kept, name, kept_name, **kw):
+        if made:
+            raise Killed
+        made.append(kept_name)
+        return real_place(d_, kept, name, kept_name, **kw)
+
+    with monkeypatch.context() as mp:
+        mp.setattr(engine, "place_file", place)
+        with pytest.raises(Killed):
+            P.prune(str(d), max_to_keep=2, keep=("ckpt-2",), now=T0 + 9999)
+    assert made == ["ckpt-2.data-00000-of-00001"] and not list((d / "kept").glob("*.index"))
+    P.prune(str(d), max_to_keep=2, keep=("ckpt-2",), now=T0 + 9999)
+    assert idx(d / "kept") == ["ckpt-2"] and value(d / "kept" / "ckpt-2") == 2.0 and "ckpt-2" not in idx(d)
+
+
+def _tf1_keeps(times, start, k, n):
+    """TF1 Saver(max_to_keep=k, keep_checkpoint_every_n_hours=n/3600) started at ``start``, saving at
+    ``times``: the indices it leaves (tensorflow/python/training/saver.py, _MaybeDeleteOldCheckpoints:
+    one popped per save beyond k, kept when its time is after the next keep time, which then moves N on)."""
+    next_keep, kept, window = start + n, [], []
+    for i, t in enumerate(times):
+        window.append((i, t))
+        if len(window) > k:
+            j, tj = window.pop(0)
+            if tj > next_keep:
+                next_keep += n
+                kept.append(j)
+    return sorted(kept + [j for j, _ in window])
+
+
+@pytest.mark.parametrize("every", [1, 2, 3])
+def test_tf1_every_n_hours_clock_is_carried_across_runs(tmp_path, every):
+    """A TF1 Saver's state file (no timestamps, rewritten at every save, listing its newest 50)
+    pruned after every ``every`` saves: the every-N-hours clock lives in DIR/kept/ between runs,
+    so what survives (DIR and kept/) is what TF's own arithmetic keeps."""
+    d = tmp_path / "run"
+    d.mkdir()
+    k, n, gap = 2, 3.0, 1.2
+    times = [T0 + 0.05 + i * gap for i in range(20)]
+    for i, t in enumerate(times):
+        ckptool.write(str(d / f"ckpt-{i}"), {"w": np.full(16, i, np.float32)}, sync=False)
+        for f in d.glob(f"ckpt-{i}.*"):
+            os.utime(f, (t, t))
+        names = [str(d / f"ckpt-{j}") for j in range(max(0, i - 49), i + 1)]  # absolute, as TF1 writes
+        (d / "checkpoint").write_text(f'model_checkpoint_path: "{names[-1]}"\n'
+                                      + "".join(f'all_model_checkpoint_paths: "{p}"\n' for p in names))
+        if i % every == every - 1 or i == len(times) - 1:
+            P.prune(str(d), max_to_keep=k, keep_every_n_hours=n / 3600, now=t + 0.1)
+    want = [f"ckpt-{i}" for i in _tf1_keeps(times, T0 + 0.05, k, n)]
+    assert len(want) > k + 4
+    assert sorted(idx(d) + idx(d / "kept")) == sorted(want)
+
+
+def test_a_damaged_clock_file_starts_the_clock_again(tmp_path, capsys):
+    d = make(tmp_path / "run", range(1, 4))
+    (d / "kept").mkdir()
+    (d / "kept" / ".ckptool-clock").write_text("[" * 100_000 + "]" * 100_000)
+    assert keptdir.read_clock(P.storage_for(str(d))[0], engine_dir(d)) is None
+    code, out, err = run(capsys, "prune", d, "--max-to-keep", "1", "--keep-every-n-hours", "1")
+    assert code == 0, err
+
+
+def engine_dir(d):
+    from ckptool.io.safety.dirfd import LocalDir
+
+    return LocalDir(str(d))

@@ -15,11 +15,13 @@ name has data files of the same size).
 from __future__ import annotations
 
 import errno
+import math
 import os
 import stat as _stat
 from typing import TYPE_CHECKING
 
 from ckptool.errors import CkptError
+from ckptool.format.json_doc import dump_json, load_json
 from ckptool.io.control.state import STATE_FILENAME
 from ckptool.io.oserrors import os_error
 from ckptool.io.safety.atomic import link_or_copy, publish, tempstate_name
@@ -217,6 +219,39 @@ class _Ranged:
             self.reader.close()
 
 
+#: ``DIR/kept/.ckptool-clock``: TF1 Saver's every-N-hours clock for DIR, carried across prune runs
+#: (a Saver rewrites DIR's state file at every save, without timestamps: the clock cannot live there).
+CLOCK_FILENAME = ".ckptool-clock"
+_CLOCK_KEY = "tf1_last_preserved_timestamp"
+
+
+def read_clock(storage: Storage, d: Dir) -> float | None:
+    """The TF1 every-N-hours clock ``DIR/kept/`` carries for DIR (the time the next keep is N hours
+    after, as :func:`ckptool.ops.retain.retention.sweep` keeps it); None when there is none or the
+    file is not one (the clock then starts again from the oldest checkpoint, as on a first run)."""
+    try:
+        kept = open_kept(storage, d, create=False)
+        if kept is None:
+            return None
+        with kept:
+            raw = kept.read(CLOCK_FILENAME)
+        doc = load_json(raw, kept.join(CLOCK_FILENAME), max_bytes=4096, what="a clock file") if raw else None
+    except (OSError, CkptError):
+        return None
+    t = doc.get(_CLOCK_KEY) if isinstance(doc, dict) else None
+    return float(t) if isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t) else None
+
+
+def write_clock(storage: Storage, d: Dir, t: float) -> None:
+    """Carry the TF1 every-N-hours clock ``t`` in ``DIR/kept/`` (made when absent), atomically."""
+    kept = open_kept(storage, d, create=True)
+    if kept is None:  # pragma: no cover - create=True makes it
+        return
+    with kept:
+        where = kept.join(CLOCK_FILENAME)
+        kept.replace(CLOCK_FILENAME, dump_json({_CLOCK_KEY: t}, where, indent=None))
+
+
 def fsync_dir(kept: Dir) -> None:
     """Make the new names in ``kept/`` durable (local directories only)."""
     if isinstance(kept, LocalDir):
@@ -226,5 +261,5 @@ def fsync_dir(kept: Dir) -> None:
             pass
 
 
-__all__ = ["KEPT_DIRNAME", "fsync_dir", "is_kept_dir", "kept_path", "open_kept", "place_file", "same_bytes",
-           "same_file"]
+__all__ = ["CLOCK_FILENAME", "KEPT_DIRNAME", "fsync_dir", "is_kept_dir", "kept_path", "open_kept", "place_file",
+           "read_clock", "same_bytes", "same_file", "write_clock"]
