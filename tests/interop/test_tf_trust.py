@@ -207,12 +207,14 @@ def _bases(d):
     return sorted(_indexes(d) + (_indexes(kept) if os.path.isdir(kept) else []))
 
 
-@pytest.mark.parametrize("every", [1, 3])
-def test_a_live_tf1_saver_and_a_cron_prune_keep_what_tf_keeps(tmp_path, every):
+@pytest.mark.parametrize("every,trainer_keeps,cli", [(1, 100, False), (3, 100, False), (1, None, True)],
+                         ids=["every save", "every third save", "Saver(max_to_keep=None), prune --scan by the CLI"])
+def test_a_live_tf1_saver_and_a_cron_prune_keep_what_tf_keeps(tmp_path, capsys, every, trainer_keeps, cli):
     """A TF1 graph-mode Saver saving every second (keeping everything: max_to_keep=100), pruned by
     ckptool between saves (after every save, or every third) with max_to_keep K and every N
     seconds; the oracle is a second live Saver(max_to_keep=K, keep_checkpoint_every_n_hours=N)
-    saving the same steps at the same moments. The Saver rewrites its state file, without
+    saving the same steps at the same moments (a Saver(max_to_keep=None) lists only its latest:
+    ``prune --scan``). The Saver rewrites its state file, without
     timestamps, at every save: the clock must be carried across runs (DIR/kept/), or nothing is
     ever preserved. Saves are placed a quarter second off every keep time, so that the small gap
     between the Saver's start and its first checkpoint (ckptool's start of the clock) decides
@@ -222,12 +224,21 @@ def test_a_live_tf1_saver_and_a_cron_prune_keep_what_tf_keeps(tmp_path, every):
     k, n_sec, saves = 2, 3.5, 16
     hours = n_sec / 3600
     trainer, oracle_dir = str(tmp_path / "trainer"), str(tmp_path / "oracle")
+
+    def prune():
+        if not cli:
+            P.prune(trainer, max_to_keep=k, keep_every_n_hours=hours)
+            return
+        code, out, err = run(capsys, "prune", trainer, "--scan", "--max-to-keep", str(k), "--keep-every-n-hours",
+                             repr(hours))
+        assert code == 0, err
+
     with tf.Graph().as_default():
         v = tf.compat.v1.get_variable("w", shape=[64], initializer=tf.compat.v1.zeros_initializer())
         step = tf.compat.v1.placeholder(tf.float32, [])
         assign = v.assign(tf.fill([64], step))
         oracle = tf.compat.v1.train.Saver(max_to_keep=k, keep_checkpoint_every_n_hours=hours)
-        live = tf.compat.v1.train.Saver(max_to_keep=100)
+        live = tf.compat.v1.train.Saver(max_to_keep=trainer_keeps)
         t0 = time.time()  # both Savers' start (TF's next keep time is t0 + N)
         with tf.compat.v1.Session() as s:
             s.run(tf.compat.v1.global_variables_initializer())
@@ -239,8 +250,8 @@ def test_a_live_tf1_saver_and_a_cron_prune_keep_what_tf_keeps(tmp_path, every):
                 live.save(s, os.path.join(trainer, "model"), global_step=i)
                 assert time.time() < t0 + i + 0.25 + 0.7, "the machine is too slow for this timing"
                 if i % every == every - 1:
-                    P.prune(trainer, max_to_keep=k, keep_every_n_hours=hours)
-    P.prune(trainer, max_to_keep=k, keep_every_n_hours=hours)
+                    prune()
+    prune()
     want = _indexes(oracle_dir)
     assert len(want) > k + 2  # TF preserved some (4, 7, 11)
     assert _bases(trainer) == want

@@ -565,12 +565,12 @@ def test_s3_prune_keeps_a_pin_in_kept_as_locally(run, s3, tmp_path, monkeypatch)
     same_output(run, str(local), url, "inspect", "{}/kept/ckpt-3", "--verify")
 
 
-def test_s3_a_leftover_of_a_killed_copy_is_never_taken_for_a_resaved_checkpoint(run, s3, tmp_path, monkeypatch):
-    """Issue 49, item 1 on moto: a prune killed after ckpt-3's data reached kept/ but before its
-    index; the trainer saves ckpt-3 again with other values (same sizes); the next prune must not
-    pair the leftover data with the new index: kept/ckpt-3 verifies and holds the new values
-    before DIR's ckpt-3 goes."""
-    fs, root, _ = s3
+def test_a_leftover_of_a_killed_copy_is_never_taken_for_a_resaved_checkpoint(run, store, tmp_path, monkeypatch):
+    """Issue 49, item 1 on moto's S3 and the GCS emulator: a prune killed after ckpt-3's data
+    reached kept/ but before its index; the trainer saves ckpt-3 again with other values (same
+    sizes); the next prune must not pair the leftover data with the new index: kept/ckpt-3
+    verifies and holds the new values before DIR's ckpt-3 goes."""
+    fs, root = store
     from ckptool.io.control.state import CheckpointState
     from ckptool.io.layout import keptdir
     from ckptool.ops.retain import engine
@@ -582,7 +582,10 @@ def test_s3_a_leftover_of_a_killed_copy_is_never_taken_for_a_resaved_checkpoint(
     for s in range(1, 5):
         ckptool.write(f"{url}/ckpt-{s}", {"w": np.full(64, s, np.float32)})
     names = [f"ckpt-{s}" for s in range(1, 5)]
-    fs.pipe_file(f"{url}/checkpoint".removeprefix("s3://"),
+    def key(u):
+        return u.split("://", 1)[1]
+
+    fs.pipe_file(key(f"{url}/checkpoint"),
                  CheckpointState(names[-1], names, [1e9 + s for s in range(4)], 1e9 - 1).to_text().encode())
     real_place = keptdir.place_file
 
@@ -601,8 +604,8 @@ def test_s3_a_leftover_of_a_killed_copy_is_never_taken_for_a_resaved_checkpoint(
     new = tmp_path / "new"
     ckptool.write(str(new / "ckpt-3"), {"w": np.full(64, 42.0, np.float32)})
     for f in sorted(new.iterdir(), key=lambda p: p.name.endswith(".index")):  # the trainer: data first
-        assert fs.size(f"{url}/{f.name}".removeprefix("s3://")) == f.stat().st_size  # the same sizes
-        fs.pipe_file(f"{url}/{f.name}".removeprefix("s3://"), f.read_bytes())
+        assert fs.size(key(f"{url}/{f.name}")) == f.stat().st_size  # the same sizes
+        fs.pipe_file(key(f"{url}/{f.name}"), f.read_bytes())
     out, err = run("prune", url, "--max-to-keep", "1", "--keep", "ckpt-3", "--json")
     (moved,) = json.loads(out)["moved"]
     assert moved["to"] == f"{url}/kept/ckpt-3" and moved["how"] == "copy" and moved["bytes_copied"] > 0
