@@ -2,7 +2,7 @@
 
 Each mutant changes one line of one named function (the io rules: which files are a
 checkpoint's, temporaries, the atomic publish; the rename matcher; retention; the integrity
-check and the moves into kept/). The
+check and the moves into kept/; the reader cache of ckptool.compat). The
 script copies the tracked tree to a temporary directory, applies one mutant at a
 time there (the working tree is never touched), runs the fast tests chosen to kill
 it, and prints which were killed and the score. A mutant survives when those tests
@@ -35,6 +35,7 @@ RETENTION_TESTS = ("tests/ops/test_retention.py",)
 ISSUE39_TESTS = ("tests/robustness/test_mutants.py",)  # the three survivors a review found (issue 39)
 INTEGRITY_TESTS = ("tests/ops/test_integrity.py",)
 KEPT_TESTS = ("tests/ops/test_kept.py",)
+CACHE_TESTS = ("tests/compat/test_reader_cache.py",)
 
 
 @dataclass(frozen=True)
@@ -141,6 +142,20 @@ MUTANTS = [
     Mutant("keep_into: a name kept/ holds for another checkpoint is taken", "ckptool/ops/retain/engine.py",
            "keep_into", "                    continue  # another checkpoint has this name in kept/",
            "                    pass  # another checkpoint has this name in kept/", KEPT_TESTS),
+    # ---- issue 49: four mutants the suite let live
+    Mutant("keep_into: the .index linked into kept/ first", "ckptool/ops/retain/engine.py", "keep_into",
+           "key=lambda f: (f.name == base + INDEX_SUFFIX, f.name))",
+           "key=lambda f: (f.name != base + INDEX_SUFFIX, f.name))", KEPT_TESTS),
+    Mutant("kept_moves: a damaged checkpoint put into kept/", "ckptool/ops/retain/kept.py", "kept_moves",
+           "        if health is not None and health(e.name) != R.INTACT:", "        if False:", KEPT_TESTS),
+    Mutant("reader cache: a file's identity without its inode", "ckptool/compat/train.py", "_identity",
+           "        return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns",
+           "        return st.st_dev, st.st_size, st.st_mtime_ns", CACHE_TESTS),
+    Mutant("reader cache: the racy-mtime window ignored", "ckptool/compat/train.py", "_cached_index",
+           "                time.time() - mtime > RACY_SECONDS or storage.read_bytes(index) == hit[1]):",
+           "                True or storage.read_bytes(index) == hit[1]):", CACHE_TESTS),
+    Mutant("same_file: a copy of the same size taken for the same bytes", "ckptool/io/layout/keptdir.py",
+           "same_file", "    if not deep and not kept_name.endswith(\".index\"):", "    if True:", KEPT_TESTS),
 ]
 
 

@@ -20,12 +20,32 @@ def note_changes(result, prefix: str = "") -> None:
     """One line per checkpoint moved or linked into kept/ (where it now is)."""
     verb = "would move" if result.dry_run else "moved"
     for m in result.moved:
-        note(f"{prefix}{verb} {escape(m['from'])} -> {escape(m['to'])} (kept out of the trainer's reach)")
+        how = _how(m, ", ")
+        note(f"{prefix}{verb} {escape(m['from'])} -> {escape(m['to'])} (kept out of the trainer's reach{how})")
     for m in result.linked:
-        note(f"{prefix}{'would keep' if result.dry_run else 'kept'} a copy of {escape(m['from'])} as "
-             f"{escape(m['to'])} (hard link)")
+        note(f"{prefix}{'would keep' if result.dry_run else 'kept'} a second name of {escape(m['from'])} as "
+             f"{escape(m['to'])}{_how(m, ' ', '(', ')')}")
     if result.already_gone:
         note(f"{prefix}{plural(len(result.already_gone), 'state entry', 'state entries')} already gone from disk")
+
+
+def _how(m, sep: str, left: str = "", right: str = "") -> str:
+    """How a checkpoint got its name in kept/, as the engine placed it: "hard link", or "copy"
+    and the bytes copied; nothing when it was there already (or on a dry run)."""
+    how = m.get("how")
+    if not how:
+        return ""
+    text = f"copy, {m.get('bytes_copied', 0):,} bytes" if how == "copy" else how
+    return f"{sep}{left}{text}{right}"
+
+
+def placed_how(result, path: str) -> str:
+    """The table's note for a checkpoint given its name in kept/ by this run: " (hard link)" or
+    " (copy, N bytes)", by the path the table shows (kept/'s for a moved one, DIR's for a linked one)."""
+    for m in result.moved + result.linked:
+        if path in (m["to"], m["from"]) and m.get("how"):
+            return _how(m, " ", "(", ")")
+    return ""
 
 
 def damage_failure(results) -> str | None:

@@ -33,7 +33,8 @@ def _files(d):
     """DIR's files; what ckptool keeps in DIR/kept/ (issue 36: out of a running trainer's reach, where TF
     leaves its every-N-hours keeps in DIR) counted as DIR's."""
     kept = os.path.join(d, "kept")
-    extra = [n for n in os.listdir(kept) if n not in ("checkpoint", ".ckptool.lock")] if os.path.isdir(kept) else []
+    extra = [n for n in os.listdir(kept) if n != "checkpoint" and not n.startswith(".ckptool")] \
+        if os.path.isdir(kept) else []
     return sorted([n for n in os.listdir(d) if not n.startswith(".ckptool") and n != "kept"] + extra)
 
 

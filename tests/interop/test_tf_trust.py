@@ -196,3 +196,65 @@ def test_verify_reports_a_state_file_exactly_when_tf_cannot_use_it(tmp_path, cap
     if name == "ok":
         assert tf_latest == os.path.join(d, "ckpt-2")
     shutil.rmtree(d)
+
+
+# ---------------------------------------------------------------- a TF1 Saver still saving (issue 49, item 2)
+
+
+def _bases(d):
+    """The complete checkpoints of ``d`` and of ``d/kept`` (what survives, wherever prune put it)."""
+    kept = os.path.join(d, "kept")
+    return sorted(_indexes(d) + (_indexes(kept) if os.path.isdir(kept) else []))
+
+
+@pytest.mark.parametrize("every,trainer_keeps,cli", [(1, 100, False), (3, 100, False), (1, None, True)],
+                         ids=["every save", "every third save", "Saver(max_to_keep=None), prune --scan by the CLI"])
+def test_a_live_tf1_saver_and_a_cron_prune_keep_what_tf_keeps(tmp_path, capsys, every, trainer_keeps, cli):
+    """A TF1 graph-mode Saver saving every second (keeping everything: max_to_keep=100), pruned by
+    ckptool between saves (after every save, or every third) with max_to_keep K and every N
+    seconds; the oracle is a second live Saver(max_to_keep=K, keep_checkpoint_every_n_hours=N)
+    saving the same steps at the same moments (a Saver(max_to_keep=None) lists only its latest:
+    ``prune --scan``). The Saver rewrites its state file, without
+    timestamps, at every save: the clock must be carried across runs (DIR/kept/), or nothing is
+    ever preserved. Saves are placed a quarter second off every keep time, so that the small gap
+    between the Saver's start and its first checkpoint (ckptool's start of the clock) decides
+    nothing."""
+    import time
+
+    k, n_sec, saves = 2, 3.5, 16
+    hours = n_sec / 3600
+    trainer, oracle_dir = str(tmp_path / "trainer"), str(tmp_path / "oracle")
+
+    def prune():
+        if not cli:
+            P.prune(trainer, max_to_keep=k, keep_every_n_hours=hours)
+            return
+        code, out, err = run(capsys, "prune", trainer, "--scan", "--max-to-keep", str(k), "--keep-every-n-hours",
+                             repr(hours))
+        assert code == 0, err
+
+    with tf.Graph().as_default():
+        v = tf.compat.v1.get_variable("w", shape=[64], initializer=tf.compat.v1.zeros_initializer())
+        step = tf.compat.v1.placeholder(tf.float32, [])
+        assign = v.assign(tf.fill([64], step))
+        oracle = tf.compat.v1.train.Saver(max_to_keep=k, keep_checkpoint_every_n_hours=hours)
+        live = tf.compat.v1.train.Saver(max_to_keep=trainer_keeps)
+        t0 = time.time()  # both Savers' start (TF's next keep time is t0 + N)
+        with tf.compat.v1.Session() as s:
+            s.run(tf.compat.v1.global_variables_initializer())
+            for i in range(saves):
+                if i:
+                    time.sleep(max(0.0, t0 + i + 0.25 - time.time()))  # i + 0.25 s: never near t0 + j*N
+                s.run(assign, {step: float(i)})
+                oracle.save(s, os.path.join(oracle_dir, "model"), global_step=i)
+                live.save(s, os.path.join(trainer, "model"), global_step=i)
+                assert time.time() < t0 + i + 0.25 + 0.7, "the machine is too slow for this timing"
+                if i % every == every - 1:
+                    prune()
+    prune()
+    want = _indexes(oracle_dir)
+    assert len(want) > k + 2  # TF preserved some (4, 7, 11)
+    assert _bases(trainer) == want
+    for base in want:  # each one TF restores, with its own values
+        where = trainer if os.path.exists(os.path.join(trainer, base + ".index")) else os.path.join(trainer, "kept")
+        assert float(tf.train.load_variable(os.path.join(where, base), "w")[0]) == float(base.split("-")[1])

@@ -526,9 +526,26 @@ def test_s3_diff_and_rewrite_names_match_local(run, s3, tmp_path):
     assert not [n for n in remote.storage_for_url(url).listdir(url) if "tempstate" in n]
 
 
-def test_s3_prune_keeps_a_pin_in_kept_as_locally(run, s3, tmp_path):
+def _cross_device(mp):
+    """A local kept/ on another file system: os.link from DIR into kept/ fails (EXDEV): copied."""
+    import errno
+
+    from ckptool.io.layout import keptdir
+
+    real = os.link
+
+    def link(src, dst, *, src_dir_fd=None, dst_dir_fd=None, follow_symlinks=True):
+        if src_dir_fd != dst_dir_fd:
+            raise OSError(errno.EXDEV, "Invalid cross-device link")
+        return real(src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd, follow_symlinks=follow_symlinks)
+
+    mp.setattr(keptdir.os, "link", link)
+
+
+def test_s3_prune_keeps_a_pin_in_kept_as_locally(run, s3, tmp_path, monkeypatch):
     """Issue 36 on an object store (no hard links): the pinned checkpoint is copied into DIR/kept/ and
-    its DIR objects deleted, through the same journal; the outcome is the local one."""
+    its DIR objects deleted, through the same journal; the outcome is the local one with kept/ on
+    another file system (a copy there too: "how": "copy" and the bytes copied, never "hard link")."""
     fs, root, _ = s3
     import shutil
 
@@ -536,12 +553,66 @@ def test_s3_prune_keeps_a_pin_in_kept_as_locally(run, s3, tmp_path):
     shutil.copytree(DATA / "manager", local)
     upload(fs, DATA / "manager", f"{root}/pin")
     url = f"{root}/pin"
-    same_output(run, str(local), url, "prune", "{}", "--max-to-keep", "1", "--keep", "ckpt-3", "--json")
+    _cross_device(monkeypatch)
+    lo, _ = same_output(run, str(local), url, "prune", "{}", "--max-to-keep", "1", "--keep", "ckpt-3", "--json")
+    (moved,) = json.loads(lo)["moved"]
+    assert moved["how"] == "copy" and moved["bytes_copied"] == sum(
+        f.stat().st_size for f in (local / "kept").glob("ckpt-3.*"))
     st = remote.storage_for_url(url)
     assert st.listdir(url) == local_names(local) and "ckpt-3.index" not in st.listdir(url)
     assert st.listdir(f"{url}/kept") == local_names(local / "kept")
     same_output(run, str(local), url, "verify", "{}")
     same_output(run, str(local), url, "inspect", "{}/kept/ckpt-3", "--verify")
+
+
+def test_a_leftover_of_a_killed_copy_is_never_taken_for_a_resaved_checkpoint(run, store, tmp_path, monkeypatch):
+    """Issue 49, item 1 on moto's S3 and the GCS emulator: a prune killed after ckpt-3's data
+    reached kept/ but before its index; the trainer saves ckpt-3 again with other values (same
+    sizes); the next prune must not pair the leftover data with the new index: kept/ckpt-3
+    verifies and holds the new values before DIR's ckpt-3 goes."""
+    fs, root = store
+    from ckptool.io.control.state import CheckpointState
+    from ckptool.io.layout import keptdir
+    from ckptool.ops.retain import engine
+
+    class Killed(BaseException):
+        pass
+
+    url = f"{root}/resave"
+    for s in range(1, 5):
+        ckptool.write(f"{url}/ckpt-{s}", {"w": np.full(64, s, np.float32)})
+    names = [f"ckpt-{s}" for s in range(1, 5)]
+    def key(u):
+        return u.split("://", 1)[1]
+
+    fs.pipe_file(key(f"{url}/checkpoint"),
+                 CheckpointState(names[-1], names, [1e9 + s for s in range(4)], 1e9 - 1).to_text().encode())
+    real_place = keptdir.place_file
+
+    def place(d, kept, name, kept_name, **kw):
+        if kept_name == "ckpt-3.index":
+            raise Killed
+        return real_place(d, kept, name, kept_name, **kw)
+
+    with monkeypatch.context() as mp:
+        mp.setattr(engine, "place_file", place)
+        with pytest.raises(Killed):
+            run("prune", url, "--max-to-keep", "1", "--keep", "ckpt-3")
+    st = remote.storage_for_url(url)
+    assert "ckpt-3.data-00000-of-00001" in st.listdir(f"{url}/kept") and "ckpt-3.index" not in st.listdir(
+        f"{url}/kept")
+    new = tmp_path / "new"
+    ckptool.write(str(new / "ckpt-3"), {"w": np.full(64, 42.0, np.float32)})
+    for f in sorted(new.iterdir(), key=lambda p: p.name.endswith(".index")):  # the trainer: data first
+        assert fs.size(key(f"{url}/{f.name}")) == f.stat().st_size  # the same sizes
+        fs.pipe_file(key(f"{url}/{f.name}"), f.read_bytes())
+    out, err = run("prune", url, "--max-to-keep", "1", "--keep", "ckpt-3", "--json")
+    (moved,) = json.loads(out)["moved"]
+    assert moved["to"] == f"{url}/kept/ckpt-3" and moved["how"] == "copy" and moved["bytes_copied"] > 0
+    run("verify", f"{url}/kept/ckpt-3")
+    with ckptool.open(f"{url}/kept/ckpt-3") as ck:
+        assert float(ck.read("w")[0]) == 42.0
+    assert "ckpt-3.index" not in st.listdir(url)
 
 
 def test_s3_recursive_prune_and_du_match_local(run, s3, tmp_path):

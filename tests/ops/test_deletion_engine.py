@@ -170,7 +170,7 @@ def test_kept_beyond_max_to_keep_moves_into_kept_and_leaves_the_state_list(tmp_p
     ino = os.stat(d / "ckpt-2.data-00000-of-00001").st_ino
     r = P.prune(str(d), max_to_keep=2, now=T0 + 10, **extra)
     assert str(d / "kept" / "ckpt-2") in r.kept and not (d / "ckpt-2.index").exists()
-    assert r.moved == [{"from": str(d / "ckpt-2"), "to": str(d / "kept" / "ckpt-2")}]
+    assert r.moved == [{"from": str(d / "ckpt-2"), "to": str(d / "kept" / "ckpt-2"), "how": "hard link", "bytes_copied": 0}]
     assert os.stat(d / "kept" / "ckpt-2.data-00000-of-00001").st_ino == ino  # a hard link: nothing copied
     st = read_state(str(d))
     assert st.all_model_checkpoint_paths == ["ckpt-4", "ckpt-5"] and st.model_checkpoint_path == "ckpt-5"
@@ -178,7 +178,7 @@ def test_kept_beyond_max_to_keep_moves_into_kept_and_leaves_the_state_list(tmp_p
     kept = read_state(str(d / "kept"))
     assert "ckpt-2" in kept.all_model_checkpoint_paths and kept.all_model_checkpoint_timestamps[0] == T0 + 1
     if "keep_steps_every" in extra:  # ckpt-4 is one of the newest 2: linked, and stays in DIR and its state
-        assert r.linked == [{"from": str(d / "ckpt-4"), "to": str(d / "kept" / "ckpt-4")}]
+        assert r.linked == [{"from": str(d / "ckpt-4"), "to": str(d / "kept" / "ckpt-4"), "how": "hard link", "bytes_copied": 0}]
         assert (d / "ckpt-4.index").exists() and kept.model_checkpoint_path == "ckpt-4"
     r = P.prune(str(d), max_to_keep=1, now=T0 + 20, scan=True, **extra)  # a later prune: kept/ is not DIR's
     assert (d / "kept" / "ckpt-2.index").exists()

@@ -48,7 +48,8 @@ def test_a_pin_beyond_max_to_keep_moves_by_hard_link_and_the_kept_dir_is_a_check
     r = P.prune(str(d), max_to_keep=2, keep=("ckpt-2",), now=T0 + 9999)
     assert idx(d) == ["ckpt-5", "ckpt-6"] and idx(d / "kept") == ["ckpt-2"]
     assert (d / "kept" / "ckpt-2.data-00000-of-00001").stat().st_ino == inode
-    assert r.moved == [{"from": str(d / "ckpt-2"), "to": str(d / "kept" / "ckpt-2")}] and r.bytes_freed > 0
+    assert r.moved == [{"from": str(d / "ckpt-2"), "to": str(d / "kept" / "ckpt-2"), "how": "hard link",
+                        "bytes_copied": 0}] and r.bytes_freed > 0
     assert r.reasons[str(d / "kept" / "ckpt-2")] == ["pinned"] and str(d / "kept" / "ckpt-2") in r.kept
     st = read_state(str(d / "kept"))
     assert st.model_checkpoint_path == "ckpt-2" and st.all_model_checkpoint_timestamps == [T0 + 60]
@@ -70,6 +71,7 @@ def test_a_damaged_pin_stays_where_it_is(tmp_path):
     os.truncate(d / "ckpt-2.data-00000-of-00001", 3)
     r = P.prune(str(d), max_to_keep=2, keep=("ckpt-2",), now=T0 + 9999)
     assert "ckpt-2" in idx(d) and not r.moved and [x["path"] for x in r.damaged] == [str(d / "ckpt-2")]
+    assert not r.linked and not list((d / "kept").glob("ckpt-2*"))  # never into kept/: not moved, nor linked
 
 
 def test_a_name_taken_in_kept_by_another_checkpoint_is_never_overwritten(tmp_path):
@@ -78,7 +80,7 @@ def test_a_name_taken_in_kept_by_another_checkpoint_is_never_overwritten(tmp_pat
     ckptool.write(str(other), {"w": np.full(16, 99.0, np.float32)}, sync=False)  # e.g. an earlier run's ckpt-2
     r = P.prune(str(d), max_to_keep=2, keep=("ckpt-2",), now=T0 + 9999)
     assert value(other) == 99.0 and value(d / "kept" / "ckpt.2-2") == 2.0
-    assert r.moved == [{"from": str(d / "ckpt-2"), "to": str(d / "kept" / "ckpt.2-2")}]
+    assert [(m["from"], m["to"]) for m in r.moved] == [(str(d / "ckpt-2"), str(d / "kept" / "ckpt.2-2"))]
     assert sorted(read_state(str(d / "kept")).all_model_checkpoint_paths) == ["ckpt-2", "ckpt.2-2"]
 
 
@@ -209,7 +211,7 @@ def test_on_an_object_store_kept_checkpoints_are_copied_then_the_originals_delet
                                                                 T0 - 1).to_text().encode())
     try:
         r = P.prune(root, max_to_keep=2, keep=("ckpt-2",), now=T0 + 9999)
-        assert r.moved == [{"from": f"{root}/ckpt-2", "to": f"{root}/kept/ckpt-2"}]
+        assert [(m["from"], m["to"], m["how"]) for m in r.moved] == [(f"{root}/ckpt-2", f"{root}/kept/ckpt-2", "copy")]
         assert not fs.exists("/trust-kept/run/ckpt-2.index") and fs.exists("/trust-kept/run/kept/ckpt-2.index")
         assert value(f"{root}/kept/ckpt-2") == 2.0
         assert read_state(root + "/kept", P.storage_for(root)[0]).all_model_checkpoint_paths == ["ckpt-2"]
@@ -261,3 +263,159 @@ def test_a_cron_run_that_changes_nothing_says_nothing(tmp_path, capsys):
     assert (d / "kept" / "checkpoint").read_bytes() == state  # nor rewritten
     r = P.prune(str(d), max_to_keep=2, keep_steps_every=3, dry_run=True)
     assert not r.linked and not r.moved
+
+
+def _cross_device(mp):
+    """kept/ on another file system: os.link from DIR into kept/ fails with EXDEV (the copy path)."""
+    real = os.link
+
+    def link(src, dst, *, src_dir_fd=None, dst_dir_fd=None, follow_symlinks=True):
+        if src_dir_fd != dst_dir_fd:
+            raise OSError(errno.EXDEV, "Invalid cross-device link")
+        return real(src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd, follow_symlinks=follow_symlinks)
+
+    mp.setattr(keptdir.os, "link", link)
+
+
+def _resave(d, step, value):
+    """A restarted trainer saves checkpoint ``step`` again, with other values (same sizes): new
+    files renamed over the old names, as TF does."""
+    tmp = d.parent / f"resave-{step}"
+    ckptool.write(str(tmp / f"ckpt-{step}"), {"w": np.full(16, value, np.float32)}, sync=False)
+    for f in sorted(tmp.iterdir(), key=lambda p: p.name.endswith(".index")):  # data first, the index last
+        os.replace(f, d / f.name)
+    tmp.rmdir()
+
+
+@pytest.mark.parametrize("how", ["copy", "hard link"])
+def test_a_leftover_of_a_killed_copy_is_never_taken_for_a_resaved_checkpoint(tmp_path, monkeypatch, capsys, how):
+    """Issue 49, item 1: killed after ckpt-2's data reached kept/ but before its index; the trainer
+    saves ckpt-2 again with other values; the next prune must not pair the old data with the new
+    index: kept/ckpt-2 verifies and holds the new values before DIR's ckpt-2 goes."""
+    d = make(tmp_path / "run", range(1, 6))
+    with monkeypatch.context() as mp:
+        if how == "copy":
+            _cross_device(mp)
+        real_place = keptdir.place_file
+
+        def place(d_, kept, name, kept_name, **kw):
+            if kept_name == "ckpt-2.index":
+                raise Killed
+            return real_place(d_, kept, name, kept_name, **kw)
+
+        mp.setattr(engine, "place_file", place)
+        with pytest.raises(Killed):
+            P.prune(str(d), max_to_keep=2, keep=("ckpt-2",), now=T0 + 9999)
+    assert (d / "kept" / "ckpt-2.data-00000-of-00001").exists() and not (d / "kept" / "ckpt-2.index").exists()
+    _resave(d, 2, 42.0)
+    with monkeypatch.context() as mp:
+        if how == "copy":
+            _cross_device(mp)
+        code, out, err = run(capsys, "prune", d, "--max-to-keep", "2", "--keep", "ckpt-2", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    size = sum(f.stat().st_size for f in (d / "kept").glob("ckpt-2.*"))
+    assert doc["moved"] == [{"from": str(d / "ckpt-2"), "to": str(d / "kept" / "ckpt-2"), "how": how,
+                             "bytes_copied": size if how == "copy" else 0}]
+    assert idx(d / "kept") == ["ckpt-2"] and value(d / "kept" / "ckpt-2") == 42.0
+    code, out, err = run(capsys, "verify", d / "kept" / "ckpt-2")
+    assert code == 0, out + err
+    assert not (d / "ckpt-2.index").exists() and idx(d) == ["ckpt-4", "ckpt-5"]
+
+
+def test_a_copy_in_kept_whose_data_is_not_its_index_is_repaired_before_the_original_goes(tmp_path, monkeypatch,
+                                                                                          capsys):
+    """What the old rule made of the case above (old data beside the new index in kept/, a complete
+    checkpoint there that fails verify): taken as this checkpoint's by its index and sizes, it is
+    proven byte for byte first; the data that differs is replaced (its index first), then DIR's go.
+    The table says how it was placed: a copy, and its size."""
+    d = make(tmp_path / "run", range(1, 6))
+    (d / "kept").mkdir()
+    os.link(d / "ckpt-2.data-00000-of-00001", d / "kept" / "ckpt-2.data-00000-of-00001")  # the old values
+    _resave(d, 2, 42.0)
+    os.link(d / "ckpt-2.index", d / "kept" / "ckpt-2.index")
+    with monkeypatch.context() as mp:
+        _cross_device(mp)
+        code, out, err = run(capsys, "prune", d, "--max-to-keep", "2", "--keep", "ckpt-2")
+    assert code == 0, err
+    size = sum(f.stat().st_size for f in (d / "kept").glob("ckpt-2.*"))  # placed again whole: index and data
+    assert f"{d / 'kept' / 'ckpt-2'} (kept out of the trainer's reach, copy, {size:,} bytes)" in err
+    assert "hard link" not in out + err
+    assert value(d / "kept" / "ckpt-2") == 42.0 and not (d / "ckpt-2.index").exists()
+    code, out, err = run(capsys, "verify", d / "kept" / "ckpt-2")
+    assert code == 0, out + err
+
+
+def test_a_kill_between_the_links_never_leaves_an_index_without_its_data_in_kept(tmp_path, monkeypatch):
+    """The data files get their names in kept/ first, the index last: killed after the first name
+    was made, kept/ holds no index (nothing there claims to be a checkpoint it is not)."""
+    d = make(tmp_path / "run", range(1, 6))
+    real_place = keptdir.place_file
+    made = []
+
+    def place(d_, kept, name, kept_name, **kw):
+        if made:
+            raise Killed
+        made.append(kept_name)
+        return real_place(d_, kept, name, kept_name, **kw)
+
+    with monkeypatch.context() as mp:
+        mp.setattr(engine, "place_file", place)
+        with pytest.raises(Killed):
+            P.prune(str(d), max_to_keep=2, keep=("ckpt-2",), now=T0 + 9999)
+    assert made == ["ckpt-2.data-00000-of-00001"] and not list((d / "kept").glob("*.index"))
+    P.prune(str(d), max_to_keep=2, keep=("ckpt-2",), now=T0 + 9999)
+    assert idx(d / "kept") == ["ckpt-2"] and value(d / "kept" / "ckpt-2") == 2.0 and "ckpt-2" not in idx(d)
+
+
+def _tf1_keeps(times, start, k, n):
+    """TF1 Saver(max_to_keep=k, keep_checkpoint_every_n_hours=n/3600) started at ``start``, saving at
+    ``times``: the indices it leaves (tensorflow/python/training/saver.py, _MaybeDeleteOldCheckpoints:
+    one popped per save beyond k, kept when its time is after the next keep time, which then moves N on)."""
+    next_keep, kept, window = start + n, [], []
+    for i, t in enumerate(times):
+        window.append((i, t))
+        if len(window) > k:
+            j, tj = window.pop(0)
+            if tj > next_keep:
+                next_keep += n
+                kept.append(j)
+    return sorted(kept + [j for j, _ in window])
+
+
+@pytest.mark.parametrize("every", [1, 2, 3])
+def test_tf1_every_n_hours_clock_is_carried_across_runs(tmp_path, every):
+    """A TF1 Saver's state file (no timestamps, rewritten at every save, listing its newest 50)
+    pruned after every ``every`` saves: the every-N-hours clock lives in DIR/kept/ between runs,
+    so what survives (DIR and kept/) is what TF's own arithmetic keeps."""
+    d = tmp_path / "run"
+    d.mkdir()
+    k, n, gap = 2, 3.0, 1.2
+    times = [T0 + 0.05 + i * gap for i in range(20)]
+    for i, t in enumerate(times):
+        ckptool.write(str(d / f"ckpt-{i}"), {"w": np.full(16, i, np.float32)}, sync=False)
+        for f in d.glob(f"ckpt-{i}.*"):
+            os.utime(f, (t, t))
+        names = [str(d / f"ckpt-{j}") for j in range(max(0, i - 49), i + 1)]  # absolute, as TF1 writes
+        (d / "checkpoint").write_text(f'model_checkpoint_path: "{names[-1]}"\n'
+                                      + "".join(f'all_model_checkpoint_paths: "{p}"\n' for p in names))
+        if i % every == every - 1 or i == len(times) - 1:
+            P.prune(str(d), max_to_keep=k, keep_every_n_hours=n / 3600, now=t + 0.1)
+    want = [f"ckpt-{i}" for i in _tf1_keeps(times, T0 + 0.05, k, n)]
+    assert len(want) > k + 4
+    assert sorted(idx(d) + idx(d / "kept")) == sorted(want)
+
+
+def test_a_damaged_clock_file_starts_the_clock_again(tmp_path, capsys):
+    d = make(tmp_path / "run", range(1, 4))
+    (d / "kept").mkdir()
+    (d / "kept" / ".ckptool-clock").write_text("[" * 100_000 + "]" * 100_000)
+    assert keptdir.read_clock(P.storage_for(str(d))[0], engine_dir(d)) is None
+    code, out, err = run(capsys, "prune", d, "--max-to-keep", "1", "--keep-every-n-hours", "1")
+    assert code == 0, err
+
+
+def engine_dir(d):
+    from ckptool.io.safety.dirfd import LocalDir
+
+    return LocalDir(str(d))

@@ -184,3 +184,53 @@ def test_corrupt_state_file_deletes_nothing(tmp_path, capsys):
     code, _, err = run(capsys, "rm", d / "ckpt-1")
     assert code == 1 and "checkpoint" in err and "Traceback" not in err
     assert "ckpt-1.index" in names(d)
+
+
+class _Killed(BaseException):
+    """SIGKILL, as far as the code under test can tell: nothing after it runs."""
+
+
+@pytest.mark.parametrize("form", ["ckpt-300", "ckpt-300.index", "ckpt-300.data-00000-of-00001"])
+def test_a_rerun_finishes_an_rm_killed_after_the_index_went(tmp_path, monkeypatch, capsys, form):
+    """Issue 49, item 4: killed right after the index was unlinked, the same rm rerun completes it
+    (the journal names it) instead of saying 'no checkpoint found'."""
+    from ckptool.io.safety import dirfd
+
+    d = make(tmp_path / "run", [100, 200, 300, 400], meta=True)
+    real = dirfd.LocalDir.unlink
+
+    def unlink(self, name):
+        real(self, name)
+        if name == "ckpt-300.index":
+            raise _Killed
+
+    with monkeypatch.context() as mp:
+        mp.setattr(dirfd.LocalDir, "unlink", unlink)
+        with pytest.raises(_Killed):
+            rm([str(d / "ckpt-300")])
+    assert not (d / "ckpt-300.index").exists() and (d / "ckpt-300.data-00000-of-00001").exists()
+    assert "ckpt-300" in (d / ".ckptool-prune-pending").read_text()
+    code, out, err = run(capsys, "rm", d / form, "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert [r["checkpoint"] for r in doc["removed"]] == [str(d / "ckpt-300")]
+    assert sorted(os.path.basename(f) for f in doc["removed"][0]["files"]) == [
+        "ckpt-300.data-00000-of-00001", "ckpt-300.meta"]
+    assert not [n for n in names(d) if n.startswith("ckpt-300")] and not (d / ".ckptool-prune-pending").exists()
+    assert read_state(str(d)).all_model_checkpoint_paths == ["ckpt-100", "ckpt-200", "ckpt-400"]
+    code, out, err = run(capsys, "rm", d / "ckpt-300")  # done now: nothing names it any more
+    assert code == 1 and "ckpt-300" in err
+
+
+def test_a_journal_nested_deep_is_one_warning_not_a_crash(tmp_path, capsys):
+    """A journal nested 100,000 deep is read by the bounded JSON reader: every later deleting
+    command warns once and goes on (the damaged journal is dropped), never a RecursionError."""
+    d = make(tmp_path / "run", [1, 2, 3])
+    (d / ".ckptool-prune-pending").write_text("[" * 100_000 + "]" * 100_000)
+    code, out, err = run(capsys, "rm", d / "ckpt-1")
+    assert code == 0 and err.count("unreadable journal") == 1 and "nested too deep" in err, err
+    assert "Traceback" not in err and not (d / ".ckptool-prune-pending").exists()
+    (d / ".ckptool-prune-pending").write_text("[" * 100_000 + "]" * 100_000)
+    code, out, err = run(capsys, "prune", d, "--max-to-keep", "1")
+    assert code == 0 and err.count("unreadable journal") == 1, err
+    assert sorted(p.name for p in d.glob("*.index")) == ["ckpt-3.index"]

@@ -18,7 +18,7 @@ from ckptool.cli.common import (
     verbose,
 )
 from ckptool.cli.keep_best import best_options, best_spec, note_without_value, reason
-from ckptool.cli.prune_report import changed, damage_failure, extra_rows, note_changes
+from ckptool.cli.prune_report import changed, damage_failure, extra_rows, note_changes, placed_how
 
 
 def _epilog() -> str:
@@ -213,7 +213,8 @@ usage error. A run refused before it starts leaves no .ckptool.lock.
               help="Print a commented .ckptool.toml with every key prune reads, each at its default, and "
                    "exit (prune --print-config > ROOT/.ckptool.toml).")
 @json_option('Print {"kept": [...], "deleted": [...], "preserved": [...], "reasons": {...}, '
-             '"bytes_freed": N, "moved": [{"from", "to"}], "linked": [{"from", "to"}] (into DIR/kept/), '
+             '"bytes_freed": N, "moved": [{"from", "to", "how", "bytes_copied"}], "linked": [...] (into DIR/kept/; '
+             '"how": "hard link" or "copy" when placed by this run), '
              '"damaged": [{"path", "problem"}], "already_gone": [...], "best": {...} (--keep-best), '
              '"policy_sources": {setting: "flag" | FILE | "default"}, ...} as JSON (with --recursive, a run '
              'left alone: {"no_policy": true}).')
@@ -283,6 +284,7 @@ def render_result(result, prefix: str = "", plan: bool = True) -> None:
     rows += [(p, "skipped", "outside the directory") for p in result.skipped]
     rows += [(p, "would delete" if result.dry_run else "deleted", "temporary") for p in result.temp_deleted]
     rows += extra_rows(result)
+    rows = [(p, action, why + placed_how(result, p)) for p, action, why in rows]  # "hard link" / "copy, N bytes"
     rows = [(escape(p), action, escape(why)) for p, action, why in rows]
     width = max((len(r[0]) for r in rows), default=10)
     aw = max((len(r[1]) for r in rows), default=4)

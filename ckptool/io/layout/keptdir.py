@@ -7,24 +7,28 @@ TF's CheckpointManager and Saver delete from the list they hold in memory, by a 
 there (the same inode: nothing copied, and once linked no delete in DIR can take it), through
 the directories' descriptors; across file systems, and on an object store (no hard links), it
 is copied (ranged reads, one PUT or multipart upload; server-side bytes are not assumed).
-A name already in ``kept/`` is never overwritten.
+A name already in ``kept/`` is never overwritten. A copy is the same file only once its bytes
+are compared (:func:`same_file`): the same size is no proof (a checkpoint saved again under its
+name has data files of the same size).
 """
 
 from __future__ import annotations
 
 import errno
+import math
 import os
 import stat as _stat
 from typing import TYPE_CHECKING
 
 from ckptool.errors import CkptError
+from ckptool.format.json_doc import dump_json, load_json
 from ckptool.io.control.state import STATE_FILENAME
 from ckptool.io.oserrors import os_error
 from ckptool.io.safety.atomic import link_or_copy, publish, tempstate_name
 from ckptool.io.safety.dirfd import LocalDir, PathDir
 
 if TYPE_CHECKING:
-    from ckptool.io.base import Dir, Storage
+    from ckptool.io.base import Dir, Reader, Storage
 
 KEPT_DIRNAME = "kept"
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -142,9 +146,11 @@ def _copy_local(d: LocalDir, kept: LocalDir, name: str, kept_name: str, sync: bo
         os.close(src)
 
 
-def same_file(d: Dir, name: str, kept: Dir, kept_name: str) -> bool:
-    """Whether ``kept/kept_name`` holds ``d/name``: the same inode locally; else (a copy) the
-    same size and, for an ``.index``, the same bytes (an index holds every tensor's CRC)."""
+def same_file(d: Dir, name: str, kept: Dir, kept_name: str, *, deep: bool = True) -> bool:
+    """Whether ``kept/kept_name`` holds ``d/name``: the same inode locally; else (a copy) the same
+    size and the same bytes, compared chunk by chunk (:func:`same_bytes`). Not ``deep``: only an
+    ``.index``'s bytes are compared (its CRCs name its data: enough to tell which checkpoint a
+    name of kept/ holds, never to prove that a data file there holds that checkpoint's bytes)."""
     a, b = d.lstat(name), kept.lstat(kept_name)
     if a is not None and _stat.S_ISLNK(a.st_mode):
         a = d.stat(name)
@@ -154,7 +160,96 @@ def same_file(d: Dir, name: str, kept: Dir, kept_name: str) -> bool:
         return True
     if a.st_size != b.st_size:
         return False
-    return not kept_name.endswith(".index") or d.read(name) == kept.read(kept_name)
+    if not deep and not kept_name.endswith(".index"):
+        return True
+    return same_bytes(d, name, kept, kept_name, a.st_size)
+
+
+def same_bytes(d: Dir, name: str, kept: Dir, kept_name: str, size: int) -> bool:
+    """Whether the first ``size`` bytes of ``d/name`` and ``kept/kept_name`` are the same and
+    neither file is longer, read :data:`_COPY_CHUNK` at a time (memory bounded; a file that
+    goes while read is not the same)."""
+    try:
+        with _Ranged(d, name, follow=True) as a, _Ranged(kept, kept_name, follow=False) as b:
+            off = 0
+            while off < size:
+                n = min(_COPY_CHUNK, size - off)
+                if a.read(off, n) != b.read(off, n):
+                    return False
+                off += n
+            return a.read(size, 1) == b"" and b.read(size, 1) == b""
+    except (OSError, CkptError):
+        return False
+
+
+class _Ranged:
+    """A file of a directory read by offset: through the directory's descriptor locally (``follow``:
+    a symlink inside DIR is read through), by ranged reads on an object store."""
+
+    def __init__(self, d: Dir, name: str, follow: bool):
+        self.fd: int | None = None
+        self.reader: Reader | None = None
+        if isinstance(d, LocalDir):
+            self.fd = os.open(name, os.O_RDONLY | (0 if follow else _NOFOLLOW), dir_fd=d.fd)
+        elif isinstance(d, PathDir):
+            self.reader = d.storage.open_reader(d.join(name))
+        else:  # pragma: no cover - every Dir is one of the two
+            raise CkptError(f"{d.join(name)}: cannot be read by offset")
+
+    def read(self, off: int, n: int) -> bytes:
+        if self.fd is not None:
+            out = b""
+            while len(out) < n:
+                chunk = os.pread(self.fd, n - len(out), off + len(out))
+                if not chunk:
+                    break
+                out += chunk
+            return out
+        if self.reader is None or off >= self.reader.size:
+            return b""
+        return bytes(self.reader.read(off, min(n, self.reader.size - off)))
+
+    def __enter__(self) -> _Ranged:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+        if self.reader is not None:
+            self.reader.close()
+
+
+#: ``DIR/kept/.ckptool-clock``: TF1 Saver's every-N-hours clock for DIR, carried across prune runs
+#: (a Saver rewrites DIR's state file at every save, without timestamps: the clock cannot live there).
+CLOCK_FILENAME = ".ckptool-clock"
+_CLOCK_KEY = "tf1_last_preserved_timestamp"
+
+
+def read_clock(storage: Storage, d: Dir) -> float | None:
+    """The TF1 every-N-hours clock ``DIR/kept/`` carries for DIR (the time the next keep is N hours
+    after, as :func:`ckptool.ops.retain.retention.sweep` keeps it); None when there is none or the
+    file is not one (the clock then starts again from the oldest checkpoint, as on a first run)."""
+    try:
+        kept = open_kept(storage, d, create=False)
+        if kept is None:
+            return None
+        with kept:
+            raw = kept.read(CLOCK_FILENAME)
+        doc = load_json(raw, kept.join(CLOCK_FILENAME), max_bytes=4096, what="a clock file") if raw else None
+    except (OSError, CkptError):
+        return None
+    t = doc.get(_CLOCK_KEY) if isinstance(doc, dict) else None
+    return float(t) if isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t) else None
+
+
+def write_clock(storage: Storage, d: Dir, t: float) -> None:
+    """Carry the TF1 every-N-hours clock ``t`` in ``DIR/kept/`` (made when absent), atomically."""
+    kept = open_kept(storage, d, create=True)
+    if kept is None:  # pragma: no cover - create=True makes it
+        return
+    with kept:
+        where = kept.join(CLOCK_FILENAME)
+        kept.replace(CLOCK_FILENAME, dump_json({_CLOCK_KEY: t}, where, indent=None))
 
 
 def fsync_dir(kept: Dir) -> None:
@@ -166,4 +261,5 @@ def fsync_dir(kept: Dir) -> None:
             pass
 
 
-__all__ = ["KEPT_DIRNAME", "fsync_dir", "is_kept_dir", "kept_path", "open_kept", "place_file", "same_file"]
+__all__ = ["CLOCK_FILENAME", "KEPT_DIRNAME", "fsync_dir", "is_kept_dir", "kept_path", "open_kept", "place_file",
+           "read_clock", "same_bytes", "same_file", "write_clock"]

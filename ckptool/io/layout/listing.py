@@ -14,7 +14,8 @@ if TYPE_CHECKING:
     from ckptool.io.base import Dir, Storage
 
 #: ckptool's own files and TF's state file: never a checkpoint's, never probed.
-RESERVED = frozenset({"checkpoint", ".ckptool.lock", ".ckptool-prune-pending", ".ckptool.toml"})
+RESERVED = frozenset({"checkpoint", ".ckptool.lock", ".ckptool-prune-pending", ".ckptool.toml",
+                      ".ckptool-clock"})
 
 
 @dataclass

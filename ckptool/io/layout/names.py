@@ -28,7 +28,8 @@ STAGING_RE = re.compile(r"^(?P<base>.+)_temp(?:_[0-9a-f]{32})?$")
 STAGING_PART_RE = re.compile(r"^part-[0-9]{5,}-of-[0-9]{5,}(?:\.index|\.data-[0-9]{5,}-of-[0-9]{5,})"
                              r"(?:\.tempstate[0-9]+)?$")
 #: ckptool's own files and TF's state file: never a checkpoint's.
-OWN_FILES = frozenset({"checkpoint", ".ckptool.lock", ".ckptool-prune-pending", ".ckptool.toml"})
+OWN_FILES = frozenset({"checkpoint", ".ckptool.lock", ".ckptool-prune-pending", ".ckptool.toml",
+                       ".ckptool-clock"})
 INDEX, DATA, META, V1_FILE = "index", "data", "meta", "v1"
 
 

@@ -13,8 +13,9 @@ and ``state --rebuild`` all go through it (docs/ARCHITECTURE.md, "One rule, one 
 - :func:`keep_into`: a checkpoint's files get second names in ``DIR/kept/`` (hard links,
   data first, the index last; :mod:`ckptool.io.layout.keptdir`), then ``kept/``'s state file is
   rewritten; :func:`release` deletes the DIR names of a moved one only once ``kept/`` holds
-  every file (kill -9 anywhere: the next run's :func:`finish_journal` links what is missing,
-  then deletes);
+  every file, each the same inode or a copy whose bytes were compared (kill -9 anywhere: the
+  next run's :func:`finish_journal` links or copies what is missing, a leftover that is not the
+  checkpoint's bytes replaced, then deletes);
 - :func:`update_state`: the one compare-and-swap update of the state file (re-read,
   recompute, replace only if unchanged; :data:`STATE_ATTEMPTS` tries);
 - :func:`latest_base`: the one answer to "which checkpoint is the latest" that every
@@ -157,20 +158,30 @@ def delete_temporaries(d: Dir, listing: DirListing, now: float, dry_run: bool, f
 
 def _holds(d: Dir, kept: Dir, klisting: DirListing, files: list[FileInfo], base: str, kbase: str) -> bool:
     """``kept/`` holds checkpoint ``base`` as ``kbase``: complete there, and each of ``files``
-    (its names left in DIR) is the same file as its name there."""
+    (its names left in DIR) is the same file as its name there: the same inode, or a copy whose
+    bytes are compared (the data files first, the index last), never its size alone."""
+    files = sorted(files, key=lambda f: (f.name == base + INDEX_SUFFIX, f.name))
     return kbase in klisting.complete and all(same_file(d, f.name, kept, kept_file(base, kbase, f.name))
                                               for f in files)
 
 
+#: How a checkpoint got its names in kept/ this run: each (how, bytes copied).
+Placed = dict[str, tuple[str, int]]
+_TAKEN = "taken"
+
+
 def keep_into(storage: Storage, d: Dir, listing: DirListing, want: dict[str, float],
-              failed: list[dict[str, str]]) -> tuple[dict[str, str], set[str]]:
+              failed: list[dict[str, str]], prove: set[str] | None = None) -> tuple[dict[str, str], Placed]:
     """Give each checkpoint of ``want`` (base -> its time) second names in ``DIR/kept/``, under
-    kept/'s lock. ``(base -> its name there for each that kept/ now holds, the bases that got a
-    name there now: the others it held already)``. A name of kept/ that
-    holds another checkpoint is never overwritten (the next of :func:`alternatives` is taken);
-    a checkpoint whose files went meanwhile (a trainer deleted it) is reported in ``failed``."""
+    kept/'s lock. ``(base -> its name there for each that kept/ now holds, base -> (how, bytes
+    copied) for those that got a name there now: "hard link" or "copy"; the others it held
+    already)``. A name of kept/ that holds another checkpoint (another index there) is never
+    overwritten (the next of :func:`alternatives` is taken); a file left there by a killed run
+    that is not this checkpoint's bytes is replaced; for the bases of ``prove`` (None: all)
+    a complete copy there is compared byte for byte too, and a file that differs replaced (its
+    index first). A checkpoint whose files went meanwhile is reported in ``failed``."""
     placed: dict[str, str] = {}
-    fresh: set[str] = set()
+    fresh: Placed = {}
     kept = open_kept(storage, d, create=True) if want else None
     if kept is None:
         return placed, fresh
@@ -178,17 +189,15 @@ def keep_into(storage: Storage, d: Dir, listing: DirListing, want: dict[str, flo
         klisting = scan(kept)
         for base in want:
             files = sorted(listing.files.get(base, []), key=lambda f: (f.name == base + INDEX_SUFFIX, f.name))
+            deep = prove is None or base in prove
             for kbase in alternatives(base, base in listing.v1):
-                names = {f.name: kept_file(base, kbase, f.name) for f in files}
-                theirs = {f.name for f in klisting.files.get(kbase, [])}
-                if not theirs <= set(names.values()) or any(
-                        kept.lstat(n) is not None and not same_file(d, o, kept, n) for o, n in names.items()):
+                got = _keep_one(d, kept, klisting, files, base, kbase, deep, failed)
+                if got == _TAKEN:
                     continue  # another checkpoint has this name in kept/
-                missing = [f for f in files if kept.lstat(names[f.name]) is None]  # none: kept/ holds it already
-                if _place(d, kept, missing, base, kbase, failed):
+                if isinstance(got, tuple):
                     placed[base] = kbase
-                    if missing:
-                        fresh.add(base)
+                    if got[0]:
+                        fresh[base] = got
                 break
             else:
                 warn(f"{d.join(base)}: {kept.path} holds other checkpoints of this name; left where it is")
@@ -203,16 +212,54 @@ def keep_into(storage: Storage, d: Dir, listing: DirListing, want: dict[str, flo
     return placed, fresh
 
 
-def _place(d: Dir, kept: Dir, files: list[FileInfo], base: str, kbase: str, failed: list[dict[str, str]]) -> bool:
-    """Link (or copy) ``files`` into kept/ as ``kbase``, the index last; on failure the names
-    made here are removed again (an incomplete checkpoint is never left in kept/)."""
+def _keep_one(d: Dir, kept: Dir, klisting: DirListing, files: list[FileInfo], base: str, kbase: str, deep: bool,
+              failed: list[dict[str, str]]) -> object:
+    """Checkpoint ``base`` (``files``, the index last) as ``kbase`` in kept/: :data:`_TAKEN` when
+    that name holds another checkpoint; else ``(how, bytes)`` (how "" when kept/ held it
+    already), or None when it could not be placed (reported in ``failed``)."""
+    names = {f.name: kept_file(base, kbase, f.name) for f in files}
+    theirs = {f.name for f in klisting.files.get(kbase, [])}
+    if not theirs <= set(names.values()):
+        return _TAKEN
+    there = [f for f in files if kept.lstat(names[f.name]) is not None]
+    complete = kbase in klisting.complete
+    if complete:  # a checkpoint of kept/: ours only if every file there matches (the index's bytes say whose)
+        if not all(same_file(d, f.name, kept, names[f.name], deep=kbase in klisting.v1) for f in there):
+            return _TAKEN
+        bad = [f for f in there if deep and not same_file(d, f.name, kept, names[f.name])]
+        if bad:  # a damaged copy of this checkpoint: unmade (its index first) and placed again
+            bad = there
+    else:  # no checkpoint there yet: what a killed run left is kept only when it is this one's bytes
+        bad = [f for f in there if not same_file(d, f.name, kept, names[f.name])]
+    try:
+        for f in sorted(bad, key=lambda f: (f.name != base + INDEX_SUFFIX, f.name)):  # the index goes first
+            kept.unlink(names[f.name])
+    except (OSError, CkptError) as exc:
+        failed.append({"path": d.join(base), "action": "keep", "error": f"{kept.path}: {_why(exc)}"})
+        return None
+    keep = {f.name for f in there} - {f.name for f in bad}
+    missing = [f for f in files if f.name not in keep]
+    return _place(d, kept, missing, base, kbase, failed)
+
+
+def _place(d: Dir, kept: Dir, files: list[FileInfo], base: str, kbase: str,
+           failed: list[dict[str, str]]) -> tuple[str, int] | None:
+    """Link (or copy) ``files`` into kept/ as ``kbase``, the index last: ``(how, bytes copied)``
+    by what :func:`place_file` answered ("copy" when any file was copied, "" when none was
+    placed); on failure (None) the names made here are removed again (an incomplete checkpoint
+    is never left in kept/)."""
     made: list[str] = []
+    copied, how = 0, ""
     try:
         for f in files:
             name = kept_file(base, kbase, f.name)
-            place_file(d, kept, f.name, name, follow=f.inode is None)
+            if place_file(d, kept, f.name, name, follow=f.inode is None) == "copy":
+                copied += f.size
+                how = "copy"
+            elif not how:
+                how = "hard link"
             made.append(name)
-        return True
+        return how, copied
     except (OSError, CkptError) as exc:
         gone = isinstance(exc, FileNotFoundError)
         failed.append({"path": d.join(base), "action": "keep", "error": "deleted by another process while being kept"
@@ -222,7 +269,7 @@ def _place(d: Dir, kept: Dir, files: list[FileInfo], base: str, kbase: str, fail
                 kept.unlink(name)
             except (OSError, CkptError):
                 pass
-        return False
+        return None
 
 
 def release(storage: Storage, d: Dir, listing: DirListing, moved: dict[str, str],

@@ -6,12 +6,12 @@ one through :mod:`ckptool.ops.retain.engine`."""
 
 from __future__ import annotations
 
-import json
 import stat as _stat
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError
+from ckptool.format.json_doc import dump_json, load_json
 from ckptool.io.control.state import CheckpointState
 from ckptool.io.layout.checkpoints import resolve_recorded
 from ckptool.io.layout.listing import FileInfo, scan
@@ -30,11 +30,17 @@ def write_journal(d: Dir, bases: Iterable[str], moves: dict[str, str] | None = N
     doc += [{"files": [[f.name, f.size, f.mtime] for f in g]} for g in groups]
     if moves:
         doc = {"delete": doc, "move": dict(sorted(moves.items()))}
-    d.replace(JOURNAL, json.dumps(doc).encode("utf-8"))
+    d.replace(JOURNAL, dump_json(doc, d.join(JOURNAL), compact=True))
 
 
-def _read_journal(raw: bytes) -> tuple[list[Any], dict[str, str]]:
-    doc = json.loads(raw.decode("utf-8"))
+#: The largest journal read (one names at most every checkpoint of a directory).
+JOURNAL_MAX_BYTES = 64 << 20
+
+
+def _read_journal(raw: bytes, where: str) -> tuple[list[Any], dict[str, str]]:
+    """The journal's checkpoints and groups to delete, and its moves; CorruptError (by the one
+    bounded JSON reader, :func:`ckptool.format.json_doc.load_json`) or ValueError when it is not one."""
+    doc = load_json(raw, where, max_bytes=JOURNAL_MAX_BYTES, what="a prune journal")
     if isinstance(doc, dict):
         names, moves = doc.get("delete", []), doc.get("move", {})
     else:
@@ -78,9 +84,10 @@ def finish_journal(storage: Storage, d: Dir, state: CheckpointState | None) -> N
     if raw is None:
         return
     try:
-        names, moves = _read_journal(raw)
-    except (ValueError, UnicodeDecodeError):
-        warn(f"{d.join(JOURNAL)}: unreadable journal; ignored")
+        names, moves = _read_journal(raw, d.join(JOURNAL))
+    except (ValueError, CkptError) as exc:
+        why = str(exc).removeprefix(d.join(JOURNAL) + ": ") if isinstance(exc, CkptError) else "not a journal"
+        warn(f"{d.join(JOURNAL)}: unreadable journal ({why}); ignored")
         d.unlink(JOURNAL)
         return
     listed = set()
@@ -129,6 +136,17 @@ def finish_journal(storage: Storage, d: Dir, state: CheckpointState | None) -> N
         d.unlink(JOURNAL)
 
 
+def journaled(d: Dir) -> set[str]:
+    """The checkpoints DIR's journal names as going (deleted, or moving into kept/): an ``rm``
+    of one of them, rerun after a kill took its index, finishes it. Empty without a readable journal."""
+    try:
+        raw = d.read(JOURNAL)
+        names, moves = _read_journal(raw, d.join(JOURNAL)) if raw is not None else ([], {})
+    except (ValueError, CkptError, OSError):
+        return set()
+    return {n for n in names if isinstance(n, str)} | set(moves)
+
+
 def end_journal(d: Dir, left: Iterable[str], left_moves: dict[str, str] | None = None,
                 groups: Iterable[list[FileInfo]] = ()) -> None:
     """After the deletions: the journal names what is still to go, or is removed."""
@@ -145,4 +163,4 @@ def end_journal(d: Dir, left: Iterable[str], left_moves: dict[str, str] | None =
             pass
 
 
-__all__ = ["JOURNAL", "end_journal", "finish_journal", "write_journal"]
+__all__ = ["JOURNAL", "end_journal", "finish_journal", "journaled", "write_journal"]

@@ -10,6 +10,7 @@ intact one kept in place of a damaged one is ``preserved`` for reason ``last int
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -46,8 +47,9 @@ class PruneResult:
     timestamps: dict[str, float] = field(default_factory=dict, repr=False, compare=False)
     best: dict[str, Any] | None = None  # --keep-best: the metric's values (metrics.BestPins.to_json()), when asked
     sources: dict[str, str] = field(default_factory=dict, repr=False, compare=False)  # setting -> flag/file/default
-    moved: list[dict[str, str]] = field(default_factory=list)  # {"from", "to"}: into DIR/kept/, gone from DIR
-    linked: list[dict[str, str]] = field(default_factory=list)  # {"from", "to"}: also in DIR/kept/, still in DIR
+    #: {"from", "to"} (and, when placed by this run, "how": "hard link"/"copy" and "bytes_copied")
+    moved: list[dict[str, Any]] = field(default_factory=list)  # into DIR/kept/, gone from DIR
+    linked: list[dict[str, Any]] = field(default_factory=list)  # also in DIR/kept/, still in DIR
     damaged: list[dict[str, str]] = field(default_factory=list)  # {"path", "problem"}: kept, but damaged
     already_gone: list[str] = field(default_factory=list)  # state entries whose files were gone before
 
@@ -69,12 +71,15 @@ class PruneResult:
 
 def describe(res: PruneResult, storage: Storage, plan: Plan, listing: DirListing,
              placed: dict[str, str] | None = None, left: set[str] | frozenset[str] = frozenset(),
-             fresh: set[str] | frozenset[str] = frozenset()) -> None:
+             fresh: Mapping[str, tuple[str, int]] | None = None) -> None:
     """Fill ``res`` from ``plan``: before the run (``placed`` None: the plan's paths), or after it
     with ``placed`` (base -> its name in kept/, for those kept/ now holds), ``left`` (the
-    checkpoints a file of which could not be deleted) and ``fresh`` (those linked into kept/ by
-    this run: ``linked`` names only them, so that a cron run that changes nothing says nothing)."""
+    checkpoints a file of which could not be deleted) and ``fresh`` (those given names in kept/
+    by this run -> (how: "hard link" or "copy", bytes copied), as the engine placed them:
+    ``linked`` names only them, so that a cron run that changes nothing says nothing; each
+    entry of ``moved`` and ``linked`` placed now says ``how`` and ``bytes_copied``)."""
     directory, d = res.directory, plan.decision
+    fresh = fresh or {}
 
     def disp(b: str) -> str:
         return storage.join(directory, b) if directory else b
@@ -100,8 +105,14 @@ def describe(res: PruneResult, storage: Storage, plan: Plan, listing: DirListing
     res.already_gone = [disp(b) for b in dict.fromkeys(gone)
                         if not checkpoint_exists(storage, kept_path(storage, directory, b))]  # not: moved by us
     res.reasons = {shown(k): v for k, v in d.reasons.items() if here(k) and k not in {e.name for e in d.deleted}}
-    res.moved = [{"from": disp(b), "to": in_kept(b)} for b in sorted(moved)]
-    res.linked = [{"from": disp(b), "to": in_kept(b)} for b in sorted(linked)]
+    def pair(b: str) -> dict[str, Any]:
+        out: dict[str, Any] = {"from": disp(b), "to": in_kept(b)}
+        if b in fresh:
+            out["how"], out["bytes_copied"] = fresh[b]
+        return out
+
+    res.moved = [pair(b) for b in sorted(moved)]
+    res.linked = [pair(b) for b in sorted(linked)]
     res.damaged = [{"path": disp(b), "problem": p} for b, p in sorted(plan.damaged.items())]
     doomed = [f for e in d.deleted if e.name not in left for f in listing.files.get(e.name, ())]
     res.bytes_freed = freed_bytes(doomed)

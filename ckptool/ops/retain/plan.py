@@ -55,6 +55,9 @@ class Plan:
     damaged: dict[str, str] = field(default_factory=dict)  # base -> what is wrong: kept, but damaged
     tf1: bool = False  # no timestamps: TF1 Saver's every-N-hours from the index mtimes, written back
     gone: set[str] = field(default_factory=set)  # state entries none of whose files is there, dropped (TF1's rule)
+    #: TF1 Saver's every-N-hours clock after this run (retention.sweep's last_preserved_timestamp,
+    #: before any backdating for the state file), carried in DIR/kept/ to the next run; None: none kept
+    clock: float | None = None
 
 
 def state_entries(storage: Storage, directory: str, state: CheckpointState) -> list[Candidate]:
@@ -188,13 +191,16 @@ def _recover_pool(directory: str, listing: DirListing, safe: list[SafeCandidate]
 
 def make_plan(storage: Storage, directory: str, state: CheckpointState | None, listing: DirListing, policy: R.Policy,
               now: float, scan: bool, new_entry: str | None, best: Any = None, health: Health | None = None,
-              in_kept: bool = False) -> Plan:
+              in_kept: bool = False, clock: float | None = None) -> Plan:
     """The plan of one prune of DIR (or of the retention after a save of ``new_entry``): which
     entries retention decides over (``scan``: every checkpoint on disk, else the state file's
     as TF's manager recovers them), its decision under ``policy`` (the best by ``best`` pinned
     beside the user's pins), and what follows from it: what leaves the state file, what moves
     into ``DIR/kept/``, what is kept although damaged. RefusedError for a policy that would
-    delete every checkpoint."""
+    delete every checkpoint. ``clock``: TF1 Saver's every-N-hours clock carried from the last run
+    (:func:`ckptool.io.layout.keptdir.read_clock`): a Saver's state file has no timestamps and is
+    rewritten at every save, so without it the clock would restart from the oldest checkpoint
+    listed at every run; the first run starts it from its oldest checkpoint (the Saver's start)."""
     entries = state_entries(storage, directory, state) if state is not None else []
     if new_entry is not None:
         entries = [c for c in entries if c.name != new_entry and c.base != new_entry]
@@ -210,12 +216,15 @@ def make_plan(storage: Storage, directory: str, state: CheckpointState | None, l
         pool = _recover_pool(directory, listing, safe, state, have_ts, now, new_entry)
     if new_entry is not None:
         names[new_entry] = new_entry
+    if pool.tf1 and clock is not None and not in_kept:
+        pool.start = min(clock, now)
     managed = pool.managed
     user_pinned = policy.pinned  # the best checkpoints are pinned beside them
     policy, best_found = pin_best(directory, managed, policy, best, storage, with_kept=not in_kept)
     # a state file whose latest is no checkpoint of DIR: the last entry managed is the one protected
     latest = new_entry or latest_base or (managed[-1].name if state is not None and managed else None)
     decision = R.plan(managed, policy, pool.start, now, latest=latest, health=health, tf1=pool.tf1)
+    carried = decision.last_preserved_timestamp if pool.tf1 and policy.keep_every_n_hours and not in_kept else None
     if scan:  # the state's last_preserved_timestamp (clamped to now) stays
         lp0 = state.last_preserved_timestamp if state is not None else 0.0
         decision.last_preserved_timestamp = max(decision.last_preserved_timestamp, min(lp0, now))
@@ -229,8 +238,10 @@ def make_plan(storage: Storage, directory: str, state: CheckpointState | None, l
         if not survivors and not unsafe and new_entry is None:
             raise RefusedError(f"{directory}: refusing a policy that would delete every checkpoint "
                                f"({len(decision.deleted)})")
-    return _consequences(decision, names, unsafe, pool, latest_base, best_found, health, in_kept,
-                         have_ts or scan or new_entry is not None or pool.tf1, new_entry is not None)
+    out = _consequences(decision, names, unsafe, pool, latest_base, best_found, health, in_kept,
+                        have_ts or scan or new_entry is not None or pool.tf1, new_entry is not None)
+    out.clock = carried
+    return out
 
 
 def _consequences(decision: R.Decision, names: dict[str, str], unsafe: list[Candidate], pool: _Pool,

@@ -33,7 +33,7 @@ from ckptool.io.control.lock import DEFAULT_TIMEOUT, lock_open
 from ckptool.io.control.policy import DEFAULT, FLAG, effective_policy, resolve_policy
 from ckptool.io.control.state import STATE_FILENAME, CheckpointState
 from ckptool.io.layout.checkpoints import basename_any, file_role, names_in, strip_file_suffix
-from ckptool.io.layout.keptdir import is_kept_dir, kept_path
+from ckptool.io.layout.keptdir import is_kept_dir, kept_path, read_clock, write_clock
 from ckptool.io.layout.listing import DirListing, FileInfo, scan
 from ckptool.io.safety.dirfd import open_dir
 from ckptool.ops.retain import retention as R
@@ -165,11 +165,14 @@ def run(storage: Storage, d: Dir, policy: R.Policy, *, now: float, dry_run: bool
         policy = R.Policy(policy.max_to_keep, policy.keep_every_n_hours, policy.keep_steps_every, policy.min_age,
                           policy.pinned | pinned)
     res.policy = policy.to_json()
+    clock = read_clock(storage, d) if policy.keep_every_n_hours else None  # TF1 Saver's, carried in kept/
     plan = _settled_plan(storage, d, raw, state, listing, policy, now, scan_all, new_entry, best,
-                         Health(storage, d.path, listing, verify))
+                         Health(storage, d.path, listing, verify), clock)
     _report_plan(res, storage, plan, listing)
     if not dry_run:
         _apply(storage, d, listing, state, plan, res, new_entry=new_entry, scan_all=scan_all, progress=progress)
+        if plan.clock is not None and plan.clock != clock:  # after the deletions: a kill before keeps more
+            write_clock(storage, d, plan.clock)
     if clean_temp:
         res.bytes_freed += _clean_temp(storage, d, listing, res, now)
     return res
@@ -177,13 +180,13 @@ def run(storage: Storage, d: Dir, policy: R.Policy, *, now: float, dry_run: bool
 
 def _settled_plan(storage: Storage, d: Dir, raw: bytes | None, state: CheckpointState | None, listing: DirListing,
                   policy: R.Policy, now: float, scan_all: bool, new_entry: str | None, best: Any,
-                  health: Health) -> Plan:
+                  health: Health, clock: float | None = None) -> Plan:
     """The plan for what was read (``raw``, ``state``, ``listing``); a refusal or a damaged
     checkpoint that the directory has changed under (a trainer saving, or sweeping file by
     file) is stale: RefusedError, nothing deleted."""
     try:
         plan = make_plan(storage, d.path, state, listing, policy, now, scan_all, new_entry, best, health,
-                         in_kept=is_kept_dir(storage, d.path))
+                         in_kept=is_kept_dir(storage, d.path), clock=clock)
     except RefusedError:
         if d.read(STATE_FILENAME) != raw:  # a trainer saved and rotated meanwhile: the plan's state is stale
             raise _stale(d) from None
@@ -216,7 +219,8 @@ def _apply(storage: Storage, d: Dir, listing: DirListing, state: CheckpointState
     """Carry ``plan`` out in the order of the module docstring, ``res`` updated with what was done."""
     decision = plan.decision
     # (0) what is kept out of the trainer's reach gets its second name in DIR/kept/ first
-    placed, fresh = keep_into(storage, d, listing, {b: res.timestamps.get(b, 0.0) for b in plan.moves}, res.failed)
+    placed, fresh = keep_into(storage, d, listing, {b: res.timestamps.get(b, 0.0) for b in plan.moves}, res.failed,
+                              prove={b for b, how in plan.moves.items() if how == MOVE})
     moving = {b: k for b, k in placed.items() if plan.moves[b] == MOVE}
     gone = {e.name for e in decision.deleted if listing.files.get(e.name)}
     space_first = False

@@ -27,11 +27,18 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ckptool.errors import RefusedError
+from ckptool.errors import CkptError, MissingError, RefusedError
 from ckptool.io.backends.urls import storage_for
 from ckptool.io.control.lock import lock_open
 from ckptool.io.control.state import CheckpointState
-from ckptool.io.layout.checkpoints import V1_SHARD_RE, locate, resolve_recorded, step_of, v1_files
+from ckptool.io.layout.checkpoints import (
+    V1_SHARD_RE,
+    locate,
+    resolve_recorded,
+    step_of,
+    strip_file_suffix,
+    v1_files,
+)
 from ckptool.io.layout.listing import DirListing, scan
 from ckptool.ops.retain.engine import (
     KEEP,
@@ -42,7 +49,7 @@ from ckptool.ops.retain.engine import (
     update_state,
 )
 from ckptool.ops.retain.health import Health
-from ckptool.ops.retain.journal import end_journal, finish_journal, write_journal
+from ckptool.ops.retain.journal import end_journal, finish_journal, journaled, write_journal
 from ckptool.ops.retain.retention import INTACT
 
 if TYPE_CHECKING:
@@ -185,7 +192,14 @@ def _resolve(checkpoints: list[str]) -> list[_Group]:
     groups: list[_Group] = []
     for arg in checkpoints:
         storage, path = storage_for(arg)
-        found = locate(path, storage)
+        try:
+            found = locate(path, storage)
+        except MissingError:
+            prefix = _journaled_prefix(storage, path)  # an rm (or prune) a kill stopped half way: finished
+            if prefix is None:
+                raise
+            _group_of(groups, storage, prefix).targets.setdefault(storage.basename(prefix), prefix)
+            continue
         prefix = found.prefix
         d = storage.dirname(prefix)
         if storage.basename(prefix) == "variables" and storage.basename(d) == "variables":
@@ -196,12 +210,33 @@ def _resolve(checkpoints: list[str]) -> list[_Group]:
             spec = f"{m.group('base')}-{'?' * 5}-of-{m.group('num')}"
             if v1_files(storage, spec):
                 prefix = spec
-        g = next((g for g in groups if g.storage is storage and storage.same_file(g.directory, d)), None)
-        if g is None:
-            g = _Group(storage, d)
-            groups.append(g)
-        g.targets.setdefault(storage.basename(prefix), prefix)
+        _group_of(groups, storage, prefix).targets.setdefault(storage.basename(prefix), prefix)
     return groups
+
+
+def _group_of(groups: list[_Group], storage: Storage, prefix: str) -> _Group:
+    """The group of ``prefix``'s directory (by path identity), added when new."""
+    d = storage.dirname(prefix)
+    g = next((g for g in groups if g.storage is storage and storage.same_file(g.directory, d)), None)
+    if g is None:
+        g = _Group(storage, d)
+        groups.append(g)
+    return g
+
+
+def _journaled_prefix(storage: Storage, path: str) -> str | None:
+    """``path`` (a prefix, or one of its files) when it names no checkpoint on disk any more but
+    its directory's journal names it as going (a kill took its index): the prefix, else None."""
+    p = path.rstrip("/")
+    prefix = s if (s := strip_file_suffix(p)) is not None else p
+    base, d = storage.basename(prefix), storage.dirname(prefix)
+    if not base or not storage.isdir(d or "."):
+        return None
+    try:
+        with storage.open_dir(d or ".") as h:
+            return prefix if base in journaled(h) else None
+    except (OSError, CkptError):
+        return None
 
 
 def rm(checkpoints: list[str], *, force: bool = False, dry_run: bool = False) -> RmResult:
@@ -232,9 +267,10 @@ def _apply(g: _Group, h: Dir, plan: _Plan, force: bool, dry_run: bool, out: RmRe
         raw, _ = read_dir_state(h)
         status = "none" if raw is None else "unchanged" if plan.new is KEEP else \
             "removed" if plan.new is None else "updated"
-        listing = scan(h)
+        listing = before = scan(h)
     else:
         raw, state = read_dir_state(h)
+        before = scan(h)  # what finish_journal takes of a target is this rm's too (a rerun after a kill)
         finish_journal(storage, h, state)  # an interrupted prune or rm is finished first
         listing = scan(h)
         write_journal(h, g.targets)  # (1) what is about to go
@@ -254,7 +290,7 @@ def _apply(g: _Group, h: Dir, plan: _Plan, force: bool, dry_run: bool, out: RmRe
     out.directories.append(DirChange(d, plan.before, plan.after, status))
     left = []
     for base, prefix in g.targets.items():
-        files = listing.files.get(base, [])
+        files = listing.files.get(base) or before.files.get(base, [])
         paths = [storage.join(d, f.name) if d else f.name for f in files]
         removed = Removed(prefix, paths, sum(f.size for f in files), base in plan.hit, base == plan.latest)
         if dry_run:
