@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import zipfile
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, CorruptError, MissingError, UnsupportedError
+from ckptool.format.keras3 import Saved, layer_classes, numbered, weights_order
 from ckptool.io.layout.checkpoints import Located
 from ckptool.ops.read.checkpoint import Checkpoint, Variable, key_of
 from ckptool.ops.read.keras_zip import JSON_LIMIT, open_member, read_json_member
@@ -144,22 +144,6 @@ def _scan(h5: Any, where: str, size: int, file_index: int) -> tuple[list[_Entry]
     return entries, groups
 
 
-def layer_classes(config: Any) -> dict[str, str]:
-    """Layer name -> class name, from a ``config.json`` document (every nested layer)."""
-    out: dict[str, str] = {}
-    stack = [config]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, dict):
-            cfg = x.get("config")
-            if isinstance(x.get("class_name"), str) and isinstance(cfg, dict) and isinstance(cfg.get("name"), str):
-                out.setdefault(cfg["name"], x["class_name"])
-            stack.extend(x.values())
-        elif isinstance(x, list):
-            stack.extend(x)
-    return out
-
-
 class KerasCheckpoint(Checkpoint):
     """A Keras 3 weights file, read as a checkpoint (names are HDF5 paths)."""
 
@@ -177,7 +161,6 @@ class KerasCheckpoint(Checkpoint):
         self._h5: list[Any] = []
         self._zip: zipfile.ZipFile | None = None
         self._windows: list[Any] = []  # the open members h5py reads
-        self._config_names: dict[str, int] | None = None
         try:
             self._open()
         except BaseException:
@@ -320,39 +303,24 @@ class KerasCheckpoint(Checkpoint):
             arr = arr.view(e.dtype) if arr.dtype.itemsize == e.dtype.itemsize else arr.astype(e.dtype)
         return arr.reshape(e.shape)
 
-    def _layer_key(self, path: str, name: str) -> tuple[int, list[Any]]:
-        """Layers in the config's order where it names them, else by path with Keras's counters
-        compared as numbers (``dense_2`` before ``dense_10``)."""
-        if self._config_names is None:
-            self._config_names = {}
-            stack = [self.config]
-            while stack:  # the config in document order
-                x = stack.pop()
-                if isinstance(x, dict):
-                    cfg = x.get("config")
-                    if isinstance(x.get("class_name"), str) and isinstance(cfg, dict) and \
-                            isinstance(cfg.get("name"), str):
-                        self._config_names.setdefault(cfg["name"], len(self._config_names))
-                    stack.extend(reversed(list(x.values())))
-                elif isinstance(x, list):
-                    stack.extend(reversed(x))
-        parts = [int(p) if p.isdigit() else p for p in re.split(r"_(\d+)(?=/|$)|/", path) if p]
-        return self._config_names.get(name, 1 << 30), [(isinstance(p, int), p) for p in parts]
-
     def layers(self) -> list[KerasLayer]:
-        """Each saved object (a ``vars`` group), in the config's order where it has one, with its
-        name and class."""
+        """Each saved object (a ``vars`` group) with its name and class, in Keras's own order
+        (:func:`ckptool.format.keras3.weights_order`: the config's where it has one, nested
+        sub-layers after their layer, ``dense_2`` before ``dense_10``), the optimizer last."""
         classes = layer_classes(self.config) if self.config is not None else {}
-        out = []
-        for path, (name, _fi) in sorted(self.groups.items(), key=lambda kv: self._layer_key(kv[0], kv[1][0])):
+        saved = []
+        for path, (name, _fi) in self.groups.items():
             prefix = f"{path}/vars/" if path else "vars/"
             own = [n for n in self.entries if n.startswith(prefix) and "/" not in n[len(prefix):]]
             own.sort(key=lambda n: int(n[len(prefix):]) if n[len(prefix):].isdigit() else 1 << 30)
             cls = classes.get(name, "")
             if not cls and path == "" and isinstance(self.config, dict):
                 cls = str(self.config.get("class_name", ""))
-            out.append(KerasLayer(path, name, cls, own))
-        return out
+            saved.append(Saved(path, name, cls, own))
+        model = weights_order(saved, self.config).objects
+        rest = sorted((s for s in saved if s.path.split("/", 1)[0] == "optimizer"), key=lambda s: numbered(s.path))
+        return [KerasLayer(s.path, s.label, s.class_name, s.variables) for s in model + rest
+                if s.path in self.groups]
 
 
 def open_keras(path: str) -> KerasCheckpoint:
