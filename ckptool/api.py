@@ -129,11 +129,11 @@ def convert(src: str, dst: str, *, template: str | None = None, allow_missing: b
                              ".keras dst): the template decides what is written")
         return convert_keras(src, dst, template, allow_missing=allow_missing, allow_unused=allow_unused,
                              **options)
-    if allow_missing or allow_unused or keras_only:
-        raise UsageError("allow_missing, allow_unused, template_config and skip_optimizer go with template=")
+    if allow_missing or allow_unused or skip_optimizer:
+        raise UsageError("allow_missing, allow_unused and skip_optimizer go with template=")
     from ckptool.ops.transform.convert.run import convert as convert_checkpoint
 
-    return convert_checkpoint(src, dst, **options)
+    return convert_checkpoint(src, dst, template_config=template_config, **options)
 
 
 def rewrite_names(src: str, dst: str, rules: Mapping[str, str] | Iterable[str] = (), **options: Any) -> RenamePlan:

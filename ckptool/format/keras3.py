@@ -198,7 +198,7 @@ def weights_order(objects: Iterable[Saved], config: Any = None, skip: tuple[str,
     out. Without a config (or one that does not name a container's layers), a container's items
     are in their per-class counters' order and two classes side by side are reported in
     ``unproved``."""
-    known = {s.path: s for s in objects if not s.path.split("/", 1)[0] in skip}
+    known = {s.path: s for s in objects if s.path.split("/", 1)[0] not in skip}
     if "" not in known:
         known[""] = Saved("", "", "", [])
     top, nested = model_orders(config) if config is not None else (None, {})

@@ -13,8 +13,8 @@ import pytest
 
 import ckptool
 from ckptool.errors import RefusedError
-from ckptool.ops.transform.convert.keras.bridge import convert_keras
 from ckptool.format.keras3 import counter
+from ckptool.ops.transform.convert.keras.bridge import convert_keras
 from ckptool.ops.transform.convert.keras.order import align
 from clirun import completed
 

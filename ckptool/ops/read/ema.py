@@ -247,13 +247,14 @@ def keras3_plan(tensors: Sequence[Tensor], config: Any, layers: Iterable[Any], w
             found.append((chosen, opt_vars[start:start + k]))
         if len(found) > 1:
             break
+    if found:
+        _same_order_unknown(ordered, by, where)
     if len(found) != 1:
         raise CkptError(f"{where}: {'no' if not found else 'more than one'} way to pair the optimizer's moving "
                         f"averages with the model's trainable variables; refusing to guess")
-    _same_order_unknown(ordered, by, where)
     chosen, avg_names = found[0]
-    model = [v for vs in per_layer for v in vs]
-    return EmaPlan(KERAS3, dict(zip(chosen, avg_names)), [v for v in model if v not in chosen])
+    every = [v for vs in per_layer for v in vs]
+    return EmaPlan(KERAS3, dict(zip(chosen, avg_names)), [v for v in every if v not in chosen])
 
 
 def _prefixes(per_layer: list[list[str]], shapes: list[tuple[str, tuple[int, ...]]], by: dict[str, Tensor],

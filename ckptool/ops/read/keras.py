@@ -12,7 +12,6 @@ bfloat16 (a 2-byte opaque type with a ``dtype`` attribute) reads as ``ml_dtypes.
 
 from __future__ import annotations
 
-import json
 import os
 import zipfile
 from dataclasses import dataclass
@@ -223,11 +222,7 @@ class KerasCheckpoint(Checkpoint):
         self._add_h5(source, f"{p}:{WEIGHTS_MEMBER}", info.file_size)
 
     def _open_sharded(self, p: str) -> None:
-        try:
-            with open(p, encoding="utf-8") as fh:
-                doc = json.load(fh)
-        except (OSError, ValueError) as exc:
-            raise CorruptError(f"{p}: not a readable sharded-weights index: {exc}") from None
+        doc = read_json_file(p, "a sharded-weights index")
         wmap = doc.get("weight_map") if isinstance(doc, dict) else None
         if not isinstance(wmap, dict):
             raise CorruptError(f"{p}: no 'weight_map' object")
@@ -323,6 +318,48 @@ class KerasCheckpoint(Checkpoint):
                 if s.path in self.groups]
 
 
+def read_json_file(path: str, what: str, limit: int = JSON_LIMIT) -> Any:
+    """A JSON document in a file (through its Storage, at most ``limit`` bytes read), by
+    :func:`ckptool.format.json_doc.load_json`: anything wrong is one error naming the file."""
+    from ckptool.format.json_doc import load_json
+    from ckptool.io.backends.urls import storage_for
+    from ckptool.io.oserrors import os_error
+
+    storage, local = storage_for(path)
+    try:
+        r = storage.open_reader(local)
+        try:
+            if r.size > limit:
+                raise CorruptError(f"{path}: over {limit >> 20} MiB, more than {what}")
+            data = bytes(r.read(0, r.size))
+        finally:
+            r.close()
+    except OSError as exc:
+        raise os_error(path, exc, "read") from None
+    return load_json(data, path, max_bytes=limit, what=what)
+
+
+def read_model_config(path: str, flag: str = "--template-config") -> Any:
+    """A Keras 3 model's config as ``model.to_json()`` writes it (``--template-config``), the
+    layer order and optimizer a ``.weights.h5`` does not record (:mod:`ckptool.format.keras3`)."""
+    from ckptool.errors import UsageError
+    from ckptool.format.json_doc import load_json
+
+    try:
+        doc = read_json_file(path, "a Keras model config")
+    except MissingError:
+        raise MissingError(f"{path}: no such file ({flag})") from None
+    if isinstance(doc, str):  # json.dump(model.to_json()): the string, quoted again
+        try:
+            doc = load_json(doc, path, max_bytes=JSON_LIMIT, what="a Keras model config")
+        except CorruptError:
+            pass
+    if not isinstance(doc, dict) or not isinstance(doc.get("config"), dict):
+        raise UsageError(f"{path}: not a Keras model config (model.to_json() writes an object with 'class_name' "
+                         "and 'config')")
+    return doc
+
+
 def open_keras(path: str) -> KerasCheckpoint:
     try:
         return KerasCheckpoint(path)
@@ -331,4 +368,4 @@ def open_keras(path: str) -> KerasCheckpoint:
 
 
 __all__ = ["JSON_LIMIT", "KERAS", "SUFFIXES", "KerasCheckpoint", "KerasLayer", "import_h5py", "is_keras_path",
-           "layer_classes", "open_keras", "read_json_member", "scan_h5"]
+           "layer_classes", "open_keras", "read_json_file", "read_json_member", "read_model_config", "scan_h5"]

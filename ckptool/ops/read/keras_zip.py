@@ -5,12 +5,12 @@ inflates like a bomb), the JSON members through a bound (docs/FORMAT.md §14.1).
 from __future__ import annotations
 
 import io
-import json
 import os
 import zipfile
 from typing import Any
 
 from ckptool.errors import CorruptError
+from ckptool.format.json_doc import load_json
 
 #: the most read of a JSON member (config.json, metadata.json) or --template-config: a config of a
 #: thousand layers is a few MB
@@ -32,15 +32,11 @@ def open_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, path: str) -> Any:
 
 
 def read_json_member(zf: zipfile.ZipFile, member: str, where: str) -> Any:
-    """A JSON member of a ``.keras`` zip, read through at most :data:`JSON_LIMIT` bytes."""
+    """A JSON member of a ``.keras`` zip, read through at most :data:`JSON_LIMIT` bytes and parsed
+    by :func:`ckptool.format.json_doc.load_json`."""
     with zf.open(member) as f:
         data = f.read(JSON_LIMIT + 1)
-    if len(data) > JSON_LIMIT:
-        raise CorruptError(f"{where}: {member} is over {JSON_LIMIT} bytes, more than a Keras file's {member}")
-    try:
-        return json.loads(data)
-    except (ValueError, RecursionError) as exc:
-        raise CorruptError(f"{where}: {member} is not JSON: {exc}") from None
+    return load_json(data, f"{where}: {member}", max_bytes=JSON_LIMIT, what=f"a Keras file's {member}")
 
 
 class ZipWindow(io.RawIOBase):

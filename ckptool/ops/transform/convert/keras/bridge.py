@@ -18,11 +18,10 @@ import zipfile
 from dataclasses import dataclass, field
 from typing import Any
 
-from ckptool.errors import CkptError, RefusedError, UsageError
+from ckptool.errors import RefusedError, UsageError
 from ckptool.io.safety.atomic import AtomicFile, make_output_dir, publish
 from ckptool.io.safety.destination import check_destination, checkpoint_identity
-from ckptool.ops.read.keras import WEIGHTS_MEMBER, KerasCheckpoint, import_h5py, is_keras_path
-from ckptool.ops.read.keras_zip import JSON_LIMIT
+from ckptool.ops.read.keras import WEIGHTS_MEMBER, KerasCheckpoint, import_h5py, is_keras_path, read_model_config
 from ckptool.ops.transform.convert.ema import EmaReport
 from ckptool.ops.transform.convert.keras.ema import averaged
 from ckptool.ops.transform.convert.keras.mapping import Mapping, describe, map_keras
@@ -132,7 +131,7 @@ def convert_keras(src: str, dst: str, template: str | None, *, dry_run: bool = F
         tf, kc = (s, t) if to_keras else (t, s)
         if not isinstance(kc, KerasCheckpoint):  # pragma: no cover - is_keras_path said so
             raise UsageError(f"{template}: not a Keras 3 file")
-        config = read_config(template_config) if template_config is not None else None
+        config = read_model_config(template_config) if template_config is not None else None
         mapping = map_keras(tf, kc, to_keras, config=config, skip_optimizer=skip_optimizer)
         missing, unused = (mapping.keras_left, mapping.tf_left) if to_keras else (mapping.tf_left, mapping.keras_left)
         _check(mapping, src, template, missing, unused, allow_missing, allow_unused)
@@ -266,36 +265,6 @@ def _write_tf(dst: str, template: Any, values: dict[str, Any], drop: set[str], f
             w.add(keys.get(v.name) or v.name, ck.read(key))
         res = w.finish()
     return list(res.files)
-
-
-def read_config(path: str) -> Any:
-    """A ``--template-config`` file: the Keras 3 model's config as ``model.to_json()`` writes it."""
-    import json
-
-    from ckptool.errors import CorruptError, MissingError
-
-    try:
-        with open(path, "rb") as f:
-            data = f.read(JSON_LIMIT + 1)
-    except FileNotFoundError:
-        raise MissingError(f"{path}: no such file (--template-config)") from None
-    except OSError as exc:
-        raise CkptError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if len(data) > JSON_LIMIT:
-        raise CorruptError(f"{path}: over {JSON_LIMIT >> 20} MiB, more than a model config (--template-config)")
-    try:
-        doc = json.loads(data)
-    except (ValueError, RecursionError) as exc:
-        raise CorruptError(f"{path}: not JSON: {exc}") from None
-    if isinstance(doc, str):  # json.dump(model.to_json()): the string, quoted again
-        try:
-            doc = json.loads(doc)
-        except (ValueError, RecursionError):
-            pass
-    if not isinstance(doc, dict) or not isinstance(doc.get("config"), dict):
-        raise UsageError(f"{path}: not a Keras model config (model.to_json() writes an object with 'class_name' "
-                         "and 'config')")
-    return doc
 
 
 def _from_metadata(src: str, dst: str, dry_run: bool, allow_unused: bool, force: bool, sync: bool,

@@ -13,8 +13,8 @@ optimizer was built holds the head only: the slots it will have are known from t
 config (a ``.keras`` template, ``--template-config``) or, for the optimizers whose slots do not
 depend on their config, from its name, and must be what the source has, kind by kind (the kinds
 come from the source's variable names: ``m``, ``v``, ``vhat``, ``average``, ...). Beside the slots,
-Nadam's product goes last (:data:`TRAILING`; the layout is :mod:`ckptool.format.keras3`'s); Adafactor's slots come from its own lists, with the
-placeholders Keras 3 writes for the variables it does not factor.
+Nadam's product goes last (:data:`TRAILING`; the layout is :mod:`ckptool.format.keras3`'s); Adafactor's
+slots come from its own lists, with the placeholders Keras 3 writes for the variables it does not factor.
 """
 
 from __future__ import annotations
