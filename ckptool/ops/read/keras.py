@@ -12,7 +12,7 @@ bfloat16 (a 2-byte opaque type with a ``dtype`` attribute) reads as ``ml_dtypes.
 
 from __future__ import annotations
 
-import os
+import io
 import zipfile
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ckptool.errors import CkptError, CorruptError, MissingError, UnsupportedError
 from ckptool.format.keras3 import Saved, layer_classes, numbered, weights_order
 from ckptool.io.layout.checkpoints import Located
+from ckptool.io.readerfile import ReaderFile
 from ckptool.ops.read.checkpoint import Checkpoint, Variable, key_of
 from ckptool.ops.read.keras_zip import JSON_LIMIT, open_member, read_json_member
 
@@ -171,7 +172,8 @@ class KerasCheckpoint(Checkpoint):
 
     def _open(self) -> None:
         p = self.path
-        if not os.path.isfile(p):
+        st = self.storage
+        if not st.isfile(p):
             raise MissingError(f"{p}: no such file")
         low = p.lower()
         if low.endswith(".keras"):
@@ -179,7 +181,7 @@ class KerasCheckpoint(Checkpoint):
         elif low.endswith(".weights.json"):
             self._open_sharded(p)
         else:
-            self._add_h5(p, p, os.path.getsize(p))
+            self._add_h5(p, p, st.size(p))
         self.files = [p] if not self.files else self.files
         self.entries: dict[str, _Entry] = {}
         self.groups: dict[str, tuple[str, int]] = {}  # vars group's owner -> (name attribute, file)
@@ -205,7 +207,9 @@ class KerasCheckpoint(Checkpoint):
 
     def _open_keras(self, p: str) -> None:
         try:
-            self._zip = zf = zipfile.ZipFile(p)
+            archive = io.BufferedReader(ReaderFile.of(self.storage.open_reader(p)))
+            self._windows.append(archive)  # closed with the checkpoint (a ZipFile leaves a file object open)
+            self._zip = zf = zipfile.ZipFile(archive)
             names = set(zf.namelist())
             if WEIGHTS_MEMBER not in names:
                 hint = " (it has model.weights.npz, which ckptool does not read)" \
@@ -233,13 +237,14 @@ class KerasCheckpoint(Checkpoint):
                     raise CorruptError(f"{p}: weight_map names {f!r}, not a file beside it")
                 if f not in shards:
                     shards.append(f)
-        d = os.path.dirname(p)
+        st = self.storage
+        d = st.dirname(p)
         for f in shards:
-            sp = os.path.join(d, f)
-            if not os.path.isfile(sp):
+            sp = st.join(d, f)
+            if not st.isfile(sp):
                 raise MissingError(f"{p}: shard {f} is missing")
             self.files.append(sp)
-            self._add_h5(sp, sp, os.path.getsize(sp))
+            self._add_h5(sp, sp, st.size(sp))
         if not shards:
             raise CorruptError(f"{p}: the weight_map names no shard")
         self.files.insert(0, p)
@@ -346,12 +351,12 @@ def read_model_config(path: str, flag: str = "--template-config") -> Any:
     from ckptool.format.json_doc import load_json
 
     try:
-        doc = read_json_file(path, "a Keras model config")
+        doc = read_json_file(path, "JSON")
     except MissingError:
         raise MissingError(f"{path}: no such file ({flag})") from None
     if isinstance(doc, str):  # json.dump(model.to_json()): the string, quoted again
         try:
-            doc = load_json(doc, path, max_bytes=JSON_LIMIT, what="a Keras model config")
+            doc = load_json(doc, path, max_bytes=JSON_LIMIT, what="JSON")
         except CorruptError:
             pass
     if not isinstance(doc, dict) or not isinstance(doc.get("config"), dict):
