@@ -12,7 +12,7 @@ agree. Written to a temporary name and renamed into place.
 
 from __future__ import annotations
 
-import os
+import io
 import shutil
 import zipfile
 from dataclasses import dataclass, field
@@ -20,6 +20,7 @@ from typing import Any
 
 from ckptool.errors import RefusedError, UsageError
 from ckptool.io.safety.atomic import AtomicFile, make_output_dir, publish
+from ckptool.io.readerfile import ReaderFile
 from ckptool.io.safety.destination import check_destination, checkpoint_identity
 from ckptool.ops.read.keras import WEIGHTS_MEMBER, KerasCheckpoint, import_h5py, is_keras_path, read_model_config
 from ckptool.ops.transform.convert.ema import EmaReport
@@ -206,29 +207,34 @@ def _fill_h5(path: str, values: dict[str, Any]) -> None:
 
 def _write_keras(dst: str, kind: str, template: KerasCheckpoint, values: dict[str, Any], force: bool,
                  ids: list[str], sync: bool) -> list[str]:
+    """The template's h5 (its ``.keras``'s member) copied to a temporary, filled in place by h5py,
+    then published as ``dst`` (a ``.keras``: the template's members around it, streamed); every
+    file reached through its Storage, the scratch copy a temporary of its own."""
     from ckptool.io.backends.urls import storage_for
 
+    if template.path.lower().endswith(".weights.json"):
+        raise UsageError(f"{template.path}: a sharded template is not supported; save the template unsharded")
     storage, path = storage_for(dst)
     check_destination(storage, [path], force=force, sources=ids, label=dst)
     make_output_dir(storage, storage.dirname(path))
     f = AtomicFile(storage, path, sync=sync)
-    scratch = f.name + ".h5" if kind == KERAS_ZIP else f.name
+    scratch = AtomicFile(storage, f.name + ".h5", sync=False) if kind == KERAS_ZIP else f
+    tstore, tpath = storage_for(template.path)
     try:
-        if template.path.lower().endswith(".keras"):
-            with zipfile.ZipFile(template.path) as zt, zt.open(WEIGHTS_MEMBER) as m, open(scratch, "wb") as out:
-                shutil.copyfileobj(m, out)
-        elif template.path.lower().endswith(".weights.json"):
-            raise UsageError(f"{template.path}: a sharded template is not supported; save the template unsharded")
-        else:
-            with open(template.path, "rb") as m, open(scratch, "wb") as out:
-                shutil.copyfileobj(m, out)
-        _fill_h5(scratch, values)
+        with ReaderFile.of(tstore.open_reader(tpath)) as src:
+            if tpath.lower().endswith(".keras"):
+                with zipfile.ZipFile(io.BufferedReader(src)) as zt, zt.open(WEIGHTS_MEMBER) as m:
+                    _copy(m, scratch)
+            else:
+                _copy(src, scratch)
+        scratch.writer().flush()
+        _fill_h5(scratch.name, values)  # h5py edits the temporary by its own name
         if kind == KERAS_ZIP:
-            with zipfile.ZipFile(template.path) as zt, \
+            with ReaderFile.of(tstore.open_reader(tpath)) as src, zipfile.ZipFile(io.BufferedReader(src)) as zt, \
                     zipfile.ZipFile(f.writer(), "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zo:
                 for info in zt.infolist():
                     if info.filename == WEIGHTS_MEMBER:
-                        zo.write(scratch, WEIGHTS_MEMBER)
+                        zo.write(scratch.name, WEIGHTS_MEMBER)
                     else:  # streamed: a member is never whole in memory
                         with zt.open(info) as m, zo.open(info, "w", force_zip64=info.file_size > 1 << 30) as out:
                             shutil.copyfileobj(m, out, 1 << 20)
@@ -237,9 +243,15 @@ def _write_keras(dst: str, kind: str, template: KerasCheckpoint, values: dict[st
         f.discard()
         raise
     finally:
-        if kind == KERAS_ZIP and os.path.exists(scratch):
-            os.remove(scratch)
+        if scratch is not f:
+            scratch.discard()
     return [path]
+
+
+def _copy(src: Any, to: AtomicFile) -> None:
+    """Stream a file object into ``to``, a MiB at a time."""
+    while chunk := src.read(1 << 20):
+        to.write(chunk)
 
 
 def _write_tf(dst: str, template: Any, values: dict[str, Any], drop: set[str], force: bool, ids: list[str],
