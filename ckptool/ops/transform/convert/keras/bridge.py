@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ckptool.errors import RefusedError, UsageError
-from ckptool.io.safety.atomic import AtomicFile, make_output_dir, publish
 from ckptool.io.readerfile import ReaderFile
+from ckptool.io.safety.atomic import AtomicFile, make_output_dir, publish
 from ckptool.io.safety.destination import check_destination, checkpoint_identity
 from ckptool.ops.read.keras import WEIGHTS_MEMBER, KerasCheckpoint, import_h5py, is_keras_path, read_model_config
 from ckptool.ops.transform.convert.ema import EmaReport
