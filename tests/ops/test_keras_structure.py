@@ -148,3 +148,31 @@ def test_same_shaped_siblings_of_unknown_order_are_refused():
         keras3_plan(tensors, config, layers, "x.weights.h5")
     with pytest.raises(UnsupportedError, match="--template-config"):
         keras3_plan(tensors, None, layers, "x.weights.h5")
+
+
+def test_deep_json_in_a_keras_input_is_one_error_line(tmp_path, capsys):
+    """A .weights.json shard map, a .keras config.json and keras_metadata.pb's node metadata nested
+    100,000 deep: one error naming the file (format.json_doc.load_json), no RecursionError."""
+    (tmp_path / "m.weights.json").write_text("[" * 100000)
+    code, _, err = run(capsys, "inspect", tmp_path / "m.weights.json")
+    assert code == 1 and err.count("\n") == 1 and "m.weights.json: not a sharded-weights index: nested too deep" \
+        in err, err
+
+    from ckptool.errors import CorruptError
+    from ckptool.format.keras_metadata import parse
+
+    meta = b"[" * 100000
+
+    def field(number, payload):  # a length-delimited protobuf field
+        n, size = bytearray(), len(payload)
+        while True:
+            n.append((size & 0x7F) | (0x80 if size > 0x7F else 0))
+            size >>= 7
+            if not size:
+                break
+        return bytes([number << 3 | 2]) + bytes(n) + payload
+
+    data = field(1, field(3, b"root") + field(5, meta))
+    with pytest.raises(CorruptError, match="metadata: not JSON: nested too deep"):
+        parse(data, "keras_metadata.pb")
+    assert parse(field(1, field(3, b"root") + field(5, b'{"class_name": "Functional"}')))[0].class_name == "Functional"
