@@ -116,7 +116,8 @@ def convert_keras(src: str, dst: str, template: str | None, *, dry_run: bool = F
         if kind != KERAS_H5:
             raise UsageError(no_template_message(src, dst))
         if template_config is not None:
-            raise UsageError("--template-config goes with --template (the Keras 3 file it describes)")
+            raise UsageError("--template-config describes a Keras 3 --template, or a Keras 3 SRC with --ema; a "
+                             ".weights.h5 DST without --template is laid out from a SavedModel's keras_metadata.pb")
         return _from_metadata(src, dst, dry_run, allow_unused, force, sync, skip_optimizer, ema)
     to_keras = is_keras_path(template)
     if kind is not None and not to_keras:
