@@ -80,8 +80,9 @@ def convert(src: str, dst: str, *, template: str | None = None, allow_missing: b
     ``names="short"`` (PyTorch-style names in ``.safetensors``), ``jobs`` (ranged GETs in
     flight from an object store), ``ema=True`` (each variable written with its exponential
     moving average's value: TF1 ``ExponentialMovingAverage``, tf_keras / Keras 3 ``use_ema``;
-    ``.ema`` reports it), ``strip_optimizer=True`` (the optimizer's state and the averages left
-    out).
+    ``.ema`` reports it; a Keras 3 ``.weights.h5`` source with ``template_config``, the JSON file
+    of its model's config, ``model.to_json()``), ``strip_optimizer=True`` (the optimizer's state
+    and the averages left out).
 
     ``to="hf"``: a Hugging Face folder ``dst`` that transformers' ``from_pretrained`` loads
     (``convert --to hf``); options ``arch``, ``config``, ``vocab``, ``max_shard_size``,
@@ -129,11 +130,11 @@ def convert(src: str, dst: str, *, template: str | None = None, allow_missing: b
                              ".keras dst): the template decides what is written")
         return convert_keras(src, dst, template, allow_missing=allow_missing, allow_unused=allow_unused,
                              **options)
-    if allow_missing or allow_unused or keras_only:
-        raise UsageError("allow_missing, allow_unused, template_config and skip_optimizer go with template=")
+    if allow_missing or allow_unused or skip_optimizer:
+        raise UsageError("allow_missing, allow_unused and skip_optimizer go with template=")
     from ckptool.ops.transform.convert.run import convert as convert_checkpoint
 
-    return convert_checkpoint(src, dst, **options)
+    return convert_checkpoint(src, dst, template_config=template_config, **options)
 
 
 def rewrite_names(src: str, dst: str, rules: Mapping[str, str] | Iterable[str] = (), **options: Any) -> RenamePlan:

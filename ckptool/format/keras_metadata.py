@@ -6,12 +6,12 @@ Decoded from the wire format directly (no generated code for it)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from ckptool.errors import CorruptError
 from ckptool.format.coding import decode_varint
+from ckptool.format.json_doc import load_json
 
 
 @dataclass
@@ -62,10 +62,7 @@ def parse(data: bytes, where: str = "keras_metadata.pb") -> list[KerasNode]:
                 text = bytes(v).decode("utf-8", "replace")
                 path, ident, meta = (text, ident, meta) if n == 3 else (path, text, meta) if n == 4 \
                     else (path, ident, text)
-        try:
-            doc = json.loads(meta) if meta else {}
-        except ValueError:
-            raise CorruptError(f"{where}: node {path!r}: metadata is not JSON") from None
+        doc = load_json(meta, f"{where}: node {path!r}: metadata", what="JSON") if meta else {}
         cls = doc.get("class_name", "") if isinstance(doc, dict) else ""
         name = doc.get("name", "") if isinstance(doc, dict) else ""
         train = doc.get("training_config") if isinstance(doc, dict) else None

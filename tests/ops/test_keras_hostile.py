@@ -86,14 +86,14 @@ def test_json_members_are_bounded(tmp_path, monkeypatch):
     p = _rezip(tmp_path / "cfg.keras")
     monkeypatch.setattr(reader, "JSON_LIMIT", 1000)  # config.json is ~5 KB
     r = completed("list-variables", p)
-    assert r.returncode == 1 and "config.json is over 1000 bytes" in r.stderr, r.stderr
+    assert r.returncode == 1 and "config.json: over 1000 bytes" in r.stderr, r.stderr
     q = tmp_path / "notjson.keras"
     with zipfile.ZipFile(TEMPLATE) as zt, zipfile.ZipFile(q, "w") as zo:
         for info in zt.infolist():
             zo.writestr(info, b"[" * 100000 if info.filename == "config.json" else zt.read(info))
     monkeypatch.undo()
     r = completed("list-variables", q)
-    assert r.returncode == 1 and "config.json is not JSON" in r.stderr, r.stderr
+    assert r.returncode == 1 and "config.json: not a Keras file's config.json: nested too deep" in r.stderr, r.stderr
 
 
 def test_memory_error_is_one_line(monkeypatch):

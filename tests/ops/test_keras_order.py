@@ -13,8 +13,9 @@ import pytest
 
 import ckptool
 from ckptool.errors import RefusedError
+from ckptool.format.keras3 import counter
 from ckptool.ops.transform.convert.keras.bridge import convert_keras
-from ckptool.ops.transform.convert.keras.order import align, counter
+from ckptool.ops.transform.convert.keras.order import align
 from clirun import completed
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "keras3")

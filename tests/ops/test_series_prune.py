@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import ckptool
 from ckptool.errors import CkptError, MissingError, UsageError
-from ckptool.io.layout.series_check import COMPLETE, DAMAGED, OPEN
+from ckptool.format.keras_files import COMPLETE, DAMAGED, OPEN
 from ckptool.io.layout.series_listing import scan_series
 from ckptool.io.layout.series_names import parse_template
 from ckptool.io.safety.dirfd import LocalDir

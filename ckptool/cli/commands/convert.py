@@ -63,9 +63,9 @@ from ckptool.cli.common import (
                    "tf.keras checkpoint). Variables are placed by structure. Without it, a Functional or Sequential "
                    "SavedModel converts to DST.weights.h5 from its keras_metadata.pb.")
 @click.option("--template-config", metavar="JSON",
-              help="With a Keras 3 .weights.h5 template (or SRC): the Keras 3 model's config as model.to_json() "
+              help="With a Keras 3 .weights.h5 template or SRC: the Keras 3 model's config as model.to_json() "
                    "writes it, which records the layer order and the optimizer a .weights.h5 does not (a .keras "
-                   "file carries its own).")
+                   "file carries its own); `convert X.weights.h5 out.safetensors --ema --template-config M.json`.")
 @click.option("--skip-optimizer", is_flag=True,
               help="With --template: carry the weights alone; the output has no optimizer state of the source's, "
                    "and Keras starts the optimizer fresh (default: refuse when the target cannot hold the source's "
@@ -154,12 +154,11 @@ def command(src: str, dst: str, to: str | None, arch: str | None, hf_config: str
                 keras_options={"template_config": template_config, "skip_optimizer": skip_optimizer, "ema": ema,
                                "strip_optimizer": strip_optimizer})
         return
-    if dry_run or allow_missing or allow_unused or template_config or skip_optimizer:
-        raise click.UsageError("--dry-run, --allow-missing, --allow-unused, --template-config and --skip-optimizer "
-                               "go with --template")
+    if dry_run or allow_missing or allow_unused or skip_optimizer:
+        raise click.UsageError("--dry-run, --allow-missing, --allow-unused and --skip-optimizer go with --template")
     _convert(src, dst, casts, as_json, to=to, match=match, exclude=exclude, num_shards=shards, keep_slices=keep_slices,
              force=force, skip_unsupported=skip_unsupported, allow_overflow=allow_overflow, names=names,
-             sync=not no_sync, jobs=jobs, ema=ema, strip_optimizer=strip_optimizer)
+             sync=not no_sync, jobs=jobs, ema=ema, strip_optimizer=strip_optimizer, template_config=template_config)
 
 
 def _refuse_given(flags: tuple[tuple[str, Any], ...], goes_with: str) -> None:

@@ -1,6 +1,6 @@
 """One listing of a directory as a Keras ``ModelCheckpoint`` series: its members (the names
 the template matches, :mod:`ckptool.io.layout.series_names`), each member's own files, its fields,
-its place in the series and whether it is whole (:mod:`ckptool.io.layout.series_check`).
+its place in the series and whether it is whole (:mod:`ckptool.format.keras_files`).
 
 Only regular files directly in DIR are members' files; a symlink or anything else at a
 member's name is named in :attr:`SeriesListing.skipped` and never touched. A TF-format member
@@ -11,6 +11,7 @@ there is read from its index by the ops layer.
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import stat as _stat
@@ -20,9 +21,10 @@ from typing import TYPE_CHECKING
 
 from ckptool.errors import CkptError
 from ckptool.format.bundle import INDEX_SUFFIX
+from ckptool.format.keras_files import COMPLETE, DAMAGED, OPEN, h5_state, keras_state, sharded_parts, worst
 from ckptool.io.layout.listing import RESERVED, FileInfo
-from ckptool.io.layout.series_check import COMPLETE, DAMAGED, OPEN, h5_state, keras_state, sharded_parts, worst
 from ckptool.io.layout.series_names import KERAS, SHARDED, TF_PREFIX, Template, Value, part_index
+from ckptool.io.readerfile import ReaderFile
 
 if TYPE_CHECKING:
     from ckptool.io.base import Dir
@@ -119,6 +121,11 @@ def _check(d: Dir, f: FileInfo, check: Callable[[Callable[[int, int], bytes], in
     return state, (f"{f.name}: {why}" if why else None)
 
 
+def zip_state(read: Callable[[int, int], bytes], size: int) -> tuple[str, str | None]:
+    """:func:`ckptool.format.keras_files.keras_state` of a file read by ``read(offset, n)``."""
+    return keras_state(io.BufferedReader(ReaderFile(read, size)))
+
+
 def classify(listing: SeriesListing, now: float) -> tuple[list[Member], list[Member], list[Member]]:
     """``(intact, in progress, damaged)`` members, each oldest first: of those not whole, the
     newest by order or by time, and any younger than :data:`YOUNG`, are writes in progress."""
@@ -138,7 +145,7 @@ def classify(listing: SeriesListing, now: float) -> tuple[list[Member], list[Mem
 
 def scan_series(d: Dir, template: Template, names: list[str] | None = None) -> SeriesListing:
     """The members of ``template`` in the open directory ``d``, each checked (a few bytes per
-    file; see :mod:`ckptool.io.layout.series_check`)."""
+    file; see :mod:`ckptool.format.keras_files`)."""
     names = d.names() if names is None else names
     out = SeriesListing(d.path, template)
     if template.kind == TF_PREFIX:
@@ -177,7 +184,7 @@ def _file_members(d: Dir, template: Template, names: list[str], out: SeriesListi
         if template.kind == SHARDED:
             _sharded(d, m, [p for p in parts_of[n] if claims[p] == 1], out)
         else:
-            m.state, m.problem = _check(d, f, keras_state if template.kind == KERAS else h5_state)
+            m.state, m.problem = _check(d, f, zip_state if template.kind == KERAS else h5_state)
         out.members.append(m)
 
 

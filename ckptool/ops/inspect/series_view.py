@@ -6,7 +6,6 @@ The series is DIR's ``.ckptool.toml`` ``series``, else the one its file names sh
 
 from __future__ import annotations
 
-import os
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -82,19 +81,23 @@ def series_targets(storage: Storage, directory: str) -> list[str]:
 
 
 def member_report(path: str) -> VerifyReport | None:
-    """``verify`` of a series member file by its own check (:mod:`ckptool.io.layout.series_check`):
+    """``verify`` of a series member file by its own check (:mod:`ckptool.format.keras_files`):
     a report when it is not whole, or when it is a legacy ``.h5`` (whose tensors ckptool does
     not read: whole is all that is checked); None to verify it as any checkpoint."""
-    from ckptool.io.layout.series_check import COMPLETE, h5_state, keras_state
+    import io
+
+    from ckptool.format.keras_files import COMPLETE, h5_state, keras_state
+    from ckptool.io.backends.urls import storage_for
+    from ckptool.io.readerfile import ReaderFile
 
     low = path.lower()
-    if not low.endswith((".keras", ".h5", ".hdf5")) or "://" in path:
+    if not low.endswith((".keras", ".h5", ".hdf5")):
         return None
+    storage, local = storage_for(path)
     try:
-        size = os.path.getsize(path)
-        with open(path, "rb") as f:
-            state, why = (keras_state if low.endswith(".keras") else h5_state)(
-                lambda off, n: os.pread(f.fileno(), n, off), size)
+        with ReaderFile.of(storage.open_reader(local)) as f:
+            size = f.size
+            state, why = keras_state(io.BufferedReader(f)) if low.endswith(".keras") else h5_state(f.read_at, size)
     except OSError as exc:
         return VerifyReport(path, problems=[Problem("", f"{path}: {exc.strerror or exc}")])
     if state != COMPLETE:

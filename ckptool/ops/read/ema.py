@@ -11,21 +11,33 @@
   first, children in creation order), non-trainable ones (``moving_mean``...) left out; every
   average must have its variable's dtype and shape, and an assignment that shapes alone leave
   open is refused, never guessed.
-- Keras 3 ``.keras`` with ``use_ema`` (its ``config.json``): ``optimizer/vars`` is iterations,
-  learning_rate, then the averages of the trainable variables in the model's order, then the
-  optimizer's slots, the same count per variable; a layer's trainable variables are the first
-  of its ``vars``, layers in the config's order.
+- Keras 3 ``.keras`` with ``use_ema`` (its ``config.json``; a ``.weights.h5`` with the config
+  given): ``optimizer/vars`` is iterations, learning_rate, then the averages of the trainable
+  variables in the model's order, then the optimizer's slots, the same count per variable; a
+  layer's trainable variables are the first of its ``vars``, layers and their nested sub-layers in
+  Keras's own order. Both layouts are :mod:`ckptool.format.keras3`'s, which the bridge asks too.
 
 Pure: names, dtypes, shapes, the object graph and the Keras config in; the pairing out.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ckptool.errors import CkptError, UnsupportedError
+from ckptool.format.keras3 import (
+    Ordered,
+    Saved,
+    ema_splits,
+    head_length,
+    layer_classes,
+    optimizer_vars,
+    trainable_counts,
+    weights_order,
+)
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, VARIABLE_VALUE, ObjectGraph
 from ckptool.format.slots import is_optimizer_name
 
@@ -36,10 +48,6 @@ TRAINABLE_LIST = "_trainable_variables"
 #: Variables Keras layers create as non-trainable (batch statistics, Normalization's state).
 NON_TRAINABLE = frozenset({"moving_mean", "moving_variance", "mean", "variance", "count", "adapt_mean",
                            "adapt_variance"})
-#: Keras 3 layer classes -> how many of their variables (the last ones) are not trainable.
-KERAS3_NON_TRAINABLE = {"BatchNormalization": 2, "SyncBatchNormalization": 2, "Normalization": 1 << 30,
-                        "Discretization": 1 << 30, "IntegerLookup": 1 << 30, "StringLookup": 1 << 30,
-                        "TextVectorization": 1 << 30}
 BOOKKEEPING = frozenset({"global_step", "save_counter/.ATTRIBUTES/VARIABLE_VALUE", OBJECT_GRAPH_KEY})
 
 Tensor = tuple[str, str, tuple[int, ...]]  # name, dtype, shape
@@ -179,59 +187,74 @@ def _keras3_optimizer(config: Any) -> dict[str, Any] | None:
     return cfg if isinstance(cfg, dict) else None
 
 
+#: what to give where a Keras 3 .weights.h5's averages cannot be told: one route, every convert takes it
+CONFIG_HINT = ("convert SRC DST --ema --template-config CONFIG.json (the model's model.to_json() saved to a file) "
+               "tells them, as the .keras file's own config does")
+
+
+def _could_average(state: Sequence[tuple[str, tuple[int, ...]]], model: Sequence[Tensor]) -> bool:
+    """Whether an optimizer's per-variable ``state`` can read as moving averages of the model's
+    variables then slots (:func:`ckptool.format.keras3.ema_splits`), by dtype and shape alone."""
+    have = Counter(t[1:] for t in model)
+    return any(not Counter(state[:k]) - have for k, _ in ema_splits(state))
+
+
+def _same_order_unknown(ordered: Ordered, by: dict[str, Tensor], where: str) -> None:
+    """Refuse where the file leaves the order of two sub-layers with the same variables open."""
+    for at, paths in ordered.unproved:
+        sig: dict[str, list[Any]] = {p: [] for p in paths}
+        for o in ordered.objects:
+            for p in paths:
+                if o.path == p or o.path.startswith(p + "/"):
+                    sig[p] += [by[v][1:] for v in o.variables if v in by]
+        seen: dict[str, str] = {}
+        for p in paths:
+            key = repr(sig[p])
+            if sig[p] and key in seen:
+                raise CkptError(f"{where}: the order of {seen[key]} and {p} (in {at}) is not recorded in the file and "
+                                f"their variables have the same shapes: which average is whose cannot be proved; "
+                                f"refusing to guess")
+            seen[key] = p
+
+
 def keras3_plan(tensors: Sequence[Tensor], config: Any, layers: Iterable[Any], where: str) -> EmaPlan | None:
-    """``layers``: the file's saved objects (``KerasLayer``: path, name, variables)."""
+    """``layers``: the file's saved objects (``KerasLayer``: path, name, class, variables); their
+    order and the optimizer's ``vars`` layout are :mod:`ckptool.format.keras3`'s."""
     by = {t[0]: t for t in tensors}
-    # a LossScaleOptimizer (mixed precision) keeps the inner optimizer's variables, averages included, in its own group
-    pre = "optimizer/inner_optimizer/vars/" if any(n.startswith("optimizer/inner_optimizer/vars/") for n in by) \
-        else "optimizer/vars/"
-    opt_vars = sorted((n for n in by if n.startswith(pre) and n[len(pre):].isdigit()),
-                      key=lambda n: int(n.rsplit("/", 1)[1]))
+    opt_vars = optimizer_vars(by)
     if not opt_vars:
         return None
+    sigs = [by[n][1:] for n in opt_vars]
+    start = head_length([s[1] for s in sigs])
+    classes = layer_classes(config) if config is not None else {}  # a .weights.h5's config comes from outside
+    objects = [Saved(x.path, x.name, x.class_name or classes.get(x.name, ""), list(x.variables)) for x in layers]
     if config is None:
-        raise UnsupportedError(f"{where}: the moving averages of a Keras 3 .weights.h5 cannot be told from its "
-                               f"other optimizer variables without the model's config: convert the .keras file, or "
-                               f"give the config with --template-config (model.to_json()) to the Keras bridge")
+        model = [by[v] for o in objects if not o.path.startswith("optimizer") for v in o.variables if v in by]
+        if not _could_average(sigs[start:], model):
+            return None  # no reading of the optimizer's state has averages: there are none to find
+        raise UnsupportedError(f"{where}: the moving averages of a Keras 3 .weights.h5 cannot be told from its other "
+                               f"optimizer variables without the model's config (amsgrad's slots have the same "
+                               f"shapes): {CONFIG_HINT}")
     ocfg = _keras3_optimizer(config)
     if not ocfg or not ocfg.get("use_ema"):
         return None
-    entries = [c for c in config.get("config", {}).get("layers", [])
-               if isinstance(c, dict) and c.get("class_name") != "InputLayer" and isinstance(c.get("config"), dict)]
-    groups = {lay.name: lay for lay in layers}
-    per_layer: list[list[str]] = []
-    allowed: list[set[int] | None] = []
-    for c in entries:
-        lay = groups.get(c["config"].get("name"))
-        if lay is None:
-            continue
-        nested = sorted((x for x in groups.values() if x.path.startswith(lay.path + "/") and x.path != lay.path),
-                        key=lambda x: x.path)
-        vs = list(lay.variables) + [v for x in nested for v in x.variables]
-        per_layer.append(vs)
-        fixed = KERAS3_NON_TRAINABLE.get(c.get("class_name", ""))
-        allowed.append({0} if c["config"].get("trainable") is False else
-                       {max(0, len(vs) - fixed)} if fixed is not None else None)
-    start = 2 if len(opt_vars) > 1 and by[opt_vars[1]][2] == () else 1
+    ordered = weights_order(objects, config)
+    per_layer = [[v for v in o.variables if v in by] for o in ordered.objects]
+    allowed = trainable_counts(ordered.objects, config)
     found = []
-    for k in range(1, len(opt_vars) - start + 1):
-        avgs = [by[n] for n in opt_vars[start:start + k]]
-        rest = [by[n] for n in opt_vars[start + k:]]
-        if len(rest) % k:
-            continue
-        s = len(rest) // k
-        if any(rest[i * s + j][1:] != avgs[i][1:] for i in range(k) for j in range(s)):
-            continue
-        for chosen in _prefixes(per_layer, [a[1:] for a in avgs], by, allowed):
+    for k, _ in ema_splits(sigs[start:]):
+        for chosen in _prefixes(per_layer, sigs[start:start + k], by, allowed):
             found.append((chosen, opt_vars[start:start + k]))
-            if len(found) > 1:
-                break
+        if len(found) > 1:
+            break
+    if found:
+        _same_order_unknown(ordered, by, where)
     if len(found) != 1:
         raise CkptError(f"{where}: {'no' if not found else 'more than one'} way to pair the optimizer's moving "
                         f"averages with the model's trainable variables; refusing to guess")
     chosen, avg_names = found[0]
-    model = [v for vs in per_layer for v in vs]
-    return EmaPlan(KERAS3, dict(zip(chosen, avg_names)), [v for v in model if v not in chosen])
+    every = [v for vs in per_layer for v in vs]
+    return EmaPlan(KERAS3, dict(zip(chosen, avg_names)), [v for v in every if v not in chosen])
 
 
 def _prefixes(per_layer: list[list[str]], shapes: list[tuple[str, tuple[int, ...]]], by: dict[str, Tensor],

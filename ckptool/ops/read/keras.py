@@ -12,15 +12,15 @@ bfloat16 (a 2-byte opaque type with a ``dtype`` attribute) reads as ``ml_dtypes.
 
 from __future__ import annotations
 
-import json
-import os
-import re
+import io
 import zipfile
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, CorruptError, MissingError, UnsupportedError
+from ckptool.format.keras3 import Saved, layer_classes, numbered, weights_order
 from ckptool.io.layout.checkpoints import Located
+from ckptool.io.readerfile import ReaderFile
 from ckptool.ops.read.checkpoint import Checkpoint, Variable, key_of
 from ckptool.ops.read.keras_zip import JSON_LIMIT, open_member, read_json_member
 
@@ -144,22 +144,6 @@ def _scan(h5: Any, where: str, size: int, file_index: int) -> tuple[list[_Entry]
     return entries, groups
 
 
-def layer_classes(config: Any) -> dict[str, str]:
-    """Layer name -> class name, from a ``config.json`` document (every nested layer)."""
-    out: dict[str, str] = {}
-    stack = [config]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, dict):
-            cfg = x.get("config")
-            if isinstance(x.get("class_name"), str) and isinstance(cfg, dict) and isinstance(cfg.get("name"), str):
-                out.setdefault(cfg["name"], x["class_name"])
-            stack.extend(x.values())
-        elif isinstance(x, list):
-            stack.extend(x)
-    return out
-
-
 class KerasCheckpoint(Checkpoint):
     """A Keras 3 weights file, read as a checkpoint (names are HDF5 paths)."""
 
@@ -177,7 +161,6 @@ class KerasCheckpoint(Checkpoint):
         self._h5: list[Any] = []
         self._zip: zipfile.ZipFile | None = None
         self._windows: list[Any] = []  # the open members h5py reads
-        self._config_names: dict[str, int] | None = None
         try:
             self._open()
         except BaseException:
@@ -189,7 +172,8 @@ class KerasCheckpoint(Checkpoint):
 
     def _open(self) -> None:
         p = self.path
-        if not os.path.isfile(p):
+        st = self.storage
+        if not st.isfile(p):
             raise MissingError(f"{p}: no such file")
         low = p.lower()
         if low.endswith(".keras"):
@@ -197,7 +181,7 @@ class KerasCheckpoint(Checkpoint):
         elif low.endswith(".weights.json"):
             self._open_sharded(p)
         else:
-            self._add_h5(p, p, os.path.getsize(p))
+            self._add_h5(p, p, st.size(p))
         self.files = [p] if not self.files else self.files
         self.entries: dict[str, _Entry] = {}
         self.groups: dict[str, tuple[str, int]] = {}  # vars group's owner -> (name attribute, file)
@@ -223,7 +207,9 @@ class KerasCheckpoint(Checkpoint):
 
     def _open_keras(self, p: str) -> None:
         try:
-            self._zip = zf = zipfile.ZipFile(p)
+            archive = io.BufferedReader(ReaderFile.of(self.storage.open_reader(p)))
+            self._windows.append(archive)  # closed with the checkpoint (a ZipFile leaves a file object open)
+            self._zip = zf = zipfile.ZipFile(archive)
             names = set(zf.namelist())
             if WEIGHTS_MEMBER not in names:
                 hint = " (it has model.weights.npz, which ckptool does not read)" \
@@ -240,11 +226,7 @@ class KerasCheckpoint(Checkpoint):
         self._add_h5(source, f"{p}:{WEIGHTS_MEMBER}", info.file_size)
 
     def _open_sharded(self, p: str) -> None:
-        try:
-            with open(p, encoding="utf-8") as fh:
-                doc = json.load(fh)
-        except (OSError, ValueError) as exc:
-            raise CorruptError(f"{p}: not a readable sharded-weights index: {exc}") from None
+        doc = read_json_file(p, "a sharded-weights index")
         wmap = doc.get("weight_map") if isinstance(doc, dict) else None
         if not isinstance(wmap, dict):
             raise CorruptError(f"{p}: no 'weight_map' object")
@@ -255,13 +237,14 @@ class KerasCheckpoint(Checkpoint):
                     raise CorruptError(f"{p}: weight_map names {f!r}, not a file beside it")
                 if f not in shards:
                     shards.append(f)
-        d = os.path.dirname(p)
+        st = self.storage
+        d = st.dirname(p)
         for f in shards:
-            sp = os.path.join(d, f)
-            if not os.path.isfile(sp):
+            sp = st.join(d, f)
+            if not st.isfile(sp):
                 raise MissingError(f"{p}: shard {f} is missing")
             self.files.append(sp)
-            self._add_h5(sp, sp, os.path.getsize(sp))
+            self._add_h5(sp, sp, st.size(sp))
         if not shards:
             raise CorruptError(f"{p}: the weight_map names no shard")
         self.files.insert(0, p)
@@ -320,39 +303,66 @@ class KerasCheckpoint(Checkpoint):
             arr = arr.view(e.dtype) if arr.dtype.itemsize == e.dtype.itemsize else arr.astype(e.dtype)
         return arr.reshape(e.shape)
 
-    def _layer_key(self, path: str, name: str) -> tuple[int, list[Any]]:
-        """Layers in the config's order where it names them, else by path with Keras's counters
-        compared as numbers (``dense_2`` before ``dense_10``)."""
-        if self._config_names is None:
-            self._config_names = {}
-            stack = [self.config]
-            while stack:  # the config in document order
-                x = stack.pop()
-                if isinstance(x, dict):
-                    cfg = x.get("config")
-                    if isinstance(x.get("class_name"), str) and isinstance(cfg, dict) and \
-                            isinstance(cfg.get("name"), str):
-                        self._config_names.setdefault(cfg["name"], len(self._config_names))
-                    stack.extend(reversed(list(x.values())))
-                elif isinstance(x, list):
-                    stack.extend(reversed(x))
-        parts = [int(p) if p.isdigit() else p for p in re.split(r"_(\d+)(?=/|$)|/", path) if p]
-        return self._config_names.get(name, 1 << 30), [(isinstance(p, int), p) for p in parts]
-
     def layers(self) -> list[KerasLayer]:
-        """Each saved object (a ``vars`` group), in the config's order where it has one, with its
-        name and class."""
+        """Each saved object (a ``vars`` group) with its name and class, in Keras's own order
+        (:func:`ckptool.format.keras3.weights_order`: the config's where it has one, nested
+        sub-layers after their layer, ``dense_2`` before ``dense_10``), the optimizer last."""
         classes = layer_classes(self.config) if self.config is not None else {}
-        out = []
-        for path, (name, _fi) in sorted(self.groups.items(), key=lambda kv: self._layer_key(kv[0], kv[1][0])):
+        saved = []
+        for path, (name, _fi) in self.groups.items():
             prefix = f"{path}/vars/" if path else "vars/"
             own = [n for n in self.entries if n.startswith(prefix) and "/" not in n[len(prefix):]]
             own.sort(key=lambda n: int(n[len(prefix):]) if n[len(prefix):].isdigit() else 1 << 30)
             cls = classes.get(name, "")
             if not cls and path == "" and isinstance(self.config, dict):
                 cls = str(self.config.get("class_name", ""))
-            out.append(KerasLayer(path, name, cls, own))
-        return out
+            saved.append(Saved(path, name, cls, own))
+        model = weights_order(saved, self.config).objects
+        rest = sorted((s for s in saved if s.path.split("/", 1)[0] == "optimizer"), key=lambda s: numbered(s.path))
+        return [KerasLayer(s.path, s.label, s.class_name, s.variables) for s in model + rest
+                if s.path in self.groups]
+
+
+def read_json_file(path: str, what: str, limit: int = JSON_LIMIT) -> Any:
+    """A JSON document in a file (through its Storage, at most ``limit`` bytes read), by
+    :func:`ckptool.format.json_doc.load_json`: anything wrong is one error naming the file."""
+    from ckptool.format.json_doc import load_json
+    from ckptool.io.backends.urls import storage_for
+    from ckptool.io.oserrors import os_error
+
+    storage, local = storage_for(path)
+    try:
+        r = storage.open_reader(local)
+        try:
+            if r.size > limit:
+                raise CorruptError(f"{path}: over {limit >> 20} MiB, more than {what}")
+            data = bytes(r.read(0, r.size))
+        finally:
+            r.close()
+    except OSError as exc:
+        raise os_error(path, exc, "read") from None
+    return load_json(data, path, max_bytes=limit, what=what)
+
+
+def read_model_config(path: str, flag: str = "--template-config") -> Any:
+    """A Keras 3 model's config as ``model.to_json()`` writes it (``--template-config``), the
+    layer order and optimizer a ``.weights.h5`` does not record (:mod:`ckptool.format.keras3`)."""
+    from ckptool.errors import UsageError
+    from ckptool.format.json_doc import load_json
+
+    try:
+        doc = read_json_file(path, "JSON")
+    except MissingError:
+        raise MissingError(f"{path}: no such file ({flag})") from None
+    if isinstance(doc, str):  # json.dump(model.to_json()): the string, quoted again
+        try:
+            doc = load_json(doc, path, max_bytes=JSON_LIMIT, what="JSON")
+        except CorruptError:
+            pass
+    if not isinstance(doc, dict) or not isinstance(doc.get("config"), dict):
+        raise UsageError(f"{path}: not a Keras model config (model.to_json() writes an object with 'class_name' "
+                         "and 'config')")
+    return doc
 
 
 def open_keras(path: str) -> KerasCheckpoint:
@@ -363,4 +373,4 @@ def open_keras(path: str) -> KerasCheckpoint:
 
 
 __all__ = ["JSON_LIMIT", "KERAS", "SUFFIXES", "KerasCheckpoint", "KerasLayer", "import_h5py", "is_keras_path",
-           "layer_classes", "open_keras", "read_json_member", "scan_h5"]
+           "layer_classes", "open_keras", "read_json_file", "read_json_member", "read_model_config", "scan_h5"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ckptool.errors import CkptError
-from ckptool.io.layout.series_check import COMPLETE, DAMAGED
+from ckptool.format.keras_files import COMPLETE, DAMAGED
 from ckptool.io.layout.series_listing import Member, SeriesListing, scan_series
 from ckptool.io.layout.series_names import TF_PREFIX, Template, parse_template
 

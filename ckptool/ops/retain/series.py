@@ -14,7 +14,7 @@ and the same safety:
   the next one and a name Keras rewrote since is left alone), under DIR's lock;
 - the latest member (the newest complete one by order), the state file's latest (a TF-format
   series), and the newest file when younger than a minute (:data:`YOUNG`) are never deleted;
-- Keras writes in place (:mod:`ckptool.io.layout.series_check`): a member that is not whole is never
+- Keras writes in place (:mod:`ckptool.format.keras_files`): a member that is not whole is never
   counted; the newest such (by order or time), or one younger than a minute, is a write in
   progress, never touched; an older one is damaged: named, deleted only when max_to_keep
   complete members are newer (it would have rotated out), otherwise kept and the run fails
@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, MissingError, RefusedError, UsageError
+from ckptool.format.keras_files import COMPLETE
 from ckptool.io.control.lock import lock_open
 from ckptool.io.layout.listing import FileInfo
-from ckptool.io.layout.series_check import COMPLETE
 from ckptool.io.layout.series_listing import YOUNG, Member, SeriesListing, classify
 from ckptool.io.layout.series_names import Template, parse_template
 from ckptool.ops.read.series import list_series

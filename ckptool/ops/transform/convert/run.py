@@ -38,7 +38,7 @@ def convert(src: str, dst: str, *, to: str | None = None, match: Sequence[str] =
             keep_slices: bool = False, force: bool = False, skip_unsupported: bool = False,
             casts: dict[str, Any] | None = None, allow_overflow: bool = False, names: str = "full",
             progress: Any = None, sync: bool = True, jobs: int | None = None, ema: bool = False,
-            strip_optimizer: bool = False) -> ConvertResult:
+            strip_optimizer: bool = False, template_config: str | None = None) -> ConvertResult:
     """Convert ``src`` to ``dst`` (format from ``to`` or the suffix); see the module doc.
 
     ``names="short"`` (``.safetensors`` only) stores PyTorch-style names: object
@@ -47,7 +47,9 @@ def convert(src: str, dst: str, *, to: str | None = None, match: Sequence[str] =
     ``jobs``: ranged GETs in flight when ``src`` is on an object store (default 8; no effect on
     local files). ``ema``: each variable written with its moving average's value
     (:mod:`ckptool.ops.transform.convert.ema`); ``strip_optimizer``: the optimizer's state (and the
-    averages) left out.
+    averages) left out; ``template_config``: with ``ema``, the JSON file holding a Keras 3 source's
+    model config (``model.to_json()``), which says what a ``.weights.h5`` does not (the layer order,
+    whether the optimizer keeps averages).
     """
     from ckptool.ops.read.plan import prefetch
     from ckptool.ops.read.select import select
@@ -58,6 +60,7 @@ def convert(src: str, dst: str, *, to: str | None = None, match: Sequence[str] =
         raise UsageError(no_template_message(src, dst))
     if to == HF:  # its own options (arch, config, vocab, ...): ckptool.convert(..., to="hf") goes there
         raise UsageError("to='hf' is convert_hf (ckptool.ops.transform.hf.export), not convert")
+    keras_config = _template_config(src, template_config, ema or strip_optimizer)
     opened = open_specs(src, keep_slices)
     source: dict[str, str] = {}
     ema_report = None
@@ -65,7 +68,8 @@ def convert(src: str, dst: str, *, to: str | None = None, match: Sequence[str] =
         if ema or strip_optimizer:  # a view of the source: the writers below see the averages' values
             from ckptool.ops.transform.convert.ema import ema_source
 
-            opened, ema_report = ema_source(opened, ema=ema, strip_optimizer=strip_optimizer, where=src)
+            opened, ema_report = ema_source(opened, ema=ema, strip_optimizer=strip_optimizer, where=src,
+                                            keras_config=keras_config)
             source = ema_report.source if ema_report is not None else {}
         from ckptool.ops.read.keras import KerasCheckpoint
 
@@ -99,6 +103,21 @@ def convert(src: str, dst: str, *, to: str | None = None, match: Sequence[str] =
         return result
     finally:
         opened.close()
+
+
+def _template_config(src: str, path: str | None, ema: bool) -> Any:
+    """The model config ``--template-config`` gives a Keras 3 source (None when not given)."""
+    if path is None:
+        return None
+    from ckptool.ops.read.keras import is_keras_path, read_model_config
+
+    if not is_keras_path(src):
+        raise UsageError(f"--template-config describes a Keras 3 model: {src} is not a Keras 3 file (.weights.h5, "
+                         ".keras, .weights.json), and a TF --template goes with the Keras 3 bridge")
+    if not ema:
+        raise UsageError("--template-config goes with --ema (which of a Keras 3 source's optimizer variables are "
+                         "moving averages) or --template (the Keras 3 bridge)")
+    return read_model_config(path)
 
 
 def _write(dst: str, fmt: str, specs: list[Spec], result: ConvertResult, num_shards: int,

@@ -12,17 +12,17 @@ agree. Written to a temporary name and renamed into place.
 
 from __future__ import annotations
 
-import os
+import io
 import shutil
 import zipfile
 from dataclasses import dataclass, field
 from typing import Any
 
-from ckptool.errors import CkptError, RefusedError, UsageError
+from ckptool.errors import RefusedError, UsageError
+from ckptool.io.readerfile import ReaderFile
 from ckptool.io.safety.atomic import AtomicFile, make_output_dir, publish
 from ckptool.io.safety.destination import check_destination, checkpoint_identity
-from ckptool.ops.read.keras import WEIGHTS_MEMBER, KerasCheckpoint, import_h5py, is_keras_path
-from ckptool.ops.read.keras_zip import JSON_LIMIT
+from ckptool.ops.read.keras import WEIGHTS_MEMBER, KerasCheckpoint, import_h5py, is_keras_path, read_model_config
 from ckptool.ops.transform.convert.ema import EmaReport
 from ckptool.ops.transform.convert.keras.ema import averaged
 from ckptool.ops.transform.convert.keras.mapping import Mapping, describe, map_keras
@@ -116,7 +116,8 @@ def convert_keras(src: str, dst: str, template: str | None, *, dry_run: bool = F
         if kind != KERAS_H5:
             raise UsageError(no_template_message(src, dst))
         if template_config is not None:
-            raise UsageError("--template-config goes with --template (the Keras 3 file it describes)")
+            raise UsageError("--template-config describes a Keras 3 --template, or a Keras 3 SRC with --ema; a "
+                             ".weights.h5 DST without --template is laid out from a SavedModel's keras_metadata.pb")
         return _from_metadata(src, dst, dry_run, allow_unused, force, sync, skip_optimizer, ema)
     to_keras = is_keras_path(template)
     if kind is not None and not to_keras:
@@ -132,7 +133,7 @@ def convert_keras(src: str, dst: str, template: str | None, *, dry_run: bool = F
         tf, kc = (s, t) if to_keras else (t, s)
         if not isinstance(kc, KerasCheckpoint):  # pragma: no cover - is_keras_path said so
             raise UsageError(f"{template}: not a Keras 3 file")
-        config = read_config(template_config) if template_config is not None else None
+        config = read_model_config(template_config) if template_config is not None else None
         mapping = map_keras(tf, kc, to_keras, config=config, skip_optimizer=skip_optimizer)
         missing, unused = (mapping.keras_left, mapping.tf_left) if to_keras else (mapping.tf_left, mapping.keras_left)
         _check(mapping, src, template, missing, unused, allow_missing, allow_unused)
@@ -207,29 +208,34 @@ def _fill_h5(path: str, values: dict[str, Any]) -> None:
 
 def _write_keras(dst: str, kind: str, template: KerasCheckpoint, values: dict[str, Any], force: bool,
                  ids: list[str], sync: bool) -> list[str]:
+    """The template's h5 (its ``.keras``'s member) copied to a temporary, filled in place by h5py,
+    then published as ``dst`` (a ``.keras``: the template's members around it, streamed); every
+    file reached through its Storage, the scratch copy a temporary of its own."""
     from ckptool.io.backends.urls import storage_for
 
+    if template.path.lower().endswith(".weights.json"):
+        raise UsageError(f"{template.path}: a sharded template is not supported; save the template unsharded")
     storage, path = storage_for(dst)
     check_destination(storage, [path], force=force, sources=ids, label=dst)
     make_output_dir(storage, storage.dirname(path))
     f = AtomicFile(storage, path, sync=sync)
-    scratch = f.name + ".h5" if kind == KERAS_ZIP else f.name
+    scratch = AtomicFile(storage, f.name + ".h5", sync=False) if kind == KERAS_ZIP else f
+    tstore, tpath = storage_for(template.path)
     try:
-        if template.path.lower().endswith(".keras"):
-            with zipfile.ZipFile(template.path) as zt, zt.open(WEIGHTS_MEMBER) as m, open(scratch, "wb") as out:
-                shutil.copyfileobj(m, out)
-        elif template.path.lower().endswith(".weights.json"):
-            raise UsageError(f"{template.path}: a sharded template is not supported; save the template unsharded")
-        else:
-            with open(template.path, "rb") as m, open(scratch, "wb") as out:
-                shutil.copyfileobj(m, out)
-        _fill_h5(scratch, values)
+        with ReaderFile.of(tstore.open_reader(tpath)) as src:
+            if tpath.lower().endswith(".keras"):
+                with zipfile.ZipFile(io.BufferedReader(src)) as zt, zt.open(WEIGHTS_MEMBER) as m:
+                    _copy(m, scratch)
+            else:
+                _copy(src, scratch)
+        scratch.writer().flush()
+        _fill_h5(scratch.name, values)  # h5py edits the temporary by its own name
         if kind == KERAS_ZIP:
-            with zipfile.ZipFile(template.path) as zt, \
+            with ReaderFile.of(tstore.open_reader(tpath)) as src, zipfile.ZipFile(io.BufferedReader(src)) as zt, \
                     zipfile.ZipFile(f.writer(), "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zo:
                 for info in zt.infolist():
                     if info.filename == WEIGHTS_MEMBER:
-                        zo.write(scratch, WEIGHTS_MEMBER)
+                        zo.write(scratch.name, WEIGHTS_MEMBER)
                     else:  # streamed: a member is never whole in memory
                         with zt.open(info) as m, zo.open(info, "w", force_zip64=info.file_size > 1 << 30) as out:
                             shutil.copyfileobj(m, out, 1 << 20)
@@ -238,9 +244,15 @@ def _write_keras(dst: str, kind: str, template: KerasCheckpoint, values: dict[st
         f.discard()
         raise
     finally:
-        if kind == KERAS_ZIP and os.path.exists(scratch):
-            os.remove(scratch)
+        if scratch is not f:
+            scratch.discard()
     return [path]
+
+
+def _copy(src: Any, to: AtomicFile) -> None:
+    """Stream a file object into ``to``, a MiB at a time."""
+    while chunk := src.read(1 << 20):
+        to.write(chunk)
 
 
 def _write_tf(dst: str, template: Any, values: dict[str, Any], drop: set[str], force: bool, ids: list[str],
@@ -266,36 +278,6 @@ def _write_tf(dst: str, template: Any, values: dict[str, Any], drop: set[str], f
             w.add(keys.get(v.name) or v.name, ck.read(key))
         res = w.finish()
     return list(res.files)
-
-
-def read_config(path: str) -> Any:
-    """A ``--template-config`` file: the Keras 3 model's config as ``model.to_json()`` writes it."""
-    import json
-
-    from ckptool.errors import CorruptError, MissingError
-
-    try:
-        with open(path, "rb") as f:
-            data = f.read(JSON_LIMIT + 1)
-    except FileNotFoundError:
-        raise MissingError(f"{path}: no such file (--template-config)") from None
-    except OSError as exc:
-        raise CkptError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if len(data) > JSON_LIMIT:
-        raise CorruptError(f"{path}: over {JSON_LIMIT >> 20} MiB, more than a model config (--template-config)")
-    try:
-        doc = json.loads(data)
-    except (ValueError, RecursionError) as exc:
-        raise CorruptError(f"{path}: not JSON: {exc}") from None
-    if isinstance(doc, str):  # json.dump(model.to_json()): the string, quoted again
-        try:
-            doc = json.loads(doc)
-        except (ValueError, RecursionError):
-            pass
-    if not isinstance(doc, dict) or not isinstance(doc.get("config"), dict):
-        raise UsageError(f"{path}: not a Keras model config (model.to_json() writes an object with 'class_name' "
-                         "and 'config')")
-    return doc
 
 
 def _from_metadata(src: str, dst: str, dry_run: bool, allow_unused: bool, force: bool, sync: bool,

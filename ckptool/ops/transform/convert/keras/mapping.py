@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ckptool.format.keras3 import model_orders
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, VARIABLE_VALUE, ObjectGraph
 from ckptool.ops.read.checkpoint import Checkpoint
 from ckptool.ops.read.keras import KerasCheckpoint
@@ -31,7 +32,6 @@ from ckptool.ops.transform.convert.keras.order import (
     common,
     keras_tree,
     layer_lists_agree,
-    model_orders,
     overlaps,
     show_sig,
 )

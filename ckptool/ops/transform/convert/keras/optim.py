@@ -13,8 +13,8 @@ optimizer was built holds the head only: the slots it will have are known from t
 config (a ``.keras`` template, ``--template-config``) or, for the optimizers whose slots do not
 depend on their config, from its name, and must be what the source has, kind by kind (the kinds
 come from the source's variable names: ``m``, ``v``, ``vhat``, ``average``, ...). Beside the slots,
-Nadam's product goes last (:data:`TRAILING`); Adafactor's slots come from its own lists, with the
-placeholders Keras 3 writes for the variables it does not factor.
+Nadam's product goes last (:data:`TRAILING`; the layout is :mod:`ckptool.format.keras3`'s); Adafactor's
+slots come from its own lists, with the placeholders Keras 3 writes for the variables it does not factor.
 """
 
 from __future__ import annotations
@@ -224,8 +224,6 @@ class OptimizerPlan:
     added: list[tuple[int, str]] = field(default_factory=list)  # new Keras datasets (an unbuilt template)
     kept_tf: list[int] = field(default_factory=list)  # TF variables Keras keeps no place for (all zero)
     kept_keras: list[str] = field(default_factory=list)  # Keras's own constants (a loss scaler's head)
-    left_tf: list[int] = field(default_factory=list)
-    left_keras: list[str] = field(default_factory=list)
     zero_tf: list[int] = field(default_factory=list)  # TF slots written as zeros (the Keras side has no slot state)
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -329,10 +327,8 @@ def plan(tf: TfOptimizer, k: KerasOptimizer, to_keras: bool, is_zero: Callable[[
                             "(--skip-optimizer converts the weights alone)")
         return out
     state = head + slots + extra
-    if k.inner is not None:
+    if k.inner is not None:  # else a source loss scale has no place: it is left (the mapping's tf_left)
         _loss_scaled(tf, k, state, to_keras, out)
-    elif tf.loss_scale is not None:
-        out.left_tf += list(tf.loss_scale)
     for i, t in enumerate(state):
         if i < len(inner):
             out.pairs.append((t, inner[i]))
@@ -353,10 +349,8 @@ def _loss_scaled(tf: TfOptimizer, k: KerasOptimizer, state: list[int], to_keras:
     outer = k.vars
     out.kept_keras += outer[:2]
     scaled = len(outer) == 4 + len(k.inner or [])
-    if tf.loss_scale is None:
-        if scaled:
-            out.left_keras += outer[2:4]
-        elif to_keras:
+    if tf.loss_scale is None:  # a built scaler's step_counter and dynamic_scale have no source: left
+        if not scaled and to_keras:
             out.problems.append(f"optimizer: the template is mixed precision (a LossScaleOptimizer, not built) and "
                                 f"the source is not: its loss scale has no source; {BUILD_HINT}")
         out.kept_keras += outer[4 if scaled else 2:]
@@ -365,8 +359,7 @@ def _loss_scaled(tf: TfOptimizer, k: KerasOptimizer, state: list[int], to_keras:
         if scaled:
             out.pairs += [(tf.loss_scale[0], outer[2]), (tf.loss_scale[1], outer[3])]
             out.kept_keras += outer[4:]
-        else:
-            out.left_tf += list(tf.loss_scale)
+        else:  # the source's loss scale has no place in an unbuilt scaler: left
             out.kept_keras += outer[2:]
         return
     for i, t in enumerate(list(tf.loss_scale) + state):

@@ -2,8 +2,9 @@
 (docs/FORMAT.md §14.1).
 
 Keras 3 names the items of a container (``model.layers``, a list attribute) by their class in snake
-case with a per-class counter in the container's order (``dense``, ``dense_1``, ...): the counters
-order the items of one class, nothing orders the classes against each other. Object-header
+case with a per-class counter in the container's order (:func:`ckptool.format.keras3.counter`, the
+one home of Keras 3's structure): the counters order the items of one class, nothing orders the
+classes against each other. Object-header
 addresses do not either (HDF5 reuses freed space). The whole order comes from what records it: a
 model config (``config.json`` of a ``.keras`` file, or ``model.to_json()``: each model's
 ``layers`` in order, matched to the file by the layer names Keras >= 3.6 writes in each ``vars``
@@ -21,55 +22,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ckptool.format.keras3 import counter
 from ckptool.ops.read.keras import KerasCheckpoint
 
-#: a Keras-generated name: a base and a counter
-_COUNTED = re.compile(r"^(.+)_(\d+)$")
 #: how many partial interleavings the search keeps before it calls the order unprovable
 LIMIT = 4096
-
-
-def counter(name: str, siblings: set[str]) -> tuple[str, int]:
-    """``(base, n)`` of a container item's name among its siblings: ``dense_3`` is the fourth
-    ``dense`` when ``dense`` is a sibling too (Keras numbers ``dense``, ``dense_1``, ...)."""
-    m = _COUNTED.match(name)
-    if m and m.group(1) in siblings:
-        return m.group(1), int(m.group(2))
-    return name, 0
-
-
-def model_orders(config: Any) -> tuple[list[str] | None, dict[str, list[str]]]:
-    """The layer names of a model config in order: ``(the top model's, {nested model name: its})``.
-    ``config`` is a ``config.json`` / ``model.to_json()`` document; None where it lists no layers
-    (a subclassed model)."""
-    def names(doc: Any) -> list[str] | None:
-        cfg = doc.get("config") if isinstance(doc, dict) else None
-        layers = cfg.get("layers") if isinstance(cfg, dict) else None
-        if not isinstance(layers, list):
-            return None
-        out = []
-        for entry in layers:
-            c = entry.get("config") if isinstance(entry, dict) else None
-            n = c.get("name") if isinstance(c, dict) else None
-            if isinstance(n, str):
-                out.append(n)
-        return out
-
-    top = names(config)
-    nested: dict[str, list[str]] = {}
-    stack = [config]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, dict):
-            if x is not config:
-                got = names(x)
-                cfg = x.get("config")
-                if got is not None and isinstance(cfg, dict) and isinstance(cfg.get("name"), str):
-                    nested.setdefault(cfg["name"], got)
-            stack.extend(x.values())
-        elif isinstance(x, list):
-            stack.extend(x)
-    return top, nested
 
 
 #: tf.keras's names of a model's layers: every layer, and those with weights, in ``model.layers`` order
@@ -306,5 +263,5 @@ def _path(history: list[Any], pos: tuple[int, ...], branch: int) -> list[tuple[i
     return out
 
 
-__all__ = ["LAYER_K", "LAYER_W", "LIMIT", "Aligned", "KNode", "align", "chains", "common", "config_order", "counter",
-           "embed", "keras_tree", "layer_lists_agree", "model_orders", "overlaps", "show_sig"]
+__all__ = ["LAYER_K", "LAYER_W", "LIMIT", "Aligned", "KNode", "align", "chains", "common", "config_order", "embed",
+           "keras_tree", "layer_lists_agree", "overlaps", "show_sig"]

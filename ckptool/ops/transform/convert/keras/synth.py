@@ -50,8 +50,9 @@ def metadata_path(ck: Checkpoint) -> str | None:
     prefix = ck.prefix.replace(os.sep, "/")
     if not prefix.endswith("variables/variables"):
         return None
-    p = os.path.join(os.path.dirname(os.path.dirname(ck.prefix)), "keras_metadata.pb")
-    return p if os.path.isfile(p) else None
+    st = ck.storage
+    p = st.join(st.dirname(st.dirname(ck.prefix)), "keras_metadata.pb")
+    return p if st.isfile(p) else None
 
 
 def _resolve(g: ObjectGraph, path: str) -> int | None:
@@ -104,8 +105,7 @@ def _model_nodes(ck: Checkpoint, src: str) -> tuple[ObjectGraph, dict[int, Any],
     g = ck.object_graph()
     if g is None:  # pragma: no cover - a SavedModel's variables are object-based
         raise UsageError(f"{src}: no object graph; {NEEDS_TEMPLATE}")
-    with open(meta, "rb") as f:
-        nodes = parse(f.read(), meta)
+    nodes = parse(ck.storage.read_bytes(meta), meta)
     by_node: dict[int, Any] = {}
     for n in nodes:
         nid = _resolve(g, n.path)

@@ -1,5 +1,8 @@
-"""Is a Keras series file whole? Cheap checks of the files Keras writes in place (a few bytes
-of each; the CRCs are ``verify``'s), for ``prune --series``, ``inspect`` and ``du``.
+"""The bytes of the files Keras writes: is a Keras series file whole (cheap checks of the files
+Keras writes in place, a few bytes of each; the CRCs are ``verify``'s: ``prune --series``,
+``inspect``, ``du``, ``verify``), and where a stored ``.keras`` member's data begins (its local
+header), for the reader that hands it to h5py. The bytes come through a ``read(offset, n)`` or a
+file object of :class:`ckptool.io.readerfile.ReaderFile`: no file I/O here.
 
 Keras 3 writes ``X.keras`` and ``X.weights.h5`` under their final names, not through a
 temporary (``saving_lib.save_model``: ``open(filepath, "wb")`` then a zip written into it;
@@ -16,16 +19,18 @@ looks exactly like a write cut short, and the answer here is one of:
 - :data:`DAMAGED`: not what its name says (no HDF5 signature, a zip without a
   ``model.weights.h5``, a part missing, a JSON naming a file that is none of its parts).
 
-HDF5 superblock layout: the HDF5 File Format Specification, section II.A (versions 0-3).
+HDF5 superblock layout: the HDF5 File Format Specification, section II.A (versions 0-3); zip
+records: PKWARE's APPNOTE, 4.3.7 (the local file header).
 """
 
 from __future__ import annotations
 
-import io
-import json
 import zipfile
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import IO
+
+from ckptool.errors import CkptError, CorruptError
+from ckptool.format.json_doc import load_json
 
 COMPLETE, OPEN, DAMAGED = "complete", "open", "damaged"
 H5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
@@ -79,44 +84,19 @@ def _superblock(b: bytes, at: int, size: int) -> tuple[str, str | None]:
     return COMPLETE, None
 
 
-class _ReaderFile(io.RawIOBase):
-    """``read(offset, n)`` as a seekable file, for :mod:`zipfile` (its central directory)."""
-
-    def __init__(self, read: Read, size: int):
-        super().__init__()
-        self._read, self._size, self._pos = read, size, 0
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._pos
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        self._pos = max(0, {0: 0, 1: self._pos, 2: self._size}[whence] + offset)
-        return self._pos
-
-    def readinto(self, b: Any) -> int:
-        n = max(0, min(len(b), self._size - self._pos))
-        data = bytes(self._read(self._pos, n)) if n else b""
-        b[: len(data)] = data
-        self._pos += len(data)
-        return len(data)
-
-
-def keras_state(read: Read, size: int) -> tuple[str, str | None]:
+def keras_state(f: IO[bytes]) -> tuple[str, str | None]:
     """``(state, problem)`` of a ``.keras`` file (a zip written in place; its central
-    directory and end record come last)."""
+    directory and end record come last), read through the seekable file ``f``."""
+    size = f.seek(0, 2)
     if size == 0:
         return OPEN, "empty (a write just started, or cut short)"
     try:
-        with zipfile.ZipFile(io.BufferedReader(_ReaderFile(read, size)), "r") as zf:
+        f.seek(0)
+        with zipfile.ZipFile(f, "r") as zf:
             names = set(zf.namelist())
     except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
-        if bytes(read(0, 4)) == ZIP_LOCAL:
+        f.seek(0)
+        if f.read(4) == ZIP_LOCAL:
             return OPEN, f"zip without its end record (being written, or cut short): {exc}"
         return DAMAGED, "not a zip file"
     if KERAS_CONFIG not in names or not names.intersection(KERAS_WEIGHTS):
@@ -124,12 +104,26 @@ def keras_state(read: Read, size: int) -> tuple[str, str | None]:
     return COMPLETE, None
 
 
+#: the fixed part of a zip local file header
+LOCAL_HEADER = 30
+
+
+def member_data_offset(head: bytes, info: zipfile.ZipInfo, where: str) -> int:
+    """Where a member's data begins: after its local header (``head``, the
+    :data:`LOCAL_HEADER` bytes at ``info.header_offset``) and the name and extra field it
+    declares."""
+    if len(head) != LOCAL_HEADER or head[:4] != ZIP_LOCAL:
+        raise CorruptError(f"{where}: member {info.filename}: bad local header")
+    return info.header_offset + LOCAL_HEADER + int.from_bytes(head[26:28], "little") + \
+        int.from_bytes(head[28:30], "little")
+
+
 def sharded_parts(raw: bytes) -> list[str] | None:
     """The part files a sharded ``.weights.json`` names (its ``weight_map`` values, in
     order, each once), or None when it is not such a document (yet)."""
     try:
-        doc = json.loads(raw.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError, RecursionError):
+        doc = load_json(raw, "a sharded weights index")
+    except CkptError:
         return None
     wm = doc.get("weight_map") if isinstance(doc, dict) else None
     if not isinstance(wm, dict):
@@ -154,5 +148,5 @@ def worst(states: Iterable[tuple[str, str | None]]) -> tuple[str, str | None]:
     return out
 
 
-__all__ = ["COMPLETE", "DAMAGED", "H5_SIGNATURE", "KERAS_CONFIG", "KERAS_WEIGHTS", "OPEN", "h5_state",
-           "keras_state", "sharded_parts", "worst"]
+__all__ = ["COMPLETE", "DAMAGED", "H5_SIGNATURE", "KERAS_CONFIG", "KERAS_WEIGHTS", "LOCAL_HEADER", "OPEN", "h5_state",
+           "keras_state", "member_data_offset", "sharded_parts", "worst"]
