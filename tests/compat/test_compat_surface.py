@@ -180,11 +180,11 @@ def test_schemes_tf_has_no_file_system_for(monkeypatch, tmp_path):
     g = ctf.io.gfile
     for url in ("foo://b/d", "ftp://h/d", "hdfs://n/d", "http://example.com/d", "https://example.com/d"):
         scheme = url.split("://")[0]
-        for call in (lambda: g.exists(url), lambda: g.glob(url + "/*"), lambda: g.makedirs(url),
-                     lambda: g.GFile(url + "/f").read(), lambda: g.GFile(url + "/f", "w").write("x"),
-                     lambda: ctf.compat.v1.train.checkpoint_exists(url)):
+        for call, arg in ((g.exists, url), (g.glob, url + "/*"), (g.makedirs, url),
+                          (lambda u: g.GFile(u).read(), url + "/f"), (lambda u: g.GFile(u, "w").write("x"), url + "/f"),
+                          (ctf.compat.v1.train.checkpoint_exists, url)):
             with pytest.raises(ctf.errors.UnimplementedError, match=f"File system scheme '{scheme}' not implemented"):
-                call()
+                call(arg)
         assert g.isdir(url) is False and list(g.walk(url)) == []
         with pytest.raises(ctf.errors.NotFoundError, match="Could not find directory"):
             g.listdir(url)
