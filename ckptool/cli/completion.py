@@ -28,7 +28,7 @@ from click.shell_completion import BashComplete, CompletionItem, FishComplete, Z
 
 #: Keras 3 files (ckptool.ops.read.keras.SUFFIXES: the test checks they agree)
 KERAS = (".weights.h5", ".keras", ".weights.json")
-#: what convert, diff and save --from read besides checkpoints (ckptool.ops.transform.convert.source)
+#: what convert, diff and save --from read besides checkpoints (ckptool.ops.read.source)
 ARRAYS = (".safetensors", ".npz", ".npy")
 #: what convert writes by its name (the rest of DST is a TF prefix)
 WRITTEN = (".safetensors", ".npz", ".weights.h5", ".keras")
