@@ -5,9 +5,14 @@ ckptool with the words typed; the callbacks here answer. A path the callbacks of
 type ``path``: the scripts hand it to the shell as a file name (quoted, a directory completed
 with a slash and no space after it), so ``runs/`` goes on into the directory.
 
-- what is read (inspect, list-variables, verify, rewrite-names): directories, checkpoint
-  prefixes (``x.index`` -> ``x``; never a data shard) and Keras 3 files;
-- what convert, diff and ``save --from`` read: those, ``.safetensors``, ``.npz`` and ``.npy``;
+- what rewrite-names and ``--template`` read: directories, checkpoint prefixes (``x.index`` ->
+  ``x``; never a data shard) and Keras 3 files;
+- what convert, inspect, list-variables, verify, diff and ``save --from`` read: those,
+  ``.safetensors``, ``.npz`` and ``.npy`` (a Hugging Face folder is a directory);
+- ``convert --config`` (.json, .gin), ``--vocab`` (.txt, .model, encoder.json), ``--template-config``
+  (.json): directories and files of those kinds; ``--arch``: the architectures the export knows;
+- ``prune --series``: the series templates the directory's file names show (metric fields
+  named from a CSVLogger file, or left for the user to name);
 - what convert writes (DST): directories and the suffixes it writes by name;
 - where a new checkpoint goes (``save PREFIX``, ``average -o``, rewrite-names DST): directories;
 - ``ckptool man``: the command names; ``inspect --tensor``: the checkpoint's tensor names;
@@ -28,7 +33,7 @@ from click.shell_completion import BashComplete, CompletionItem, FishComplete, Z
 
 #: Keras 3 files (ckptool.ops.read.keras.SUFFIXES: the test checks they agree)
 KERAS = (".weights.h5", ".keras", ".weights.json")
-#: what convert, diff and save --from read besides checkpoints (ckptool.ops.transform.convert.source)
+#: what convert, diff and save --from read besides checkpoints (ckptool.ops.read.source)
 ARRAYS = (".safetensors", ".npz", ".npy")
 #: what convert writes by its name (the rest of DST is a TF prefix)
 WRITTEN = (".safetensors", ".npz", ".weights.h5", ".keras")
@@ -66,12 +71,13 @@ def complete_checkpoint(ctx, param, incomplete: str) -> list[CompletionItem]:
 
 
 def complete_readable(ctx, param, incomplete: str) -> list[CompletionItem]:
-    """What ckptool.open reads: TF checkpoints and Keras 3 files."""
+    """TF checkpoints and Keras 3 files (rewrite-names, ``--template``)."""
     return _paths(incomplete, KERAS, prefixes=True)
 
 
 def complete_source(ctx, param, incomplete: str) -> list[CompletionItem]:
-    """What convert, diff and save --from read: checkpoints, Keras 3 files, .safetensors, .npz, .npy."""
+    """What ckptool.open reads (convert, inspect, list-variables, verify, diff, save --from):
+    checkpoints, Keras 3 files, .safetensors, .npz, .npy."""
     return _paths(incomplete, KERAS + ARRAYS, prefixes=True)
 
 
@@ -115,17 +121,72 @@ def complete_tensor(ctx, param, incomplete: str) -> list[CompletionItem]:
 
 
 def complete_series(ctx, param, incomplete: str) -> list[CompletionItem]:
-    """The series templates found in the command's DIR argument (``prune --series``)."""
+    """The series templates found in the command's DIR argument (``prune --series``; a tf_keras
+    TF-format series by its prefixes too). A decimal field's metric is not in the file names: a
+    CSVLogger file beside the series names the candidates (one template each), else the template
+    is offered up to that field, for the user to name it (never a ``{metric:.3f}`` placeholder)."""
     directory = ctx.params.get("directory") or next((a for a in ctx.args if not a.startswith("-")), None) or "."
     try:
-        import os
-
         from ckptool.io.layout.series_discover import discover
 
-        return [CompletionItem(f.template) for f in discover(sorted(os.listdir(directory)))
-                if f.template.startswith(incomplete)]
+        found = [f.template for f in discover(sorted(os.listdir(directory)))]
+        metrics = _logged_metrics(directory)
+        out: list[str] = []
+        for t in found:
+            m = _METRIC_FIELD.search(t)
+            if m is None:
+                out.append(t)
+            elif metrics:
+                out += [t[:m.start()] + "{" + name + m.group(1) + "}" + t[m.end():] for name in metrics]
+            else:
+                out.append(t[:m.start() + 1])  # up to the field: the user names the metric
+        return [CompletionItem(t) for t in dict.fromkeys(out) if t.startswith(incomplete)]
     except Exception:
         return []
+
+
+_METRIC_FIELD = re.compile(r"\{metric(:[^}]*)?\}")
+
+
+def _logged_metrics(directory: str) -> list[str]:
+    """The metric columns of the CSVLogger files in ``directory`` and the one above it."""
+    import csv
+
+    names: list[str] = []
+    for d in (directory, os.path.join(directory, os.pardir)):
+        for n in sorted(os.listdir(d)):
+            if n.lower().endswith(".csv") and os.path.isfile(os.path.join(d, n)):
+                with open(os.path.join(d, n), newline="", encoding="utf-8-sig") as f:
+                    head = next(csv.reader([f.readline()]), [])
+                if "epoch" in head:
+                    names += [c for c in head if c != "epoch" and c.isidentifier()]
+    return list(dict.fromkeys(names))
+
+
+def complete_arch(ctx, param, incomplete: str) -> list[CompletionItem]:
+    """``convert --arch``: the architectures the Hugging Face export knows (families and names)."""
+    try:
+        from ckptool.ops.transform.hf.export import known
+
+        return [CompletionItem(n) for n in known().split(", ") if n.startswith(incomplete)]
+    except Exception:
+        return []
+
+
+def complete_hf_config(ctx, param, incomplete: str) -> list[CompletionItem]:
+    """``convert --config``: a release's config (bert_config.json, hparams.json, operative_config.gin)
+    or an HF config.json, or their directory."""
+    return _paths(incomplete, (".json", ".gin"))
+
+
+def complete_vocab(ctx, param, incomplete: str) -> list[CompletionItem]:
+    """``convert --vocab``: vocab.txt, a SentencePiece .model, GPT-2's encoder.json, or their directory."""
+    return _paths(incomplete, (".txt", ".model", "encoder.json"))
+
+
+def complete_json(ctx, param, incomplete: str) -> list[CompletionItem]:
+    """A JSON file (``convert --template-config``: a Keras model's config)."""
+    return _paths(incomplete, (".json",))
 
 
 Completer = Callable[[click.Context, click.Parameter, str], list[CompletionItem]]
@@ -133,11 +194,13 @@ Completer = Callable[[click.Context, click.Parameter, str], list[CompletionItem]
 #: command -> {parameter name: completer}; parameters of click.Path type complete as the shell's
 #: own file or directory names and need no entry.
 ARGUMENTS: dict[str, dict[str, Completer]] = {
-    "inspect": {"checkpoint": complete_readable},
-    "list-variables": {"checkpoint": complete_readable},
-    "verify": {"paths": complete_readable},
+    "inspect": {"checkpoint": complete_source},
+    "list-variables": {"checkpoint": complete_source},
+    "verify": {"paths": complete_source},
     "diff": {"a": complete_source, "b": complete_source},
-    "convert": {"src": complete_source, "dst": complete_written, "template": complete_readable},
+    "convert": {"src": complete_source, "dst": complete_written, "template": complete_readable,
+                "arch": complete_arch, "hf_config": complete_hf_config, "vocab": complete_vocab,
+                "template_config": complete_json},
     "save": {"prefix": complete_directory, "sources": complete_source},
     "average": {"inputs": complete_checkpoint, "out": complete_directory},
     "rewrite-names": {"src": complete_readable, "dst": complete_directory, "template": complete_readable},

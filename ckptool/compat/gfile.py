@@ -8,7 +8,9 @@ match) and returns the matches level by level in that order. Errors are TF's:
 ``NotFoundError("PATH; No such file or directory")`` when a missing file is first read,
 ``NotFoundError("Could not find directory PATH")`` from ``listdir``,
 ``FailedPreconditionError("PATH is not a directory")`` from ``makedirs``. Writing through
-``GFile`` is offered for local files only.
+``GFile`` is offered for local files only. A scheme TF has no file system for (``ftp://``,
+``hdfs://``, ``http(s)://``, ``foo://``) is TF's ``UnimplementedError`` (``isdir``: False), and
+nothing is asked of the network (:mod:`ckptool.compat.schemes`).
 """
 
 from __future__ import annotations
@@ -23,9 +25,9 @@ from typing import Any
 from ckptool.compat import errors
 from ckptool.compat.offered import NotOfferedError
 from ckptool.compat.reader import as_path
+from ckptool.compat.schemes import served, tf_storage, unimplemented
 from ckptool.compat.tflog import deprecated
 from ckptool.errors import CkptError
-from ckptool.io.backends.urls import storage_for
 
 _MODES = ("r", "w", "a", "r+", "w+", "a+")
 _GLOB = "*?["
@@ -36,6 +38,7 @@ def _path(value: Any) -> str:
 
 
 def _remote(path: str) -> bool:
+    """A URL: served by a storage (TF's answer on a scheme with no file system: :mod:`.schemes`)."""
     return "://" in path
 
 
@@ -51,7 +54,7 @@ def exists(path: Any) -> bool:
     p = _path(path)
     if not _remote(p):
         return os.path.exists(p)
-    storage, local = storage_for(p)
+    storage, local = tf_storage(p)
     return storage.exists(local) or storage.isdir(local)
 
 
@@ -60,7 +63,9 @@ def isdir(path: Any) -> bool:
     p = _path(path)
     if not _remote(p):
         return os.path.isdir(p)
-    storage, local = storage_for(p)
+    if not served(p):
+        return False
+    storage, local = tf_storage(p)
     try:
         return storage.isdir(local)
     except (OSError, CkptError):
@@ -74,7 +79,7 @@ def listdir(path: Any) -> list[str]:
         raise errors.NotFoundError(None, None, f"Could not find directory {p}")
     if not _remote(p):
         return os.listdir(p)
-    storage, local = storage_for(p)
+    storage, local = tf_storage(p)
     return [n.rstrip("/") for n in storage.listdir(local)]
 
 
@@ -89,6 +94,8 @@ def glob(pattern: Any) -> list[str]:
     if isinstance(pattern, (list, tuple)):
         return [m for p in pattern for m in glob(p)]
     p = _path(pattern)
+    if not served(p):
+        raise unimplemented(p)
     if not any(c in p for c in _GLOB):
         return [p] if exists(p) else []
     parts = p.split("/")
@@ -115,7 +122,7 @@ def makedirs(path: Any) -> None:
     """Make directory ``path`` and its parents; no error when it exists."""
     p = _path(path)
     if _remote(p):
-        storage, local = storage_for(p)
+        storage, local = tf_storage(p)
         storage.makedirs(local)
         return
     try:
@@ -174,10 +181,10 @@ class GFile:
     def _file(self) -> Any:
         if self._f is None:
             if _remote(self._name):
+                storage, local = tf_storage(self._name)
                 if self._plain != "r":
                     raise NotOfferedError(f"writing {self._name} through tf.io.gfile is not offered by "
                                           "ckptool.compat.tf (local files only)")
-                storage, local = storage_for(self._name)
                 try:
                     self._f = io.BytesIO(storage.read_bytes(local))
                 except (OSError, CkptError):

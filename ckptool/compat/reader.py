@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ckptool.compat import bundleread, errors
 from ckptool.compat.dtypes import DType
 from ckptool.compat.hashorder import unordered_map_order
+from ckptool.compat.schemes import served, unimplemented
 from ckptool.format import dtypes as _table
 from ckptool.format.bundle import INDEX_SUFFIX
 from ckptool.format.table import FOOTER_SIZE
@@ -69,6 +70,9 @@ class CheckpointReader:
         self._pattern = as_path(filepattern)
         self._map_order: list[Variable] | None = None
         self._files: bundleread.ShardFiles | None = None
+        if not served(self._pattern):  # TF's reader, on a scheme with no file system
+            raise ValueError(f"Unsuccessful TensorSliceReader constructor: Failed to get matching files on "
+                             f"{self._pattern}: UNIMPLEMENTED: {unimplemented(self._pattern).message}")
         with errors.translated():
             storage, path = storage_for(self._pattern)
             if storage.isfile(path + INDEX_SUFFIX):

@@ -13,7 +13,8 @@ from typing import Any
 
 from ckptool.compat import errors, tflog
 from ckptool.compat.reader import CheckpointReader, as_path, matching_files
-from ckptool.errors import CkptError, CorruptError
+from ckptool.compat.schemes import served, tf_storage, unimplemented
+from ckptool.errors import CkptError, CorruptError, MissingError
 from ckptool.format.bundle import INDEX_SUFFIX
 from ckptool.format.protos.tensor_bundle_pb2 import CheckpointState
 from ckptool.io.backends.urls import storage_for
@@ -39,6 +40,8 @@ def _checkpoint_filename(ckpt_dir_or_file: Any) -> Any:
     path = _fspath(ckpt_dir_or_file)
     if isinstance(path, (str, bytes)):
         text = as_path(path)
+        if not served(text):
+            return path  # no file system: no directory (TF's reader then says so)
         storage, local = storage_for(text)
         if storage.isdir(local):
             latest = latest_checkpoint(text)
@@ -68,17 +71,20 @@ RACY_SECONDS = 2.0
 
 
 def _identity(storage: Any, path: str) -> tuple[Any, ...]:
-    """What says a file is still the one read: (device, inode, size, mtime) locally, (size,
-    mtime) on an object store."""
-    if "://" not in path:
-        st = os.stat(path)
-        return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
-    return storage.size(path), storage.mtime(path)
+    """What says a file is still the one read, as its storage answers (device, inode, size,
+    mtime: an object store's device and inode are 0); its mtime last, in seconds."""
+    with storage.open_dir(storage.dirname(path) or ".") as d:
+        st = d.stat(storage.basename(path))
+    if st is None:
+        raise MissingError(f"{path}: no such file")
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime
 
 
 def _cached_index(text: str) -> BundleCheckpoint | None:
     """The cached index of the V2 bundle at ``text`` (read now if stale or new); None when
     ``text`` is not a V2 prefix (a V1 pattern, nothing: the reader says which)."""
+    if not served(text):
+        return None
     try:
         storage, local = storage_for(text)
         index = local + INDEX_SUFFIX
@@ -87,7 +93,7 @@ def _cached_index(text: str) -> BundleCheckpoint | None:
         ident = _identity(storage, index)
         with _SHARED_LOCK:
             hit = _SHARED.get(text)
-        mtime = ident[-1] / 1e9 if "://" not in index else ident[-1]
+        mtime = ident[-1]
         if hit is not None and hit[0] == ident and (
                 time.time() - mtime > RACY_SECONDS or storage.read_bytes(index) == hit[1]):
             with _SHARED_LOCK:
@@ -142,11 +148,10 @@ def get_checkpoint_state(checkpoint_dir: Any, latest_filename: str | None = None
     """The directory's ``checkpoint`` state (TF's ``CheckpointState`` proto), relative paths
     joined with ``checkpoint_dir``; None without a state file or when it does not parse."""
     directory = as_path(_fspath(checkpoint_dir))
-    storage, local = storage_for(directory)
     name = latest_filename or STATE_FILENAME
     path = os.path.join(directory, name)
-    local_path = os.path.join(local, name)
     try:
+        storage, local_path = tf_storage(path)
         if not storage.isfile(local_path):
             return None
         raw = storage.read_bytes(local_path)
@@ -176,6 +181,8 @@ def get_checkpoint_state(checkpoint_dir: Any, latest_filename: str | None = None
 
 def _exists(checkpoint_prefix: Any) -> bool:
     prefix = as_path(_fspath(checkpoint_prefix))
+    if not served(prefix):
+        raise unimplemented(prefix + INDEX_SUFFIX)
     storage, local = storage_for(prefix)
     return bool(matching_files(storage, local + INDEX_SUFFIX) or matching_files(storage, local))
 

@@ -47,15 +47,15 @@ KERAS = ["lone_00001.weights.h5", "m.keras", "m.weights.h5", "s.weights.json"]  
 ARRAYS = ["a.npy", "w.npz", "w.safetensors"]
 
 
-@pytest.mark.parametrize("args", [["inspect"], ["list-variables"], ["verify"], ["verify", "sub"],
-                                  ["rewrite-names"], ["rewrite-names", "x", "y", "--template"],
+@pytest.mark.parametrize("args", [["rewrite-names"], ["rewrite-names", "x", "y", "--template"],
                                   ["convert", "x", "y", "--template"]])
 def test_what_is_read_completes_to_checkpoints_and_keras_files(tree, args):
     assert sorted(values(args)) == sorted(TF + KERAS)
 
 
 @pytest.mark.parametrize("args", [["convert"], ["diff"], ["diff", "ckpt-1"], ["save", "out/ckpt", "--from"],
-                                  ["save", "out/ckpt", "--from", "w.npz", "--from"]])
+                                  ["save", "out/ckpt", "--from", "w.npz", "--from"], ["inspect"],
+                                  ["list-variables"], ["verify"], ["verify", "sub"]])
 def test_what_convert_reads_adds_the_array_files(tree, args):
     assert sorted(values(args)) == sorted(TF + KERAS + ARRAYS)
 
@@ -80,7 +80,7 @@ def test_paths_go_into_directories_and_keep_what_was_typed(tree, monkeypatch):
     assert values(["inspect"], "sub/") == ["sub/ckpt-9"]
     assert values(["inspect"], "./s") == ["./s.weights.json", "./sub/"]
     assert values(["inspect"], "nowhere/x") == []
-    assert values(["inspect"], ".") == []  # a file named .index is no checkpoint's
+    assert values(["rewrite-names"], ".") == []  # a file named .index is no checkpoint's
     assert values(["convert"], ".h") == [".hidden.npz"]  # a dot file when its dot is typed
     monkeypatch.setenv("HOME", str(tree / "sub"))
     assert values(["inspect"], "~/ck") == ["~/ckpt-9"]
@@ -208,3 +208,39 @@ def test_a_real_shell_completes_with_the_script(shell, tree, tmp_path):
     (tree / "my runs" / "c-1.index").write_bytes(b"")
     typed = TYPED + (["ckptool inspect su\t"] if shell == "zsh" else [])  # zsh from $fpath: every TAB, not the first
     assert _typed_into(shell, tree, typed, tmp_path) == COMPLETED + ([["inspect", "sub"]] if shell == "zsh" else [])
+
+
+def test_convert_options_offer_files_of_their_kinds_and_the_known_architectures(tree):
+    """Issue 53: --config, --vocab, --template-config offer directories and files of the kinds they
+    take; --arch the architectures the Hugging Face export knows."""
+    for name in ("bert_config.json", "operative_config.gin", "vocab.txt", "spiece.model", "encoder.json", "x.bin"):
+        (tree / name).write_bytes(b"")
+    base = ["convert", "ckpt-1", "out", "--to", "hf"]
+    assert sorted(values(base + ["--config"])) == ["bert_config.json", "encoder.json", "operative_config.gin",
+                                                              "s.weights.json", "sub/"]
+    assert sorted(values(base + ["--vocab"])) == ["encoder.json", "notes.txt", "spiece.model", "sub/", "vocab.txt"]
+    assert sorted(values(base + ["--template-config"])) == ["bert_config.json", "encoder.json", "s.weights.json",
+                                                                       "sub/"]
+    from ckptool.ops.transform.hf import ARCHS
+
+    archs = values(base + ["--arch"])
+    assert {a.family for a in ARCHS} <= set(archs) and "bert" in archs
+    assert values(base + ["--arch"], "gpt") == [a for a in archs if a.startswith("gpt")] != []
+
+
+def test_series_completes_to_the_templates_found_never_a_metric_placeholder(tmp_path, monkeypatch):
+    run = tmp_path / "run"
+    run.mkdir()
+    for e, v in ((1, 0.91), (2, 0.82), (3, 0.73)):
+        (run / f"model-{e:02d}-{v:.2f}.keras").write_bytes(b"")
+        (run / f"w-{e:02d}.weights.h5").write_bytes(b"")
+        (run / f"tf-{e}.index").write_bytes(b"")  # a tf_keras TF-format series (save_weights_only)
+        (run / f"tf-{e}.data-00000-of-00001").write_bytes(b"")
+    monkeypatch.chdir(tmp_path)
+    found = values(["prune", "run", "--series"])
+    assert "w-{epoch:02d}.weights.h5" in found and "tf-{epoch}" in found
+    assert "model-{epoch:02d}-{" in found and not any("{metric" in t for t in found)
+    (tmp_path / "log.csv").write_text("epoch,loss,val_loss\n0,1,0.91\n")  # CSVLogger beside the run
+    found = values(["prune", "run", "--series"])
+    assert "model-{epoch:02d}-{val_loss:.2f}.keras" in found and "model-{epoch:02d}-{loss:.2f}.keras" in found
+    assert values(["prune", "run", "--series"], "w-") == ["w-{epoch:02d}.weights.h5"]

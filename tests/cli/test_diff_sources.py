@@ -8,8 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import ckptool
-from ckptool.ops.inspect.diff import _aligned, diff_sides
-from ckptool.ops.transform.sources import open_side
+from ckptool.ops.inspect.diff import _aligned, diff_sides, open_side
 from clirun import run as run_cli
 
 

@@ -12,8 +12,7 @@ import pytest
 
 import ckptool
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY
-from ckptool.ops.transform.save import step_prefix
-from ckptool.ops.transform.sources import open_source
+from ckptool.ops.transform.save import open_source, step_prefix
 from clirun import run  # noqa: E402
 
 

@@ -160,3 +160,36 @@ def test_gfile_reads_the_object_stores_ckptool_reads():
         g.GFile("memory://gfbucket/run/none").read()
     with pytest.raises(AttributeError, match="local files only"):
         g.GFile("memory://gfbucket/run/w.txt", "w").write("x")
+
+
+def test_schemes_tf_has_no_file_system_for(monkeypatch, tmp_path):
+    """Issue 53: foo://, ftp://, hdfs://, http(s):// as TF 2.21 answers (the interop tier compares
+    with TF itself): UnimplementedError, isdir False, latest_checkpoint None; no socket opened."""
+    import socket
+
+    from ckptool.compat import tf as ctf
+
+    opened = []
+
+    def refuse(*a, **k):
+        opened.append(a)
+        raise OSError("no network in this test")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    g = ctf.io.gfile
+    for url in ("foo://b/d", "ftp://h/d", "hdfs://n/d", "http://example.com/d", "https://example.com/d"):
+        scheme = url.split("://")[0]
+        for call, arg in ((g.exists, url), (g.glob, url + "/*"), (g.makedirs, url),
+                          (lambda u: g.GFile(u).read(), url + "/f"), (lambda u: g.GFile(u, "w").write("x"), url + "/f"),
+                          (ctf.compat.v1.train.checkpoint_exists, url)):
+            with pytest.raises(ctf.errors.UnimplementedError, match=f"File system scheme '{scheme}' not implemented"):
+                call(arg)
+        assert g.isdir(url) is False and list(g.walk(url)) == []
+        with pytest.raises(ctf.errors.NotFoundError, match="Could not find directory"):
+            g.listdir(url)
+        assert ctf.train.latest_checkpoint(url) is None and ctf.train.get_checkpoint_state(url) is None
+        with pytest.raises(ValueError, match=f"Failed to get matching files on {url}: UNIMPLEMENTED"):
+            ctf.train.list_variables(url)
+    assert opened == []
+    assert g.isdir(str(tmp_path)) and g.exists("file://" + str(tmp_path))  # local paths as before

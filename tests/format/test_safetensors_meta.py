@@ -108,8 +108,8 @@ def test_stfile_reads_what_convert_wrote_and_refuses_a_truncated_file(tmp_path):
     import numpy as np
 
     import ckptool
+    from ckptool.ops.read.stfile import StFile
     from ckptool.ops.transform.convert.run import convert
-    from ckptool.ops.transform.convert.stfile import StFile
 
     ckptool.write(str(tmp_path / "c"), {"w": np.arange(6, dtype=np.float32).reshape(2, 3), "s": b"x"}, sync=False)
     convert(str(tmp_path / "c"), str(tmp_path / "o.safetensors"))

@@ -10,7 +10,7 @@ import shutil
 import numpy as np
 import pytest
 
-from ckptool.ops.transform.convert.stfile import StFile
+from ckptool.ops.read.stfile import StFile
 from clirun import completed
 
 DATA = pathlib.Path(__file__).resolve().parent.parent / "data" / "hf"
@@ -250,7 +250,7 @@ def test_hf_options_need_to_hf(tmp_path):
 
 def test_the_library_takes_any_convert_source_view(tmp_path):
     """convert_hf(opened=...) exports a view of a source (what convert --ema hands it), not the file."""
-    from ckptool.ops.transform.convert.source import open_specs
+    from ckptool.ops.read.source import open_specs
     from ckptool.ops.transform.hf.export import convert_hf
 
     src = str(DATA / "mobilenet_v1" / "model.ckpt")

@@ -9,8 +9,8 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 
 import ckptool  # noqa: E402
+from ckptool.ops.read.source import open_specs  # noqa: E402
 from ckptool.ops.transform.convert.run import convert  # noqa: E402
-from ckptool.ops.transform.convert.source import open_specs  # noqa: E402
 
 pytestmark = pytest.mark.interop
 

@@ -45,7 +45,7 @@ def _header(path):
 
 
 def _values(path):
-    from ckptool.ops.transform.convert.source import open_specs
+    from ckptool.ops.read.source import open_specs
 
     opened = open_specs(path)
     try:

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import ckptool
-from ckptool.ops.transform.convert.stfile import StFile
+from ckptool.ops.read.stfile import StFile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

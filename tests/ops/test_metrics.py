@@ -11,6 +11,7 @@ import pytest
 from ckptool.errors import CkptError, CkptWarning, MissingError
 from ckptool.format.events import encode_record
 from ckptool.format.protos.event_pb2 import Event
+from ckptool.ops.retain import history as H
 from ckptool.ops.retain import metrics as M
 from ckptool.ops.retain.keep_best import BestSpec
 
@@ -34,7 +35,7 @@ def write_events(path, rows):
 
 @pytest.mark.parametrize("run", ["tf1", "tf2"])
 def test_series_of_tf_runs(run):
-    series = M.event_series(str(EVENTS / run))
+    series = H.event_series(str(EVENTS / run))
     assert set(series) >= {"loss", "eval/loss", "eval/accuracy"}
     assert series["loss"][1000] == f32(0.25)
     assert series["eval/loss"][700] == f32(0.4)
@@ -42,14 +43,14 @@ def test_series_of_tf_runs(run):
 
 
 def test_tf1_restarted_evaluator_later_value_wins():
-    series = M.event_series(str(EVENTS / "tf1"))
+    series = H.event_series(str(EVENTS / "tf1"))
     assert series["eval/loss"][600] == f32(0.3)  # the second writer's, written later
     assert series["eval/loss"][500] == f32(0.5)
     assert "learning_rate" in series  # written by a tf.compat.v1.summary.scalar op
 
 
 def test_select_series_exact_suffix_missing_ambiguous(tmp_path):
-    series = M.event_series(str(EVENTS / "tf1"))
+    series = H.event_series(str(EVENTS / "tf1"))
     assert M.select_series(series, "eval/loss", "d")[0] == "eval/loss"
     assert M.select_series(series, "loss", "d")[0] == "loss"  # the exact name beats eval/loss
     assert M.select_series(series, "accuracy", "d")[0] == "eval/accuracy"
@@ -80,7 +81,7 @@ def test_truncated_and_corrupt_files_warn_and_keep_the_good_part(tmp_path):
     (run / "eval" / "events.out.tfevents.9.garbage").write_bytes(b"\x00garbage")
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
-        series = M.event_series(str(run))
+        series = H.event_series(str(run))
     msgs = [str(x.message) for x in w if issubclass(x.category, CkptWarning)]
     assert len(msgs) == 3
     assert any(str(a) in m and "truncated" in m for m in msgs)
@@ -102,7 +103,7 @@ def test_jsonl(tmp_path):
                  '{"step": 5, "loss": NaN}\n\n')
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
-        series = M.jsonl_series(str(p))
+        series = H.read_history(str(p))
     assert series == {"loss": {1: 0.6, 2: 0.4, 4: float("inf")}, "acc": {1: 0.1}}
     assert len(w) == 1 and "3 line(s)" in str(w[0].message) and "line 2" in str(w[0].message)
     with pytest.raises(MissingError, match=r"no metric 'eval/loss' found \(found: acc, loss\)"):
@@ -136,7 +137,7 @@ def test_jsonl_hostile_lines(tmp_path):
     p = tmp_path / "m.jsonl"
     p.write_bytes(b'{"step": 1, "a": ' + b"[" * 100000 + b"\n\xff\xfe\n" + b'{"step": 10**400}\n'
                   + b'{"step": 2, "a": 1' + b"0" * 400 + b'}\n{"step": 3, "a": 1.5}\n')
-    assert M.jsonl_series(str(p)) == {"a": {3: 1.5}}
+    assert H.read_history(str(p)) == {"a": {3: 1.5}}
 
 
 def test_metrics_path_may_be_an_event_directory_or_file(tmp_path):
@@ -166,3 +167,30 @@ def test_the_step_a_checkpoint_holds_comes_first(tmp_path):
     got = M.best_pins(str(d), [(f"ckpt-{n}", n) for n in range(1, 5)], BestSpec(2, "eval/loss"))
     assert got.pins == {"ckpt-4": f32(0.05), "ckpt-2": f32(0.1)}  # ckpt-4 by the number in its name
     assert got.steps == {"ckpt-4": 4, "ckpt-2": 200} and got.none_count == 0
+
+
+def test_one_history_reader_by_step_or_epoch(tmp_path):
+    """Issue 50: JSON Lines (by step or by epoch), CSVLogger files, through one streaming reader; a
+    400-digit number is no value (never an OverflowError), a 400-digit epoch no line."""
+    big = "9" * 400
+    p = tmp_path / "h.jsonl"
+    p.write_text(f'{{"epoch": 1, "val_loss": {big}}}\n{{"epoch": {big}, "val_loss": 0.5}}\n'
+                 f'{{"epoch": 2, "val_loss": 0.25, "step": 7}}\nnot json\n')
+    with pytest.warns(CkptWarning, match="1 line"):
+        assert H.read_history(str(p), "epoch") == {"val_loss": {int(big): 0.5, 2: 0.25}, "step": {2: 7.0}}
+    with pytest.warns(CkptWarning, match="3 line"):
+        assert H.read_history(str(p), "step") == {"epoch": {7: 2.0}, "val_loss": {7: 0.25}}
+    c = tmp_path / "log.csv"
+    c.write_text("\ufeffepoch,loss,val_loss\n0,1,0.9\n1,nan,\n" + big + ",1,1\n1,0.5,0.4\n")
+    assert H.read_history(str(c), "epoch") == {"loss": {0: 1.0, 1: 0.5}, "val_loss": {0: 0.9, 1: 0.4}}
+    with pytest.raises(MissingError, match="no 'x' at any \"epoch\" \\(found: loss, val_loss\\)"):
+        H.pick(H.read_history(str(c), "epoch"), "x", str(c), "epoch")
+
+
+def test_series_keep_best_survives_a_huge_number(tmp_path):
+    from ckptool.ops.retain.series_best import epoch_values
+
+    p = tmp_path / "h.jsonl"
+    p.write_text('{"epoch": 0, "val_loss": ' + "1" * 400 + '}\n{"epoch": 1, "val_loss": 0.5}\n')
+    name, values = epoch_values(str(tmp_path), BestSpec(1, "val_loss", "min", str(p)), H.LOCAL)
+    assert values == {2: 0.5}

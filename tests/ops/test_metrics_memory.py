@@ -18,13 +18,13 @@ MB = 1 << 20
 # as growth over what it held before reading.
 _PEAK = """
 import sys
-from ckptool.ops.retain.metrics import event_series, jsonl_series
+from ckptool.ops.retain.history import event_series, read_history
 def status(key):
     with open("/proc/self/status") as f:
         return next(int(ln.split()[1]) for ln in f if ln.startswith(key + ":")) // 1024
 before = status("VmRSS")
 path = sys.argv[1]
-series = jsonl_series(path) if path.endswith(".jsonl") else event_series(".", files=[path])
+series = read_history(path) if path.endswith(".jsonl") else event_series(".", files=[path])
 print(status("VmHWM") - before, sorted((k, sorted(v.items())) for k, v in series.items()))
 """
 

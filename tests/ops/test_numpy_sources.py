@@ -1,5 +1,5 @@
 """Damaged ``.npz`` / ``.npy`` sources (``save --from``, ``convert``, read by
-convert.source): zipfile's BadZipFile, EOFError and OSError, numpy's ValueError become a
+ops.read.source): zipfile's BadZipFile, EOFError and OSError, numpy's ValueError become a
 CorruptError naming the file; never an escape, never click's "aborted" (exit 130) that
 an EOFError would turn into."""
 

@@ -435,3 +435,19 @@ def test_v1_source_with_an_object_graph_keeps_it(tmp_path):
         with ckptool.open(out) as ck:
             np.testing.assert_array_equal(ck.read(name), w)
             assert ck.is_object_based
+
+
+def test_a_map_goes_through_the_one_bounded_json_reader(tmp_path, capsys):
+    """Issue 50: --map nested 100,000 deep, or with a 400-digit number, is one error line, not a
+    RecursionError traceback."""
+    import numpy as np
+
+    import ckptool
+    from clirun import run
+
+    ckptool.write(str(tmp_path / "ckpt-1"), {"a/b": np.zeros(2, np.float32)}, sync=False)
+    for text, said in (("[" * 100000 + "]" * 100000, "nested too deep"), ('{"a": ' + "1" * 400 + "}", "400 digits")):
+        (tmp_path / "map.json").write_text(text)
+        code, out, err = run(capsys, "rewrite-names", tmp_path / "ckpt-1", tmp_path / "out", "--map", tmp_path / "map.json")
+        assert code == 1 and err.startswith("ckptool: error: ") and said in err and "Traceback" not in err
+        assert err.count("\n") == 1

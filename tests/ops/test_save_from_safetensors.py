@@ -1,6 +1,6 @@
 """``save --from x.safetensors`` honours what ckptool keeps in a safetensors file's
 ``__metadata__`` (the object graph, string tensors, the original names of --names
-short) exactly as ``convert x.safetensors DST`` does: one reader (convert.source) for both."""
+short) exactly as ``convert x.safetensors DST`` does: one reader (ops.read.source) for both."""
 
 import os
 import shutil

@@ -128,9 +128,14 @@ def test_keep_best_joins_a_csv_or_jsonl_on_keras_s_epoch(tmp_path):
     assert r.best["best"] == [{"checkpoint": "w-03.weights.h5", "step": 3, "value": 0.9}]
     with pytest.raises(MissingError, match="found: loss, val_loss"):
         prune(str(d), series="w-{epoch:02d}.weights.h5", best=_spec(1, "nope", metrics=str(d / "log.csv")), now=NOW)
+    (tmp_path / "run2").mkdir()
+    weights_file(tmp_path / "run2" / "w-0.5.weights.h5")
     with pytest.raises(CkptError, match="no \\{epoch\\} to join"):
-        prune(str(tmp_path / "run"), series="w-{val_loss}.weights.h5", best=_spec(1, "x", metrics=str(d / "h.jsonl")),
+        prune(str(tmp_path / "run2"), series="w-{val_loss}.weights.h5", best=_spec(1, "x", metrics=str(d / "h.jsonl")),
               now=NOW)
+    with pytest.raises(MissingError, match="series 'w-\\{val_loss\\}.weights.h5' matches none of its 4 files; it holds "
+                                          "a Keras ModelCheckpoint series: .*--series 'w-\\{epoch:02d\\}.weights.h5'"):
+        prune(str(d), series="w-{val_loss}.weights.h5", now=NOW)  # cron would never prune, and never say why
 
 
 def test_a_save_in_progress_and_a_damaged_member(tmp_path):
@@ -267,7 +272,8 @@ def test_refusals_and_errors(tmp_path):
     with pytest.raises(MissingError, match="names no member"):
         prune(str(d), series=KT, keep=("model-09-0.10.keras",), now=NOW)
     (d / ".ckptool.toml").write_text('series = "a/{epoch}.keras"\n')
-    with pytest.raises(CkptError, match="bad value for series"):
+    with pytest.raises(CkptError, match=r"series: 'a/\{epoch\}.keras' names the files of .*run/a \(its directory "
+                                        r"part is relative to the .ckptool.toml\), not of "):
         prune(str(d), now=NOW)
     (d / ".ckptool.toml").write_text(f'series = "{KT}"\nmax_to_keep = 1\n')
     r = prune(str(d), now=NOW)
@@ -344,7 +350,11 @@ def test_only_members_files_are_ever_deleted(tmp_path_factory, kinds, keep, rnd)
         made.append(n)
     before = set(files(d))
     mtimes = {n: os.path.getmtime(d / n) for n in members}
-    prune(str(d), series=t, max_to_keep=keep or None, now=NOW)
+    if not members:  # files, none of them a member: said, never a silent success
+        with pytest.raises(MissingError, match="matches none of its"):
+            prune(str(d), series=t, max_to_keep=keep or None, now=NOW)
+    else:
+        prune(str(d), series=t, max_to_keep=keep or None, now=NOW)
     after = set(files(d))
     assert before - after <= set(members)  # nothing but members
     by_order = sorted(members, key=lambda n: (members[n], mtimes[n], n))  # epoch, then time

@@ -335,7 +335,7 @@ _FORK_PRELOAD = ["faults", "ckptool.cli.main", "ckptool.cli.commands.convert", "
                  "ckptool.cli.commands.save", "ckptool.ops.transform.save", "ckptool.cli.commands.prune",
                  "ckptool.ops.retain.prune", "ckptool.cli.commands.rewrite_names", "ckptool.ops.transform.rename.rewrite",
                  "numpy", "ckptool.ops.retain.plan", "ckptool.ops.retain.retention", "ckptool.io.control.lock",
-                 "ckptool.ops.transform.sources", "ckptool.ops.read.reader", "ckptool.ops.write.writer", "zipfile"]
+                 "ckptool.ops.read.source", "ckptool.ops.read.reader", "ckptool.ops.write.writer", "zipfile"]
 _CTX = []
 
 

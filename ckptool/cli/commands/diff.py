@@ -59,8 +59,7 @@ def command(a: str, b: str, atol: float, rtol: float, match: tuple[str, ...], ma
     from ckptool.cli.common import settings
     from ckptool.cli.main import Failed
     from ckptool.cli.progress import progress_bar
-    from ckptool.ops.inspect.diff import diff_sides
-    from ckptool.ops.transform.sources import open_side
+    from ckptool.ops.inspect.diff import diff_sides, open_side
 
     settings().error_status = 2  # trouble is 2; 1 means "they differ"
     rename = None

@@ -180,7 +180,7 @@ usage error. A run refused before it starts leaves no .ckptool.lock.
 @click.option("-r", "--recursive", is_flag=True,
               help="DIR is a ROOT: prune every directory below it holding a 'checkpoint' state file "
                    "(with --scan, any *.index too), each with its effective policy: the flags given, "
-                   "then the nearest .ckptool.toml from ROOT down (max_to_keep, keep_every_n_hours, "
+                   "then the nearest .ckptool.toml at or above it (max_to_keep, keep_every_n_hours, "
                    "keep_steps_every, min_age, keep = [names]), then the defaults. Without a policy "
                    "flag only runs with a .ckptool.toml at or above them are pruned; the others are "
                    "listed as 'no policy' and left alone. Symlinked directories are not followed; a "
@@ -228,6 +228,8 @@ def command(directory: str, max_to_keep: int, keep_every_n_hours: float | None, 
                      ("--follow-symlinks", follow_symlinks)):
         if on and not recursive:
             raise click.UsageError(f"{flag} needs --recursive")
+    if best_flags.get("keep_best") is not None and not best_flags.get("metric"):
+        best_flags["metric"] = _template_metric(directory, series, recursive)
     best = best_spec(**best_flags)
     given = given_policy(click.get_current_context(), max_to_keep=max_to_keep or None,
                          keep_every_n_hours=keep_every_n_hours, keep_steps_every=keep_steps_every, min_age=min_age)
@@ -240,6 +242,23 @@ def command(directory: str, max_to_keep: int, keep_every_n_hours: float | None, 
     else:
         _one(directory, given, pinned, scan, dry_run, as_json, clean_temp=clean_temp, best=best, verify=verify,
              series=series)
+
+
+def _template_metric(directory: str, series: str | None, recursive: bool) -> str | None:
+    """The one metric field of the series template (--series, else the run's .ckptool.toml's),
+    for --keep-best without --metric; None when there is none."""
+    from ckptool.errors import CkptError
+    from ckptool.io.backends.urls import storage_for
+    from ckptool.io.control.policy import resolve_policy
+    from ckptool.ops.retain.keep_best import template_metric
+
+    if series is None and not recursive:
+        try:
+            storage, path = storage_for(directory)
+            series = resolve_policy(path, path, {"keep": []}, storage).policy.get("series")
+        except CkptError:
+            return None  # the prune itself says what is wrong
+    return template_metric(series)
 
 
 def _one(directory, given, pinned, scan, dry_run, as_json, **options) -> None:
@@ -268,7 +287,8 @@ def _one(directory, given, pinned, scan, dry_run, as_json, **options) -> None:
 def render_sources(result, prefix: str = "") -> None:
     """Where each setting came from: flag, a .ckptool.toml (which), or the default (-v, --dry-run)."""
     policy = result.policy
-    for key in ("series", "max_to_keep", "keep_every_n_hours", "keep_steps_every", "min_age", "keep"):
+    for key in ("series", "max_to_keep", "keep_every_n_hours", "keep_steps_every", "min_age", "keep", "keep_best",
+                "metric", "mode", "metrics"):
         if key not in result.sources:
             continue
         value = policy.get(key)
@@ -327,11 +347,12 @@ def _recursive(root, given, pinned, scan, exclude, dry_run, as_json, prune_tree,
             render_sources(r, prefix=f"{escape(d)}: ")
     for d, r in tree.runs.items() if not as_json else ():
         note_changes(r, prefix=f"{d}: ")
-    for _d, msg in tree.errors.items():
+    said = list(dict.fromkeys(tree.errors.values()))  # a bad .ckptool.toml read by many runs: said once
+    for msg in said:
         error(msg)
     if tree.errors:
         dirs = plural(len(tree.runs) + len(tree.errors), "directory", "directories")
-        raise Failed(f"{len(tree.errors)} of {dirs} failed")
+        raise Failed(f"{len(tree.errors)} of {dirs} failed" if len(said) > 1 or len(tree.errors) == 1 else "")
     if (damaged := damage_failure(tree.runs.values())) is not None:
         raise Failed(damaged)
 

@@ -190,14 +190,20 @@ REKEYED = "(kept; re-keyed: its old key ran through a dropped object)"
 
 
 def read_map(path: str):
-    import json
-
+    """The assignment map JSON of ``--map FILE`` ("-": stdin), through the one bounded JSON reader
+    (:func:`ckptool.format.json_doc.load_json`: size, depth, numbers, strings)."""
     from ckptool.errors import CkptError
+    from ckptool.format.json_doc import load_json
 
     try:
         with click.open_file(path, "r", encoding="utf-8") as f:
-            return json.load(f)
+            data = f.read(MAP_MAX_BYTES + 1)
     except OSError as exc:
         raise CkptError(f"{path}: cannot read the assignment map: {exc.strerror}") from None
-    except ValueError as exc:  # a file that does not parse is at fault, as a corrupt one (exit 1)
-        raise CkptError(f"{path}: not a JSON assignment map: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise CkptError(f"{path}: not a JSON assignment map: not UTF-8 at byte {exc.start}") from None
+    return load_json(data, path, max_bytes=MAP_MAX_BYTES, what="a JSON assignment map")
+
+
+#: An assignment map larger than this is refused (a map of a million names is under 200 MiB).
+MAP_MAX_BYTES = 256 << 20

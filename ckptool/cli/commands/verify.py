@@ -27,7 +27,12 @@ def command(paths: tuple[str, ...], recursive: bool, jobs: int | None, as_json: 
     of each partitioned variable must cover its full shape exactly once.
     Exit 0 when all are sound; 1 naming each damaged checkpoint and tensor
     (the others are still checked), and 1 naming each directory below PATH
-    that cannot be listed or entered. V1 checkpoints are checked too.
+    that cannot be listed or entered. V1 checkpoints are checked too, and
+    every other source convert reads, as far as its format can say: a
+    .safetensors file's header and that its tensors fill the file exactly,
+    an .npz member's CRC-32 and .npy header, a Hugging Face folder's index
+    (every tensor in the shard its weight_map names, total_size),
+    config.json and shards (none of them has a checksum per tensor).
     Memory: a 1 MiB buffer per thread (on an object store, the GETs in
     flight), plus under 1 KB a tensor for the index.
 

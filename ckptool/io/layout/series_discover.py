@@ -20,6 +20,13 @@ from ckptool.io.layout.series_names import PART_SUFFIX, is_series_file, parse_te
 
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _MIN_GROUP = 2  # one file is no series
+_INDEX = ".index"
+
+
+def tf_prefixes(names: list[str] | set[str]) -> set[str]:
+    """The prefixes of the TF-format checkpoints among ``names`` (``P`` of ``P.index``): a tf_keras
+    ``save_weights_only`` series is named by them."""
+    return {n[: -len(_INDEX)] for n in names if n.endswith(_INDEX) and len(n) > len(_INDEX)}
 
 
 @dataclass
@@ -57,9 +64,9 @@ def _field(values: list[str], ints_seen: int) -> str:
 def discover(names: list[str]) -> list[Found]:
     """The series among ``names`` (a directory's file names), largest first."""
     groups: dict[tuple[str, ...], list[tuple[str, list[str]]]] = {}
-    for n in sorted(names):
-        if not is_series_file(n) or (n.endswith(PART_SUFFIX) and re.search(r"_\d{5,}\.weights\.h5$", n)):
-            continue
+    files = [n for n in names if is_series_file(n)
+             and not (n.endswith(PART_SUFFIX) and re.search(r"_\d{5,}\.weights\.h5$", n))]
+    for n in sorted(set(files) | tf_prefixes(names)):
         lits, nums = _skeleton(n)
         if nums:
             groups.setdefault(lits, []).append((n, nums))
@@ -100,4 +107,4 @@ def hint(names: list[str]) -> str:
             f"\"TEMPLATE\" in .ckptool.toml")
 
 
-__all__ = ["Found", "discover", "hint"]
+__all__ = ["Found", "discover", "hint", "tf_prefixes"]

@@ -91,8 +91,8 @@ class Tensor(Protocol):
 class Side(Protocol):
     """One side of a comparison: a label, its tensors, and each tensor's elements as flat chunks.
 
-    :class:`CheckpointSide` is an open checkpoint; ``ckptool.ops.transform.sources.open_side``
-    makes one of any source ``convert`` reads (``.safetensors``, ``.npz``, ``.npy``, ...)."""
+    :class:`CheckpointSide` is an open checkpoint: :func:`open_side` makes one of any source
+    ``convert`` reads (``.safetensors``, ``.npz``, ``.npy``, a Hugging Face folder, ...)."""
 
     prefix: str
 
@@ -105,17 +105,32 @@ class Side(Protocol):
 
 
 class CheckpointSide:
-    """An open checkpoint as a :class:`Side` (chunked reads: :func:`tensor_chunks`)."""
+    """An open checkpoint as a :class:`Side` (chunked reads: :func:`tensor_chunks`); as a context
+    manager, it closes the checkpoint."""
 
     def __init__(self, checkpoint: Checkpoint):
         self.checkpoint = checkpoint
         self.prefix: str = checkpoint.prefix
+
+    def __enter__(self) -> CheckpointSide:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.checkpoint.close()
 
     def variables(self) -> Sequence[Tensor]:
         return self.checkpoint.variables()
 
     def chunks(self, name: str, chunk_bytes: int) -> Iterator[np.ndarray]:
         return tensor_chunks(self.checkpoint, name, chunk_bytes=chunk_bytes)
+
+
+def open_side(path: str) -> CheckpointSide:
+    """One side of ``diff``: any source ``convert`` reads, opened as a checkpoint
+    (:func:`ckptool.ops.read.reader.open`)."""
+    from ckptool.ops.read.reader import open as open_checkpoint
+
+    return CheckpointSide(open_checkpoint(path))
 
 
 def diff(a: Checkpoint, b: Checkpoint, atol: float = 0.0, progress: Callable[[int, int], None] | None = None,
@@ -269,4 +284,4 @@ def _numeric_diff(x: np.ndarray, y: np.ndarray, atol: float, rtol: float = 0.0) 
     return n, m
 
 
-__all__ = ["diff", "diff_sides", "CheckpointSide", "Side", "DiffReport", "ValueChange"]
+__all__ = ["diff", "diff_sides", "open_side", "CheckpointSide", "Side", "DiffReport", "ValueChange"]

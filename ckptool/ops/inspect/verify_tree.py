@@ -27,6 +27,7 @@ from ckptool.io.control.state import STATE_FILENAME, tf_state_problem
 from ckptool.io.layout.checkpoints import list_checkpoints, list_v1_checkpoints, names_in, owns
 from ckptool.io.layout.keptdir import kept_path
 from ckptool.ops.inspect.verify import Problem, VerifyReport, verify
+from ckptool.ops.read.hffolder import hf_weights
 
 if TYPE_CHECKING:
     from ckptool.io.base import Storage
@@ -95,6 +96,8 @@ def targets(path: str, recursive: bool = False, unreadable: list[Unreadable] | N
             from ckptool.ops.inspect.series_view import series_targets
 
             found = series_targets(storage, d)
+        if not found and hf_weights(storage, d) is not None:  # a Hugging Face folder: one model
+            found = [d]
         out.extend(found)
         if not found and d == p and not recursive:
             out.append(d)

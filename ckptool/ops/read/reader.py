@@ -12,9 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ckptool.errors import CkptError
-from ckptool.io.layout.checkpoints import V1, V2, locate
 from ckptool.ops.read.checkpoint import NUMPY_MAX_DIMS, Checkpoint, Variable
-from ckptool.ops.read.keras import is_keras_path
+from ckptool.ops.read.tfopen import open_tf
 from ckptool.ops.read.v1 import V1Checkpoint
 from ckptool.ops.read.v2 import BundleCheckpoint
 
@@ -24,17 +23,20 @@ if TYPE_CHECKING:
 
 def open(path: str, storage: Storage | None = None) -> Checkpoint:
     """Open a checkpoint given any CHECKPOINT argument form (see the README); a Keras 3 file
-    (``.weights.h5``, ``.keras``, ``.weights.json``) opens as a :class:`KerasCheckpoint`."""
-    if isinstance(path, str) and is_keras_path(path):
-        from ckptool.ops.read.keras import open_keras
+    (``.weights.h5``, ``.keras``, ``.weights.json``) opens as a :class:`KerasCheckpoint`, and every
+    other source ``convert`` reads (``.safetensors``, ``.npz``, ``.npy``, a Hugging Face folder)
+    as a :class:`~ckptool.ops.read.files.FileCheckpoint`."""
+    from ckptool.ops.read.files import HF, file_kind, open_file
+    from ckptool.ops.read.spec import NPY, NPZ, SAFETENSORS, kind_of
 
-        return open_keras(path)
-    located = locate(path, storage)
-    if located.format == V2:
-        return BundleCheckpoint(located)
-    if located.format == V1:
-        return V1Checkpoint(located)
-    raise CkptError(f"{path}: unknown checkpoint format {located.format}")  # pragma: no cover
+    if isinstance(path, str) and kind_of(path) in (SAFETENSORS, NPZ, NPY):
+        return open_file(path, kind_of(path))
+    try:
+        return open_tf(path, storage)
+    except CkptError:
+        if not isinstance(path, str) or file_kind(path, storage) != HF:
+            raise
+        return open_file(path, HF)
 
 
 __all__ = ["NUMPY_MAX_DIMS", "BundleCheckpoint", "Checkpoint", "V1Checkpoint", "Variable", "open"]

@@ -50,14 +50,34 @@ BEST_KEYS = ("keep_best", "metric", "mode", "metrics")
 
 
 def check_policy_value(key: str, value: object) -> bool:
-    """Whether ``value`` is valid for the keep-best policy key ``key`` (``.ckptool.toml``)."""
-    if key == "keep_best":
-        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-    if key == "mode":
-        return value in MODES
-    if key in ("metric", "metrics"):
-        return isinstance(value, str) and bool(value) and "\0" not in value
-    return False
+    """Whether ``value`` is valid for the keep-best policy key ``key`` (``.ckptool.toml``'s rule:
+    :func:`ckptool.io.control.policy.check_value`)."""
+    from ckptool.io.control.policy import check_value
+
+    return key in BEST_KEYS and not check_value(key, value)[0]
+
+
+def best_settings(policy: Mapping[str, Any]) -> dict[str, Any]:
+    """The keep-best settings of an effective policy, for the result's ``policy`` (keep_best 0:
+    off; the metric a series template names when none is given, as :func:`spec_from_policy`)."""
+    n = policy.get("keep_best") or 0
+    metric = policy.get("metric") or (template_metric(policy.get("series")) if n else None)
+    return {"keep_best": n, "metric": metric, "mode": policy.get("mode") or "min", "metrics": policy.get("metrics")}
+
+
+def template_metric(series: object) -> str | None:
+    """The one metric field of a series template (``val_loss`` of
+    ``model-{epoch:02d}-{val_loss:.2f}.keras``), None when it names none or several."""
+    from ckptool.io.layout.series_names import parse_template
+
+    if not isinstance(series, str) or not series:
+        return None
+    try:
+        t = parse_template(series)
+    except CkptError:
+        return None
+    fields = [f for f in t.fields if f not in t.counters]
+    return fields[0] if len(fields) == 1 else None
 
 
 def spec_from_policy(policy: Mapping[str, Any], run_dir: str | None = None) -> BestSpec | None:
@@ -69,7 +89,7 @@ def spec_from_policy(policy: Mapping[str, Any], run_dir: str | None = None) -> B
     n = policy.get("keep_best")
     if not n:
         return None
-    metric = policy.get("metric")
+    metric = policy.get("metric") or template_metric(policy.get("series"))
     if not metric:
         raise CkptError(f"keep_best = {n} needs a metric (--metric TAG, or metric = \"TAG\" in .ckptool.toml)")
     metrics = policy.get("metrics")
@@ -116,5 +136,5 @@ def choose_best(candidates: Iterable[tuple[str, float | None]], n: int, mode: st
     return out
 
 
-__all__ = ["BEST", "BEST_KEYS", "MODES", "BestSpec", "check_policy_value", "choose_best", "mark_best",
-           "spec_from_policy"]
+__all__ = ["BEST", "BEST_KEYS", "MODES", "BestSpec", "best_settings", "check_policy_value", "choose_best", "mark_best",
+           "spec_from_policy", "template_metric"]

@@ -22,151 +22,21 @@ lists the names found.
 
 from __future__ import annotations
 
-import fnmatch
-import math
-import re
-import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ckptool.errors import CkptError, CkptWarning, MissingError
-from ckptool.format.events import RecordReader, iter_scalars
+from ckptool.errors import CkptError, MissingError
 from ckptool.format.json_numbers import json_float
 from ckptool.io.backends.local import LOCAL
 from ckptool.io.backends.urls import storage_for
+from ckptool.ops.retain.history import EVENT_GLOB, event_series, find_event_files, read_history
 from ckptool.ops.retain.keep_best import BestSpec, choose_best
 
 if TYPE_CHECKING:
-    from ckptool.io.base import Reader, Storage
+    from ckptool.io.base import Storage
     from ckptool.ops.retain.retention import Entry, Policy
 
-EVENT_GLOB = "events.out.tfevents.*"
-
-
-def _warn(msg: str) -> None:
-    warnings.warn(msg, CkptWarning, stacklevel=3)
-
-
-def find_event_files(directory: str, storage: Storage = LOCAL) -> list[str]:
-    """Every event file below ``directory``, sorted by path."""
-    return storage.find(directory, EVENT_GLOB)
-
-
-def _rel_dir(directory: str, path: str, storage: Storage) -> str:
-    rel = storage.relpath(storage.dirname(path), directory).replace(storage.sep, "/")
-    return "" if rel in (".", "") else rel
-
-
-def event_series(directory: str, storage: Storage = LOCAL, files: Iterable[str] | None = None
-                 ) -> dict[str, dict[int, float]]:
-    """Series name -> {step: value} of every scalar in the event files below ``directory``
-    (or in ``files``; a file directly given names its series by tag alone).
-
-    Each file is read in chunks and each scalar folded into the series as it is read:
-    memory is the series plus a small multiple of the largest record (event files with
-    images grow large; one record may hold a million values)."""
-    best: dict[str, dict[int, tuple[tuple[float, int, int], float]]] = {}
-    for order, path in enumerate(find_event_files(directory, storage) if files is None else files):
-        rel = _rel_dir(directory, path, storage) if files is None else ""
-        problems: list[str] = []
-        try:
-            reader = storage.open_reader(path)
-            try:
-                for i, s in enumerate(iter_scalars(RecordReader(reader.read, reader.size, path), problems)):
-                    name = f"{rel}/{s.tag}" if rel else s.tag
-                    series = best.setdefault(name, {})
-                    key = (s.wall_time, order, i)
-                    if s.step not in series or series[s.step][0] <= key:
-                        series[s.step] = (key, s.value)
-            finally:
-                reader.close()
-        except (CkptError, OSError) as exc:
-            _warn(f"{path}: cannot read ({exc}); skipped")
-            continue
-        for p in problems:
-            _warn(p)
-    return {name: {step: v for step, (_, v) in s.items()} for name, s in best.items()}
-
-
-def jsonl_series(path: str, storage: Storage | None = None) -> dict[str, dict[int, float]]:
-    """Metric name -> {step: value} of a JSON Lines file of ``{"step": N, name: value, ...}``.
-
-    Read a chunk at a time and a line at a time, and of each line only its top-level
-    numbers are built (:func:`ckptool.format.jsonl.top_level_numbers`): memory is a small
-    multiple of the longest line, whatever it holds."""
-    from ckptool.format.jsonl import top_level_numbers
-
-    if storage is None:
-        storage, path = storage_for(path)
-    out: dict[str, dict[int, float]] = {}
-    bad = []
-    reader = storage.open_reader(path)
-    try:
-        for lineno, line in enumerate(_lines(reader), 1):
-            if line == "":
-                continue
-            doc = top_level_numbers(line) if line is not None else None
-            step = doc.get("step") if doc is not None else None
-            if isinstance(step, float) and step.is_integer():
-                step = int(step)
-            if not isinstance(step, int):
-                bad.append(lineno)
-                continue
-            for key, value in doc.items():  # type: ignore[union-attr]
-                if key == "step" or value is None:
-                    continue
-                try:
-                    value = float(value)
-                except OverflowError:
-                    continue
-                if not math.isnan(value):
-                    out.setdefault(key, {})[step] = value
-    finally:
-        reader.close()
-    if bad:
-        _warn(f"{path}: {len(bad)} line(s) that are not a JSON object with an integer \"step\" skipped "
-              f"(first: line {bad[0]})")
-    return out
-
-
-_BLANK = re.compile(rb"[ \t\n\r\x0b\x0c]*")
-LINE_CHUNK = 1 << 20
-
-
-def _lines(reader: Reader, chunk: int = LINE_CHUNK) -> Iterator[str | None]:
-    """The lines of a file (split at ``\\n``), decoded: ``""`` for a blank one, None for one
-    that is not UTF-8. One line and one chunk are in memory at a time."""
-    pending = bytearray()
-    pos, size = 0, reader.size
-
-    def done() -> str | None:
-        text = None if _BLANK.fullmatch(pending) is None else ""
-        if text is None:
-            try:
-                text = pending.decode("utf-8")
-            except UnicodeDecodeError:
-                text = None
-        pending.clear()
-        return text
-
-    while pos < size:
-        raw = reader.read(pos, min(chunk, size - pos))
-        if not len(raw):
-            break
-        pos += len(raw)
-        view = memoryview(raw).cast("B")
-        start = 0
-        while True:
-            i = raw.find(b"\n", start)
-            if i < 0:
-                pending += view[start:]
-                break
-            pending += view[start:i]
-            yield done()
-            start = i + 1
-    if pending:
-        yield done()
 
 
 def select_series(series: dict[str, dict[int, float]], metric: str, where: str) -> tuple[str, dict[int, float]]:
@@ -198,15 +68,28 @@ def metric_values(directory: str, metric: str, *, metrics: str | None = None,
         mstorage, mpath = storage_for(metrics)
         if mstorage.isdir(mpath):  # a TensorBoard log directory kept apart from the checkpoints
             directory, storage = mpath, mstorage
-        elif fnmatch.fnmatchcase(mstorage.basename(mpath), EVENT_GLOB):
-            return select_series(event_series(mpath, mstorage, files=[mpath]), metric, metrics)
-        else:
-            return select_series(jsonl_series(mpath, mstorage), metric, metrics)
+        else:  # one event file, JSON Lines by "step", a CSVLogger file by "epoch"
+            return select_series(read_history(mpath, "step", mstorage), metric, metrics)
     files = find_event_files(directory, storage)
     if not files:
+        logs = csv_beside(directory, storage)
         raise MissingError(f"{directory}: no metric {metric!r} found (no {EVENT_GLOB} files below it; "
-                           f"give --metrics PATH for a JSON Lines file)")
+                           + (f"a CSVLogger file is beside the run: --metrics {logs[0]}" if logs else
+                              "give --metrics PATH for a JSON Lines file or a CSVLogger .csv") + ")")
     return select_series(event_series(directory, storage), metric, directory)
+
+
+def csv_beside(directory: str, storage: Storage = LOCAL) -> list[str]:
+    """The ``.csv`` files (Keras's CSVLogger writes one) in the run directory and the directory
+    above it, for the hint of a metric not found."""
+    out: list[str] = []
+    parent = storage.dirname(directory.rstrip("/")) if directory not in ("", ".") else ".."
+    for d in (directory or ".", parent or "."):
+        try:
+            out += sorted(storage.join(d, n) for n in storage.listdir(d) if n.lower().endswith(".csv"))
+        except (CkptError, OSError):
+            continue
+    return out
 
 
 @dataclass
@@ -305,13 +188,10 @@ def pin_best(directory: str, managed: list[Entry], policy: Policy, spec: BestSpe
 
 
 __all__ = [
-    "EVENT_GLOB",
     "GLOBAL_STEP_NAMES",
     "BestPins",
     "best_pins",
-    "event_series",
-    "find_event_files",
-    "jsonl_series",
+    "csv_beside",
     "kept_candidates",
     "metric_values",
     "pin_best",

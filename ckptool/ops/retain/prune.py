@@ -53,7 +53,7 @@ from ckptool.ops.retain.engine import (
 )
 from ckptool.ops.retain.health import Health
 from ckptool.ops.retain.journal import end_journal, finish_journal, write_journal
-from ckptool.ops.retain.keep_best import spec_from_policy
+from ckptool.ops.retain.keep_best import best_settings, spec_from_policy
 from ckptool.ops.retain.kept import MOVE
 from ckptool.ops.retain.metrics import metric_values
 from ckptool.ops.retain.outcome import PruneResult, describe, freed_bytes
@@ -117,9 +117,10 @@ def _no_state(d: Dir, listing: DirListing | None = None) -> MissingError:
     """No state file: say how to go on (a Keras file series found here: how to name it)."""
     from ckptool.io.layout.series_discover import hint
 
-    found = "" if (listing if listing is not None else scan(d)).complete else hint(d.names())
-    return MissingError(f"{d.path}: no 'checkpoint' state file here" + (found or " (use --scan to consider "
-                        "every checkpoint on disk, or 'ckptool state --rebuild' to recreate it)"))
+    found = hint(d.names())  # a tf_keras TF-format series (P.index, P.data-*) is offered --series too
+    tf = (listing if listing is not None else scan(d)).complete
+    return MissingError(f"{d.path}: no 'checkpoint' state file here" + (" (use --scan to consider every checkpoint "
+                        "on disk, or 'ckptool state --rebuild' to recreate it)" if tf or not found else "") + found)
 
 
 def preflight(storage: Storage, d: Dir, *, scan_all: bool, pins: tuple[str, ...] = (),
@@ -346,14 +347,18 @@ def prune_open(storage: Storage, d: Dir, pol: dict[str, Any], *, now: float, dry
     if pol.get("series"):  # a Keras ModelCheckpoint file series, not a TF checkpoint directory
         from ckptool.ops.retain.series import prune_series_open
 
-        return prune_series_open(storage, d, pol, now=now, dry_run=dry_run, pins=tuple(pins), strict_pins=strict_pins,
-                                 lock_timeout=lock_timeout, progress=progress)
+        series = prune_series_open(storage, d, pol, now=now, dry_run=dry_run, pins=tuple(pins),
+                                   strict_pins=strict_pins, lock_timeout=lock_timeout, progress=progress)
+        series.policy.update(best_settings(pol))
+        return series
     best = preflight(storage, d, scan_all=scan_all, pins=tuple(pins), strict_pins=strict_pins, pol=pol)
     lock = contextlib.nullcontext() if dry_run else lock_open(storage, d, timeout=lock_timeout)
     with lock:
-        return run(storage, d, policy, now=now, dry_run=dry_run, scan_all=scan_all, pins=tuple(pins),
-                   strict_pins=strict_pins, clean_temp=clean_temp, soft_pins=tuple(pol.get("keep") or ()),
-                   best=best, verify=verify, progress=progress)
+        res = run(storage, d, policy, now=now, dry_run=dry_run, scan_all=scan_all, pins=tuple(pins),
+                  strict_pins=strict_pins, clean_temp=clean_temp, soft_pins=tuple(pol.get("keep") or ()),
+                  best=best, verify=verify, progress=progress)
+    res.policy.update(best_settings(pol))
+    return res
 
 
 def record_save(directory: str, prefix: str, *, max_to_keep: int | None, keep_every_n_hours: float | None,

@@ -55,6 +55,10 @@ if TYPE_CHECKING:
     from ckptool.ops.retain.metrics import BestPins
 
 IN_PROGRESS = "in progress"
+#: A member not whole and younger than a minute: Keras may be writing it.
+YOUNG_REASON = "save in progress, not checked"
+#: Files a series directory holds besides its members (prune's own, TF's state file, logs).
+SERVICE_NAMES = frozenset({"checkpoint"})
 DAMAGED_REASON = "damaged"
 NEWEST = "newest file"
 
@@ -80,9 +84,24 @@ class SeriesResult(PruneResult):
 def series_template(storage: Storage, directory: str, text: str) -> Template:
     """The template of ``--series``; a directory part must name DIR itself (by identity)."""
     t = parse_template(text)
-    if t.directory and not storage.same_file(t.directory, directory or "."):
-        raise UsageError(f"--series {text!r} names files of {t.directory}, not of {directory}")
+    if t.directory and not (storage.isdir(t.directory) and storage.same_file(t.directory, directory or ".")):
+        raise UsageError(f"--series {text!r} names files of {t.directory} (its directory part is taken from the "
+                         f"working directory), not of {directory or '.'}: give the file-name part alone, or prune "
+                         f"{t.directory}")
     return t
+
+
+def no_member(directory: str, text: str, names: list[str]) -> MissingError | None:
+    """The error of a series template that matches none of the files DIR holds (None when DIR
+    holds none): a cron job would never prune and never say why."""
+    from ckptool.io.layout.series_discover import hint
+
+    held = [n for n in names if not n.startswith(".") and n not in SERVICE_NAMES]
+    if not held:
+        return None
+    found = hint(names)
+    return MissingError(f"{directory or '.'}: series {text!r} matches none of its {len(held)} file"
+                        f"{'s' if len(held) != 1 else ''}" + (found or f" (e.g. {sorted(held)[0]})"))
 
 
 def _rescue(decision: R.Decision, entries: list[R.Entry], names: dict[str, str]) -> None:
@@ -129,7 +148,7 @@ def decide(listing: SeriesListing, policy: R.Policy, now: float, *, protect: dic
         bad_kept.append(m)
     for m in busy:
         decision.kept.append(R.Entry(m.name, m.mtime, m.step(listing.template)))
-        decision.reasons[m.name] = [IN_PROGRESS]
+        decision.reasons[m.name] = [YOUNG_REASON if now - m.mtime < YOUNG else IN_PROGRESS]
     by_order = sorted(decision.kept, key=lambda e: order[e.name])
     decision.kept = by_order
     decision.deleted.sort(key=lambda e: order[e.name])
@@ -177,6 +196,8 @@ def _run(storage: Storage, d: Dir, text: str, policy: R.Policy, pol: dict[str, A
     if not dry_run:
         finish_journal(storage, d, state)
     listing = list_series(storage, d, template)
+    if not listing.members and not listing.ambiguous and (err := no_member(directory, text, d.names())):
+        raise err
     res.members = listing.members
     res.ambiguous = listing.ambiguous
     for n in listing.ambiguous:
@@ -210,6 +231,9 @@ def _run(storage: Storage, d: Dir, text: str, policy: R.Policy, pol: dict[str, A
     res.timestamps = {e.name: e.timestamp for e in (*decision.kept, *decision.preserved, *decision.deleted)}
     res.latest = next((m.name for m in reversed(listing.members) if m.state == COMPLETE), None)
     res.in_progress = [disp(m.name) for m in busy]
+    for m in busy:
+        if now - m.mtime < YOUNG:  # named, not passed over in silence
+            warn(f"{disp(m.name)}: {YOUNG_REASON}")
     res.damaged = [{"path": disp(m.name), "problem": m.problem or "not whole"} for m in bad_kept]
     res.problems = {disp(m.name): m.problem for m in listing.members if m.problem}
     doomed = [members[e.name] for e in decision.deleted]
@@ -262,5 +286,6 @@ def series_usage(storage: Storage, directory: str, result: Any, now: float) -> d
             "would_free": result.bytes_freed if isinstance(result, SeriesResult) else 0}
 
 
-__all__ = ["DAMAGED_REASON", "IN_PROGRESS", "NEWEST", "SeriesResult", "decide", "prune_series_open",
+__all__ = ["DAMAGED_REASON", "IN_PROGRESS", "NEWEST", "SERVICE_NAMES", "YOUNG_REASON", "no_member",
+           "SeriesResult", "decide", "prune_series_open",
            "series_template", "series_usage"]

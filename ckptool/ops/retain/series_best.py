@@ -3,7 +3,8 @@ of each member from its own file name, or from a metrics file joined on the epoc
 
 - When ``M`` is a field of the template (``{val_loss:.2f}``) and no ``--metrics`` is given, each
   member's value is the one its name shows (rounded as Keras formatted it).
-- Else from ``--metrics PATH`` (or the event files below DIR, as for TF runs): Keras's
+- Else from ``--metrics PATH`` (or the event files below DIR, as for TF runs; read by
+  :mod:`ckptool.ops.retain.history`, the one reader of metric histories): Keras's
   ``CSVLogger`` file (``.csv``: an ``epoch`` column and one per metric), a JSON Lines history
   (``{"epoch": N, "val_loss": x}`` a line, as a ``LambdaCallback`` writes it), or TensorBoard
   event files (Keras's ``TensorBoard`` callback: step = epoch). Keras's callbacks count epochs
@@ -15,17 +16,15 @@ A member with no value is no candidate; ties go to the newer (:func:`choose_best
 
 from __future__ import annotations
 
-import csv
 import fnmatch
-import io
 import math
 from typing import TYPE_CHECKING
 
-from ckptool.errors import CkptError, MissingError
-from ckptool.format.jsonl import top_level_numbers
+from ckptool.errors import CkptError
 from ckptool.io.backends.urls import storage_for
+from ckptool.ops.retain.history import EVENT_GLOB, pick, read_history
 from ckptool.ops.retain.keep_best import BestSpec, choose_best
-from ckptool.ops.retain.metrics import EVENT_GLOB, BestPins, metric_values
+from ckptool.ops.retain.metrics import BestPins, metric_values
 
 if TYPE_CHECKING:
     from ckptool.io.base import Storage
@@ -36,72 +35,15 @@ if TYPE_CHECKING:
 EPOCH_OFFSET = 1
 
 
-def _number(text: str) -> float | None:
-    try:
-        v = float(text)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(v) else v
-
-
-def csv_series(raw: bytes, metric: str, where: str) -> dict[int, float]:
-    """``{epoch: value}`` of ``metric`` in a CSVLogger file (its ``epoch`` column as written)."""
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise CkptError(f"{where}: not UTF-8 text (a CSVLogger file?)") from None
-    rows = csv.reader(io.StringIO(text, newline=""))
-    head = next(rows, None)
-    if not head or "epoch" not in head:
-        raise CkptError(f"{where}: no 'epoch' column (a Keras CSVLogger file has one)")
-    if metric not in head:
-        cols = ", ".join(c for c in head if c != "epoch")
-        raise MissingError(f"{where}: no column {metric!r} (found: {cols or 'none'})")
-    ie, im = head.index("epoch"), head.index(metric)
-    out: dict[int, float] = {}
-    for row in rows:
-        if len(row) <= max(ie, im):
-            continue
-        e = _number(row[ie])
-        v = _number(row[im])
-        if e is not None and e.is_integer() and v is not None:
-            out[int(e)] = v
-    return out
-
-
-def jsonl_epochs(raw: bytes, metric: str, where: str) -> dict[int, float]:
-    """``{epoch: value}`` of ``metric`` in a JSON Lines history of ``{"epoch": N, ...}`` lines."""
-    out: dict[int, float] = {}
-    names: set[str] = set()
-    for line in raw.split(b"\n"):
-        try:
-            doc = top_level_numbers(line.decode("utf-8")) if line.strip() else None
-        except UnicodeDecodeError:
-            doc = None
-        if not doc:
-            continue
-        names.update(k for k in doc if k != "epoch")
-        e, v = doc.get("epoch"), doc.get(metric)
-        if isinstance(e, (int, float)) and float(e).is_integer() and isinstance(v, (int, float)) \
-                and not math.isnan(float(v)):
-            out[int(e)] = float(v)
-    if not out:
-        shown = ", ".join(sorted(names)[:20])
-        raise MissingError(f"{where}: no {metric!r} at any \"epoch\" (found: {shown or 'no such lines'})")
-    return out
-
-
 def epoch_values(directory: str, spec: BestSpec, storage: Storage) -> tuple[str, dict[int, float]]:
     """``(series name, {file-name epoch: value})`` from ``spec.metrics`` or the event files."""
     path = spec.metrics
     by_callback: dict[int, float] | None = None
     name = spec.metric
-    if path is not None:
+    if path is not None:  # a CSVLogger file or JSON Lines, by epoch (event files are by step: below)
         mstorage, mpath = storage_for(path)
-        if mpath.lower().endswith(".csv"):
-            by_callback = csv_series(mstorage.read_bytes(mpath), spec.metric, path)
-        elif not mstorage.isdir(mpath) and not fnmatch.fnmatchcase(mstorage.basename(mpath), EVENT_GLOB):
-            by_callback = jsonl_epochs(mstorage.read_bytes(mpath), spec.metric, path)
+        if not mstorage.isdir(mpath) and not fnmatch.fnmatchcase(mstorage.basename(mpath), EVENT_GLOB):
+            by_callback = pick(read_history(mpath, "epoch", mstorage), spec.metric, path, "epoch")
     if by_callback is None:
         name, by_callback = metric_values(directory, spec.metric, metrics=path, storage=storage)
     return name, {e + EPOCH_OFFSET: v for e, v in by_callback.items()}
@@ -132,4 +74,4 @@ def series_best(directory: str, template: Template, members: list[Member], spec:
     return BestPins(spec, series, dict(chosen), none, len(scored), {b: steps[b] for b, _ in chosen if b in steps})
 
 
-__all__ = ["EPOCH_OFFSET", "csv_series", "epoch_values", "jsonl_epochs", "series_best"]
+__all__ = ["EPOCH_OFFSET", "epoch_values", "series_best"]

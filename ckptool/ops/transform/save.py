@@ -1,9 +1,12 @@
-"""``save``: the library side of ``ckptool save`` (tensors of sources into a V2 checkpoint)."""
+"""``save``: the library side of ``ckptool save`` (tensors of sources into a V2 checkpoint): each
+``--from`` source (:class:`Source`, what ``convert`` reads), the directory's lock and the record of
+the save in its state file."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from math import prod
 from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError
@@ -11,11 +14,97 @@ from ckptool.format.objgraph import OBJECT_GRAPH_KEY, is_object_key, object_key
 from ckptool.io.backends.urls import storage_for
 from ckptool.io.safety.destination import checkpoint_identity
 from ckptool.ops.read.plan import prefetch
-from ckptool.ops.transform.sources import RawTensor, Source, open_source, record, wait_lock
+from ckptool.ops.read.source import RawTensor, kind_of, open_specs
 from ckptool.ops.write.writer import BundleWriter
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
+    from ckptool.io.base import Storage
     from ckptool.ops.retain.outcome import PruneResult
+
+
+class Source:
+    """One ``--from`` argument: ``names()`` without loading, ``items()`` streaming.
+
+    It is what ``convert`` reads (:func:`ckptool.ops.read.source.open_specs`, one code
+    path for both commands): a checkpoint's entries copied as stored (partitioned ones
+    with their slices), a ``.safetensors`` file with what ckptool keeps in its
+    ``__metadata__`` restored (the object graph, string tensors, the original names of
+    ``--names short``), ``.npz``/``.npy`` members by their ``.npy`` headers.
+    """
+
+    def __init__(self, path: str, verify: bool = True):
+        self.path = path
+        self.kind = kind_of(path)
+        self._opened = open_specs(path, keep_slices=True, verify=verify)
+        self._closed = False
+        self.checkpoint = self._opened.checkpoint  # the open Checkpoint of a checkpoint source
+
+    def __enter__(self) -> Source:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._opened.close()
+
+    def names(self) -> list[str]:
+        return [s.name for s in self._opened.specs]
+
+    def total_bytes(self) -> int:
+        """The bytes of its tensors as stored, for progress (strings counted as written)."""
+        from ckptool.format import dtypes
+
+        total = 0
+        for s in self._opened.specs:
+            if isinstance(s.raw, RawTensor):
+                total += s.raw.nbytes
+            elif s.dtype != "string":
+                total += prod(s.shape) * dtypes.from_name(s.dtype).itemsize
+        return total
+
+    def items(self) -> Iterator[tuple[str, object]]:
+        """``(name, value)`` in the source's data order, one value loaded at a time."""
+        for s in self._opened.specs:
+            if s.raw is not None:
+                yield s.name, s.raw
+            elif s.stored is not None:
+                yield s.name, s.stored
+            else:
+                yield s.name, s.load()
+
+
+def open_source(path: str) -> Source:
+    return Source(path)
+
+
+def wait_lock(storage: Storage, prefix: str, timeout: float | None = None,
+               on_wait: Callable[[str, float], None] | None = None) -> AbstractContextManager[object] | None:
+    """DIR's lock, waited for (at most ``timeout`` seconds; None: the lock's default) and held
+    from before the first write to the record. ``on_wait(directory, seconds)`` is called
+    while another process holds it; a refusal names that process (ckptool.io.control.lock.held_refusal)."""
+    from ckptool.io.control.lock import DEFAULT_TIMEOUT, lock_directory
+
+    directory = storage.dirname(prefix) or "."
+    if not storage.isdir(directory):
+        return None
+    lock = lock_directory(storage, directory, timeout=DEFAULT_TIMEOUT if timeout is None else timeout,
+                          on_wait=None if on_wait is None else (lambda s: on_wait(directory, s)))
+    lock.__enter__()
+    return lock
+
+
+def record(storage: Storage, prefix: str, max_to_keep: int | None, keep_every_n_hours: float | None,
+            now: float | None) -> PruneResult:
+    from ckptool.ops.retain.prune import record_save
+
+    directory = storage.dirname(prefix) or "."
+    return record_save(directory, prefix, max_to_keep=max_to_keep,
+                       keep_every_n_hours=keep_every_n_hours, now=now, storage=storage)
 
 
 def step_prefix(prefix: str, global_step: int | None, pad_step_number: bool = False) -> str:
@@ -142,4 +231,4 @@ def _plan_names(opened: list[Source], object_based: bool) -> dict[int, dict[str,
     return plan
 
 
-__all__ = ["save", "SaveResult", "step_prefix"]
+__all__ = ["SaveResult", "Source", "open_source", "record", "save", "step_prefix", "wait_lock"]

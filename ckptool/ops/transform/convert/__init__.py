@@ -1,7 +1,7 @@
 """``convert``: a checkpoint, ``.safetensors``, ``.npz`` or ``.npy`` source written as another format.
 
-What it reads is a list of specs (:mod:`~ckptool.ops.transform.convert.source`; a ``.safetensors``
-file: :mod:`~ckptool.ops.transform.convert.stfile`), seen through ``--ema`` or
+What it reads is a list of specs (:mod:`~ckptool.ops.read.source`; a ``.safetensors``
+file: :mod:`~ckptool.ops.read.stfile`), seen through ``--ema`` or
 ``--strip-optimizer`` (:mod:`~ckptool.ops.transform.convert.ema`) and cast as asked
 (:mod:`~ckptool.ops.transform.convert.cast`). :mod:`~ckptool.ops.transform.convert.run` checks the
 options and writes a TF checkpoint, ``.npz`` (:mod:`~ckptool.ops.transform.convert.to_npz`) or

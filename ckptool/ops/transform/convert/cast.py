@@ -11,8 +11,8 @@ if TYPE_CHECKING:
     import numpy as np
 
     from ckptool.format.cast import Overflows
+    from ckptool.ops.read.source import Spec
     from ckptool.ops.transform.convert.formats import ConvertResult
-    from ckptool.ops.transform.convert.source import Spec
 
 
 def value_of(s: Spec, casts: dict[str, str], over: Overflows, result: ConvertResult) -> np.ndarray:

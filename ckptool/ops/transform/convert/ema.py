@@ -1,6 +1,6 @@
 """``convert --ema``: a source whose variables read as their exponential moving averages.
 
-:func:`ema_source` wraps what ``convert`` reads (an :class:`~ckptool.ops.transform.convert.source.Opened`:
+:func:`ema_source` wraps what ``convert`` reads (an :class:`~ckptool.ops.read.source.Opened`:
 any checkpoint, ``.safetensors`` with ckptool's metadata, a Keras 3 file) and returns another:
 each variable that has an average (:mod:`ckptool.ops.read.ema` finds them) keeps its name but
 takes the average's dtype, shape and value (a V2 average is still copied as stored bytes);
@@ -23,7 +23,7 @@ from ckptool.format.slots import optimizer_keys
 from ckptool.ops.read.ema import EmaPlan, plan_ema
 
 if TYPE_CHECKING:
-    from ckptool.ops.transform.convert.source import Opened, Spec
+    from ckptool.ops.read.source import Opened, Spec
 
 
 @dataclass

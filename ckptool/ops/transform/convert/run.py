@@ -30,7 +30,7 @@ from ckptool.ops.transform.convert.to_npz import to_npz
 from ckptool.ops.transform.convert.to_tf import to_tf
 
 if TYPE_CHECKING:
-    from ckptool.ops.transform.convert.source import Opened, Spec
+    from ckptool.ops.read.source import Opened, Spec
 
 
 def convert(src: str, dst: str, *, to: str | None = None, match: Sequence[str] = (), exclude: Sequence[str] = (),
@@ -53,8 +53,8 @@ def convert(src: str, dst: str, *, to: str | None = None, match: Sequence[str] =
     """
     from ckptool.ops.read.plan import prefetch
     from ckptool.ops.read.select import select
+    from ckptool.ops.read.source import open_specs
     from ckptool.ops.transform.convert.keras.bridge import keras_target, no_template_message
-    from ckptool.ops.transform.convert.source import open_specs
 
     if keras_target(dst) is not None and to is None:
         raise UsageError(no_template_message(src, dst))

@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 
     from ckptool.format.cast import Overflows
     from ckptool.io.base import Storage
+    from ckptool.ops.read.source import Spec
     from ckptool.ops.transform.convert.formats import ConvertResult
-    from ckptool.ops.transform.convert.source import Spec
 
 #: A zip member name is at most this many bytes (its length is a 2-byte field); a tensor's
 #: member is its name plus ".npy".

@@ -28,9 +28,9 @@ if TYPE_CHECKING:
 
     from ckptool.format.bundle import Entry
     from ckptool.format.cast import Overflows
+    from ckptool.ops.read.source import Opened, Spec
     from ckptool.ops.read.v2 import BundleCheckpoint
     from ckptool.ops.transform.convert.formats import ConvertResult
-    from ckptool.ops.transform.convert.source import Opened, Spec
 
 _SUFFIX = f"/{ATTRIBUTES}/{VARIABLE_VALUE}"
 
@@ -141,7 +141,7 @@ def to_safetensors(dst: str, specs: list[Spec], result: ConvertResult, force: bo
                    progress: Callable[[int, int], None] | None, casts: dict[str, str], over: Overflows,
                    names: str, opened: Opened, sync: bool = True) -> None:
     from ckptool.ops.transform.convert.cast import value_of
-    from ckptool.ops.transform.convert.stfile import write_file
+    from ckptool.ops.write.stwrite import write_file
 
     graph = next((s for s in specs if s.name == OBJECT_GRAPH_KEY), None)
     graph_bytes = _graph_bytes(graph) if graph is not None else None

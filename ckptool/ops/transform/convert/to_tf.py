@@ -10,8 +10,8 @@ from ckptool.ops.transform.convert.cast import value_of
 
 if TYPE_CHECKING:
     from ckptool.format.cast import Overflows
+    from ckptool.ops.read.source import Spec
     from ckptool.ops.transform.convert.formats import ConvertResult
-    from ckptool.ops.transform.convert.source import Spec
 
 
 def to_tf(dst: str, specs: list[Spec], result: ConvertResult, num_shards: int, force_ids: tuple[bool, Sequence[str]],

@@ -38,7 +38,7 @@ from ckptool.format.slots import is_optimizer_name
 if TYPE_CHECKING:
     import numpy as np
 
-    from ckptool.ops.transform.convert.source import Spec
+    from ckptool.ops.read.source import Spec
 
 SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
 BOOKKEEPING = "training bookkeeping"

@@ -1,7 +1,7 @@
 """``convert SRC OUT_DIR --to hf``: pick the architecture, plan every tensor, settle the config, then
 write the folder (:mod:`ckptool.ops.transform.hf.folder`).
 
-The source is any convert source (:func:`ckptool.ops.transform.convert.source.open_specs`), or an
+The source is any convert source (:func:`ckptool.ops.read.source.open_specs`), or an
 already open one passed as ``opened`` (a view of a source, such as its moving averages).
 """
 
@@ -18,7 +18,7 @@ from ckptool.ops.transform.hf import ARCHS
 from ckptool.ops.transform.hf.engine import Arch, Plan, complete, describe, plan, short
 
 if TYPE_CHECKING:
-    from ckptool.ops.transform.convert.source import Opened
+    from ckptool.ops.read.source import Opened
 
 _SHOWN = 5
 
@@ -139,7 +139,7 @@ def convert_hf(src: str, dst: str, *, arch: str | None = None, config: str | Non
     view of ``src`` to export instead of opening it (it is not closed here). ``ema``: each
     variable exported with its moving average's value (:func:`ckptool.ops.transform.convert.ema.ema_source`)."""
     from ckptool.ops.read.plan import prefetch
-    from ckptool.ops.transform.convert.source import open_specs
+    from ckptool.ops.read.source import open_specs
     from ckptool.ops.transform.hf.config import beside
     from ckptool.ops.transform.hf.folder import parse_size, write_folder
     from ckptool.ops.transform.hf.tokenizer import tokenizer_files

@@ -20,13 +20,14 @@ from ckptool.errors import CkptError, RefusedError, UnsupportedError, UsageError
 from ckptool.format import safetensors_meta as stm
 from ckptool.io.safety.atomic import AtomicFile, make_output_dir, publish
 from ckptool.io.safety.destination import check_destination
+from ckptool.ops.read.hffolder import HF_INDEX, HF_SINGLE
 from ckptool.ops.transform.hf.engine import Placed, Plan, apply
 
 if TYPE_CHECKING:
     from ckptool.io.base import Storage
 
 DEFAULT_SHARD = 5 * 10**9  # transformers' usual hub size; --max-shard-size
-SINGLE, INDEX = "model.safetensors", "model.safetensors.index.json"
+SINGLE, INDEX = HF_SINGLE, HF_INDEX  # the layout the reader knows (ckptool.ops.read.hffolder)
 WEIGHT_FILE = re.compile(r"model(-\d{5}-of-\d{5})?\.safetensors(\.index\.json)?")
 _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
           "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}

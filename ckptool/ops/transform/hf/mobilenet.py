@@ -60,7 +60,7 @@ def _counters(plan: Plan) -> list[Placed]:
     """PyTorch's batch norm also holds ``num_batches_tracked``, which TF has not: 0, as the loader leaves it."""
     import numpy as np
 
-    from ckptool.ops.transform.convert.source import Spec
+    from ckptool.ops.read.source import Spec
 
     out = []
     for p in plan.placed:

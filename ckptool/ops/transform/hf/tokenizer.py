@@ -114,10 +114,9 @@ def _wordpiece(data: bytes, vocab: str, config: dict[str, Any], notes: list[str]
 
 
 def _bpe_size(data: bytes, vocab: str, config: dict[str, Any], notes: list[str]) -> None:
-    try:
-        doc = json.loads(data)
-    except ValueError:
-        raise CkptError(f"{vocab}: not GPT-2's encoder.json") from None
+    from ckptool.format.json_doc import load_json
+
+    doc = load_json(data, vocab, what="GPT-2's encoder.json")  # bounded: depth, size, numbers
     if not isinstance(doc, dict):
         raise CkptError(f"{vocab}: not GPT-2's encoder.json (a JSON object token -> id)")
     _check_size(len(doc), vocab, config, notes)

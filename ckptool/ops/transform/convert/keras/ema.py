@@ -17,8 +17,8 @@ from typing import Any
 
 from ckptool.errors import CkptError
 from ckptool.ops.read.checkpoint import Checkpoint
+from ckptool.ops.read.source import Opened, Spec
 from ckptool.ops.transform.convert.ema import EmaReport, ema_source
-from ckptool.ops.transform.convert.source import Opened, Spec
 
 
 def averaged(ck: Checkpoint, where: str, config: Any = None) -> EmaReport:

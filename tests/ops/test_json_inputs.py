@@ -1,0 +1,21 @@
+"""Issue 50: the JSON inputs this helper reads go through the one bounded reader
+(ckptool.format.json_doc.load_json): --vocab encoder.json nested 100,000 deep is one CorruptError
+naming the file, not a RecursionError; a sound one still reads."""
+
+import json
+
+import pytest
+
+from ckptool.errors import CorruptError
+from ckptool.ops.transform.hf.tokenizer import tokenizer_files
+
+
+def test_a_gpt2_vocab_is_read_bounded(tmp_path):
+    (tmp_path / "vocab.bpe").write_text("#version: 0.2\nh e\n")
+    enc = tmp_path / "encoder.json"
+    enc.write_text("[" * 100000 + "]" * 100000)
+    with pytest.raises(CorruptError, match="encoder.json: not GPT-2's encoder.json: nested too deep"):
+        tokenizer_files(str(enc), "GPT2Tokenizer", {"vocab_size": 2}, [])
+    enc.write_text(json.dumps({"h": 0, "e": 1}))
+    files = dict(tokenizer_files(str(enc), "GPT2Tokenizer", {"vocab_size": 2}, []))
+    assert files["vocab.json"] == enc.read_bytes() and "merges.txt" in files
