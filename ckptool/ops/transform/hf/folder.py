@@ -76,9 +76,9 @@ def _bytes(p: Placed, config: dict[str, Any]) -> Any:
     import numpy as np
 
     s = p.spec
-    if not p.op and s.raw is not None and not s.raw.entry.slices:
+    if not p.op and not (p.rule and p.rule.fan) and s.raw is not None and not s.raw.entry.slices:
         return s.raw.checkpoint.read_raw(s.raw.entry, verify=s.raw.verify)
-    arr = np.asarray(apply(p.op, s.load(), config))
+    arr = np.asarray(apply(p.rule.parsed if p.rule else p.op, s.load(), config, p.groups, p.name))
     if tuple(arr.shape) != p.shape:
         raise CkptError(f"tensor {p.name!r}: became {list(arr.shape)}, not {list(p.shape)}")
     if arr.dtype.byteorder == ">":
