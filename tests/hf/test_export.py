@@ -394,3 +394,16 @@ def test_ema_exports_the_moving_averages(tmp_path):
     assert sorted(k for k in ema if not k.endswith("num_batches_tracked")) == sorted(raw)
     for k, v in raw.items():
         assert np.array_equal(ema[k], (v * np.float32(0.9)).astype(v.dtype)), k
+
+
+def test_ema_dry_run_says_the_averages_are_exported(tmp_path):
+    doc = json.loads(export("mobilenet_v1", tmp_path / "out", "--ema", "--dry-run", "--json").stdout)
+    why = {d["tf"]: d["why"] for d in doc["dropped"]}
+    assert why["MobilenetV1/Conv2d_0/weights/ExponentialMovingAverage"] == \
+        "exported (--ema): its value is mobilenet_v1.conv_stem.convolution.weight"
+    assert not any("raw weight is exported" in w for w in why.values())
+    row = next(m for m in doc["mapping"] if m["tf"] == "MobilenetV1/Conv2d_0/weights")
+    assert row["transform"].startswith("its moving average's value")
+    plain = json.loads(export("mobilenet_v1", tmp_path / "out", "--dry-run", "--json").stdout)
+    assert {d["tf"]: d["why"] for d in plain["dropped"]}["MobilenetV1/Conv2d_0/weights/ExponentialMovingAverage"] \
+        == "moving average (the raw weight is exported)"

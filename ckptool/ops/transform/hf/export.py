@@ -185,8 +185,9 @@ def convert_hf(src: str, dst: str, *, arch: str | None = None, config: str | Non
             result.notes.append(f"config: {found} (found beside the checkpoint; --config names another)")
         if ema:
             result.notes.append(f"--ema: {len(reads)} variables exported with their moving average's value")
-        result.mapping = [(pl.name, pl.hf, pl.shape, describe(pl.op)) for pl in p.placed]
-        result.dropped = _averages(p.dropped, reads) if ema else list(p.dropped)
+        result.mapping = [(pl.name, pl.hf, pl.shape, ", ".join(filter(None, (
+            "its moving average's value" if pl.spec.name in reads else "", describe(pl.op))))) for pl in p.placed]
+        result.dropped = _averages(p, reads) if ema else list(p.dropped)
         result.unused = list(p.unplaced)
         extra = tokenizer_files(vocab, chosen.tokenizer, cfg, result.notes) if vocab else []
         result.tensors = len(p.placed)
@@ -202,11 +203,12 @@ def convert_hf(src: str, dst: str, *, arch: str | None = None, config: str | Non
             base.close()
 
 
-def _averages(dropped: list[tuple[str, str]], reads: dict[str, str]) -> list[tuple[str, str]]:
-    """Under ``--ema`` the moving averages are what is exported: say so, naming the weight each becomes."""
-    becomes = {short(avg): short(raw) for raw, avg in reads.items()}
-    return [(name, f"moving average: exported as {becomes[name]!r}'s value (--ema)" if name in becomes
-             else "moving average of no exported weight" if why == AVERAGE else why) for name, why in dropped]
+def _averages(p: Plan, reads: dict[str, str]) -> list[tuple[str, str]]:
+    """Under ``--ema`` the moving averages are what is exported: each says which weight it becomes."""
+    hf = {pl.spec.name: pl.hf for pl in p.placed}
+    becomes = {short(avg): hf.get(raw, short(raw)) for raw, avg in reads.items()}
+    return [(name, f"exported (--ema): its value is {becomes[name]}" if name in becomes
+             else "moving average of no exported weight" if why == AVERAGE else why) for name, why in p.dropped]
 
 
 def _identity(opened: Opened, src: str) -> list[str]:

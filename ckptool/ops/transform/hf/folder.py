@@ -4,9 +4,13 @@
 
 Streaming: one tensor in memory at a time (its transform's copy beside it); a weight kept as
 stored is copied as its stored bytes (CRC-checked), never decoded. Every file goes to a
-temporary name; all are renamed into place together at the end, ``config.json`` last, so an
-interrupted export leaves no loadable half folder. With ``force``, weight files of an earlier
-export that this one does not overwrite (other shards, the other layout) are removed after.
+temporary name (on an object store: an upload that appears when closed); once all are written
+and synced, an earlier export in the folder stops being loadable first (its ``config.json``
+removed, then its weight files this export does not overwrite: other shards, the other layout),
+and only then are the new files renamed into place, ``config.json`` last. So an overwrite killed
+at any point leaves the old export whole, a folder without ``config.json`` (which transformers
+does not load), or the new export whole; never new weights beside an old index or config, nor an
+old ``model.safetensors`` beside a new sharded export.
 """
 
 from __future__ import annotations
@@ -162,11 +166,23 @@ def write_folder(dst: str, plan: Plan, config: dict[str, Any], extra: list[tuple
             f = AtomicFile(storage, storage.join(root, name), sync=sync)
             files.append(f)
             f.write(data)
-        publish(files)
+        publish(files, check=lambda: _retire(storage, root, stale, sync))
     except BaseException:
         for f in files:
             f.discard()
         raise
-    for path in stale:
-        storage.remove(path)
     return targets, total
+
+
+def _retire(storage: Storage, root: str, stale: list[str], sync: bool) -> bool:
+    """Make an earlier export in ``root`` unloadable before any new file is renamed in: its
+    ``config.json`` first, then its weight files this export does not overwrite (the index before
+    its shards). Called by ``publish`` once every new file is written and sealed."""
+    config = storage.join(root, "config.json")
+    old = [config] if storage.exists(config) else []
+    old += sorted(stale, key=lambda p: not p.endswith(INDEX))
+    for path in old:
+        storage.remove(path)
+    if old and sync:
+        storage.fsync_dir(root)
+    return True
