@@ -15,16 +15,17 @@ old ``model.safetensors`` beside a new sharded export.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, RefusedError, UnsupportedError, UsageError
 from ckptool.format import safetensors_meta as stm
+from ckptool.format.json_doc import dump_json
 from ckptool.io.safety.atomic import AtomicFile, make_output_dir, publish
 from ckptool.io.safety.destination import check_destination
 from ckptool.ops.transform.hf.engine import Placed, Plan, apply
+from ckptool.ops.transform.hf.tokenizer import Data
 
 if TYPE_CHECKING:
     from ckptool.io.base import Storage
@@ -114,10 +115,6 @@ def _write_shard(f: AtomicFile, group: list[Placed], config: dict[str, Any], whe
     return total
 
 
-def _json(doc: Any) -> bytes:
-    return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-
-
 def _stale(storage: Storage, dst: str, written: set[str], force: bool) -> list[str]:
     """Weight files of an earlier export in ``dst`` that this one does not overwrite."""
     if not storage.isdir(dst):
@@ -128,7 +125,7 @@ def _stale(storage: Storage, dst: str, written: set[str], force: bool) -> list[s
     return [storage.join(dst, n) for n in old]
 
 
-def write_folder(dst: str, plan: Plan, config: dict[str, Any], extra: list[tuple[str, bytes]], limit: int,
+def write_folder(dst: str, plan: Plan, config: dict[str, Any], extra: list[tuple[str, Data]], limit: int,
                  *, force: bool, sync: bool, progress: Callable[[int, int], None] | None,
                  sources: Sequence[str]) -> tuple[list[str], int]:
     """The folder ``dst``: ``plan``'s weights in shards of at most ``limit`` bytes, ``extra``'s
@@ -139,7 +136,8 @@ def write_folder(dst: str, plan: Plan, config: dict[str, Any], extra: list[tuple
     groups = shards(plan.placed, limit)
     n = len(groups)
     names = [SINGLE] if n == 1 else [f"model-{i + 1:05d}-of-{n:05d}.safetensors" for i in range(n)]
-    small = [*extra, *([(INDEX, b"")] if n > 1 else []), ("config.json", _json(config))]
+    small: list[tuple[str, Data]] = [*extra, *([(INDEX, b"")] if n > 1 else []),
+                                     ("config.json", dump_json(config, storage.join(root, "config.json")))]
     targets = [storage.join(root, name) for name in names + [name for name, _ in small]]
     check_destination(storage, targets, force=force, sources=sources)
     stale = _stale(storage, root, set(names) | {name for name, _ in small}, force)
@@ -162,10 +160,12 @@ def write_folder(dst: str, plan: Plan, config: dict[str, Any], extra: list[tuple
             weight_map.update((p.hf, name) for p in group)
         for name, data in small:
             if name == INDEX:
-                data = _json({"metadata": {"total_size": total}, "weight_map": dict(sorted(weight_map.items()))})
+                data = dump_json({"metadata": {"total_size": total}, "weight_map": dict(sorted(weight_map.items()))},
+                                 storage.join(root, name))
             f = AtomicFile(storage, storage.join(root, name), sync=sync)
             files.append(f)
-            f.write(data)
+            for part in (data,) if isinstance(data, bytes) else data():
+                f.write(part)
         publish(files, check=lambda: _retire(storage, root, stale, sync))
     except BaseException:
         for f in files:
