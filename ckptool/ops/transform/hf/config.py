@@ -70,6 +70,14 @@ def translate(doc: dict[str, Any], is_hf: bool, arch: Arch) -> dict[str, Any]:
             out[arch.keys[k]] = v
         elif arch.passthrough and not k.startswith("_"):
             out[k] = v
+    for k, table in arch.values.items():
+        if k in out:
+            v = out[k]
+            if not isinstance(v, (str, int, float)) or v not in table:
+                said = next((rk for rk, hk in arch.keys.items() if hk == k and rk in doc), k)
+                raise CkptError(f"the config's {said} is {v!r}: {arch.name}'s original code has no such setting "
+                                f"that transformers computes (known: {', '.join(map(str, table))})")
+            out[k] = table[v]
     return out
 
 

@@ -146,6 +146,9 @@ class Arch:
     keys: Mapping[str, str] = field(default_factory=dict)  # release config key -> HF key
     passthrough: bool = False  # keep release keys not in `keys` (configs that use HF's names)
     defaults: Mapping[str, Any] = field(default_factory=dict)  # set unless the config says
+    # HF key -> {a release config's value -> transformers' value}: what the original code computed,
+    # not the key's spelling (mesh TF's "gelu" is transformers' "gelu_new"); another value is an error
+    values: Mapping[str, Mapping[Any, Any]] = field(default_factory=dict)
     finish: Finish | None = None
     constants: Callable[[Plan], list[Placed]] | None = None  # tensors the model has that TF never held
     tokenizer: str = ""  # the tokenizer class written with --vocab ("" takes the vocab's kind)

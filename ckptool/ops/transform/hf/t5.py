@@ -65,6 +65,8 @@ def _finish(plan: Plan, config: dict[str, Any], where: str) -> None:
     if isinstance(act, list):  # gin: ['gelu', 'linear'] is a gated GELU, 'relu' a plain one
         act = f"gated-{act[0]}" if len(act) > 1 else str(act[0])
         config["feed_forward_proj"] = act
+    if act == "gelu" and "model_type" not in config:  # gin's gelu is mesh TF's tanh approximation
+        act = config["feed_forward_proj"] = "gelu_new"  # (transformers' "gated-gelu" already is)
     if act is None:
         config["feed_forward_proj"] = "gated-gelu" if gated else "relu"
     elif str(act).startswith("gated-") != gated:
