@@ -91,8 +91,19 @@ def _bytes(p: Placed, config: dict[str, Any]) -> Any:
     return np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
 
 
+def _put(f: AtomicFile, data: Any) -> int:
+    view = memoryview(data).cast("B")
+    for i in range(0, len(view), _CHUNK):
+        f.write(view[i:i + _CHUNK])
+    return len(view)
+
+
 def _write_shard(f: AtomicFile, group: list[Placed], config: dict[str, Any], where: str,
-                 tick: Callable[[int], None]) -> int:
+                 tick: Callable[[int], None], budget: int) -> int:
+    """The shard's header, then its tensors: each tensor's bytes made (read, transformed) while the
+    one before is written by a second thread, as long as both fit in ``budget`` bytes."""
+    from concurrent.futures import Future, ThreadPoolExecutor
+
     header = []
     for p in group:
         code = stm.TF_TO_ST.get(p.spec.dtype)
@@ -103,16 +114,30 @@ def _write_shard(f: AtomicFile, group: list[Placed], config: dict[str, Any], whe
     head, total = stm.encode_header(header, stm.Extras(format="pt"))
     f.write(head)
     done = 0
-    for p in group:
-        view = memoryview(_bytes(p, config)).cast("B")
-        for i in range(0, len(view), _CHUNK):
-            f.write(view[i:i + _CHUNK])
-        done += len(view)
-        tick(len(view))
-        del view
+    pending: Future[int] | None = None
+    held = 0
+    with ThreadPoolExecutor(1, thread_name_prefix="ckptool-hf-write") as pool:
+        for p in group:
+            n = _nbytes(p)
+            if pending is not None and held + 2 * n > budget:  # a transform holds the value and its copy
+                done += _settle(pending, tick)
+                pending = None
+            data = _bytes(p, config)
+            if pending is not None:
+                done += _settle(pending, tick)
+            pending, held = pool.submit(_put, f, data), n
+            del data
+        if pending is not None:
+            done += _settle(pending, tick)
     if done != total:
         raise CkptError(f"{where}: wrote {done} bytes of tensor data, the header says {total}")
     return total
+
+
+def _settle(pending: Any, tick: Callable[[int], None]) -> int:
+    n = int(pending.result())
+    tick(n)
+    return n
 
 
 def _stale(storage: Storage, dst: str, written: set[str], force: bool) -> list[str]:
@@ -143,6 +168,7 @@ def write_folder(dst: str, plan: Plan, config: dict[str, Any], extra: list[tuple
     stale = _stale(storage, root, set(names) | {name for name, _ in small}, force)
     make_output_dir(storage, root)
     total = sum(_nbytes(p) for p in plan.placed)
+    budget = 2 * max((_nbytes(p) for p in plan.placed), default=0)  # twice the largest tensor
     done = [0]
 
     def tick(k: int) -> None:
@@ -156,7 +182,7 @@ def write_folder(dst: str, plan: Plan, config: dict[str, Any], extra: list[tuple
         for name, group in zip(names, groups):
             f = AtomicFile(storage, storage.join(root, name), sync=sync)
             files.append(f)
-            _write_shard(f, group, config, dst, tick)
+            _write_shard(f, group, config, dst, tick, budget)
             weight_map.update((p.hf, name) for p in group)
         for name, data in small:
             if name == INDEX:

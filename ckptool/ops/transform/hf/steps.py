@@ -84,6 +84,24 @@ def _axis(shape: Shape, axis: int, ctx: Ctx) -> int:
     return axis % len(shape)
 
 
+def _transpose(x: Any) -> Any:
+    """``x`` with its axes reversed, contiguous: a matrix copied a tile at a time (a tile's rows
+    and columns stay in cache; numpy's strided copy of a large transpose runs at half the speed)."""
+    np = _np()
+    if x.ndim != 2 or x.size < 1 << 16:
+        return np.transpose(x)
+    n, m = x.shape
+    out = np.empty((m, n), x.dtype)
+    t = _TILE
+    for i in range(0, n, t):
+        for j in range(0, m, t):
+            out[j:j + t, i:i + t] = x[i:i + t, j:j + t].T
+    return out
+
+
+_TILE = 256
+
+
 def _perm_shape(shape: Shape, a: tuple[str, ...], ctx: Ctx) -> Shape:
     if len(a) != len(shape):
         raise CkptError(f"tensor {ctx.name!r} has shape {list(shape)}, not the {len(a)} axes expected")
@@ -144,7 +162,7 @@ def _pad_apply(x: Any, a: tuple[str, ...], ctx: Ctx) -> Any:
 
 #: The steps, one row each: the only place a step's meaning is written.
 STEPS: dict[str, Kind] = {
-    "T": Kind("", lambda s, a, c: s[::-1], lambda x, a, c: _np().transpose(x), lambda a: "transpose"),
+    "T": Kind("", lambda s, a, c: s[::-1], lambda x, a, c: _transpose(x), lambda a: "transpose"),
     "squeeze": Kind("", lambda s, a, c: tuple(d for d in s if d != 1), lambda x, a, c: _np().squeeze(x),
                     lambda a: "squeeze"),
     "merge": Kind("a", lambda s, a, c: (math.prod(s[:int(a[0])]), math.prod(s[int(a[0]):])),
