@@ -64,7 +64,7 @@ def make(d):
 
 
 def timed(cmd):
-    """(seconds, peak RSS in bytes) of a child process."""
+    """(seconds, peak RSS in bytes, CPU seconds: user + system) of a child process."""
     t = time.perf_counter()
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(p.pid, 0)
@@ -72,7 +72,7 @@ def timed(cmd):
     err = p.stderr.read().decode() if p.stderr else ""
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"{cmd[:4]}... failed: {err}")
-    return took, usage.ru_maxrss * 1024
+    return took, usage.ru_maxrss * 1024, usage.ru_utime + usage.ru_stime
 
 
 def main():
@@ -95,19 +95,23 @@ def main():
         env_py = [sys.executable, "-m", "ckptool", "convert", os.path.join(d, "model.ckpt"), os.path.join(d, "out"),
                   "--to", "hf", "--config", os.path.join(d, "bert_config.json"), "--force"]
         load0 = os.getloadavg()[0]
-        dd, ck, rss = [], [], []
+        dd, ck, rss, dd_cpu, ck_cpu = [], [], [], [], []
         for _ in range(a.repeat):
-            dd.append(timed(["dd", f"if={data}", f"of={os.path.join(d, 'dd.copy')}", "bs=8M", "conv=fsync",
-                             "status=none"])[0])
+            t, _, c = timed(["dd", f"if={data}", f"of={os.path.join(d, 'dd.copy')}", "bs=8M", "conv=fsync",
+                             "status=none"])
+            dd.append(t)
+            dd_cpu.append(c)
             os.remove(os.path.join(d, "dd.copy"))
-            t, r = timed(env_py)
+            t, r, c = timed(env_py)
             ck.append(t)
             rss.append(r)
+            ck_cpu.append(c)
         load1 = os.getloadavg()[0]
         md, mc, mr = statistics.median(dd), statistics.median(ck), max(rss)
         target_rss = 2 * largest + 150e6
         print(json.dumps({"bytes": total, "largest_tensor": largest, "dd_s": [round(x, 2) for x in dd],
                           "export_s": [round(x, 2) for x in ck], "export_peak_rss": rss,
+                          "dd_cpu_s": [round(x, 2) for x in dd_cpu], "export_cpu_s": [round(x, 2) for x in ck_cpu],
                           "ratio": round(mc / md, 3), "ratio_met": mc <= 2 * md,
                           "rss_target": int(target_rss), "rss_met": mr <= target_rss,
                           "load_before_after": [load0, load1], "cpus": os.cpu_count()}, indent=1))

@@ -119,3 +119,76 @@ def sweep(tmp, old_shard, new_shard, on_state=None):
 @pytest.mark.parametrize("old_shard, new_shard", [("2KB", "5GB"), ("5GB", "2KB"), ("2KB", "3KB")])
 def test_an_overwrite_killed_anywhere_is_old_or_new_or_unloadable(old_shard, new_shard, tmp_path):
     sweep(tmp_path, old_shard, new_shard)
+
+
+class _Killed(BaseException):
+    pass
+
+
+def _mem_state(fs, root):
+    """state() of a memory:// folder, read through a local copy."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        for path in fs.ls(root, detail=False):
+            name = path.rstrip("/").rsplit("/", 1)[-1]
+            if ".tempstate" not in name:
+                pathlib.Path(d, name).write_bytes(fs.cat_file(path))
+        return state(d)
+
+
+@pytest.mark.parametrize("old_shard, new_shard", [("2KB", "5GB"), ("5GB", "2KB")])
+def test_on_an_object_store_the_old_export_goes_before_any_new_file_appears(old_shard, new_shard, tmp_path,
+                                                                             monkeypatch):
+    """On an object store a file appears when its writer is closed (no renames): stopped before any
+    close or delete, the folder is still old whole, new whole or without config.json."""
+    import fsspec
+
+    from ckptool.io.backends.remote import RemoteStorage
+    from ckptool.io.safety.atomic import AtomicFile
+
+    fs = fsspec.filesystem("memory")
+    old_src, new_src = sources(tmp_path)
+    root = f"memory://hf{uuid.uuid4().hex[:10]}"
+    want = tmp_path / "want"
+    assert completed(*args(new_src, want, new_shard)).returncode == 0
+    new_state = state(want)
+    seen = set()
+    for stop in range(1, 80):
+        fs.rm(root, recursive=True) if fs.exists(root) else None
+        assert completed(*args(old_src, root, old_shard)).returncode == 0
+        old_state = _mem_state(fs, root)
+        assert old_state is not None and old_state[0]["initializer_range"] == 0.02
+        count, snapshot = [0], []
+
+        def event(real, count=count, stop=stop, snapshot=snapshot):
+            def wrapped(*a, **k):
+                for when in ("before", "after"):  # a kill just before the call, or just after it
+                    count[0] += 1
+                    if count[0] == stop:  # what a SIGKILL here leaves: no cleanup runs
+                        snapshot.append(_mem_state(fs, root))
+                        raise _Killed
+                    if when == "before":
+                        result = real(*a, **k)
+                return result
+            return wrapped
+
+        with monkeypatch.context() as m:
+            m.setattr(AtomicFile, "seal", event(AtomicFile.seal))
+            m.setattr(RemoteStorage, "remove", event(RemoteStorage.remove))
+            from ckptool.ops.transform.hf.export import convert_hf
+
+            try:
+                convert_hf(new_src, root, config=str(pathlib.Path(new_src).parent / "new_config.json"),
+                           max_shard_size=new_shard, force=True)
+                finished = True
+            except _Killed:
+                finished = False
+        got = snapshot[0] if snapshot else _mem_state(fs, root)
+        kind = "old" if got == old_state else "new" if got == new_state else "none" if got is None else None
+        assert kind is not None, (stop, fs.ls(root, detail=False))
+        seen.add(kind)
+        if finished:
+            break
+    assert seen == {"old", "new", "none"}, seen
+    fs.rm(root, recursive=True)

@@ -36,7 +36,9 @@ How a family's table is written (one module per family, ``ARCHS = [Arch(...), ..
 Helpers: :func:`dense` (kernel transposed, bias) and :func:`norm` (gamma/beta -> weight/bias).
 :class:`Arch` holds one exported model: ``detect`` patterns (each must match some name), ``counts``
 (HF-name regex with one group -> config field: the layer count), ``required`` config fields,
-``keys`` (release config key -> HF key), ``passthrough``, ``defaults``, ``finish`` (a hook
+``keys`` (release config key -> HF key), ``passthrough``, ``defaults``, ``values`` (HF key ->
+{release value -> transformers value}: what the original code computed, e.g. mesh TF's ``gelu`` is
+``gelu_new``; applied to release configs, not to an HF ``config.json``), ``finish`` (a hook
 completing the config), ``constants`` (tensors TF never held), ``tokenizer``, ``aliases``.
 Detection tries every arch whose patterns match and takes the first that places every variable
 and leaves no weight unfilled.

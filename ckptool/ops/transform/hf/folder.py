@@ -7,7 +7,8 @@ stored is copied as its stored bytes (CRC-checked), never decoded. Every file go
 temporary name (on an object store: an upload that appears when closed); once all are written
 and synced, an earlier export in the folder stops being loadable first (its ``config.json``
 removed, then its weight files this export does not overwrite: other shards, the other layout),
-and only then are the new files renamed into place, ``config.json`` last. So an overwrite killed
+and only then are the new files renamed into place, ``config.json`` last (on an object store, where
+a file appears when it is closed, the old export goes before any new file is closed). So an overwrite killed
 at any point leaves the old export whole, a folder without ``config.json`` (which transformers
 does not load), or the new export whole; never new weights beside an old index or config, nor an
 old ``model.safetensors`` beside a new sharded export.
@@ -193,7 +194,11 @@ def write_folder(dst: str, plan: Plan, config: dict[str, Any], extra: list[tuple
             files.append(f)
             for part in (data,) if isinstance(data, bytes) else data():
                 f.write(part)
-        publish(files, check=lambda: _retire(storage, root, stale, sync))
+        if all(f.atomic for f in files):  # the old export goes once the new files are sealed, before any rename
+            publish(files, check=lambda: _retire(storage, root, stale, sync))
+        else:  # an object store: a file appears when it is sealed, so the old export goes first
+            _retire(storage, root, stale, sync)
+            publish(files)
     except BaseException:
         for f in files:
             f.discard()
