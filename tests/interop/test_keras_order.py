@@ -31,7 +31,7 @@ def written(tmp_path_factory):
     out = str(tmp_path_factory.mktemp("order"))
     for name in ("nested12", "mixed22", "plain"):
         gen.make(keras, name, out)
-        for suffix in (".keras", ".weights.h5"):
+        for suffix in (".keras", ".weights.h5", ".json"):
             with gzip.open(os.path.join(out, name + suffix + ".gz"), "rb") as f, \
                     open(os.path.join(out, name + suffix), "wb") as g:
                 shutil.copyfileobj(f, g)

@@ -63,10 +63,10 @@ def test_a_weights_h5_takes_the_same_route_with_its_config(tmp_path, capsys, nam
     assert code == 1 and err.count("\n") == 1 and "--template-config" in err, err
     assert not (tmp_path / "o.safetensors").exists()
     code, _, err = run(capsys, "convert", src, tmp_path / "o.npz", "--ema", "--template-config",
-                       os.path.join(D, f"{name}.json"))
+                       _unzip(tmp_path, f"{name}.json"))
     assert code == 0, err
     assert _differ(tmp_path / "o.npz", name) == []
-    code, _, err = run(capsys, "convert", src, tmp_path / "p.npz", "--template-config", os.path.join(D, f"{name}.json"))
+    code, _, err = run(capsys, "convert", src, tmp_path / "p.npz", "--template-config", _unzip(tmp_path, f"{name}.json"))
     assert code == 2 and "--ema" in err and not (tmp_path / "p.npz").exists()
 
 
@@ -75,7 +75,7 @@ def test_template_config_is_refused_for_a_tf_source(tmp_path, capsys):
 
     ckptool.write(str(tmp_path / "ck"), {"w": np.ones(2, np.float32)})
     code, _, err = run(capsys, "convert", tmp_path / "ck", tmp_path / "o.npz", "--ema", "--template-config",
-                       os.path.join(D, "nested12.json"))
+                       _unzip(tmp_path, "nested12.json"))
     assert code == 2 and "not a Keras 3 file" in err
 
 

@@ -17,10 +17,10 @@ and its average differ (``fit`` would finalize them):
     the ``nested12`` model compiled with a plain ``Adam`` (no ``use_ema``), one step.
 
 For each NAME: ``NAME.keras.gz`` (``model.save``), ``NAME.weights.h5.gz`` (``model.save_weights``) and
-``NAME.json`` (``model.to_json()``); for the ``use_ema`` ones ``NAME.truth.npz``: every model dataset
+``NAME.json.gz`` (``model.to_json()``); for the ``use_ema`` ones ``NAME.truth.npz``: every model dataset
 after Keras's own ``finalize_variable_values`` (each trainable variable holding its average, as
 ``fit`` leaves it), by its dataset name in the file: what ``convert --ema`` must write. The ``.keras``
-and ``.weights.h5`` files are gzipped (HDF5's per-group overhead; tests unzip them into tmp).
+``.weights.h5`` and ``.json`` files are gzipped (HDF5's per-group overhead; tests unzip them into tmp).
 """
 
 import argparse
@@ -82,7 +82,7 @@ def make(keras, name, out):
                           and n.startswith("layers/") else None)
         os.remove(truth)
         np.savez_compressed(os.path.join(out, f"{name}.truth.npz"), **found)
-    for p in (f"{name}.keras", f"{name}.weights.h5"):
+    for p in (f"{name}.keras", f"{name}.weights.h5", f"{name}.json"):
         _gzip(os.path.join(out, p))
     print(f"{name}: {len(m.trainable_variables)} trainable variables")
 
