@@ -65,6 +65,25 @@ def numbered(path: str) -> list[tuple[bool, Any]]:
     return [(isinstance(p, int), p) for p in parts]
 
 
+def class_chains(names: Iterable[str], siblings: Iterable[str]) -> dict[str, list[str]]:
+    """A container's item names by class (the counters' base), each class in Keras's order (its
+    counters'); ``siblings``: every name beside them (``dense_3`` counts as a ``dense`` only where
+    ``dense`` is there)."""
+    sib = set(siblings)
+    families: dict[str, list[tuple[int, str]]] = {}
+    for n in names:
+        base, k = counter(n, sib)
+        families.setdefault(base, []).append((k, n))
+    return {b: [n for _, n in sorted(f, key=lambda x: x[0])] for b, f in families.items()}
+
+
+def config_layers(owner_path: str, owner_label: str, top: list[str] | None,
+                  nested: dict[str, list[str]]) -> list[str] | None:
+    """The config's layer names, in order, of the model whose ``layers`` container is at
+    ``owner_path`` (``""``: the top model; a nested one by its name, the ``vars`` group's label)."""
+    return top if owner_path == "" else nested.get(owner_label) if owner_label else None
+
+
 def _layer_names(doc: Any) -> list[str] | None:
     cfg = doc.get("config") if isinstance(doc, dict) else None
     layers = cfg.get("layers") if isinstance(cfg, dict) else None
@@ -157,15 +176,15 @@ def _parent(path: str, known: Mapping[str, Saved]) -> str | None:
 def _sort_items(parent: Saved, rel: str, items: list[tuple[str, Saved]], top: list[str] | None,
                 nested: dict[str, list[str]], ordered: Ordered) -> list[tuple[str, Saved]]:
     """One container's items (``rel``: its name under ``parent``) in Keras's order."""
-    order = (top if parent.path == "" else nested.get(parent.label)) if rel == "layers" else None
+    order = config_layers(parent.path, parent.label, top, nested) if rel == "layers" else None
     if order is not None and all(s.label in order for _, s in items):
         at = {n: i for i, n in enumerate(order)}
         return sorted(items, key=lambda it: at[it[1].label])
-    names = {n.rpartition("/")[2] for n, _ in items}
-    keyed = [(counter(n.rpartition("/")[2], names), n, s) for n, s in items]
-    if len({base for (base, _), _, _ in keyed}) > 1:
+    by_name = {n.rpartition("/")[2]: (n, s) for n, s in items}
+    families = class_chains(by_name, by_name)
+    if len(families) > 1:  # each class in its order; nothing orders the classes against each other
         ordered.unproved.append((f"{parent.path or 'the model'}/{rel}", [s.path for _, s in items]))
-    return [(n, s) for _, n, s in sorted(keyed, key=lambda x: (numbered(x[1]), x[0][1]))]
+    return [by_name[n] for base in sorted(families, key=numbered) for n in families[base]]
 
 
 def _children(parent: Saved, kids: list[Saved], top: list[str] | None, nested: dict[str, list[str]],
@@ -269,6 +288,7 @@ def ema_splits(sigs: Sequence[Any]) -> Iterator[tuple[int, int]]:
             yield k, s
 
 
-__all__ = ["ATTRIBUTE_ORDER", "NON_TRAINABLE_TAIL", "OPTIMIZER_GROUPS", "Ordered", "Saved", "counter", "ema_splits",
+__all__ = ["ATTRIBUTE_ORDER", "NON_TRAINABLE_TAIL", "OPTIMIZER_GROUPS", "Ordered", "Saved", "class_chains",
+           "config_layers", "counter", "ema_splits",
            "frozen_layers", "head_length", "layer_classes", "model_orders", "numbered", "optimizer_vars",
            "trainable_counts", "weights_order"]
