@@ -176,3 +176,11 @@ def test_deep_json_in_a_keras_input_is_one_error_line(tmp_path, capsys):
     with pytest.raises(CorruptError, match="metadata: not JSON: nested too deep"):
         parse(data, "keras_metadata.pb")
     assert parse(field(1, field(3, b"root") + field(5, b'{"class_name": "Functional"}')))[0].class_name == "Functional"
+
+
+def test_the_library_takes_the_same_route(tmp_path):
+    import ckptool
+
+    src = _unzip(tmp_path, "mixed22.weights.h5")
+    r = ckptool.convert(src, str(tmp_path / "o.npz"), ema=True, template_config=_unzip(tmp_path, "mixed22.json"))
+    assert r.ema["averaged"] == 46 and _differ(tmp_path / "o.npz", "mixed22") == []
