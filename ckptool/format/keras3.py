@@ -58,6 +58,13 @@ def counter(name: str, siblings: Iterable[str]) -> tuple[str, int]:
     return name, 0
 
 
+def uncounted(name: str) -> str:
+    """A Keras-generated name without its counter (``adam_1`` -> ``adam``): the base Keras numbers
+    its objects of one class by (layers in a container, an optimizer's default name)."""
+    m = _COUNTED.match(name)
+    return m.group(1) if m else name
+
+
 def numbered(path: str) -> list[tuple[bool, Any]]:
     """A sort key of a path with Keras's counters compared as numbers (``dense_2`` before
     ``dense_10``)."""
@@ -291,4 +298,4 @@ def ema_splits(sigs: Sequence[Any]) -> Iterator[tuple[int, int]]:
 __all__ = ["ATTRIBUTE_ORDER", "NON_TRAINABLE_TAIL", "OPTIMIZER_GROUPS", "Ordered", "Saved", "class_chains",
            "config_layers", "counter", "ema_splits",
            "frozen_layers", "head_length", "layer_classes", "model_orders", "numbered", "optimizer_vars",
-           "trainable_counts", "weights_order"]
+           "trainable_counts", "uncounted", "weights_order"]
