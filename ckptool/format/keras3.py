@@ -19,8 +19,8 @@ layers) and the Keras 3 bridge (``ops/transform/convert/keras``) all ask it.
   ``optimizer/inner_optimizer/vars``) is ``0`` iterations, ``1`` the learning rate (a scalar; none
   under a schedule), then with ``use_ema`` one moving average per trainable variable in the model's
   order, then the slots, the same count per variable, interleaved (``m0, v0, m1, v1``), then what
-  an optimizer keeps beside them (Nadam's product): :func:`optimizer_vars`, :func:`head_length`,
-  :func:`ema_splits`.
+  an optimizer keeps beside them (Nadam's product: :data:`TRAILING_STATE`): :func:`optimizer_vars`,
+  :func:`head_length`, :func:`ema_splits`, :func:`compiled_optimizer`.
 
 Pure: names, shapes and a config document in; orders out.
 """
@@ -41,6 +41,8 @@ OPTIMIZER_GROUPS = ("optimizer/inner_optimizer/vars/", "optimizer/vars/")
 NON_TRAINABLE_TAIL = {"BatchNormalization": 2, "SyncBatchNormalization": 2, "Normalization": 1 << 30,
                       "Discretization": 1 << 30, "IntegerLookup": 1 << 30, "StringLookup": 1 << 30,
                       "TextVectorization": 1 << 30}
+#: optimizer classes -> how many variables they keep after their slots (Nadam's running product)
+TRAILING_STATE = {"Nadam": 1}
 #: layer classes whose attribute sub-layers Keras creates (and so orders) in a known order; the
 #: file lists them by name (``key_dense`` before ``query_dense``)
 ATTRIBUTE_ORDER: dict[str, tuple[str, ...]] = {
@@ -275,6 +277,22 @@ def optimizer_vars(names: Iterable[str]) -> list[str]:
     return []
 
 
+def compiled_optimizer(config: Any) -> tuple[str, dict[str, Any]] | None:
+    """``(class name, config)`` of the optimizer a model config was compiled with (a
+    LossScaleOptimizer's inner one, whose state its ``inner_optimizer/vars`` holds), or None."""
+    comp = config.get("compile_config") if isinstance(config, dict) else None
+    opt = comp.get("optimizer") if isinstance(comp, dict) else None
+    for _ in range(2):
+        cfg = opt.get("config") if isinstance(opt, dict) else None
+        if not isinstance(cfg, dict) or not isinstance(opt, dict):
+            return None
+        cls = str(opt.get("class_name", "")).rsplit(">", 1)[-1]
+        if cls != "LossScaleOptimizer" or not isinstance(cfg.get("inner_optimizer"), dict):
+            return cls, cfg
+        opt = cfg["inner_optimizer"]
+    return None
+
+
 def head_length(shapes: Sequence[tuple[int, ...]]) -> int:
     """How many of an optimizer's ``vars`` come before its per-variable state: iterations, and the
     learning rate when it is a variable (a scalar ``vars/1``; a schedule keeps none)."""
@@ -295,7 +313,7 @@ def ema_splits(sigs: Sequence[Any]) -> Iterator[tuple[int, int]]:
             yield k, s
 
 
-__all__ = ["ATTRIBUTE_ORDER", "NON_TRAINABLE_TAIL", "OPTIMIZER_GROUPS", "Ordered", "Saved", "class_chains",
-           "config_layers", "counter", "ema_splits",
+__all__ = ["ATTRIBUTE_ORDER", "NON_TRAINABLE_TAIL", "OPTIMIZER_GROUPS", "Ordered", "Saved", "TRAILING_STATE",
+           "class_chains", "compiled_optimizer", "config_layers", "counter", "ema_splits",
            "frozen_layers", "head_length", "layer_classes", "model_orders", "numbered", "optimizer_vars",
            "trainable_counts", "uncounted", "weights_order"]
