@@ -184,3 +184,10 @@ def test_the_library_takes_the_same_route(tmp_path):
     src = _unzip(tmp_path, "mixed22.weights.h5")
     r = ckptool.convert(src, str(tmp_path / "o.npz"), ema=True, template_config=_unzip(tmp_path, "mixed22.json"))
     assert r.ema["averaged"] == 46 and _differ(tmp_path / "o.npz", "mixed22") == []
+
+
+def test_the_bridge_and_format_agree_on_what_follows_the_slots():
+    from ckptool.format.keras3 import TRAILING_STATE
+    from ckptool.ops.transform.convert.keras.optim import TRAILING
+
+    assert {k: len(v) for k, v in TRAILING.items()} == TRAILING_STATE

@@ -35,7 +35,7 @@ _KINDS: dict[str, list[str]] = {"Adam": ["m", "v"], "AdamW": ["m", "v"], "Adamax
                                 "Nadam": ["m", "v"], "Adafactor": ["r", "c", "v"]}
 #: variables an optimizer keeps beside its slots, by class: tf.keras's attribute names, which Keras 3
 #: writes after the slots in this order (Nadam's running product of its momentum schedule)
-TRAILING: dict[str, list[str]] = {"Nadam": ["_u_product"]}
+TRAILING: dict[str, list[str]] = {"Nadam": ["_u_product"]}  # by name; their count: format.keras3.TRAILING_STATE
 #: an optimizer's default name (``vars`` group's ``name`` attribute) -> its class, for the classes
 #: whose slots do not depend on their config beyond amsgrad/use_ema (which change the kinds)
 _BY_NAME = {"adam": "Adam", "adamw": "AdamW", "adam_w": "AdamW", "adamax": "Adamax", "adadelta": "Adadelta",
