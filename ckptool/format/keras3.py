@@ -19,8 +19,8 @@ layers) and the Keras 3 bridge (``ops/transform/convert/keras``) all ask it.
   ``optimizer/inner_optimizer/vars``) is ``0`` iterations, ``1`` the learning rate (a scalar; none
   under a schedule), then with ``use_ema`` one moving average per trainable variable in the model's
   order, then the slots, the same count per variable, interleaved (``m0, v0, m1, v1``), then what
-  an optimizer keeps beside them (Nadam's product): :func:`optimizer_vars`, :func:`head_length`,
-  :func:`ema_splits`.
+  an optimizer keeps beside them (Nadam's product: :data:`TRAILING_STATE`): :func:`optimizer_vars`,
+  :func:`head_length`, :func:`ema_splits`, :func:`compiled_optimizer`.
 
 Pure: names, shapes and a config document in; orders out.
 """
@@ -41,6 +41,8 @@ OPTIMIZER_GROUPS = ("optimizer/inner_optimizer/vars/", "optimizer/vars/")
 NON_TRAINABLE_TAIL = {"BatchNormalization": 2, "SyncBatchNormalization": 2, "Normalization": 1 << 30,
                       "Discretization": 1 << 30, "IntegerLookup": 1 << 30, "StringLookup": 1 << 30,
                       "TextVectorization": 1 << 30}
+#: optimizer classes -> how many variables they keep after their slots (Nadam's running product)
+TRAILING_STATE = {"Nadam": 1}
 #: layer classes whose attribute sub-layers Keras creates (and so orders) in a known order; the
 #: file lists them by name (``key_dense`` before ``query_dense``)
 ATTRIBUTE_ORDER: dict[str, tuple[str, ...]] = {
@@ -58,11 +60,37 @@ def counter(name: str, siblings: Iterable[str]) -> tuple[str, int]:
     return name, 0
 
 
+def uncounted(name: str) -> str:
+    """A Keras-generated name without its counter (``adam_1`` -> ``adam``): the base Keras numbers
+    its objects of one class by (layers in a container, an optimizer's default name)."""
+    m = _COUNTED.match(name)
+    return m.group(1) if m else name
+
+
 def numbered(path: str) -> list[tuple[bool, Any]]:
     """A sort key of a path with Keras's counters compared as numbers (``dense_2`` before
     ``dense_10``)."""
     parts = [int(p) if p.isdigit() else p for p in _PARTS.split(path) if p]
     return [(isinstance(p, int), p) for p in parts]
+
+
+def class_chains(names: Iterable[str], siblings: Iterable[str]) -> dict[str, list[str]]:
+    """A container's item names by class (the counters' base), each class in Keras's order (its
+    counters'); ``siblings``: every name beside them (``dense_3`` counts as a ``dense`` only where
+    ``dense`` is there)."""
+    sib = set(siblings)
+    families: dict[str, list[tuple[int, str]]] = {}
+    for n in names:
+        base, k = counter(n, sib)
+        families.setdefault(base, []).append((k, n))
+    return {b: [n for _, n in sorted(f, key=lambda x: x[0])] for b, f in families.items()}
+
+
+def config_layers(owner_path: str, owner_label: str, top: list[str] | None,
+                  nested: dict[str, list[str]]) -> list[str] | None:
+    """The config's layer names, in order, of the model whose ``layers`` container is at
+    ``owner_path`` (``""``: the top model; a nested one by its name, the ``vars`` group's label)."""
+    return top if owner_path == "" else nested.get(owner_label) if owner_label else None
 
 
 def _layer_names(doc: Any) -> list[str] | None:
@@ -157,15 +185,15 @@ def _parent(path: str, known: Mapping[str, Saved]) -> str | None:
 def _sort_items(parent: Saved, rel: str, items: list[tuple[str, Saved]], top: list[str] | None,
                 nested: dict[str, list[str]], ordered: Ordered) -> list[tuple[str, Saved]]:
     """One container's items (``rel``: its name under ``parent``) in Keras's order."""
-    order = (top if parent.path == "" else nested.get(parent.label)) if rel == "layers" else None
+    order = config_layers(parent.path, parent.label, top, nested) if rel == "layers" else None
     if order is not None and all(s.label in order for _, s in items):
         at = {n: i for i, n in enumerate(order)}
         return sorted(items, key=lambda it: at[it[1].label])
-    names = {n.rpartition("/")[2] for n, _ in items}
-    keyed = [(counter(n.rpartition("/")[2], names), n, s) for n, s in items]
-    if len({base for (base, _), _, _ in keyed}) > 1:
+    by_name = {n.rpartition("/")[2]: (n, s) for n, s in items}
+    families = class_chains(by_name, by_name)
+    if len(families) > 1:  # each class in its order; nothing orders the classes against each other
         ordered.unproved.append((f"{parent.path or 'the model'}/{rel}", [s.path for _, s in items]))
-    return [(n, s) for _, n, s in sorted(keyed, key=lambda x: (numbered(x[1]), x[0][1]))]
+    return [by_name[n] for base in sorted(families, key=numbered) for n in families[base]]
 
 
 def _children(parent: Saved, kids: list[Saved], top: list[str] | None, nested: dict[str, list[str]],
@@ -249,6 +277,22 @@ def optimizer_vars(names: Iterable[str]) -> list[str]:
     return []
 
 
+def compiled_optimizer(config: Any) -> tuple[str, dict[str, Any]] | None:
+    """``(class name, config)`` of the optimizer a model config was compiled with (a
+    LossScaleOptimizer's inner one, whose state its ``inner_optimizer/vars`` holds), or None."""
+    comp = config.get("compile_config") if isinstance(config, dict) else None
+    opt = comp.get("optimizer") if isinstance(comp, dict) else None
+    for _ in range(2):
+        cfg = opt.get("config") if isinstance(opt, dict) else None
+        if not isinstance(cfg, dict) or not isinstance(opt, dict):
+            return None
+        cls = str(opt.get("class_name", "")).rsplit(">", 1)[-1]
+        if cls != "LossScaleOptimizer" or not isinstance(cfg.get("inner_optimizer"), dict):
+            return cls, cfg
+        opt = cfg["inner_optimizer"]
+    return None
+
+
 def head_length(shapes: Sequence[tuple[int, ...]]) -> int:
     """How many of an optimizer's ``vars`` come before its per-variable state: iterations, and the
     learning rate when it is a variable (a scalar ``vars/1``; a schedule keeps none)."""
@@ -269,6 +313,7 @@ def ema_splits(sigs: Sequence[Any]) -> Iterator[tuple[int, int]]:
             yield k, s
 
 
-__all__ = ["ATTRIBUTE_ORDER", "NON_TRAINABLE_TAIL", "OPTIMIZER_GROUPS", "Ordered", "Saved", "counter", "ema_splits",
+__all__ = ["ATTRIBUTE_ORDER", "NON_TRAINABLE_TAIL", "OPTIMIZER_GROUPS", "Ordered", "Saved", "TRAILING_STATE",
+           "class_chains", "compiled_optimizer", "config_layers", "counter", "ema_splits",
            "frozen_layers", "head_length", "layer_classes", "model_orders", "numbered", "optimizer_vars",
-           "trainable_counts", "weights_order"]
+           "trainable_counts", "uncounted", "weights_order"]

@@ -3,7 +3,8 @@ generate_keras_order.py, Keras 3 on the TF backend, ``Adam(use_ema=True)``, a fe
 steps) and Keras as the judge: ``convert --ema`` of a model whose nested block holds 12 Dense layers,
 and of one whose block interleaves 11 Dense and 11 LayerNormalization, writes every weight with the
 value Keras's own ``finalize_variable_values`` gives it, from the ``.keras`` file and from the
-``.weights.h5`` with ``--template-config``; a model without ``use_ema`` has no averages to show."""
+``.weights.h5`` with ``--template-config`` (and under Nadam, which keeps its product after the
+slots); a model without ``use_ema`` has no averages to show."""
 
 import gzip
 import json
@@ -29,20 +30,20 @@ pytestmark = pytest.mark.interop
 @pytest.fixture(scope="module")
 def written(tmp_path_factory):
     out = str(tmp_path_factory.mktemp("order"))
-    for name in ("nested12", "mixed22", "plain"):
+    for name in gen.NAMES:
         gen.make(keras, name, out)
-        for suffix in (".keras", ".weights.h5"):
+        for suffix in (".keras", ".weights.h5", ".json"):
             with gzip.open(os.path.join(out, name + suffix + ".gz"), "rb") as f, \
                     open(os.path.join(out, name + suffix), "wb") as g:
                 shutil.copyfileobj(f, g)
     return out
 
 
-@pytest.mark.parametrize("name", ["nested12", "mixed22"])
+@pytest.mark.parametrize("name", ["nested12", "mixed22", "nadam"])
 def test_every_weight_takes_its_own_layers_average(written, tmp_path, name):
     with np.load(os.path.join(written, f"{name}.truth.npz")) as t:
         truth = {n: t[n] for n in t.files}
-    assert len(truth) == (26 if name == "nested12" else 46)
+    assert len(truth) == {"nested12": 26, "mixed22": 46, "nadam": 8}[name]
     for src, extra in ((f"{name}.keras", []), (f"{name}.weights.h5", ["--template-config",
                                                                      os.path.join(written, f"{name}.json")])):
         dst = tmp_path / (src + ".npz")

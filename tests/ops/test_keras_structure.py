@@ -1,6 +1,6 @@
 """Keras 3's own order (ckptool.format.keras3), on files Keras 3 wrote (tests/data/keras3/order,
 tests/tf_fixtures/generate_keras_order.py; trained with ``Adam(use_ema=True)`` by ``train_on_batch``,
-so a weight and its average differ): ``convert --ema`` writes each weight with the value Keras's own
+so a weight and its average differ; Nadam keeps its product after the slots): ``convert --ema`` writes each weight with the value Keras's own
 ``finalize_variable_values`` gives it (``NAME.truth.npz``), for a nested block of 12 same-shaped Dense
 layers (``dense_10`` sorts before ``dense_2`` as text) and for a block of 11 Dense and 11
 LayerNormalization interleaved (two per-class counters: only the config interleaves them); a
@@ -33,11 +33,11 @@ def _unzip(tmp_path, name):
 
 def _differ(out, name):
     with np.load(out) as got, np.load(os.path.join(D, f"{name}.truth.npz")) as want:
-        assert len(want.files) in (26, 46)
+        assert len(want.files) == {"nested12": 26, "mixed22": 46, "nadam": 8}[name]
         return [n for n in want.files if not np.array_equal(got[n], want[n])]
 
 
-@pytest.mark.parametrize("name", ["nested12", "mixed22"])
+@pytest.mark.parametrize("name", ["nested12", "mixed22", "nadam"])
 def test_ema_of_a_keras_file_takes_each_layers_own_average(tmp_path, capsys, name):
     src = _unzip(tmp_path, f"{name}.keras")
     code, _, err = run(capsys, "convert", src, tmp_path / "o.npz", "--ema")
@@ -45,8 +45,8 @@ def test_ema_of_a_keras_file_takes_each_layers_own_average(tmp_path, capsys, nam
     assert _differ(tmp_path / "o.npz", name) == []
     # and each weight is its average, not its value (the test would see the other)
     with np.load(tmp_path / "o.npz") as got:
-        assert not np.array_equal(got["layers/sequential/layers/dense_10/vars/0"],
-                                  _raw(src, "layers/sequential/layers/dense_10/vars/0"))
+        assert not np.array_equal(got["layers/sequential/layers/dense_2/vars/0"],
+                                  _raw(src, "layers/sequential/layers/dense_2/vars/0"))
 
 
 def _raw(path, name):
@@ -56,17 +56,17 @@ def _raw(path, name):
         return np.asarray(ck.read(name))
 
 
-@pytest.mark.parametrize("name", ["nested12", "mixed22"])
+@pytest.mark.parametrize("name", ["nested12", "mixed22", "nadam"])
 def test_a_weights_h5_takes_the_same_route_with_its_config(tmp_path, capsys, name):
     src = _unzip(tmp_path, f"{name}.weights.h5")
     code, _, err = run(capsys, "convert", src, tmp_path / "o.safetensors", "--ema")
     assert code == 1 and err.count("\n") == 1 and "--template-config" in err, err
     assert not (tmp_path / "o.safetensors").exists()
     code, _, err = run(capsys, "convert", src, tmp_path / "o.npz", "--ema", "--template-config",
-                       os.path.join(D, f"{name}.json"))
+                       _unzip(tmp_path, f"{name}.json"))
     assert code == 0, err
     assert _differ(tmp_path / "o.npz", name) == []
-    code, _, err = run(capsys, "convert", src, tmp_path / "p.npz", "--template-config", os.path.join(D, f"{name}.json"))
+    code, _, err = run(capsys, "convert", src, tmp_path / "p.npz", "--template-config", _unzip(tmp_path, f"{name}.json"))
     assert code == 2 and "--ema" in err and not (tmp_path / "p.npz").exists()
 
 
@@ -75,7 +75,7 @@ def test_template_config_is_refused_for_a_tf_source(tmp_path, capsys):
 
     ckptool.write(str(tmp_path / "ck"), {"w": np.ones(2, np.float32)})
     code, _, err = run(capsys, "convert", tmp_path / "ck", tmp_path / "o.npz", "--ema", "--template-config",
-                       os.path.join(D, "nested12.json"))
+                       _unzip(tmp_path, "nested12.json"))
     assert code == 2 and "not a Keras 3 file" in err
 
 
@@ -176,3 +176,18 @@ def test_deep_json_in_a_keras_input_is_one_error_line(tmp_path, capsys):
     with pytest.raises(CorruptError, match="metadata: not JSON: nested too deep"):
         parse(data, "keras_metadata.pb")
     assert parse(field(1, field(3, b"root") + field(5, b'{"class_name": "Functional"}')))[0].class_name == "Functional"
+
+
+def test_the_library_takes_the_same_route(tmp_path):
+    import ckptool
+
+    src = _unzip(tmp_path, "mixed22.weights.h5")
+    r = ckptool.convert(src, str(tmp_path / "o.npz"), ema=True, template_config=_unzip(tmp_path, "mixed22.json"))
+    assert r.ema["averaged"] == 46 and _differ(tmp_path / "o.npz", "mixed22") == []
+
+
+def test_the_bridge_and_format_agree_on_what_follows_the_slots():
+    from ckptool.format.keras3 import TRAILING_STATE
+    from ckptool.ops.transform.convert.keras.optim import TRAILING
+
+    assert {k: len(v) for k, v in TRAILING.items()} == TRAILING_STATE

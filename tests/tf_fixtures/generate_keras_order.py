@@ -3,7 +3,7 @@
 (TF backend), each model trained by ``train_on_batch`` with ``Adam(use_ema=True)`` so that a weight
 and its average differ (``fit`` would finalize them):
 
-    /root/v/tf/bin/python tests/tf_fixtures/generate_keras_order.py [--out tests/data/keras3/order]
+    /root/v/tf/bin/python tests/tf_fixtures/generate_keras_order.py [--out tests/data/keras3/order] [--only NAME ...]
 
 ``nested12``
     a Functional model whose nested Sequential block holds 12 ``Dense(3)`` layers (one shape, so only
@@ -13,14 +13,17 @@ and its average differ (``fit`` would finalize them):
     a Functional model whose nested Sequential block holds 11 ``Dense(3)`` and 11
     ``LayerNormalization`` interleaved (Keras counts each class on its own: ``dense_3`` and
     ``layer_normalization_3``; only the config says how the two chains interleave).
+``nadam``
+    a block of 3 ``Dense(3)`` under ``Nadam(use_ema=True)``, which keeps its running product after the
+    slots (``optimizer/vars``: iterations, learning rate, averages, slots, product).
 ``plain``
     the ``nested12`` model compiled with a plain ``Adam`` (no ``use_ema``), one step.
 
 For each NAME: ``NAME.keras.gz`` (``model.save``), ``NAME.weights.h5.gz`` (``model.save_weights``) and
-``NAME.json`` (``model.to_json()``); for the ``use_ema`` ones ``NAME.truth.npz``: every model dataset
+``NAME.json.gz`` (``model.to_json()``); for the ``use_ema`` ones ``NAME.truth.npz``: every model dataset
 after Keras's own ``finalize_variable_values`` (each trainable variable holding its average, as
 ``fit`` leaves it), by its dataset name in the file: what ``convert --ema`` must write. The ``.keras``
-and ``.weights.h5`` files are gzipped (HDF5's per-group overhead; tests unzip them into tmp).
+``.weights.h5`` and ``.json`` files are gzipped (HDF5's per-group overhead; tests unzip them into tmp).
 """
 
 import argparse
@@ -34,6 +37,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_OUT = os.path.normpath(os.path.join(HERE, "..", "data", "keras3", "order"))
+NAMES = ("nested12", "mixed22", "nadam", "plain")
 
 
 def model(keras, name, ema=True):
@@ -43,11 +47,12 @@ def model(keras, name, ema=True):
         for _ in range(11):
             block += [keras.layers.Dense(3, activation="tanh"), keras.layers.LayerNormalization()]
     else:
-        block = [keras.layers.Dense(3, activation="tanh") for _ in range(12)]
+        block = [keras.layers.Dense(3, activation="tanh") for _ in range(3 if name == "nadam" else 12)]
     x = keras.Input((3,))
     h = keras.Sequential(block, name="block")(x)
     m = keras.Model(x, keras.layers.Dense(2, name="head")(h))
-    m.compile(optimizer=keras.optimizers.Adam(0.05, use_ema=ema, ema_momentum=0.5), loss="mse")
+    opt = keras.optimizers.Nadam if name == "nadam" else keras.optimizers.Adam
+    m.compile(optimizer=opt(0.05, use_ema=ema, ema_momentum=0.5), loss="mse")
     return m
 
 
@@ -82,7 +87,7 @@ def make(keras, name, out):
                           and n.startswith("layers/") else None)
         os.remove(truth)
         np.savez_compressed(os.path.join(out, f"{name}.truth.npz"), **found)
-    for p in (f"{name}.keras", f"{name}.weights.h5"):
+    for p in (f"{name}.keras", f"{name}.weights.h5", f"{name}.json"):
         _gzip(os.path.join(out, p))
     print(f"{name}: {len(m.trainable_variables)} trainable variables")
 
@@ -90,12 +95,14 @@ def make(keras, name, out):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=DEFAULT_OUT)
+    ap.add_argument("--only", nargs="*", choices=NAMES, help="write these only, the others left as they are")
     a = ap.parse_args(argv)
     import keras
 
-    shutil.rmtree(a.out, ignore_errors=True)
-    os.makedirs(a.out)
-    for name in ("nested12", "mixed22", "plain"):
+    if not a.only:
+        shutil.rmtree(a.out, ignore_errors=True)
+    os.makedirs(a.out, exist_ok=True)
+    for name in a.only or NAMES:
         make(keras, name, a.out)
 
 

@@ -29,8 +29,10 @@ from typing import Any
 
 from ckptool.errors import CkptError, UnsupportedError
 from ckptool.format.keras3 import (
+    TRAILING_STATE,
     Ordered,
     Saved,
+    compiled_optimizer,
     ema_splits,
     head_length,
     layer_classes,
@@ -181,12 +183,6 @@ def tf_keras_plan(tensors: Sequence[Tensor], g: ObjectGraph, where: str) -> EmaP
     return EmaPlan(TF_KERAS, pairs, without)
 
 
-def _keras3_optimizer(config: Any) -> dict[str, Any] | None:
-    opt = config.get("compile_config", {}).get("optimizer") if isinstance(config, dict) else None
-    cfg = opt.get("config") if isinstance(opt, dict) else None
-    return cfg if isinstance(cfg, dict) else None
-
-
 #: what to give where a Keras 3 .weights.h5's averages cannot be told: one route, every convert takes it
 CONFIG_HINT = ("convert SRC DST --ema --template-config CONFIG.json (the model's model.to_json() saved to a file) "
                "tells them, as the .keras file's own config does")
@@ -230,20 +226,23 @@ def keras3_plan(tensors: Sequence[Tensor], config: Any, layers: Iterable[Any], w
     objects = [Saved(x.path, x.name, x.class_name or classes.get(x.name, ""), list(x.variables)) for x in layers]
     if config is None:
         model = [by[v] for o in objects if not o.path.startswith("optimizer") for v in o.variables if v in by]
-        if not _could_average(sigs[start:], model):
+        if not any(_could_average(sigs[start:len(sigs) - t], model) for t in {0, *TRAILING_STATE.values()}
+                   if all(x[1] == () for x in sigs[len(sigs) - t:])):
             return None  # no reading of the optimizer's state has averages: there are none to find
         raise UnsupportedError(f"{where}: the moving averages of a Keras 3 .weights.h5 cannot be told from its other "
                                f"optimizer variables without the model's config (amsgrad's slots have the same "
                                f"shapes): {CONFIG_HINT}")
-    ocfg = _keras3_optimizer(config)
-    if not ocfg or not ocfg.get("use_ema"):
+    compiled = compiled_optimizer(config)
+    if compiled is None or not compiled[1].get("use_ema"):
         return None
+    tail = TRAILING_STATE.get(compiled[0], 0)  # Nadam's product, after the slots
+    state = sigs[start:len(sigs) - tail]
     ordered = weights_order(objects, config)
     per_layer = [[v for v in o.variables if v in by] for o in ordered.objects]
     allowed = trainable_counts(ordered.objects, config)
     found = []
-    for k, _ in ema_splits(sigs[start:]):
-        for chosen in _prefixes(per_layer, sigs[start:start + k], by, allowed):
+    for k, _ in ema_splits(state):
+        for chosen in _prefixes(per_layer, state[:k], by, allowed):
             found.append((chosen, opt_vars[start:start + k]))
         if len(found) > 1:
             break

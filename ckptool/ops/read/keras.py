@@ -148,10 +148,10 @@ class KerasCheckpoint(Checkpoint):
     """A Keras 3 weights file, read as a checkpoint (names are HDF5 paths)."""
 
     def __init__(self, path: str):
-        from ckptool.io.backends.urls import storage_for
+        from ckptool.io.backends.urls import is_url, storage_for
 
         storage, local = storage_for(path)
-        if local != path or "://" in path:
+        if local != path or is_url(path):  # h5py reads the HDF5 file by its path
             raise UnsupportedError(f"{path}: Keras files are read from local paths only")
         super().__init__(Located(storage, path.rstrip("/"), KERAS))
         self.path = self.prefix

@@ -19,11 +19,11 @@ slots come from its own lists, with the placeholders Keras 3 writes for the vari
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ckptool.format.keras3 import uncounted
 from ckptool.format.objgraph import ObjectGraph
 
 #: legacy (tf.keras < 2.11) hyperparameters: Keras 3 keeps them in the config, not as state
@@ -35,7 +35,7 @@ _KINDS: dict[str, list[str]] = {"Adam": ["m", "v"], "AdamW": ["m", "v"], "Adamax
                                 "Nadam": ["m", "v"], "Adafactor": ["r", "c", "v"]}
 #: variables an optimizer keeps beside its slots, by class: tf.keras's attribute names, which Keras 3
 #: writes after the slots in this order (Nadam's running product of its momentum schedule)
-TRAILING: dict[str, list[str]] = {"Nadam": ["_u_product"]}
+TRAILING: dict[str, list[str]] = {"Nadam": ["_u_product"]}  # by name; their count: format.keras3.TRAILING_STATE
 #: an optimizer's default name (``vars`` group's ``name`` attribute) -> its class, for the classes
 #: whose slots do not depend on their config beyond amsgrad/use_ema (which change the kinds)
 _BY_NAME = {"adam": "Adam", "adamw": "AdamW", "adam_w": "AdamW", "adamax": "Adamax", "adadelta": "Adadelta",
@@ -158,7 +158,7 @@ def optimizer_class(config: Any, label: str) -> str | None:
     """The optimizer's class from its config or, without one, its name (None: unknown)."""
     if isinstance(config, dict) and isinstance(config.get("config"), dict):
         return str(config.get("class_name", "")).rsplit(">", 1)[-1]
-    return _BY_NAME.get(re.sub(r"_\d+$", "", label.lower()))
+    return _BY_NAME.get(uncounted(label.lower()))
 
 
 def trailing_state(tf: TfOptimizer, config: Any, label: str) -> tuple[list[int], str]:
@@ -192,7 +192,7 @@ def expected_kinds(config: Any, label: str) -> tuple[str, list[str] | None]:
         else:
             return cls, None
         return cls, (["average"] if c.get("use_ema") else []) + kinds
-    known = _BY_NAME.get(re.sub(r"_\d+$", "", label.lower()))  # Keras numbers names: adam, adam_1, ...
+    known = _BY_NAME.get(uncounted(label.lower()))  # Keras numbers names: adam, adam_1, ...
     if known is None:
         return f"'{label}'", None
     return f"'{label}' (taken as {known} without amsgrad or EMA)", list(_KINDS[known])
@@ -315,7 +315,7 @@ def plan(tf: TfOptimizer, k: KerasOptimizer, to_keras: bool, is_zero: Callable[[
             slots = []
         elif kinds is None or tf.per_variable is None:
             sgd = " (a plain SGD, momentum 0, keeps none even when built: only a config tells it)" \
-                if optimizer_class(k.config, k.label) == "SGD" or re.sub(r"_\d+$", "", k.label) == "sgd" else ""
+                if optimizer_class(k.config, k.label) == "SGD" or uncounted(k.label) == "sgd" else ""
             out.problems.append(f"optimizer: the template's {what} holds no slots (saved before it was built, or one "
                                 f"that keeps none) and nothing says which slots it will keep{sgd}; {BUILD_HINT}")
             return out

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ckptool.format.keras3 import counter
+from ckptool.format.keras3 import class_chains, config_layers, counter
 from ckptool.ops.read.keras import KerasCheckpoint
 
 #: how many partial interleavings the search keeps before it calls the order unprovable
@@ -138,9 +138,7 @@ def config_order(container: str, nodes: dict[str, KNode], top: list[str] | None,
     if container != "layers" and not container.endswith("/layers"):
         return None
     owner = nodes.get(container[:-len("layers")].rstrip("/"))
-    if owner is None:
-        return None
-    return top if owner.path == "" else nested.get(owner.label) if owner.label else None
+    return None if owner is None else config_layers(owner.path, owner.label, top, nested)
 
 
 def chains(kitems: list[tuple[str, KNode]], nodes: dict[str, KNode], top: list[str] | None,
@@ -172,11 +170,8 @@ def chains(kitems: list[tuple[str, KNode]], nodes: dict[str, KNode], top: list[s
                 last[base] = (num, c.path)
             chains.append(chain)
             continue
-        families: dict[str, list[tuple[int, str, KNode]]] = {}
-        for n, c in items:
-            base, k = count[c.path]
-            families.setdefault(base, []).append((k, n, c))
-        chains += [[(n, c) for _, n, c in sorted(f, key=lambda x: x[0])] for f in families.values()]
+        by_name = {c.path.rpartition("/")[2]: (n, c) for n, c in items}
+        chains += [[by_name[x] for x in family] for family in class_chains(by_name, siblings).values()]
     return chains, ""
 
 
