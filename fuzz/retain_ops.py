@@ -184,7 +184,7 @@ def check(case, d: pathlib.Path, before: dict, after: dict, code: int, failure) 
         if bad:
             raise failure(f"deleted-not-ours@{op}", f"exit {code}: changed or deleted {bad[:6]}")
         # prune keeps what it keeps beyond max_to_keep in run/kept/: a second name of a checkpoint file of run/
-        ours = {"run/kept", "run/kept/checkpoint", "run/kept/.ckptool.lock"}
+        ours = {"run/kept", "run/kept/checkpoint", "run/kept/.ckptool.lock", "run/kept/.ckptool-clock"}  # TF1 clock
         new = sorted(k for k in after if k not in before and not k.startswith("run/.ckptool") and k not in OWN
                      and k not in ours and not (k.startswith("run/kept/") and before.get("run/" + k[9:]) == after[k]))
         if new:

@@ -245,10 +245,12 @@ def test_a_live_tf1_saver_and_a_cron_prune_keep_what_tf_keeps(tmp_path, capsys, 
             for i in range(saves):
                 if i:
                     time.sleep(max(0.0, t0 + i + 0.25 - time.time()))  # i + 0.25 s: never near t0 + j*N
+                    # a save later than its slot by 0.25 s could fall just after a keep time, where
+                    # TF (its start) and ckptool (its first checkpoint) may differ: the timing is checked
+                    assert time.time() - (t0 + i + 0.25) < 0.15, "the machine is too slow for this timing"
                 s.run(assign, {step: float(i)})
                 oracle.save(s, os.path.join(oracle_dir, "model"), global_step=i)
                 live.save(s, os.path.join(trainer, "model"), global_step=i)
-                assert time.time() < t0 + i + 0.25 + 0.7, "the machine is too slow for this timing"
                 if i % every == every - 1:
                     prune()
     prune()

@@ -406,6 +406,38 @@ def test_tf1_every_n_hours_clock_is_carried_across_runs(tmp_path, every):
     assert sorted(idx(d) + idx(d / "kept")) == sorted(want)
 
 
+def _saver_run(d, steps, times, k, n, listed=50):
+    """A TF1 Saver saving ``steps`` at ``times`` (its state file: no timestamps, its own checkpoints
+    only), pruned after every save with max_to_keep ``k`` and every ``n`` seconds."""
+    for j, (i, t) in enumerate(zip(steps, times)):
+        ckptool.write(str(d / f"ckpt-{i}"), {"w": np.full(16, i, np.float32)}, sync=False)
+        for f in d.glob(f"ckpt-{i}.*"):
+            os.utime(f, (t, t))
+        names = [str(d / f"ckpt-{s}") for s in steps[max(0, j - listed + 1):j + 1]]
+        (d / "checkpoint").write_text(f'model_checkpoint_path: "{names[-1]}"\n'
+                                      + "".join(f'all_model_checkpoint_paths: "{p}"\n' for p in names))
+        P.prune(str(d), max_to_keep=k, keep_every_n_hours=n / 3600, now=t + 0.1)
+
+
+def test_a_saver_started_again_starts_its_clock_again(tmp_path):
+    """A new Saver (a restarted trainer) lists only its own checkpoints and starts its every-N-hours
+    clock at its construction: the clock carried from the last run (a day old) is dropped once the
+    state file no longer names the latest that run saw, still on disk; the new run's keeps are
+    TF's arithmetic from its first checkpoint (not one preserved at every save until the old
+    clock catches up)."""
+    d = tmp_path / "run"
+    d.mkdir()
+    k, n = 2, 3.0
+    first = [T0 + 0.05 + i * 1.2 for i in range(8)]
+    _saver_run(d, list(range(8)), first, k, n)
+    assert sorted(idx(d) + idx(d / "kept")) == sorted(f"ckpt-{i}" for i in _tf1_keeps(first, T0 + 0.05, k, n))
+    later = [T0 + 86400 + 0.05 + i * 1.2 for i in range(12)]
+    _saver_run(d, list(range(100, 112)), later, k, n)
+    new = sorted(b for b in idx(d) + idx(d / "kept") if int(b.split("-")[1]) >= 100)
+    assert new == sorted(f"ckpt-{100 + i}" for i in _tf1_keeps(later, T0 + 86400 + 0.05, k, n))
+    assert "ckpt-7" in idx(d)  # the first run's latest: unlisted now, never deleted
+
+
 def test_a_damaged_clock_file_starts_the_clock_again(tmp_path, capsys):
     d = make(tmp_path / "run", range(1, 4))
     (d / "kept").mkdir()

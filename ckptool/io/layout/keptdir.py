@@ -225,10 +225,11 @@ CLOCK_FILENAME = ".ckptool-clock"
 _CLOCK_KEY = "tf1_last_preserved_timestamp"
 
 
-def read_clock(storage: Storage, d: Dir) -> float | None:
-    """The TF1 every-N-hours clock ``DIR/kept/`` carries for DIR (the time the next keep is N hours
-    after, as :func:`ckptool.ops.retain.retention.sweep` keeps it); None when there is none or the
-    file is not one (the clock then starts again from the oldest checkpoint, as on a first run)."""
+def read_clock(storage: Storage, d: Dir) -> tuple[float, str | None] | None:
+    """The TF1 every-N-hours clock ``DIR/kept/`` carries for DIR: (the time the next keep is N
+    hours after, as :func:`ckptool.ops.retain.retention.sweep` keeps it; DIR's latest checkpoint
+    when it was written); None when there is none or the file is not one (the clock then starts
+    again from the oldest checkpoint, as on a first run)."""
     try:
         kept = open_kept(storage, d, create=False)
         if kept is None:
@@ -239,17 +240,21 @@ def read_clock(storage: Storage, d: Dir) -> float | None:
     except (OSError, CkptError):
         return None
     t = doc.get(_CLOCK_KEY) if isinstance(doc, dict) else None
-    return float(t) if isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t) else None
+    if not isinstance(t, (int, float)) or isinstance(t, bool) or not math.isfinite(t):
+        return None
+    latest = doc.get("latest") if isinstance(doc, dict) else None
+    return float(t), latest if isinstance(latest, str) else None
 
 
-def write_clock(storage: Storage, d: Dir, t: float) -> None:
-    """Carry the TF1 every-N-hours clock ``t`` in ``DIR/kept/`` (made when absent), atomically."""
+def write_clock(storage: Storage, d: Dir, t: float, latest: str | None) -> None:
+    """Carry the TF1 every-N-hours clock ``t`` in ``DIR/kept/`` (made when absent), atomically, with
+    DIR's latest checkpoint (a Saver started again no longer lists it: its clock starts again)."""
     kept = open_kept(storage, d, create=True)
     if kept is None:  # pragma: no cover - create=True makes it
         return
     with kept:
         where = kept.join(CLOCK_FILENAME)
-        kept.replace(CLOCK_FILENAME, dump_json({_CLOCK_KEY: t}, where, indent=None))
+        kept.replace(CLOCK_FILENAME, dump_json({_CLOCK_KEY: t, "latest": latest}, where, indent=None))
 
 
 def fsync_dir(kept: Dir) -> None:

@@ -34,7 +34,7 @@ from ckptool.format.bundle import INDEX_SUFFIX
 from ckptool.io.control.lock import DEFAULT_TIMEOUT, LOCK_FILENAME, lock_open
 from ckptool.io.control.state import STATE_FILENAME, CheckpointState, parse_state
 from ckptool.io.layout.checkpoints import INDEX, file_role, resolve_recorded, step_of
-from ckptool.io.layout.keptdir import fsync_dir, open_kept, place_file, same_file
+from ckptool.io.layout.keptdir import fsync_dir, open_kept, place_file, read_clock, same_file
 from ckptool.io.layout.listing import DirListing, FileInfo, scan
 from ckptool.ops.retain import retention as R
 from ckptool.ops.retain.kept import alternatives, kept_file, kept_state
@@ -299,6 +299,25 @@ def release(storage: Storage, d: Dir, listing: DirListing, moved: dict[str, str]
     return done, left
 
 
+def carried_clock(storage: Storage, d: Dir, state: CheckpointState | None,
+                  listing: DirListing) -> tuple[float | None, str | None]:
+    """TF1 Saver's every-N-hours clock as the last run left it in ``DIR/kept/``, and the latest to
+    record with the next one (None: this run's). The clock is None (it starts again from the
+    oldest checkpoint) when there is none, or when the Saver was started again: the latest of the
+    last run is still in DIR, yet the state file, listing several, no longer names it (a new
+    Saver lists only its own checkpoints; its clock starts at its construction). While the state
+    file lists one only, that cannot be told yet: the last run's latest is recorded again."""
+    got = read_clock(storage, d)
+    if got is None:
+        return None, None
+    t, before = got
+    if state is not None and before is not None and before in listing.complete:
+        listed = {resolve_recorded(storage, d.path, p, warn=False).base for p in state.all_model_checkpoint_paths}
+        if before not in listed:
+            return (None, None) if len(listed) > 1 else (t, before)
+    return t, None
+
+
 # --------------------------------------------------------------------------- the state file
 
 
@@ -333,6 +352,6 @@ def update_state(d: Dir, compute: Callable[[bytes | None, CheckpointState | None
                        f"updating it (is a trainer saving every few milliseconds?); nothing deleted; run {who} again")
 
 
-__all__ = ["JOURNAL", "KEEP", "STATE_ATTEMPTS", "TEMP_MAX_AGE", "delete_checkpoint", "delete_files",
+__all__ = ["JOURNAL", "KEEP", "STATE_ATTEMPTS", "TEMP_MAX_AGE", "carried_clock", "delete_checkpoint", "delete_files",
            "delete_temporaries", "keep_into", "latest_base", "newest_on_disk", "read_dir_state", "refuse_special",
            "release", "update_state", "warn"]

@@ -33,7 +33,7 @@ from ckptool.io.control.lock import DEFAULT_TIMEOUT, lock_open
 from ckptool.io.control.policy import DEFAULT, FLAG, effective_policy, resolve_policy
 from ckptool.io.control.state import STATE_FILENAME, CheckpointState
 from ckptool.io.layout.checkpoints import basename_any, file_role, names_in, strip_file_suffix
-from ckptool.io.layout.keptdir import is_kept_dir, kept_path, read_clock, write_clock
+from ckptool.io.layout.keptdir import is_kept_dir, kept_path, write_clock
 from ckptool.io.layout.listing import DirListing, FileInfo, scan
 from ckptool.io.safety.dirfd import open_dir
 from ckptool.ops.retain import retention as R
@@ -42,6 +42,7 @@ from ckptool.ops.retain.engine import (
     KEEP,
     STATE_ATTEMPTS,
     TEMP_MAX_AGE,
+    carried_clock,
     delete_checkpoint,
     delete_temporaries,
     keep_into,
@@ -166,14 +167,14 @@ def run(storage: Storage, d: Dir, policy: R.Policy, *, now: float, dry_run: bool
         policy = R.Policy(policy.max_to_keep, policy.keep_every_n_hours, policy.keep_steps_every, policy.min_age,
                           policy.pinned | pinned)
     res.policy = policy.to_json()
-    clock = read_clock(storage, d) if policy.keep_every_n_hours else None  # TF1 Saver's, carried in kept/
+    clock, hold = carried_clock(storage, d, state, listing) if policy.keep_every_n_hours else (None, None)
     plan = _settled_plan(storage, d, raw, state, listing, policy, now, scan_all, new_entry, best,
                          Health(storage, d.path, listing, verify), clock)
     _report_plan(res, storage, plan, listing)
     if not dry_run:
         _apply(storage, d, listing, state, plan, res, new_entry=new_entry, scan_all=scan_all, progress=progress)
-        if plan.clock is not None and plan.clock != clock:  # after the deletions: a kill before keeps more
-            write_clock(storage, d, plan.clock)
+        if plan.clock is not None:  # after the deletions: killed before, the next run keeps more, never less
+            write_clock(storage, d, plan.clock, hold or plan.latest_base)
     if clean_temp:
         res.bytes_freed += _clean_temp(storage, d, listing, res, now)
     return res
