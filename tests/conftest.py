@@ -20,11 +20,11 @@ def data_dir():
 # --------------------------------------------------------------------------- a tier that cannot go green empty
 #
 # CI runs each tier with CKPTOOL_REQUIRE naming it (.ci/run): "interop" (every test marked interop:
-# TensorFlow must import) and "remote" (tests/io/test_remote*.py: moto's S3 server and the GCS emulator
-# must start). There, a test of the tier that skips, or a module of it skipped whole at import, is a
+# TensorFlow must import), "remote" (tests/io/test_remote*.py: moto's S3 server and the GCS emulator
+# must start) and "hf" (every test marked hf: transformers 5, torch and sentencepiece must import). There, a test of the tier that skips, or a module of it skipped whole at import, is a
 # failure that says why, and a tier that ran none of its tests fails the session.
 
-TIERS = {"interop": "tests/interop/", "remote": "tests/io/test_remote"}
+TIERS = {"interop": "tests/interop/", "remote": "tests/io/test_remote", "hf": "tests/hf/"}
 
 
 def _required() -> list[str]:

@@ -17,6 +17,8 @@ import pytest
 import ckptool
 from ckptool.io.control.state import read_state
 
+pytestmark = pytest.mark.slow  # about 30 s: the whole suite runs it, the quick tier does not
+
 BENCH = pathlib.Path(__file__).resolve().parent.parent / "bench"
 
 

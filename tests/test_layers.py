@@ -16,7 +16,8 @@ test names every offender, so a failure says what remains to fix.
   ``isinstance(x, LocalDir)`` or ``hasattr(x, "lstat")`` above it: the storage's methods and
   capabilities that say what differs, ``walk_dirs``, ``cheap_rereads``);
 - click and rich only under ckptool/cli; tensorflow nowhere;
-- no module over 400 lines (generated *_pb2.py excepted);
+- no module over 800 lines (generated *_pb2.py excepted): modules are split by concept, never to fit a
+  size; one concept (a codec, a rule table) may take more than 400 lines, none takes 800;
 - no ``assert`` in ckptool/ (input checks raise CkptError);
 - no test hooks in the product: ckptool/_faults.py does not exist, nothing
   imports it, nothing reads a CRASH/FAULT environment variable;
@@ -33,7 +34,7 @@ import re
 from dataclasses import dataclass
 
 PKG = pathlib.Path(__file__).resolve().parent.parent / "ckptool"
-MAX_LINES = 400
+MAX_LINES = 800
 
 # Which top-level parts of ckptool each layer may import. A "part" is the
 # first component after ``ckptool.``: format, io, ops, cli, errors, ...
@@ -272,7 +273,7 @@ def test_tensorflow_imported_nowhere():
     assert not bad, _report("ckptool must never import TensorFlow", bad)
 
 
-def test_no_module_over_400_lines():
+def test_no_module_over_800_lines():
     bad = []
     for path in MODULES.values():
         if path.name.endswith("_pb2.py"):
@@ -280,7 +281,7 @@ def test_no_module_over_400_lines():
         n = len(path.read_text(encoding="utf-8").splitlines())
         if n > MAX_LINES:
             bad.append(f"{path.relative_to(PKG.parent)}: {n} lines")
-    assert not bad, _report(f"modules over {MAX_LINES} lines (split them by job)", sorted(bad))
+    assert not bad, _report(f"modules over {MAX_LINES} lines (more than one concept: split them by concept)", sorted(bad))
 
 
 def test_no_assert_statements():

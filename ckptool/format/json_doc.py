@@ -76,7 +76,8 @@ def _check_tree(doc: Any) -> str | None:
     return None
 
 
-def load_json(data: bytes | str, where: str, *, max_bytes: int = DEFAULT_MAX_BYTES, what: str = "JSON") -> Any:
+def load_json(data: bytes | bytearray | memoryview | str, where: str, *, max_bytes: int = DEFAULT_MAX_BYTES,
+              what: str = "JSON") -> Any:
     """The document ``data`` holds, within the module's bounds, or a :class:`CorruptError`
     that begins with ``where`` (the file, or the file and its member) and says ``what`` it
     should have been (``"JSON"``, ``"a Keras config"``)."""

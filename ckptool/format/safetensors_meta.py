@@ -39,6 +39,7 @@ from typing import Protocol
 from ckptool.errors import CorruptError, UnsupportedError
 from ckptool.format import dtypes, objkeys
 from ckptool.format.entry import numel
+from ckptool.format.json_doc import load_json
 
 METADATA = "__metadata__"
 FORMAT_KEY = "format"
@@ -152,10 +153,7 @@ def _shape(value: object, what: str) -> tuple[int, ...]:
 
 
 def _json(text: str, what: str) -> object:
-    try:
-        return json.loads(text)
-    except (TypeError, ValueError, RecursionError) as exc:
-        raise CorruptError(f"{what}: not JSON: {str(exc)[:200]}") from None
+    return load_json(text, what, max_bytes=MAX_HEADER)
 
 
 def _check_restored(name: str, what: str) -> None:
@@ -318,10 +316,7 @@ def header_length(head: bytes | bytearray, file_size: int, where: str) -> int:
 def decode_header(raw: bytes | bytearray, data_size: int, where: str) -> tuple[list[TensorInfo], dict[str, str]]:
     """Tensors (in data order) and ``__metadata__`` of a header; ``data_size`` is the file's
     size after the header."""
-    try:
-        header = json.loads(bytes(raw).decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise CorruptError(f"{where}: unparsable safetensors header: {str(exc)[:200]}") from None
+    header = load_json(raw, where, max_bytes=MAX_HEADER, what="a safetensors header")
     if not isinstance(header, dict):
         raise CorruptError(f"{where}: safetensors header is not a JSON object")
     meta = header.pop(METADATA, None) or {}

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
-from ckptool.errors import ChecksumError, CkptError, CorruptError, UnsupportedError
+from ckptool.errors import ChecksumError, CorruptError, UnsupportedError
 from ckptool.format.coding import (
     FIXED32,
     MAX_VARINT32_BYTES,
@@ -137,49 +137,21 @@ def _snappy_decompress(contents: memoryview, name: str, offset: int) -> bytes:
 
 
 def iter_block(block: BytesLike, name: str, offset: int = 0) -> Iterator[tuple[bytes, bytes]]:
-    """Yield ``(key, value)`` for every entry of a decompressed block.
-
-    Keys are rebuilt from their shared prefixes. Keys must be strictly
-    increasing. The block is copied to ``bytes`` once (blocks are small): indexing
-    and slicing bytes is several times cheaper than a memoryview's.
-    """
-    if not isinstance(block, bytes):
-        block = bytes(block)
-    n = len(block)
-    if n < 4:
-        raise CorruptError(f"{name}: bad block contents at offset {offset} (too short)")
-    (num_restarts,) = FIXED32.unpack_from(block, n - 4)
-    if num_restarts > (n - 4) // 4:
-        raise CorruptError(f"{name}: bad block contents at offset {offset} ({num_restarts} restarts)")
-    limit = n - 4 - 4 * num_restarts
-    if num_restarts == 0:
-        if limit:
-            raise CorruptError(f"{name}: bad block contents at offset {offset} (no restarts)")
-        return
-    pos = 0
-    key = b""
-    where = f"{name}: bad entry in block at offset {offset}"
-    while pos < limit:
-        # Fast path: three one-byte varints is by far the common case.
-        if (pos + 3 <= limit and (shared := block[pos]) < 0x80
-                and (non_shared := block[pos + 1]) < 0x80 and (value_len := block[pos + 2]) < 0x80):
-            pos += 3
-        else:
-            shared, pos = decode_varint(block, pos, limit, MAX_VARINT32_BYTES, where)
-            non_shared, pos = decode_varint(block, pos, limit, MAX_VARINT32_BYTES, where)
-            value_len, pos = decode_varint(block, pos, limit, MAX_VARINT32_BYTES, where)
-        end_key = pos + non_shared
-        end_value = end_key + value_len
-        if shared > len(key) or end_value > limit:
-            raise CorruptError(f"{where} (entry at byte {pos})")
-        key = key[:shared] + block[pos:end_key]
-        yield key, block[end_key:end_value]
-        pos = end_value
+    """Yield ``(key, value)`` for every entry of a decompressed block, keys rebuilt from
+    their shared prefixes and checked strictly increasing (:func:`scan_block` decodes it:
+    blocks are small, so a block's entries are decoded whole and then yielded)."""
+    keys: list[bytes] = []
+    values: list[bytes] = []
+    scan_block(block, name, offset, keys, values)
+    yield from zip(keys, values)
 
 
-def _scan_block(block: BytesLike, name: str, offset: int, keys: list[bytes], values: list[bytes]) -> None:
-    """:func:`iter_block` appending to ``keys`` and ``values``, and checking that each key
-    is above the last one already in ``keys``."""
+def scan_block(block: BytesLike, name: str, offset: int, keys: list[bytes], values: list[bytes]) -> None:
+    """The one decoder of a table block: every entry of the decompressed ``block`` appended
+    to ``keys`` and ``values``, keys rebuilt from their shared prefixes and each checked to be
+    above the one before it (the last one already in ``keys`` too). The block is copied to
+    ``bytes`` once (blocks are small): indexing and slicing bytes is several times cheaper
+    than a memoryview's."""
     if not isinstance(block, bytes):
         block = bytes(block)
     n = len(block)
@@ -249,7 +221,7 @@ class TableReader:
         keys: list[bytes] = []
         values: list[bytes] = []
         for handle in self.block_handles():
-            _scan_block(self.read_block(handle), self.name, handle.offset, keys, values)
+            scan_block(self.read_block(handle), self.name, handle.offset, keys, values)
         return keys, values
 
     def entries(self) -> TableEntries:
@@ -265,7 +237,7 @@ class TableReader:
         keys: list[bytes] = []
         values: list[bytes] = []
         for handle, contents in blocks:
-            _scan_block(contents, self.name, handle.offset, keys, values)
+            scan_block(contents, self.name, handle.offset, keys, values)
         return TableEntries(list(map(name_of, keys)), values=values)
 
     def __iter__(self) -> Iterator[tuple[bytes, bytes]]:
@@ -294,15 +266,6 @@ def footer_of(reader: PositionedReader, name: str) -> tuple[BlockHandle, BlockHa
             raise CorruptError(f"{name}: not an sstable ({what} block at offset {h.offset}, {h.size} bytes, "
                                f"runs past the end of the {size}-byte file)")
     return meta, index
-
-
-def looks_like_table(reader: PositionedReader, name: str = "") -> bool:
-    """Whether ``reader`` holds an sstable, by its footer alone (48 bytes read)."""
-    try:
-        footer_of(reader, name)
-    except CkptError:
-        return False
-    return True
 
 
 def _read_block_at(reader: PositionedReader, handle: BlockHandle, name: str) -> memoryview | bytes:

@@ -2,10 +2,9 @@
 loads every weight with nothing missing, unexpected or mis-shaped, and each equals what
 transformers 4.57.6's TF loader put there (``expected.safetensors``); ``AutoTokenizer`` reads the
 tokenizer files. The CI tier ``hf`` runs these beside transformers 5 and torch==2.13.0
-(``CKPTOOL_HF_TIER=1``: there a missing transformers is a failure, not a skip)."""
+(``CKPTOOL_REQUIRE=hf``: there a missing transformers is a failure, not a skip; tests/conftest.py)."""
 
 import json
-import os
 
 import numpy as np
 import pytest
@@ -13,12 +12,8 @@ from test_export import CASES, DATA, body_only, case, expected, export
 
 pytestmark = pytest.mark.hf
 
-if os.environ.get("CKPTOOL_HF_TIER"):
-    import torch
-    import transformers
-else:
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
 
 
 def test_transformers_is_5():
@@ -88,7 +83,7 @@ def test_auto_tokenizer(tmp_path):
 
 
 def test_auto_tokenizer_sentencepiece(tmp_path):
-    pytest.importorskip("sentencepiece") if not os.environ.get("CKPTOOL_HF_TIER") else None
+    pytest.importorskip("sentencepiece")
     out = tmp_path / "t5"
     assert export("t5_v1_1", out).returncode == 0
     tok = transformers.AutoTokenizer.from_pretrained(out)

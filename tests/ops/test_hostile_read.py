@@ -18,7 +18,7 @@ from ckptool.format.coding import crc32c, mask_crc
 from ckptool.format.json_numbers import json_timestamp
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, Node, ObjectGraph
 from ckptool.format.slices import tiling_problem
-from ckptool.format.table import first_entry, looks_like_table
+from ckptool.format.table import first_entry, footer_of
 from ckptool.format.table_build import TableBuilder
 from ckptool.io.backends.local import LOCAL, RangeReader
 from ckptool.ops.inspect import summary as summary_ops
@@ -256,7 +256,9 @@ def test_big_non_index_refused_after_its_footer(tmp_path, monkeypatch):
         ckptool.open(str(tmp_path / "x"))
     assert sum(seen) <= 48
     c = _Counting(str(path))
-    assert not looks_like_table(c, str(path)) and c.read_bytes == 48
+    with pytest.raises(CorruptError, match="not an sstable"):
+        footer_of(c, str(path))
+    assert c.read_bytes == 48
     with pytest.raises(CorruptError):
         first_entry(c, str(path))
 
@@ -267,7 +269,8 @@ def test_first_entry_reads_few_blocks(tmp_path):
     c = _Counting(prefix + ".index")
     key, value = first_entry(c, c.path)
     assert key == b"" and bundle.parse_header(value, "x").num_shards == 1
-    assert looks_like_table(c) and c.read_bytes < c.size // 2, (c.read_bytes, c.size)
+    footer_of(c, c.path)
+    assert c.read_bytes < c.size // 2, (c.read_bytes, c.size)
 
 
 # -- 15: a FIFO where a file should be ---------------------------------------------------------

@@ -1,4 +1,4 @@
-"""inspect --stats on many small tensors (ckptool/ops/inspect/stats_small.py): batched, every
+"""inspect --stats on many small tensors (ckptool/ops/inspect/stats.py's batches): batched, every
 value bit for bit what the one-tensor path gives, problems reported as before."""
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import ckptool
-from ckptool.ops.read.suggest import VALUE_SUFFIX, closest_names, did_you_mean
+from ckptool.ops.read.suggest import VALUE_SUFFIX, Suggester, did_you_mean
 from clirun import completed
 
 NAMES = ["save_counter/.ATTRIBUTES/VARIABLE_VALUE", "model/dense/kernel/.ATTRIBUTES/VARIABLE_VALUE",
@@ -23,22 +23,22 @@ NAMES = ["save_counter/.ATTRIBUTES/VARIABLE_VALUE", "model/dense/kernel/.ATTRIBU
     ("save_counter/", "save_counter/.ATTRIBUTES/VARIABLE_VALUE"),
 ])
 def test_the_name_meant_comes_first(typed, meant):
-    assert closest_names(typed, NAMES)[0] == meant
+    assert Suggester(NAMES).closest(typed)[0] == meant
 
 
 def test_a_shared_last_part_suggests_each_bearer_shortest_first():
-    assert closest_names("kernel", NAMES) == ["dense/kernel", "model/dense/kernel/.ATTRIBUTES/VARIABLE_VALUE"]
+    assert Suggester(NAMES).closest("kernel") == ["dense/kernel", "model/dense/kernel/.ATTRIBUTES/VARIABLE_VALUE"]
     assert did_you_mean("kernel", NAMES) == ("; did you mean 'dense/kernel' or "
                                              "'model/dense/kernel/.ATTRIBUTES/VARIABLE_VALUE'?")
 
 
 def test_nothing_close_suggests_nothing():
-    assert closest_names("zzz", NAMES) == [] and did_you_mean("zzz", NAMES) == ""
+    assert Suggester(NAMES).closest("zzz") == [] and did_you_mean("zzz", NAMES) == ""
 
 
 @given(st.lists(st.text(min_size=1, max_size=12), max_size=20), st.text(max_size=12))
 def test_suggestions_are_names_of_the_checkpoint(names, typed):
-    got = closest_names(typed, names)
+    got = Suggester(names).closest(typed)
     assert len(got) <= 3 and set(got) <= set(names)
 
 

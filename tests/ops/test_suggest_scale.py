@@ -11,7 +11,7 @@ import pytest
 import ckptool
 from ckptool.errors import CkptError
 from ckptool.ops.read import suggest
-from ckptool.ops.read.suggest import SCAN_ALL, Suggester, closest_names, listed, shorten
+from ckptool.ops.read.suggest import SCAN_ALL, Suggester, listed, shorten
 from ckptool.ops.transform.rename.plan import plan_names
 from ckptool.ops.transform.rename.rules import parse_map
 from clirun import completed
@@ -61,7 +61,7 @@ def test_a_typo_among_many_names_is_found_comparing_a_few(compared):
     assert index.closest("block_042/layer_17/kernal") == ["block_042/layer_17/kernel"]  # the typo last
     assert index.closest("blokc_042/layer_17/bias") == ["block_042/layer_17/bias"]  # and first
     assert 0 < compared["n"] <= 2 * 4 * suggest.NEIGHBOURS  # two questions, ~2 x 2 x 24 neighbours each
-    assert closest_names("block_042/layer_17/kernal", names[:100] + ["block_042/layer_17/kernel"]) == [
+    assert Suggester(names[:100] + ["block_042/layer_17/kernel"]).closest("block_042/layer_17/kernal") == [
         "block_042/layer_17/kernel"]  # a few names: all compared, as before the index
 
 

@@ -15,7 +15,6 @@ holding who took it and when it expires.
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import sys
@@ -23,12 +22,15 @@ import threading
 import time
 from typing import Any, Literal
 
-from ckptool.errors import CkptError
+from ckptool.errors import CkptError, CorruptError
+from ckptool.format.json_doc import dump_json, load_json
 from ckptool.io.backends import remote_cas
 from ckptool.io.control.lock import LOCK_FILENAME, held_refusal
 
 #: Seconds a lock object holds without renewal (a killed holder's is taken over after it).
 TTL = 120.0
+#: A lock object is a few hundred bytes; a larger one is not ours (read as expired).
+LOCK_DOC_LIMIT = 64 << 10
 _POLL = 0.2
 
 _held: dict[str, list[Any]] = {}  # lock URL -> [depth, RemoteLock]
@@ -43,10 +45,10 @@ def _holder_doc() -> dict[str, Any]:
 def _who(raw: bytes | None) -> tuple[str, float]:
     """``(holder said in words, expiry time)`` of a lock object's bytes (unparsable: expired)."""
     try:
-        doc = json.loads((raw or b"").decode("utf-8"))
+        doc = load_json(raw or b"", "lock object", max_bytes=LOCK_DOC_LIMIT)
         expires = float(doc["expires"])
         who = f"{doc.get('command') or 'ckptool'} (PID {doc.get('pid')} on {doc.get('host')})"
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+    except (CorruptError, ValueError, KeyError, TypeError, AttributeError, OverflowError):
         return "an unreadable lock object", 0.0
     return who, expires
 
@@ -67,7 +69,7 @@ class RemoteLock:
         self.lost = False  # a renewal found the lock taken over (we were stalled past TTL)
 
     def _body(self) -> bytes:
-        return json.dumps({**_holder_doc(), "expires": time.time() + TTL}).encode("utf-8")
+        return dump_json({**_holder_doc(), "expires": time.time() + TTL}, "lock object", compact=True)
 
     def __enter__(self) -> RemoteLock:
         if not remote_cas.supported(self.storage.protocol):

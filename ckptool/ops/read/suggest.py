@@ -115,12 +115,6 @@ def _bare(name: str) -> str:
     return _PUNCTUATION.sub("", name.casefold())
 
 
-def closest_names(name: str, names: Iterable[str]) -> list[str]:
-    """:meth:`Suggester.closest` of ``name`` among ``names`` (to ask about many names, build one
-    :class:`Suggester` and ask it each)."""
-    return Suggester(names).closest(name)
-
-
 def did_you_mean(name: str, names: Iterable[str] | Suggester) -> str:
     """``"; did you mean 'x'?"`` (or ``'x' or 'y'``), or ``""`` when nothing is close."""
     close = (names if isinstance(names, Suggester) else Suggester(names)).closest(name)
