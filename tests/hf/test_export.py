@@ -448,3 +448,23 @@ def test_activations_are_what_the_original_code_computed(tmp_path):
                   "--config", tmp_path / "hf.json")
     assert r.returncode == 0, r.stderr
     assert json.loads((tmp_path / "hfout" / "config.json").read_text())["activation_function"] == "gelu"
+
+
+@pytest.mark.parametrize("shard", [None, "2KB"])
+def test_every_reading_command_reads_the_exported_folder(tmp_path, shard):
+    """Issue 53: the folder --to hf writes is read by inspect (--stats, --tree), list-variables,
+    verify and diff, as transformers' names and values (the oracle's expected.safetensors)."""
+    out = tmp_path / "out"
+    r = export("t5_v1_0", out, *(["--max-shard-size", shard] if shard else []))
+    assert r.returncode == 0, r.stderr
+    want = expected("t5_v1_0")
+    lv = completed("list-variables", out, "--json")
+    assert lv.returncode == 0 and [v["name"] for v in json.loads(lv.stdout)] == sorted(want)
+    for args in (["verify", out], ["inspect", out], ["inspect", out, "--stats"], ["inspect", out, "--tree"],
+                 ["diff", out, DATA / "t5_v1_0" / "expected.safetensors"]):
+        p = completed(*args)
+        assert p.returncode == 0, (args, p.stderr)
+    assert completed("verify", out).stdout.startswith("ok ")
+    (out / "config.json").write_text("{")
+    bad = completed("verify", out)
+    assert bad.returncode == 1 and "config.json: not a config.json" in bad.stdout
