@@ -608,9 +608,6 @@ FILE_CALLS_ALLOWED = {
     ("ckptool.cli.docs", "os.remove"): "removes a removed command's generated page from the repository",
     # `ckptool man CMD`: the page handed to man(1) in a TemporaryDirectory of its own
     ("ckptool.cli.commands.man", "open"): "a page for man -l in a private temporary directory",
-    # what convert reads: moving under ops/read/ in the source move (issue 50, "Where readers live"),
-    # which takes it through Storage; drop this entry with it
-    ("ckptool.ops.transform.convert.source", "open"): ".npy header read, moving to ops/read",
 }
 _FILE_CALLS = {"open", "os.remove", "os.unlink", "os.rename"}
 

@@ -152,12 +152,19 @@ def _logged_metrics(directory: str) -> list[str]:
     """The metric columns of the CSVLogger files in ``directory`` and the one above it."""
     import csv
 
+    from ckptool.io.backends.urls import storage_for
+
     names: list[str] = []
     for d in (directory, os.path.join(directory, os.pardir)):
         for n in sorted(os.listdir(d)):
             if n.lower().endswith(".csv") and os.path.isfile(os.path.join(d, n)):
-                with open(os.path.join(d, n), newline="", encoding="utf-8-sig") as f:
-                    head = next(csv.reader([f.readline()]), [])
+                storage, path = storage_for(os.path.join(d, n))
+                reader = storage.open_reader(path)
+                try:
+                    first = bytes(reader.read(0, min(reader.size, 64 << 10))).split(b"\n", 1)[0]
+                finally:
+                    reader.close()
+                head = next(csv.reader([first.decode("utf-8-sig", "replace").rstrip("\r")]), [])
                 if "epoch" in head:
                     names += [c for c in head if c != "epoch" and c.isidentifier()]
     return list(dict.fromkeys(names))
