@@ -94,6 +94,9 @@ class Arch:
     constants: Callable[[Plan], list[Placed]] | None = None  # tensors the model has that TF never held
     tokenizer: str = ""  # the tokenizer class written with --vocab ("" takes the vocab's kind)
     aliases: tuple[str, ...] = ()
+    #: names the rules match instead of the TF names (TF name -> its name for the rules), where a
+    #: release's names need the whole list to be read (Keras's ``layer_with_weights-N``)
+    rename: Callable[[list[str]], dict[str, str]] | None = None
 
 
 @dataclass
@@ -158,6 +161,7 @@ def plan(arch: Arch, specs: list[Spec], config: Mapping[str, Any]) -> Plan:
     """Place every spec by the first rule whose pattern matches its name."""
     compiled = [(re.compile(r.tf), r) for r in arch.rules]
     out = Plan(arch, [], [], [])
+    alias = arch.rename([short(s.name) for s in specs]) if arch.rename is not None else {}
     for s in specs:
         name = short(s.name)
         why = left_out(name, s.dtype)
@@ -165,7 +169,7 @@ def plan(arch: Arch, specs: list[Spec], config: Mapping[str, Any]) -> Plan:
             out.dropped.append((name, why))
             continue
         for rx, rule in compiled:
-            m = rx.fullmatch(name)
+            m = rx.fullmatch(alias.get(name, name))
             if m is None:
                 continue
             if rule.hf is None:
@@ -330,10 +334,26 @@ def _check_value(config: dict[str, Any], told: dict[str, str], fld: str, value: 
         _disagree(fld, config[fld], value, by, told, where)
 
 
+def batch_norm_counters(plan_: Plan) -> list[Placed]:
+    """PyTorch's batch norm also holds ``num_batches_tracked``, which TF has not: 0, as TF loaders leave it
+    (one for each ``.running_mean`` placed)."""
+    import numpy as np
+
+    from ckptool.ops.transform.convert.source import Spec
+
+    out = []
+    for p in plan_.placed:
+        if p.hf.endswith(".running_mean"):
+            name = p.hf.removesuffix(".running_mean") + ".num_batches_tracked"
+            out.append(Placed(Spec("(0)", "int64", (), lambda: np.zeros((), np.int64)), "(0)", name, "", (), ()))
+    return out
+
+
 def check_value(config: dict[str, Any], fld: str, value: Any, by: str, where: str) -> None:
     """A family's check: ``config[fld]`` is ``value`` (set when absent), else an error naming both."""
     _check_value(config, {}, fld, value, by, where)
 
 
-__all__ = ["AVERAGE", "BOOKKEEPING", "OPTIMIZER", "Arch", "Placed", "Plan", "Rule", "apply", "check_value",
+__all__ = ["AVERAGE", "BOOKKEEPING", "OPTIMIZER", "Arch", "Placed", "Plan", "Rule", "apply", "batch_norm_counters",
+           "check_value",
            "complete", "dense", "describe", "left_out", "norm", "out_shape", "plan", "short"]

@@ -72,7 +72,8 @@ def detect(archs: list[Arch], names: Sequence[str], src: str, named: bool) -> Ar
     """The first arch whose every ``detect`` pattern matches some name; with ``--arch``, its family's
     last (most general) arch when none does."""
     for a in archs:
-        if all(any(re.search(p, n) for n in names) for p in a.detect):
+        seen = list(names) if a.rename is None else [*names, *a.rename(list(names)).values()]
+        if all(any(re.search(p, n) for n in seen) for p in a.detect):
             return a
     if named:
         return archs[-1]

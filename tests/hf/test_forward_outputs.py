@@ -1,0 +1,55 @@
+"""Forward passes in transformers 5 of the exported folders whose fixture holds ``outputs.npz``
+(tests/tf_fixtures/generate_hf_more2.py): the outputs equal, within float round-off, those of the
+4.57 model the TF loader (or transformers' conversion script) filled, and of the original TF model."""
+
+import os
+
+import numpy as np
+import pytest
+from test_export import CASES, DATA, export
+
+pytestmark = pytest.mark.hf
+
+if os.environ.get("CKPTOOL_HF_TIER"):
+    import torch
+    import transformers
+else:
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+
+WITH_OUTPUTS = [c for c in CASES if (DATA / c / "outputs.npz").is_file()]
+
+
+def test_the_new_families_have_outputs():
+    assert {"efficientnet", "efficientnet_features"} <= set(WITH_OUTPUTS)
+
+
+def _forward(model, inputs):
+    """The output outputs.npz holds for this model: logits, or the last hidden state (channels last for
+    an image model, as Keras gives it)."""
+    with torch.no_grad():
+        out = model(**{k.removeprefix("in_"): torch.from_numpy(v) for k, v in inputs.items()})
+    if getattr(out, "logits", None) is not None:
+        return out.logits.float().numpy()
+    h = out.last_hidden_state.float().numpy()
+    return np.transpose(h, (0, 2, 3, 1)) if h.ndim == 4 else h
+
+
+@pytest.mark.parametrize("name", WITH_OUTPUTS)
+def test_forward_equals_the_457_models(name, tmp_path):
+    out = tmp_path / "out"
+    assert export(name, out).returncode == 0
+    config = transformers.AutoConfig.from_pretrained(out)
+    model, info = getattr(transformers, config.architectures[0]).from_pretrained(out, output_loading_info=True)
+    assert not any(info.values()), info
+    model.eval()
+    with np.load(DATA / name / "outputs.npz") as z:
+        inputs = {k: z[k] for k in z.files if k.startswith("in")}
+        if "inputs" in inputs:
+            inputs["pixel_values"] = inputs.pop("inputs")
+        want, tf_out = z["hf457_out"], z["tf_out"]
+    got = _forward(model, inputs)
+    scale = max(1.0, float(np.abs(want).max()))
+    assert got.shape == want.shape
+    assert np.abs(got - want).max() <= 1e-5 * scale
+    assert np.abs(got - tf_out).max() <= 1e-4 * scale

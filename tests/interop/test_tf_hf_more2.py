@@ -1,0 +1,89 @@
+"""``convert --to hf`` judged under real TF by transformers 4.57.6 (the TF loader or transformers' own
+conversion script, as tests/tf_fixtures/generate_hf_more2.py runs it) on checkpoints written here at
+test time, unlike the committed fixtures: full-size or other configs, other seeds.
+
+Each case: the exported folder's tensors equal value for value what the 4.57 side put in the model;
+4.57's ``from_pretrained`` of the folder loads with nothing missing, unexpected or mis-shaped; its
+forward equals the original TF model's within float round-off.
+"""
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+tf = pytest.importorskip("tensorflow")
+transformers = pytest.importorskip("transformers")
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.interop
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tf_fixtures"))
+import generate_hf_more2 as G  # noqa: E402
+
+from ckptool.ops.transform.hf.export import convert_hf  # noqa: E402
+
+
+def _folder(out):
+    from safetensors.numpy import load_file
+
+    got = {}
+    for name in os.listdir(out):
+        if name.endswith(".safetensors"):
+            got.update(load_file(os.path.join(out, name)))
+    return got
+
+
+def _same(out, model):
+    """The folder holds the 4.57 model's tensors (batch-norm counters 0); 4.57 loads it cleanly."""
+    got = _folder(out)
+    want = {k: v.detach().numpy() for k, v in model.state_dict().items()}
+    assert sorted(got) == sorted(want)
+    for k, w in want.items():
+        assert got[k].shape == w.shape and np.array_equal(got[k], w), k
+    cfg = transformers.AutoConfig.from_pretrained(out)
+    loaded, info = getattr(transformers, cfg.architectures[0]).from_pretrained(out, output_loading_info=True)
+    assert not any(info.values()), info
+    return loaded.eval()
+
+
+@pytest.mark.parametrize("variant, width, depth, size, top", [("b0", 1.0, 1.0, 224, True),
+                                                              ("b1-notop", 1.0, 1.1, 240, False),
+                                                              ("small", 0.4, 0.3, 130, True)])
+def test_efficientnet_keras_as_the_script_maps_it(tmp_path, variant, width, depth, size, top):
+    model = G.keras_efficientnet(width, depth, size, top=top, classes=7)
+    G.randomize(model.weights, 30)
+    model.save_weights(str(tmp_path / "ckpt"))
+    config = None
+    if variant == "small":  # EfficientNet()'s arguments: the input size is not in the checkpoint
+        config = str(tmp_path / "args.json")
+        with open(config, "w") as f:
+            f.write(f'{{"default_size": {size}, "dropout_rate": 0.2}}')
+    result = convert_hf(str(tmp_path / "ckpt"), str(tmp_path / "out"), config=config)
+    assert result.architecture == ("EfficientNetForImageClassification" if top else "EfficientNetModel")
+    cfg = transformers.AutoConfig.from_pretrained(tmp_path / "out")
+    assert (cfg.width_coefficient, cfg.depth_coefficient, cfg.image_size) == (width, depth, size)
+    assert cfg.depthwise_padding == G.keras_dw_padding(model)
+    cfg.image_size = size
+    ref, outs = G.efficientnet_oracle(model, cfg, np.random.default_rng(1).random((1, 3, size, size),
+                                                                                    dtype=np.float32))
+    loaded = _same(tmp_path / "out", ref)
+    with torch.no_grad():
+        r = loaded(torch.from_numpy(outs["inputs"]))
+    mine = r.logits.numpy() if top else np.transpose(r.last_hidden_state.numpy(), (0, 2, 3, 1))
+    scale = np.abs(outs["tf_out"]).max()
+    assert np.abs(mine - outs["tf_out"]).max() <= 1e-4 * scale
+    assert np.abs(mine - outs["hf457_out"]).max() <= 1e-5 * scale  # the same weights: threads may sum apart
+
+
+def test_efficientnet_keras_names(tmp_path):
+    """The same model under its Keras variable names (a TF1 Saver of model.weights)."""
+    model = G.keras_efficientnet(0.4, 0.3, 130, classes=3)
+    G.randomize(model.weights, 31)
+    G.save_named(str(tmp_path / "model.ckpt"), model.weights)
+    convert_hf(str(tmp_path / "model.ckpt"), str(tmp_path / "out"))
+    cfg = transformers.AutoConfig.from_pretrained(tmp_path / "out")
+    cfg.image_size = 130
+    ref, _ = G.efficientnet_oracle(model, cfg, np.zeros((1, 3, 130, 130), np.float32))
+    _same(tmp_path / "out", ref)

@@ -1,0 +1,202 @@
+#!/usr/bin/env python
+"""More ``convert --to hf`` fixtures in tests/data/hf/ (as generate_hf.py writes them; its helpers are
+used): EfficientNet (tf_keras ``keras.applications``), MobileNetV2 (TF-slim), ...
+
+    /root/v/tf/bin/python tests/tf_fixtures/generate_hf_more2.py [--out tests/data/hf] [--only CASE ...]
+
+Besides generate_hf.py's files, a case may hold ``outputs.npz``: ``inputs`` and the outputs of the
+4.57 model (``hf457_*``) and of the original TF model (``tf_*``) on them, for the hf tier's forward
+check. EfficientNet's oracle is transformers' ``convert_efficientnet_to_pytorch.py`` (its
+``rename_keys`` and ``replace_params``, run unchanged on the tf_keras model's variables, from the
+transformers 4.46.3 wheel fetched with pip into a temporary directory; the script's own top level
+imports Keras 3's ``tensorflow.keras``, whose variable names are not the Keras 2 ones it maps, and
+a label file from the Hub: only its two mapping functions are taken). Fixed seeds.
+"""
+
+import argparse
+import ast
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import tensorflow as tf  # noqa: E402
+import torch  # noqa: E402
+import transformers as T  # noqa: E402
+from generate_hf import OUT, expected, finish, nan_model, write_json  # noqa: E402
+
+_SCRIPTS = {}
+
+
+def script(path):
+    """The 4.46.3 wheel's ``transformers/PATH`` source (the wheel fetched once, with pip)."""
+    if "dir" not in _SCRIPTS:
+        d = tempfile.mkdtemp()
+        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "transformers==4.46.3", "-d", d],
+                       check=True)
+        _SCRIPTS["dir"] = d
+    (wheel,) = glob.glob(os.path.join(_SCRIPTS["dir"], "transformers-4.46.3-*.whl"))
+    with zipfile.ZipFile(wheel) as z:
+        return z.read("transformers/" + path).decode()
+
+
+def functions(source, *names):
+    """The named top-level functions of a module's source, defined without running its imports."""
+    tree = ast.parse(source)
+    keep = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in names]
+    ns = {"np": np, "torch": torch}
+    exec(compile(ast.Module(body=keep, type_ignores=[]), "<script>", "exec"), ns)
+    return [ns[n] for n in names]
+
+
+def randomize(variables, seed):
+    """Every variable set from one seeded generator (variances positive), in order."""
+    rng = np.random.default_rng(seed)
+    for v in variables:
+        name = v.name
+        if "normalization" in name:
+            continue  # the input's mean 0 and variance 1: the model sees pixel / 255
+        x = rng.standard_normal(v.shape).astype(np.float32) * 0.3
+        if "moving_variance" in name:
+            x = np.abs(x) + 0.5
+        v.assign(x)
+
+
+# --------------------------------------------------------------------------- EfficientNet (tf_keras)
+
+# B0's stages (kernel sizes, strides, repeats, expansion) with fewer channels: Keras's EfficientNet()
+# with a width coefficient of 0.05 (stem 8, top 64 channels); a tiny B0 would give two stages the
+# same channels, where Keras adds a residual to a stage's first block that transformers' model lacks
+EFF_BLOCKS = [dict(kernel_size=k, repeats=r, filters_in=i, filters_out=o, expand_ratio=e, id_skip=True, strides=s,
+                   se_ratio=0.25)
+              for k, r, i, o, e, s in zip([3, 3, 5, 3, 5, 5, 3], [1, 2, 1, 1, 1, 2, 1],
+                                          [32, 320, 160, 320, 160, 480, 320], [320, 160, 320, 160, 480, 320, 480],
+                                          [1, 6, 6, 6, 6, 6, 6], [1, 2, 2, 2, 1, 2, 1])]
+EFF_SIZE = 36  # odd sizes after the stem: three stride-2 blocks padded on both sides (depthwise_padding)
+
+
+def keras_efficientnet(width, depth, size, blocks="default", top=True, classes=5):
+    from tf_keras.src.applications import efficientnet as E
+
+    return E.EfficientNet(width, depth, size, model_name="efficientnet", weights=None, include_top=top,
+                          input_shape=(size, size, 3), classes=classes, classifier_activation=None,
+                          blocks_args=blocks if blocks != "default" else E.DEFAULT_BLOCKS_ARGS)
+
+
+def keras_dw_padding(model):
+    """The blocks (numbered as the script numbers them) whose depthwise padding Keras made symmetric."""
+    blocks = sorted({lay.name.split("_")[0] for lay in model.layers if lay.name.startswith("block")})
+    return [i for i, b in enumerate(blocks) for lay in model.layers
+            if lay.name == f"{b}_dwconv_pad" and lay.padding[0][0] == lay.padding[0][1]]
+
+
+def efficientnet_oracle(model, config, pixels):
+    """The script's mapping of ``model``'s variables into a NaN-filled EfficientNet of ``config``, and
+    both models' outputs on ``pixels`` (NCHW, what the image processor gives; Keras gets them x255)."""
+    rename_keys, replace_params = functions(script("models/efficientnet/convert_efficientnet_to_pytorch.py"),
+                                            "rename_keys", "replace_params")
+    tf_params = {v.name: v.numpy() for v in model.trainable_variables}
+    tf_params.update({v.name: v.numpy() for v in model.non_trainable_variables})
+    named = (config.architectures or [None])[0]
+    cls = getattr(T, named) if named else T.EfficientNetForImageClassification if config.num_labels else \
+        T.EfficientNetModel
+    hf = nan_model(cls(config)).eval()
+    params = hf.state_dict()
+    key_mapping = rename_keys(list(tf_params))
+    if cls is T.EfficientNetModel:  # the script writes the classification model's names
+        key_mapping = {k: v.removeprefix("efficientnet.") for k, v in key_mapping.items()
+                       if not k.startswith("predictions/")}
+    with torch.no_grad():
+        replace_params(params, tf_params, key_mapping)
+    hf.load_state_dict(params)
+    with torch.no_grad():
+        out = hf(torch.from_numpy(pixels))
+    theirs = model(np.transpose(pixels, (0, 2, 3, 1)) * 255.0, training=False).numpy()
+    mine = out.logits if cls is not T.EfficientNetModel else np.transpose(out.last_hidden_state.numpy(), (0, 2, 3, 1))
+    return hf, {"inputs": pixels, "hf457_out": np.asarray(mine), "tf_out": theirs}
+
+
+def efficientnet_config(width, depth, size, blocks, classes, dw_padding):
+    kw = dict(width_coefficient=width, depth_coefficient=depth, image_size=size, dropout_rate=0.2,
+              depthwise_padding=dw_padding, hidden_dim=max(8, int(1280 * width + 4) // 8 * 8), num_labels=classes)
+    if blocks != "default":
+        kw.update(kernel_sizes=[b["kernel_size"] for b in blocks], in_channels=[b["filters_in"] for b in blocks],
+                  out_channels=[b["filters_out"] for b in blocks], strides=[b["strides"] for b in blocks],
+                  num_block_repeats=[b["repeats"] for b in blocks], expand_ratios=[b["expand_ratio"] for b in blocks])
+    return T.EfficientNetConfig(**kw)
+
+
+def _efficientnet(d, top, seed, named):
+    classes = 5 if top else 0
+    model = keras_efficientnet(0.05, 1.0, EFF_SIZE, EFF_BLOCKS, top=top, classes=classes or 5)
+    randomize(model.weights, seed)
+    if named:  # the Keras variable names (layer/variable), as a TF1 Saver of model.weights writes them
+        save_named(os.path.join(d, "model.ckpt"), model.weights)
+        src = "model.ckpt"
+    else:
+        model.save_weights(os.path.join(d, "ckpt"))
+        src = "ckpt"
+    config = efficientnet_config(0.05, 1.0, EFF_SIZE, EFF_BLOCKS, classes, [3, 4, 6])
+    pixels = np.random.default_rng(seed + 1).random((2, 3, EFF_SIZE, EFF_SIZE), dtype=np.float32)
+    hf, outs = efficientnet_oracle(model, config, pixels)
+    np.savez(os.path.join(d, "outputs.npz"), **outs)
+    print("keras vs 4.57 max diff", float(np.abs(outs["tf_out"] - outs["hf457_out"]).max()))
+    write_json(os.path.join(d, "config.json"), {"width_coefficient": 0.05, "depth_coefficient": 1.0,
+                                                "default_size": EFF_SIZE, "dropout_rate": 0.2,
+                                                **{k: [b[v] for b in EFF_BLOCKS] for k, v in _BLOCK_KEYS.items()}})
+    cls = type(hf).__name__
+    finish(d, hf, expected(hf), src, ["--config", "config.json"], cls,
+           f"convert_efficientnet_to_pytorch.py's rename_keys + replace_params ({cls})")
+
+
+_BLOCK_KEYS = {"kernel_sizes": "kernel_size", "in_channels": "filters_in", "out_channels": "filters_out",
+               "strides": "strides", "num_block_repeats": "repeats", "expand_ratios": "expand_ratio"}
+
+
+def save_named(prefix, variables):
+    """A TF1 Saver checkpoint of ``variables`` under their Keras names (``stem_conv/kernel``)."""
+    values = [(v.name.split(":")[0], v.numpy()) for v in variables]
+    g = tf.Graph()
+    with g.as_default():
+        for name, value in values:
+            tf.compat.v1.get_variable(name, initializer=tf.constant(value))
+        saver = tf.compat.v1.train.Saver()
+        with tf.compat.v1.Session(graph=g) as sess:
+            sess.run(tf.compat.v1.global_variables_initializer())
+            saver.save(sess, prefix, write_meta_graph=False, write_state=False)
+
+
+def efficientnet(d):
+    _efficientnet(d, True, 20, named=False)
+
+
+def efficientnet_features(d):
+    _efficientnet(d, False, 21, named=True)
+
+
+CASES = {f.__name__: f for f in (efficientnet, efficientnet_features)}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default=OUT)
+    ap.add_argument("--only", nargs="*")
+    opts = ap.parse_args()
+    for name, fn in CASES.items():
+        if opts.only and name not in opts.only:
+            continue
+        d = os.path.join(opts.out, name)
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+        fn(d)
+
+
+if __name__ == "__main__":
+    main()
