@@ -21,7 +21,7 @@ WITH_OUTPUTS = [c for c in CASES if (DATA / c / "outputs.npz").is_file()]
 
 
 def test_the_new_families_have_outputs():
-    assert {"efficientnet", "efficientnet_features"} <= set(WITH_OUTPUTS)
+    assert {"efficientnet", "efficientnet_features", "mobilenet_v2", "mobilenet_v2_features"} <= set(WITH_OUTPUTS)
 
 
 def _forward(model, inputs):
@@ -47,9 +47,10 @@ def test_forward_equals_the_457_models(name, tmp_path):
         inputs = {k: z[k] for k in z.files if k.startswith("in")}
         if "inputs" in inputs:
             inputs["pixel_values"] = inputs.pop("inputs")
-        want, tf_out = z["hf457_out"], z["tf_out"]
+        want, tf_out = z["hf457_out"], z["tf_out"] if "tf_out" in z.files else None
     got = _forward(model, inputs)
     scale = max(1.0, float(np.abs(want).max()))
     assert got.shape == want.shape
     assert np.abs(got - want).max() <= 1e-5 * scale
-    assert np.abs(got - tf_out).max() <= 1e-4 * scale
+    if tf_out is not None:  # the original TF model's, where the generator could run it
+        assert np.abs(got - tf_out).max() <= 1e-4 * scale

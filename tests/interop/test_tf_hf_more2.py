@@ -87,3 +87,19 @@ def test_efficientnet_keras_names(tmp_path):
     cfg.image_size = 130
     ref, _ = G.efficientnet_oracle(model, cfg, np.zeros((1, 3, 130, 130), np.float32))
     _same(tmp_path / "out", ref)
+
+
+@pytest.mark.parametrize("dm, fine, labels, ema", [(0.35, True, 1001, True), (1.4, True, 0, True),
+                                                   (0.5, False, 7, False)])
+def test_mobilenet_v2_slim_as_the_loader_places_it(tmp_path, dm, fine, labels, ema):
+    model = G.mobilenet_v2_case(str(tmp_path), dm, fine, labels, 50, size=64, ema=ema)
+    result = convert_hf(str(tmp_path / "model.ckpt"), str(tmp_path / "out"))
+    assert result.architecture == type(model).__name__
+    cfg = transformers.AutoConfig.from_pretrained(tmp_path / "out")
+    assert (cfg.depth_multiplier, cfg.finegrained_output) == (dm, fine or dm >= 1)
+    loaded = _same(tmp_path / "out", model)
+    with np.load(tmp_path / "outputs.npz") as z:
+        with torch.no_grad():
+            r = loaded(torch.from_numpy(z["inputs"]))
+        mine = r.logits if labels else r.last_hidden_state.permute(0, 2, 3, 1)
+        assert np.abs(mine.numpy() - z["hf457_out"]).max() <= 1e-5 * np.abs(z["hf457_out"]).max()

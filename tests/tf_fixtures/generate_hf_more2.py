@@ -181,7 +181,76 @@ def efficientnet_features(d):
     _efficientnet(d, False, 21, named=True)
 
 
-CASES = {f.__name__: f for f in (efficientnet, efficientnet_features)}
+# --------------------------------------------------------------------------- MobileNetV2 (TF-slim)
+
+
+def slim_mobilenet_v2(a, config, labels, ema=True):
+    """TF-slim's MobilenetV2 names and shapes for ``config`` (transformers' channel rounding, which is
+    slim's), with the training script's EMA shadows (each differing from its raw value) and RMSProp slots."""
+    from transformers.models.mobilenet_v2.modeling_mobilenet_v2 import apply_depth_multiplier, make_divisible
+
+    def conv(scope, h, cin, cout, depthwise=False):
+        a.add(f"{scope}/{'depthwise_weights' if depthwise else 'weights'}", h, h, cin, 1 if depthwise else cout)
+        a.add(f"{scope}/BatchNorm/beta", cout)
+        a.add(f"{scope}/BatchNorm/gamma", cout)
+        a.add(f"{scope}/BatchNorm/moving_mean", cout)
+        a[f"{scope}/BatchNorm/moving_variance"] = np.abs(a.rng.standard_normal(cout)).astype(np.float32) + 0.5
+
+    ch = [apply_depth_multiplier(config, c) for c in [16, 24, 24, 32, 32, 32, 64, 64, 64, 64, 96, 96, 96, 160,
+                                                       160, 160, 320]]
+    first = apply_depth_multiplier(config, 32)
+    conv("MobilenetV2/Conv", 3, 3, first)
+    conv("MobilenetV2/expanded_conv/depthwise", 3, first, first, True)
+    conv("MobilenetV2/expanded_conv/project", 1, first, ch[0])
+    for i in range(16):
+        exp = make_divisible(int(round(ch[i] * config.expand_ratio)), config.depth_divisible_by, config.min_depth)
+        conv(f"MobilenetV2/expanded_conv_{i + 1}/expand", 1, ch[i], exp)
+        conv(f"MobilenetV2/expanded_conv_{i + 1}/depthwise", 3, exp, exp, True)
+        conv(f"MobilenetV2/expanded_conv_{i + 1}/project", 1, exp, ch[i + 1])
+    last = 1280 if config.finegrained_output and config.depth_multiplier < 1 else apply_depth_multiplier(config, 1280)
+    conv("MobilenetV2/Conv_1", 1, ch[16], last)
+    if labels:
+        a.add("MobilenetV2/Logits/Conv2d_1c_1x1/weights", 1, 1, last, labels)
+        a.add("MobilenetV2/Logits/Conv2d_1c_1x1/biases", labels)
+    for n in list(a) if ema else ():
+        a[n + "/ExponentialMovingAverage"] = a[n] * 0.9 + 0.01
+        if "expanded_conv_1/" in n and not n.endswith(("moving_mean", "moving_variance")):  # a few slots
+            a[n + "/RMSProp"] = np.ones_like(a[n])
+            a[n + "/RMSProp_1"] = np.zeros_like(a[n])
+
+
+def mobilenet_v2_case(d, dm, fine, labels, seed, size=32, ema=True):
+    """A slim checkpoint, the 4.57 loader's model, and its outputs on a seeded input (no TF-slim here
+    to run the original: the 4.57 model's outputs are the reference)."""
+    from generate_hf import STEP, Arrays, save_v1
+
+    config = T.MobileNetV2Config(depth_multiplier=dm, finegrained_output=fine, num_labels=labels or 2,
+                                 image_size=size)
+    a = Arrays(seed)
+    slim_mobilenet_v2(a, config, labels, ema)
+    save_v1(os.path.join(d, "model.ckpt"), a, extra=STEP)
+    cls = T.MobileNetV2ForImageClassification if labels else T.MobileNetV2Model
+    model = nan_model(cls(config)).eval()
+    T.load_tf_weights_in_mobilenet_v2(model, config, os.path.join(d, "model.ckpt"))
+    pixels = np.random.default_rng(seed + 1).standard_normal((2, 3, size, size)).astype(np.float32)
+    with torch.no_grad():
+        out = model(torch.from_numpy(pixels))
+    y = out.logits if labels else out.last_hidden_state.permute(0, 2, 3, 1)
+    np.savez(os.path.join(d, "outputs.npz"), inputs=pixels, hf457_out=y.numpy())
+    finish(d, model, expected(model), "model.ckpt", [], cls.__name__,
+           f"load_tf_weights_in_mobilenet_v2({cls.__name__})" + (", EMA shadows taken" if ema else ""))
+    return model
+
+
+def mobilenet_v2(d):
+    mobilenet_v2_case(d, 0.1, False, 5, 40)
+
+
+def mobilenet_v2_features(d):
+    mobilenet_v2_case(d, 0.1, False, 0, 41, ema=False)
+
+
+CASES = {f.__name__: f for f in (efficientnet, efficientnet_features, mobilenet_v2, mobilenet_v2_features)}
 
 
 def main():

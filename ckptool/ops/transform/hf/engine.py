@@ -44,6 +44,8 @@ SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
 BOOKKEEPING = "training bookkeeping"
 OPTIMIZER = "optimizer state"
 AVERAGE = "moving average (the raw weight is exported)"
+AVERAGED = "its ExponentialMovingAverage is exported in its place (as transformers 4.57's loader takes it)"
+_SHADOW = "/ExponentialMovingAverage"
 _BOOKKEEPING = re.compile(r"(.*/)?(global_step|save_counter|_CHECKPOINTABLE_OBJECT_GRAPH)")
 _MESH_SLOT = re.compile(r".*_slot_[A-Za-z0-9]+")  # mesh TensorFlow's Adafactor / Adam slots
 _OPTIMIZER_SCOPE = re.compile(r"(.*/)?(AdamWeightDecayOptimizer(_\d+)?|LAMB(_\d+)?)(/.*)?")
@@ -97,6 +99,9 @@ class Arch:
     #: names the rules match instead of the TF names (TF name -> its name for the rules), where a
     #: release's names need the whole list to be read (Keras's ``layer_with_weights-N``)
     rename: Callable[[list[str]], dict[str, str]] | None = None
+    #: names (fullmatch) whose ``/ExponentialMovingAverage`` shadow, where the checkpoint has one, is
+    #: exported in their place, as the family's 4.57 loader takes it (MobileNetV2's ``ema()``)
+    average: str = ""
 
 
 @dataclass
@@ -141,6 +146,20 @@ def left_out(name: str, dtype: str) -> str | None:
     return None
 
 
+def _averaged(pattern: str, names: list[str]) -> dict[str, str]:
+    """``X/ExponentialMovingAverage`` -> ``X`` (matched by the rules as X) and ``X`` -> ``""`` (left out),
+    for each X that ``pattern`` matches and that has a shadow."""
+    if not pattern:
+        return {}
+    rx, have = re.compile(pattern), set(names)
+    out = {}
+    for n in names:
+        base = n.removesuffix(_SHADOW)
+        if base != n and base in have and rx.fullmatch(base):
+            out[n], out[base] = base, ""
+    return out
+
+
 def _index(expr: str, groups: Mapping[str, str | None]) -> str:
     m = _INDEX.fullmatch(expr)
     if m is None or groups.get(m[2]) is None:
@@ -162,9 +181,11 @@ def plan(arch: Arch, specs: list[Spec], config: Mapping[str, Any]) -> Plan:
     compiled = [(re.compile(r.tf), r) for r in arch.rules]
     out = Plan(arch, [], [], [])
     alias = arch.rename([short(s.name) for s in specs]) if arch.rename is not None else {}
+    shadows = _averaged(arch.average, [short(s.name) for s in specs])
+    alias.update(shadows)
     for s in specs:
         name = short(s.name)
-        why = left_out(name, s.dtype)
+        why = AVERAGED if shadows.get(name) == "" else None if name in shadows else left_out(name, s.dtype)
         if why is not None:
             out.dropped.append((name, why))
             continue
