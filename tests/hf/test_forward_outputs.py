@@ -21,7 +21,8 @@ WITH_OUTPUTS = [c for c in CASES if (DATA / c / "outputs.npz").is_file()]
 
 
 def test_the_new_families_have_outputs():
-    assert {"efficientnet", "efficientnet_features", "mobilenet_v2", "mobilenet_v2_features"} <= set(WITH_OUTPUTS)
+    assert {"efficientnet", "efficientnet_features", "mobilenet_v2", "mobilenet_v2_features", "xlnet",
+            "xlnet_regression"} <= set(WITH_OUTPUTS)
 
 
 def _forward(model, inputs):
@@ -54,3 +55,19 @@ def test_forward_equals_the_457_models(name, tmp_path):
     assert np.abs(got - want).max() <= 1e-5 * scale
     if tf_out is not None:  # the original TF model's, where the generator could run it
         assert np.abs(got - tf_out).max() <= 1e-4 * scale
+
+
+def test_xlnet_activation_and_tokenizer(tmp_path):
+    """xlnet's ``gelu`` is the tanh approximation (transformers' gelu_new); its spiece.model loads as
+    XLNetTokenizer: the pieces SentencePiece gives, then <sep> <cls>."""
+    out = tmp_path / "out"
+    assert export("xlnet", out).returncode == 0
+    config = transformers.AutoConfig.from_pretrained(out)
+    assert (config.ff_activation, config.untie_r, config.layer_norm_eps) == ("gelu_new", True, 1e-12)
+    tok = transformers.AutoTokenizer.from_pretrained(out)
+    assert type(tok).__name__.startswith("XLNetTokenizer") and tok.padding_side == "left"
+    import sentencepiece
+
+    sp = sentencepiece.SentencePieceProcessor(model_file=str(DATA / "xlnet" / "spiece.model"))
+    ids = tok("the quick fox")["input_ids"]
+    assert ids == sp.encode("the quick fox") + [sp.piece_to_id("<sep>"), sp.piece_to_id("<cls>")]

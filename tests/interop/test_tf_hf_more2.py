@@ -103,3 +103,33 @@ def test_mobilenet_v2_slim_as_the_loader_places_it(tmp_path, dm, fine, labels, e
             r = loaded(torch.from_numpy(z["inputs"]))
         mine = r.logits if labels else r.last_hidden_state.permute(0, 2, 3, 1)
         assert np.abs(mine.numpy() - z["hf457_out"]).max() <= 1e-5 * np.abs(z["hf457_out"]).max()
+
+
+@pytest.mark.parametrize("head, cfg", [("lm", dict(G.XLNET, n_token=50, d_model=16, n_layer=4, n_head=4, d_head=4,
+                                                   d_inner=24)),
+                                       ("classification", dict(G.XLNET, n_layer=3, ff_activation="relu")),
+                                       (None, dict(G.XLNET, d_model=12, n_head=3))])
+def test_xlnet_as_the_loader_places_it(tmp_path, head, cfg):
+    """The 4.57 loader (classification_TASK, which it cannot place, by the same rule as regression_TASK)."""
+    model = G.xlnet_case(str(tmp_path), cfg, head, 70, task="sst-2", vocab=False)
+    result = convert_hf(str(tmp_path / "model.ckpt"), str(tmp_path / "out"), config=str(tmp_path / "xlnet_config.json"))
+    assert result.architecture == type(model).__name__
+    loaded = _same_tied(tmp_path / "out", model)
+    with np.load(tmp_path / "outputs.npz") as z:
+        with torch.no_grad():
+            r = loaded(input_ids=torch.from_numpy(z["in_input_ids"]), token_type_ids=torch.from_numpy(z["in_token_type_ids"]))
+        mine = (r.logits if head else r.last_hidden_state).numpy()
+        assert np.abs(mine - z["hf457_out"]).max() <= 1e-5 * max(1.0, np.abs(z["hf457_out"]).max())
+
+
+def _same_tied(out, model):
+    """As _same, without the tied LM head (save_pretrained leaves it out too)."""
+    got = _folder(out)
+    want = {k: v.detach().numpy() for k, v in model.state_dict().items() if k != "lm_loss.weight"}
+    assert sorted(got) == sorted(want)
+    for k, w in want.items():
+        assert got[k].shape == w.shape and np.array_equal(got[k], w), k
+    cfg = transformers.AutoConfig.from_pretrained(out)
+    loaded, info = getattr(transformers, cfg.architectures[0]).from_pretrained(out, output_loading_info=True)
+    assert not any(info.values()), info
+    return loaded.eval()

@@ -250,7 +250,116 @@ def mobilenet_v2_features(d):
     mobilenet_v2_case(d, 0.1, False, 0, 41, ema=False)
 
 
-CASES = {f.__name__: f for f in (efficientnet, efficientnet_features, mobilenet_v2, mobilenet_v2_features)}
+# --------------------------------------------------------------------------- XLNet (zihangdai/xlnet)
+
+XLNET = dict(n_token=40, d_model=8, n_layer=2, n_head=2, d_head=4, d_inner=12, ff_activation="gelu", untie_r=True)
+
+
+def xlnet_spiece(path, vocab_size):
+    """A tiny SentencePiece model with XLNet's special pieces (sentencepiece pip-installed into a temporary
+    directory where the venv has none)."""
+    try:
+        import sentencepiece
+    except ImportError:
+        target = tempfile.mkdtemp()
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--target", target, "sentencepiece"], check=True)
+        sys.path.insert(0, target)
+        import sentencepiece
+
+    with tempfile.TemporaryDirectory() as tmp:
+        with open(os.path.join(tmp, "text"), "w") as f:
+            f.write("the quick brown fox jumps over the lazy dog\n" * 50 + "Hello World, a tiny corpus\n" * 50)
+        sentencepiece.SentencePieceTrainer.train(
+            input=os.path.join(tmp, "text"), model_prefix=os.path.join(tmp, "sp"), vocab_size=vocab_size,
+            model_type="unigram", unk_id=0, bos_id=1, eos_id=2, pad_id=5, character_coverage=1.0,
+            control_symbols=["<cls>", "<sep>", "<mask>", "<eod>", "<eop>"], normalization_rule_name="identity",
+            minloglevel=2)
+        shutil.copy(os.path.join(tmp, "sp.model"), path)
+
+
+def slim_xlnet(a, cfg, head=None, task="sts-b"):
+    """xlnet's modeling.py names (``head``: None, "lm", "classification" or "regression"), Adam's slots."""
+    D, L, H, Dh, FF, V = (cfg[k] for k in ("d_model", "n_layer", "n_head", "d_head", "d_inner", "n_token"))
+    t = "model/transformer"
+    a.add(f"{t}/word_embedding/lookup_table", V, D)
+    a.add(f"{t}/mask_emb/mask_emb", 1, 1, D)
+    for b in ("r_w_bias", "r_r_bias"):
+        a.add(f"{t}/{b}", L, H, Dh)
+    for i in range(L):
+        p = f"{t}/layer_{i}"
+        for q in "qkvro":
+            a.add(f"{p}/rel_attn/{q}/kernel", D, H, Dh)
+        a.add(f"{p}/rel_attn/LayerNorm/beta", D)
+        a.add(f"{p}/rel_attn/LayerNorm/gamma", D)
+        a.add(f"{p}/ff/layer_1/kernel", D, FF)
+        a.add(f"{p}/ff/layer_1/bias", FF)
+        a.add(f"{p}/ff/layer_2/kernel", FF, D)
+        a.add(f"{p}/ff/layer_2/bias", D)
+        a.add(f"{p}/ff/LayerNorm/beta", D)
+        a.add(f"{p}/ff/LayerNorm/gamma", D)
+    a.add(f"{t}/r_s_bias", L, H, Dh)
+    a.add(f"{t}/seg_embed", L, 2, H, Dh)
+    if head == "lm":
+        a.add("model/lm_loss/bias", V)
+    elif head:
+        a.add("model/sequnece_summary/summary/kernel", D, D)
+        a.add("model/sequnece_summary/summary/bias", D)
+        n = 1 if head == "regression" else 3
+        a.add(f"model/{head}_{task}/logit/kernel", D, n)
+        a.add(f"model/{head}_{task}/logit/bias", n)
+    for n in [f"{t}/word_embedding/lookup_table", f"{t}/layer_0/rel_attn/q/kernel"]:
+        a[n + "/Adam"] = np.zeros_like(a[n])
+        a[n + "/Adam_1"] = np.ones_like(a[n])
+
+
+def xlnet_case(d, cfg, head, seed, task="sts-b", vocab=True):
+    """An xlnet checkpoint, xlnet_config.json (and spiece.model), the 4.57 loader's model and its logits."""
+    from generate_hf import STEP, Arrays, save_v1
+
+    a = Arrays(seed)
+    slim_xlnet(a, cfg, head, task)
+    save_v1(os.path.join(d, "model.ckpt"), a, extra=STEP)
+    write_json(os.path.join(d, "xlnet_config.json"), cfg)
+    if vocab:
+        xlnet_spiece(os.path.join(d, "spiece.model"), cfg["n_token"])
+    n = {"regression": 1, "classification": 3}.get(head, 2)
+    config = T.XLNetConfig(vocab_size=cfg["n_token"], d_model=cfg["d_model"], n_layer=cfg["n_layer"],
+                           n_head=cfg["n_head"], d_inner=cfg["d_inner"], untie_r=True,
+                           ff_activation={"gelu": "gelu_new", "relu": "relu"}[cfg["ff_activation"]],  # tanh GELU
+                           num_labels=n, finetuning_task=task if head == "regression" else None)
+    cls = {"lm": T.XLNetLMHeadModel, None: T.XLNetModel}.get(head, T.XLNetForSequenceClassification)
+    model = nan_model(cls(config)).eval()
+    T.load_tf_weights_in_xlnet(model, config, os.path.join(d, "model.ckpt"))
+    by_hand = []
+    if head == "classification":  # the loader places regression_TASK only: the same rule, by hand
+        with torch.no_grad():
+            model.logits_proj.weight.copy_(torch.from_numpy(a[f"model/{head}_{task}/logit/kernel"].T))
+            model.logits_proj.bias.copy_(torch.from_numpy(a[f"model/{head}_{task}/logit/bias"]))
+        by_hand = ["logits_proj.weight", "logits_proj.bias"]
+    rng = np.random.default_rng(seed + 1)
+    ids = rng.integers(0, cfg["n_token"], (2, 7))
+    types = (np.arange(7)[None, :] >= 4).astype(np.int64).repeat(2, 0)
+    with torch.no_grad():
+        out = model(input_ids=torch.from_numpy(ids), token_type_ids=torch.from_numpy(types))
+    y = out.logits if head else out.last_hidden_state
+    np.savez(os.path.join(d, "outputs.npz"), in_input_ids=ids, in_token_type_ids=types, hf457_out=y.numpy())
+    args = ["--config", "xlnet_config.json"] + (["--vocab", "spiece.model"] if vocab else [])
+    finish(d, model, expected(model), "model.ckpt", args, cls.__name__,
+           f"load_tf_weights_in_xlnet({cls.__name__})" + (f", finetuning_task {task!r}" if head == "regression"
+                                                          else ""), by_hand)
+    return model
+
+
+def xlnet(d):
+    xlnet_case(d, XLNET, "lm", 60)
+
+
+def xlnet_regression(d):
+    xlnet_case(d, dict(XLNET, n_layer=3, ff_activation="relu"), "regression", 61, vocab=False)
+
+
+CASES = {f.__name__: f for f in (efficientnet, efficientnet_features, mobilenet_v2, mobilenet_v2_features, xlnet,
+                                 xlnet_regression)}
 
 
 def main():

@@ -16,6 +16,8 @@ equal: ``"hidden_size"``, ``"3*n_embd"``, ``"num_heads*d_kv"``; ``""`` is not ch
 ``flat``                reshape to 1-D
 ``perm:A,B,C,D``        ``np.transpose(x, (A, B, C, D))``
 ``rows:FIELD``          the first ``config[FIELD]`` rows (a padded vocabulary)
+``split``               (first) one HF tensor per row of the first axis, ``{k}`` in ``hf``
+``take:K``              row K of the first axis (what ``split`` gives each)
 ======================  ==============================================================
 
 Before the rules, every architecture leaves out what no model holds: training bookkeeping
@@ -146,6 +148,17 @@ def left_out(name: str, dtype: str) -> str | None:
     return None
 
 
+def _split(s: Spec, name: str, rule: Rule, groups: dict[str, str | None], config: Mapping[str, Any]) -> list[Placed]:
+    """``split``: one HF tensor per row of the first axis, ``{k}`` its index (XLNet's per-layer biases)."""
+    rest = rule.op.removeprefix("split").strip()
+    out = []
+    for k in range(s.shape[0] if s.shape else 0):
+        op = f"take:{k} {rest}".strip()
+        out.append(Placed(s, name, _fill(rule.hf or "", {**groups, "k": str(k)}), op,
+                          out_shape(op, tuple(s.shape), config, name), rule.dims))
+    return out
+
+
 def _averaged(pattern: str, names: list[str]) -> dict[str, str]:
     """``X/ExponentialMovingAverage`` -> ``X`` (matched by the rules as X) and ``X`` -> ``""`` (left out),
     for each X that ``pattern`` matches and that has a shadow."""
@@ -195,6 +208,8 @@ def plan(arch: Arch, specs: list[Spec], config: Mapping[str, Any]) -> Plan:
                 continue
             if rule.hf is None:
                 out.dropped.append((name, rule.why))
+            elif rule.op.startswith("split"):
+                out.placed += _split(s, name, rule, m.groupdict(), config)
             else:
                 shape = out_shape(rule.op, tuple(s.shape), config, name)
                 out.placed.append(Placed(s, name, _fill(rule.hf, m.groupdict()), rule.op, shape, rule.dims))
@@ -232,6 +247,8 @@ def out_shape(op: str, shape: tuple[int, ...], config: Mapping[str, Any], name: 
             if len(axes) != len(shape):
                 raise CkptError(f"tensor {name!r} has shape {list(shape)}, not the {len(axes)} axes expected")
             shape = tuple(shape[a] for a in axes)
+        elif step == "take":
+            shape = shape[1:]
         elif step == "rows":
             n = config.get(arg)
             if isinstance(n, int) and shape and n <= shape[0]:
@@ -256,6 +273,8 @@ def apply(op: str, arr: np.ndarray, config: Mapping[str, Any]) -> np.ndarray:
             arr = arr.reshape(-1)
         elif step == "perm":
             arr = np.transpose(arr, [int(a) for a in arg.split(",")])
+        elif step == "take":
+            arr = arr[int(arg)]
         elif step == "rows":
             arr = arr[:config[arg]] if isinstance(config.get(arg), int) else arr
     return arr
@@ -267,7 +286,7 @@ def describe(op: str) -> str:
     out = []
     for step, arg in _steps(op):
         out.append(words.get(step) or {"merge": f"merge axes at {arg}", "perm": f"axes ({arg})",
-                                       "rows": f"first {arg} rows"}.get(step, step))
+                                       "rows": f"first {arg} rows", "take": f"row {arg}"}.get(step, step))
     return ", ".join(out)
 
 
