@@ -133,3 +133,19 @@ def _same_tied(out, model):
     loaded, info = getattr(transformers, cfg.architectures[0]).from_pretrained(out, output_loading_info=True)
     assert not any(info.values()), info
     return loaded.eval()
+
+
+@pytest.mark.parametrize("clusters, n_ctx, n, heads, layers, head", [(32, 24, 16, 4, 3, True), (16, 16, 12, 3, 2, False)])
+def test_imagegpt_as_the_loader_places_it(tmp_path, clusters, n_ctx, n, heads, layers, head):
+    model = G.imagegpt_case(str(tmp_path), clusters, n_ctx, n, heads, layers, 90, head=head)
+    result = convert_hf(str(tmp_path / "model.ckpt"), str(tmp_path / "out"))
+    assert result.architecture == type(model).__name__
+    cfg = transformers.AutoConfig.from_pretrained(tmp_path / "out")
+    assert (cfg.vocab_size, cfg.n_head, cfg.activation_function, cfg.tie_word_embeddings) == (clusters + 1, heads,
+                                                                                               "quick_gelu", False)
+    loaded = _same(tmp_path / "out", model)
+    with np.load(tmp_path / "outputs.npz") as z:
+        with torch.no_grad():
+            r = loaded(input_ids=torch.from_numpy(z["in_input_ids"]))
+        mine = (r.logits if head else r.last_hidden_state).numpy()
+        assert np.abs(mine - z["hf457_out"]).max() <= 1e-5 * max(1.0, np.abs(z["hf457_out"]).max())

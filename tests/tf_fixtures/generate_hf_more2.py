@@ -358,8 +358,64 @@ def xlnet_regression(d):
     xlnet_case(d, dict(XLNET, n_layer=3, ff_activation="relu"), "regression", 61, vocab=False)
 
 
+# --------------------------------------------------------------------------- ImageGPT (openai/image-gpt)
+
+
+def imagegpt_case(d, clusters, n_ctx, n, heads, layers, seed, head=True):
+    """image-gpt's names and shapes (tests/interop/hf_release_names.py: per-head q/k/v/c_proj, no
+    biases, g-only norms, wte without the sos row, sos, wtet; conv1d's w [1, nx, nf]); the 4.57
+    loader's model (its biases as the fresh model has them: zero) and its logits."""
+    from generate_hf import STEP, Arrays, save_v1
+
+    a = Arrays(seed)
+    a.add("model/wte", clusters, n)
+    a.add("model/sos", n)
+    a.add("model/wpe", n_ctx, n)
+    for i in range(layers):
+        h = f"model/h{i}"
+        a.add(f"{h}/ln_1/g", n)
+        for p in ("q_proj", "k_proj", "v_proj", "c_proj"):
+            a.add(f"{h}/attn/{p}", heads, n // heads, n)
+        a.add(f"{h}/ln_2/g", n)
+        a.add(f"{h}/mlp/c_fc/w", 1, n, 4 * n)
+        a.add(f"{h}/mlp/c_proj/w", 1, 4 * n, n)
+    a.add("model/ln_f/g", n)
+    if head:
+        a.add("model/wtet", clusters, n)
+    save_v1(os.path.join(d, "model.ckpt"), a, extra=STEP)  # no Adam slots: the 4.57 loader fails on them
+    config = T.ImageGPTConfig(vocab_size=clusters + 1, n_positions=n_ctx, n_embd=n, n_layer=layers, n_head=heads)
+    cls = T.ImageGPTForCausalImageModeling if head else T.ImageGPTModel
+    model = nan_model(cls(config)).eval()
+    with torch.no_grad():
+        for k, v in model.named_parameters():
+            if k.endswith(".bias"):
+                v.zero_()  # the fresh model's, which the loader leaves
+    if head:
+        T.load_tf_weights_in_imagegpt(model, config, os.path.join(d, "model.ckpt"))
+    else:  # the loader walks every name from the ForCausal model's top (wtet -> lm_head): the body of one
+        full = nan_model(T.ImageGPTForCausalImageModeling(config))
+        T.load_tf_weights_in_imagegpt(full, config, os.path.join(d, "model.ckpt"))
+        with torch.no_grad():
+            for k, v in model.state_dict().items():
+                if not k.endswith(".bias"):
+                    v.copy_(full.transformer.state_dict()[k])
+    ids = np.random.default_rng(seed + 1).integers(0, clusters + 1, (2, n_ctx - 2))
+    with torch.no_grad():
+        out = model(input_ids=torch.from_numpy(ids))
+    y = out.logits if head else out.last_hidden_state
+    np.savez(os.path.join(d, "outputs.npz"), in_input_ids=ids, hf457_out=y.numpy())
+    finish(d, model, expected(model), "model.ckpt", [], cls.__name__,
+           f"load_tf_weights_in_imagegpt({'ImageGPTForCausalImageModeling' if head else 'its body'}); the biases "
+           "image-gpt has not are the fresh model's zeros")
+    return model
+
+
+def imagegpt(d):
+    imagegpt_case(d, 16, 16, 8, 2, 2, 80)
+
+
 CASES = {f.__name__: f for f in (efficientnet, efficientnet_features, mobilenet_v2, mobilenet_v2_features, xlnet,
-                                 xlnet_regression)}
+                                 xlnet_regression, imagegpt)}
 
 
 def main():

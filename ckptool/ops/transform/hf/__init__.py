@@ -12,20 +12,22 @@ specific first).
 from __future__ import annotations
 
 from ckptool.ops.transform.hf import (
-                                     albert,
-                                     bert,
-                                     efficientnet,
-                                     electra,
-                                     gpt2,
-                                     gpt_neo,
-                                     mobilenet,
-                                     mobilenet_v2,
-                                     t5,
-                                     xlnet,
+                           albert,
+                           bert,
+                           efficientnet,
+                           electra,
+                           gpt2,
+                           gpt_neo,
+                           imagegpt,
+                           mobilenet,
+                           mobilenet_v2,
+                           t5,
+                           xlnet,
 )
 from ckptool.ops.transform.hf.engine import Arch
 
 ARCHS: tuple[Arch, ...] = (*albert.ARCHS, *electra.ARCHS, *bert.ARCHS, *t5.ARCHS, *gpt2.ARCHS, *gpt_neo.ARCHS,
-                           *mobilenet.ARCHS, *mobilenet_v2.ARCHS, *efficientnet.ARCHS, *xlnet.ARCHS)
+                           *mobilenet.ARCHS, *mobilenet_v2.ARCHS, *efficientnet.ARCHS, *xlnet.ARCHS,
+                           *imagegpt.ARCHS)
 
 __all__ = ["ARCHS"]

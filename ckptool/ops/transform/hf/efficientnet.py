@@ -34,7 +34,8 @@ import re
 from typing import Any
 
 from ckptool.errors import CkptError
-from ckptool.ops.transform.hf.engine import Arch, Plan, Rule, batch_norm_counters, check_value
+from ckptool.ops.transform.hf.common import batch_norm_counters
+from ckptool.ops.transform.hf.engine import Arch, Plan, Rule, check_value
 
 _BN = (("gamma", "weight"), ("beta", "bias"), ("moving_mean", "running_mean"), ("moving_variance", "running_var"))
 _CONV = "perm:3,2,0,1"  # [h, w, in, out] -> [out, in, h, w]
@@ -49,8 +50,8 @@ _KINDS = {frozenset({"mean", "variance", "count"}): "norm", frozenset({"kernel"}
 _BLOCK_PARTS = ("se_reduce", "se_expand", "project_conv", "project_bn")
 
 
-def _bn(tf: str, hf: str) -> list[Rule]:
-    return [Rule(f"{tf}/{a}", f"{hf}.{b}") for a, b in _BN]
+def _bn(tf: str, hf: str, optional: bool = False) -> list[Rule]:
+    return [Rule(f"{tf}/{a}", f"{hf}.{b}", optional=optional) for a, b in _BN]
 
 
 def _rules(hf: str) -> list[Rule]:
@@ -59,8 +60,8 @@ def _rules(hf: str) -> list[Rule]:
                  "layer): transformers' EfficientNetImageProcessor normalizes the input, as the script leaves it"),
             Rule("stem_conv/kernel", f"{hf}embeddings.convolution.weight", _CONV),
             *_bn("stem_bn", f"{hf}embeddings.batchnorm"),
-            Rule(f"{blk}/expand_conv/kernel", f"{out}.expansion.expand_conv.weight", _CONV),
-            *_bn(f"{blk}/expand_bn", f"{out}.expansion.expand_bn"),
+            Rule(f"{blk}/expand_conv/kernel", f"{out}.expansion.expand_conv.weight", _CONV, optional=True),
+            *_bn(f"{blk}/expand_bn", f"{out}.expansion.expand_bn", optional=True),  # expand ratio 1: none
             Rule(f"{blk}/dwconv/depthwise_kernel", f"{out}.depthwise_conv.depthwise_conv.weight", "perm:2,3,0,1"),
             *_bn(f"{blk}/bn", f"{out}.depthwise_conv.depthwise_norm"),
             Rule(f"{blk}/se_(?P<s>reduce|expand)/kernel", f"{out}.squeeze_excite.{{s}}.weight", "T"),

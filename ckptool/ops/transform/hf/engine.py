@@ -159,6 +159,7 @@ class Arch:
     # TF names -> the names the rules match instead, where the whole list tells (Keras's layer_with_weights-N)
     rename: Callable[[list[str]], dict[str, str]] | None = None
     average: str = ""  # names whose ExponentialMovingAverage the 4.57 loader takes in their place (shadows.py)
+    prepare: Callable[[list[Spec]], list[Spec]] | None = None  # the specs as the rules read them (common.joiner)
 
     def __post_init__(self) -> None:
         for p in (*self.detect, *self.counts):
@@ -245,6 +246,7 @@ def match(arch: Arch, specs: list[Spec], config: Mapping[str, Any] | None = None
     shapes too (without, the names only: what detection compares)."""
     compiled = [(re.compile(r.tf), r) for r in arch.rules]
     out = Plan(arch, [], [], [])
+    specs = arch.prepare(specs) if arch.prepare is not None else specs
     names = [short(s.name) for s in specs]
     alias = arch.rename(names) if arch.rename is not None else {}
     left, read_as = averaged(arch.average, names)

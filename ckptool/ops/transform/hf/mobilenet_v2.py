@@ -22,7 +22,8 @@ from __future__ import annotations
 from typing import Any
 
 from ckptool.errors import CkptError
-from ckptool.ops.transform.hf.engine import Arch, Plan, Rule, batch_norm_counters
+from ckptool.ops.transform.hf.common import batch_norm_counters
+from ckptool.ops.transform.hf.engine import Arch, Plan, Rule
 
 _BN = (("gamma", "weight"), ("beta", "bias"), ("moving_mean", "running_mean"), ("moving_variance", "running_var"))
 _M = "MobilenetV2"

@@ -38,9 +38,10 @@ def _body(hf: str) -> list[Rule]:
             *dense(f"{lay}/ff/layer_1", f"{out}.ff.layer_1", FF, D),
             *dense(f"{lay}/ff/layer_2", f"{out}.ff.layer_2", D, FF),
             *norm(f"{lay}/ff/LayerNorm", f"{out}.ff.layer_norm", D),
-            Rule(f"{_T}/(?P<b>r_w_bias|r_r_bias|r_s_bias)", f"{hf}layer.{{k}}.rel_attn.{{b}}", "split",
-                 ("n_head", "d_head")),
-            Rule(f"{_T}/seg_embed", f"{hf}layer.{{k}}.rel_attn.seg_embed", "split", ("", "n_head", "d_head"))]
+            Rule(f"{_T}/(?P<b>r_w_bias|r_r_bias|r_s_bias)", f"{hf}layer.{{k}}.rel_attn.{{b}}", "take:0,k",
+                 ("n_head", "d_head"), fan="k:0"),
+            Rule(f"{_T}/seg_embed", f"{hf}layer.{{k}}.rel_attn.seg_embed", "take:0,k", ("", "n_head", "d_head"),
+                 fan="k:0")]
 
 
 _LM = [Rule("model/lm_loss/bias", "lm_loss.bias", "", ("vocab_size",))]
