@@ -22,7 +22,7 @@ WITH_OUTPUTS = [c for c in CASES if (DATA / c / "outputs.npz").is_file()]
 
 def test_the_new_families_have_outputs():
     assert {"efficientnet", "efficientnet_features", "mobilenet_v2", "mobilenet_v2_features", "xlnet",
-            "xlnet_regression", "imagegpt"} <= set(WITH_OUTPUTS)
+            "xlnet_regression", "imagegpt", "decision_transformer"} <= set(WITH_OUTPUTS)
 
 
 def _forward(model, inputs):

@@ -149,3 +149,19 @@ def test_imagegpt_as_the_loader_places_it(tmp_path, clusters, n_ctx, n, heads, l
             r = loaded(input_ids=torch.from_numpy(z["in_input_ids"]))
         mine = (r.logits if head else r.last_hidden_state).numpy()
         assert np.abs(mine - z["hf457_out"]).max() <= 1e-5 * max(1.0, np.abs(z["hf457_out"]).max())
+
+
+def test_decision_transformer_gpt2_as_its_loader_places_it(tmp_path):
+    model = G.decision_transformer_case(str(tmp_path), 12, 3, 3, 20, 24, 110)
+    plain = convert_hf(str(tmp_path / "model.ckpt"), str(tmp_path / "gpt2"), dry_run=True)
+    assert plain.architecture == "GPT2LMHeadModel"  # the names are GPT-2's: only --arch says otherwise
+    result = convert_hf(str(tmp_path / "model.ckpt"), str(tmp_path / "out"), arch="decision-transformer",
+                        config=str(tmp_path / "hparams.json"))
+    assert result.architecture == "DecisionTransformerGPT2Model"
+    cfg = transformers.AutoConfig.from_pretrained(tmp_path / "out")
+    assert (cfg.hidden_size, cfg.n_head, cfg.activation_function) == (12, 3, "gelu_new")
+    loaded = _same(tmp_path / "out", model)
+    with np.load(tmp_path / "outputs.npz") as z:
+        with torch.no_grad():
+            mine = loaded(inputs_embeds=torch.from_numpy(z["in_inputs_embeds"])).last_hidden_state.numpy()
+        assert np.abs(mine - z["hf457_out"]).max() <= 1e-5 * max(1.0, np.abs(z["hf457_out"]).max())

@@ -414,8 +414,56 @@ def imagegpt(d):
     imagegpt_case(d, 16, 16, 8, 2, 2, 80)
 
 
+# --------------------------------------------------------------------------- Decision Transformer
+
+
+def decision_transformer_case(d, n, heads, layers, vocab, n_ctx, seed):
+    """An OpenAI GPT-2 checkpoint (what the Decision Transformer's loader, a copy of GPT-2's, reads) and
+    that loader's DecisionTransformerGPT2Model, its activation OpenAI's tanh GELU."""
+    from generate_hf import Arrays, save_v1
+    from transformers.models.decision_transformer import modeling_decision_transformer as M
+
+    a = Arrays(seed)
+    a.add("model/wpe", n_ctx, n)
+    a.add("model/wte", vocab, n)
+    for i in range(layers):
+        h = f"model/h{i}"
+        for ln in ("ln_1", "ln_2"):
+            a.add(f"{h}/{ln}/g", n)
+            a.add(f"{h}/{ln}/b", n)
+        a.add(f"{h}/attn/c_attn/w", 1, n, 3 * n)
+        a.add(f"{h}/attn/c_attn/b", 3 * n)
+        a.add(f"{h}/attn/c_proj/w", 1, n, n)
+        a.add(f"{h}/attn/c_proj/b", n)
+        a.add(f"{h}/mlp/c_fc/w", 1, n, 4 * n)
+        a.add(f"{h}/mlp/c_fc/b", 4 * n)
+        a.add(f"{h}/mlp/c_proj/w", 1, 4 * n, n)
+        a.add(f"{h}/mlp/c_proj/b", n)
+    a.add("model/ln_f/g", n)
+    a.add("model/ln_f/b", n)
+    save_v1(os.path.join(d, "model.ckpt"), a)  # as OpenAI's release: no global_step (the loader fails on it)
+    write_json(os.path.join(d, "hparams.json"), {"n_vocab": vocab, "n_ctx": n_ctx, "n_embd": n, "n_head": heads,
+                                                 "n_layer": layers})
+    config = T.DecisionTransformerConfig(vocab_size=vocab, n_positions=n_ctx, hidden_size=n, n_head=heads,
+                                         n_layer=layers, activation_function="gelu_new")
+    model = nan_model(T.DecisionTransformerGPT2Model(config)).eval()
+    M.DecisionTransformerGPT2PreTrainedModel.load_tf_weights(model, config, os.path.join(d, "model.ckpt"))
+    emb = np.random.default_rng(seed + 1).standard_normal((2, n_ctx - 3, n)).astype(np.float32)
+    with torch.no_grad():  # the Decision Transformer feeds its GPT-2 embeddings (input_ids fails in 4.57)
+        y = model(inputs_embeds=torch.from_numpy(emb)).last_hidden_state
+    np.savez(os.path.join(d, "outputs.npz"), in_inputs_embeds=emb, hf457_out=y.numpy())
+    finish(d, model, expected(model), "model.ckpt", ["--arch", "decision-transformer", "--config", "hparams.json"],
+           "DecisionTransformerGPT2Model", "DecisionTransformerGPT2PreTrainedModel.load_tf_weights "
+           "(load_tf_weights_in_gpt2's copy)")
+    return model
+
+
+def decision_transformer(d):
+    decision_transformer_case(d, 8, 2, 2, 12, 16, 100)
+
+
 CASES = {f.__name__: f for f in (efficientnet, efficientnet_features, mobilenet_v2, mobilenet_v2_features, xlnet,
-                                 xlnet_regression, imagegpt)}
+                                 xlnet_regression, imagegpt, decision_transformer)}
 
 
 def main():
