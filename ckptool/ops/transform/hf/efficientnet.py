@@ -283,7 +283,7 @@ def dw_padding(cfg: dict[str, Any]) -> list[int]:
     return out
 
 
-def _no_first_residual(cfg: dict[str, Any], where: str) -> None:
+def no_first_residual(cfg: dict[str, Any], where: str) -> None:
     """Keras adds a stage's first block's input to its output when the block keeps the channels at
     stride 1; transformers' EfficientNet never does (its first blocks have no residual)."""
     w, div = cfg["width_coefficient"], cfg["depth_divisor"]
@@ -313,7 +313,7 @@ def _finish(plan: Plan, config: dict[str, Any], where: str) -> None:
     config.setdefault("hidden_act", "swish")
     config.setdefault("batch_norm_eps", 1e-3)
     check_value(config, "hidden_dim", seen[2], f"the tensors' top_conv ({seen[2]} channels)", where)
-    _no_first_residual(config, where)
+    no_first_residual(config, where)
     num_channels = plan.shape_of(r"embeddings\.convolution\.weight$")
     if num_channels is not None:
         config.setdefault("num_channels", num_channels[1])
