@@ -39,7 +39,8 @@ Helpers: :func:`dense` (kernel transposed, bias) and :func:`norm` (gamma/beta ->
 ``keys`` (release config key -> HF key), ``passthrough``, ``defaults``, ``values`` (HF key ->
 {release value -> transformers value}: what the original code computed, e.g. mesh TF's ``gelu`` is
 ``gelu_new``; applied to release configs, not to an HF ``config.json``), ``finish`` (a hook
-completing the config), ``constants`` (tensors TF never held), ``tokenizer``, ``aliases``.
+completing the config), ``constants`` (tensors TF never held), ``tokenizer``, ``aliases``, ``rename``
+(names read as others), ``average`` (EMA shadows taken), ``prepare`` (tensors joined: ``common.joiner``).
 Detection tries every arch whose patterns match and takes the first that places every variable
 and leaves no weight unfilled.
 
