@@ -165,3 +165,28 @@ def test_decision_transformer_gpt2_as_its_loader_places_it(tmp_path):
         with torch.no_grad():
             mine = loaded(inputs_embeds=torch.from_numpy(z["in_inputs_embeds"])).last_hidden_state.numpy()
         assert np.abs(mine - z["hf457_out"]).max() <= 1e-5 * max(1.0, np.abs(z["hf457_out"]).max())
+
+
+def test_efficientnet_trained_keras_checkpoint_with_its_optimizer(tmp_path):
+    """A tf_keras EfficientNet trained a step (Adam's slots, its iterations, the BN statistics moved)
+    and saved by tf.train.Checkpoint(model=..., optimizer=...): the optimizer is left out, the rest
+    placed by layer order under the model/ prefix."""
+    import tf_keras
+
+    model = G.keras_efficientnet(0.4, 0.3, 64, classes=3)
+    G.randomize(model.weights, 32)
+    model.compile(optimizer=tf_keras.optimizers.Adam(1e-3),
+                  loss=tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    x = np.random.default_rng(2).random((4, 64, 64, 3), dtype=np.float32) * 255
+    model.fit(x, np.array([0, 1, 2, 0]), epochs=1, verbose=0)
+    tf.train.Checkpoint(model=model, optimizer=model.optimizer).write(str(tmp_path / "ckpt"))
+    with open(tmp_path / "args.json", "w") as f:
+        f.write('{"default_size": 64}')
+    result = convert_hf(str(tmp_path / "ckpt"), str(tmp_path / "out"), config=str(tmp_path / "args.json"))
+    assert any(why == "optimizer state" for _, why in result.dropped)
+    cfg = transformers.AutoConfig.from_pretrained(tmp_path / "out")
+    ref, outs = G.efficientnet_oracle(model, cfg, np.random.default_rng(3).random((1, 3, 64, 64), dtype=np.float32))
+    loaded = _same(tmp_path / "out", ref)
+    with torch.no_grad():
+        mine = loaded(torch.from_numpy(outs["inputs"])).logits.numpy()
+    assert np.abs(mine - outs["tf_out"]).max() <= 1e-4 * np.abs(outs["tf_out"]).max()
