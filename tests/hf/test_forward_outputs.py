@@ -22,14 +22,16 @@ WITH_OUTPUTS = [c for c in CASES if (DATA / c / "outputs.npz").is_file()]
 
 def test_the_new_families_have_outputs():
     assert {"efficientnet", "efficientnet_features", "mobilenet_v2", "mobilenet_v2_features", "xlnet",
-            "xlnet_regression", "imagegpt", "decision_transformer"} <= set(WITH_OUTPUTS)
+            "xlnet_regression", "imagegpt", "decision_transformer", "lxmert"} <= set(WITH_OUTPUTS)
 
 
-def _forward(model, inputs):
-    """The output outputs.npz holds for this model: logits, or the last hidden state (channels last for
-    an image model, as Keras gives it)."""
+def _forward(model, inputs, field=None):
+    """The output outputs.npz holds for this model: its ``field``, logits, or the last hidden state
+    (channels last for an image model, as Keras gives it)."""
     with torch.no_grad():
         out = model(**{k.removeprefix("in_"): torch.from_numpy(v) for k, v in inputs.items()})
+    if field is not None:
+        return getattr(out, field).float().numpy()
     if getattr(out, "logits", None) is not None:
         return out.logits.float().numpy()
     h = out.last_hidden_state.float().numpy()
@@ -49,7 +51,8 @@ def test_forward_equals_the_457_models(name, tmp_path):
         if "inputs" in inputs:
             inputs["pixel_values"] = inputs.pop("inputs")
         want, tf_out = z["hf457_out"], z["tf_out"] if "tf_out" in z.files else None
-    got = _forward(model, inputs)
+        field = str(z["field"]) if "field" in z.files else None
+    got = _forward(model, inputs, field)
     scale = max(1.0, float(np.abs(want).max()))
     assert got.shape == want.shape
     assert np.abs(got - want).max() <= 1e-5 * scale

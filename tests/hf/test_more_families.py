@@ -14,7 +14,7 @@ from test_export import DATA, case, export, folder
 from clirun import completed
 
 NEW = ["efficientnet", "efficientnet_features", "mobilenet_v2", "mobilenet_v2_features", "xlnet", "xlnet_regression",
-       "imagegpt", "decision_transformer"]
+       "imagegpt", "decision_transformer", "lxmert"]
 
 
 def _plan(name, tmp_path, *extra):
@@ -26,7 +26,7 @@ def _plan(name, tmp_path, *extra):
 @pytest.mark.parametrize("name, arch", [("efficientnet", "efficientnet"), ("efficientnet_features", "efficientnet-features"),
                                         ("mobilenet_v2", "mobilenet-v2"), ("mobilenet_v2_features", "mobilenet-v2-features"),
                                         ("xlnet", "xlnet-lm"), ("xlnet_regression", "xlnet-classifier"),
-                                        ("imagegpt", "imagegpt")])
+                                        ("imagegpt", "imagegpt"), ("lxmert", "lxmert-pretraining")])
 def test_detected_from_the_names(name, arch, tmp_path):
     c = case(name)
     args = [a for i, a in enumerate(c["args"]) if "--arch" not in c["args"][max(0, i - 1):i + 1]]

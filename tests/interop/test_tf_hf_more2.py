@@ -190,3 +190,19 @@ def test_efficientnet_trained_keras_checkpoint_with_its_optimizer(tmp_path):
     with torch.no_grad():
         mine = loaded(torch.from_numpy(outs["inputs"])).logits.numpy()
     assert np.abs(mine - outs["tf_out"]).max() <= 1e-4 * np.abs(outs["tf_out"]).max()
+
+
+@pytest.mark.parametrize("cls_name, cfg", [("LxmertForQuestionAnswering", dict(G.LXMERT, l_layers=1, x_layers=2,
+                                                                               r_layers=1, num_qa_labels=5)),
+                                           ("LxmertModel", dict(G.LXMERT, hidden_size=12, num_attention_heads=3))])
+def test_lxmert_as_the_loader_places_it(tmp_path, cls_name, cfg):
+    model = G.lxmert_case(str(tmp_path), cfg, 130, cls_name)
+    result = convert_hf(str(tmp_path / "model.ckpt"), str(tmp_path / "out"), config=str(tmp_path / "config.json"))
+    assert result.architecture == cls_name
+    loaded = _same(tmp_path / "out", model)
+    with np.load(tmp_path / "outputs.npz") as z:
+        with torch.no_grad():
+            out = loaded(input_ids=torch.from_numpy(z["in_input_ids"]), visual_feats=torch.from_numpy(z["in_visual_feats"]),
+                         visual_pos=torch.from_numpy(z["in_visual_pos"]))
+        mine = getattr(out, str(z["field"])).numpy()
+        assert np.abs(mine - z["hf457_out"]).max() <= 1e-5 * max(1.0, np.abs(z["hf457_out"]).max())

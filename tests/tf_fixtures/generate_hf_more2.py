@@ -462,8 +462,53 @@ def decision_transformer(d):
     decision_transformer_case(d, 8, 2, 2, 12, 16, 100)
 
 
+# --------------------------------------------------------------------------- LXMERT
+
+
+LXMERT = dict(vocab_size=20, hidden_size=8, num_attention_heads=2, intermediate_size=12, max_position_embeddings=16,
+              type_vocab_size=2, l_layers=2, x_layers=1, r_layers=2, num_qa_labels=3, num_object_labels=4,
+              num_attr_labels=2, visual_feat_dim=6, visual_pos_dim=4)
+
+
+def lxmert_case(d, cfg, seed, cls_name="LxmertForPreTraining"):
+    """Google BERT's naming rules on LXMERT's modules (tests/interop/hf_release_names.py, as the interop
+    probe writes LXMERT's release: ``x_layers/N``, ``r_layers/N``, ``logit_fc/N``), the 4.57 loader's
+    model and its outputs."""
+    sys.path.insert(0, os.path.join(HERE, "..", "interop"))
+    import hf_release_names as rn
+    from generate_hf import save_v1
+    from transformers.models.lxmert.modeling_lxmert import load_tf_weights_in_lxmert
+
+    torch.manual_seed(seed)
+    config = T.LxmertConfig(**cfg)
+    source = getattr(T, cls_name)(config)
+    names = rn.with_adam(rn.bert_style(source, rn.BERT + [(r"/(logit_fc|x_layers|r_layers)_(\d+)/", r"/\1/\2/")]))
+    save_v1(os.path.join(d, "model.ckpt"), dict(names))  # with_adam: Adam slots and global_step
+    write_json(os.path.join(d, "config.json"), cfg)  # transformers' names, no model_type: as bert_config.json
+    model = nan_model(getattr(T, cls_name)(config)).eval()
+    load_tf_weights_in_lxmert(model, config, os.path.join(d, "model.ckpt"))
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(0, cfg["vocab_size"], (2, 7))
+    feats = rng.standard_normal((2, 5, cfg["visual_feat_dim"])).astype(np.float32)
+    pos = rng.random((2, 5, cfg["visual_pos_dim"])).astype(np.float32)
+    with torch.no_grad():
+        out = model(input_ids=torch.from_numpy(ids), visual_feats=torch.from_numpy(feats),
+                    visual_pos=torch.from_numpy(pos))
+    field = {"LxmertForPreTraining": "prediction_logits", "LxmertForQuestionAnswering": "question_answering_score",
+             "LxmertModel": "language_output"}[cls_name]
+    np.savez(os.path.join(d, "outputs.npz"), in_input_ids=ids, in_visual_feats=feats, in_visual_pos=pos,
+             hf457_out=getattr(out, field).numpy(), field=np.array(field))
+    finish(d, model, expected(model), "model.ckpt", ["--config", "config.json"], cls_name,
+           f"load_tf_weights_in_lxmert({cls_name})")
+    return model
+
+
+def lxmert(d):
+    lxmert_case(d, LXMERT, 120)
+
+
 CASES = {f.__name__: f for f in (efficientnet, efficientnet_features, mobilenet_v2, mobilenet_v2_features, xlnet,
-                                 xlnet_regression, imagegpt, decision_transformer)}
+                                 xlnet_regression, imagegpt, decision_transformer, lxmert)}
 
 
 def main():

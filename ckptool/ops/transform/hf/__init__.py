@@ -20,6 +20,7 @@ from ckptool.ops.transform.hf import (
     gpt2,
     gpt_neo,
     imagegpt,
+    lxmert,
     mobilenet,
     mobilenet_v2,
     t5,
@@ -30,6 +31,6 @@ from ckptool.ops.transform.hf.engine import Arch
 ARCHS: tuple[Arch, ...] = (*albert.ARCHS, *electra.ARCHS, *bert.ARCHS, *t5.ARCHS, *gpt2.ARCHS, *gpt_neo.ARCHS,
                            *mobilenet.ARCHS, *mobilenet_v2.ARCHS, *efficientnet.ARCHS, *xlnet.ARCHS,
                            *imagegpt.ARCHS,
-                           *decision_transformer.ARCHS)
+                           *decision_transformer.ARCHS, *lxmert.ARCHS)
 
 __all__ = ["ARCHS"]
