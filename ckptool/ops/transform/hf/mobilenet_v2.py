@@ -111,9 +111,10 @@ def _finish(plan: Plan, config: dict[str, Any], where: str) -> None:
         for f in fine:
             if layout({**config, "depth_multiplier": dm, "finegrained_output": f}) == seen:
                 config["depth_multiplier"], config["finegrained_output"] = dm, f
-                for k, v in (("image_size", 224), ("hidden_act", "relu6"), ("layer_norm_eps", 1e-3),
-                             ("tf_padding", True)):  # slim's: relu6, batch norm epsilon 1e-3, SAME padding
-                    config.setdefault(k, v)
+                slim: dict[str, Any] = {"image_size": 224, "hidden_act": "relu6", "layer_norm_eps": 1e-3,
+                                        "tf_padding": True}  # slim's: relu6, batch norm epsilon 1e-3, SAME padding
+                for k, value in slim.items():
+                    config.setdefault(k, value)
                 return
     raise CkptError(f"{where or 'the tensors'}: no depth_multiplier builds these channels {seen} as transformers' "
                     "MobileNetV2 does" + (f" (depth_multiplier {tries[0]})" if len(tries) == 1 else ""))
