@@ -13,10 +13,26 @@ lists them in the order detection tries them (the most specific first).
 
 from __future__ import annotations
 
-from ckptool.ops.transform.hf import albert, bert, electra, gpt2, gpt_neo, mobilenet, t5
+from ckptool.ops.transform.hf import (
+    albert,
+    bert,
+    decision_transformer,
+    efficientnet,
+    electra,
+    gpt2,
+    gpt_neo,
+    imagegpt,
+    lxmert,
+    mobilenet,
+    mobilenet_v2,
+    t5,
+    xlnet,
+)
 from ckptool.ops.transform.hf.engine import Arch
 
 ARCHS: tuple[Arch, ...] = (*albert.ARCHS, *electra.ARCHS, *bert.ARCHS, *t5.ARCHS, *gpt2.ARCHS, *gpt_neo.ARCHS,
-                           *mobilenet.ARCHS)
+                           *mobilenet.ARCHS, *mobilenet_v2.ARCHS, *efficientnet.ARCHS, *xlnet.ARCHS,
+                           *imagegpt.ARCHS,
+                           *decision_transformer.ARCHS, *lxmert.ARCHS)
 
 __all__ = ["ARCHS"]

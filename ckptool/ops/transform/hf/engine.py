@@ -39,7 +39,8 @@ Helpers: :func:`dense` (kernel transposed, bias) and :func:`norm` (gamma/beta ->
 ``keys`` (release config key -> HF key), ``passthrough``, ``defaults``, ``values`` (HF key ->
 {release value -> transformers value}: what the original code computed, e.g. mesh TF's ``gelu`` is
 ``gelu_new``; applied to release configs, not to an HF ``config.json``), ``finish`` (a hook
-completing the config), ``constants`` (tensors TF never held), ``tokenizer``, ``aliases``.
+completing the config), ``constants`` (tensors TF never held), ``tokenizer``, ``aliases``, ``rename``
+(names read as others), ``average`` (EMA shadows taken), ``prepare`` (tensors joined: ``common.joiner``).
 Detection tries every arch whose patterns match and takes the first that places every variable
 and leaves no weight unfilled.
 
@@ -60,6 +61,7 @@ from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError
 from ckptool.format.slots import is_optimizer_name
+from ckptool.ops.transform.hf.shadows import averaged
 from ckptool.ops.transform.hf.steps import Ctx, Op, TableError, parse_op
 
 if TYPE_CHECKING:
@@ -155,6 +157,10 @@ class Arch:
     constants: Callable[[Plan], list[Placed]] | None = None  # tensors the model has that TF never held
     tokenizer: str = ""  # the tokenizer class written with --vocab ("" takes the vocab's kind)
     aliases: tuple[str, ...] = ()
+    # TF names -> the names the rules match instead, where the whole list tells (Keras's layer_with_weights-N)
+    rename: Callable[[list[str]], dict[str, str]] | None = None
+    average: str = ""  # names whose ExponentialMovingAverage the 4.57 loader takes in their place (shadows.py)
+    prepare: Callable[[list[Spec]], list[Spec]] | None = None  # the specs as the rules read them (common.joiner)
 
     def __post_init__(self) -> None:
         for p in (*self.detect, *self.counts):
@@ -241,14 +247,18 @@ def match(arch: Arch, specs: list[Spec], config: Mapping[str, Any] | None = None
     shapes too (without, the names only: what detection compares)."""
     compiled = [(re.compile(r.tf), r) for r in arch.rules]
     out = Plan(arch, [], [], [])
+    specs = arch.prepare(specs) if arch.prepare is not None else specs
+    names = [short(s.name) for s in specs]
+    alias = arch.rename(names) if arch.rename is not None else {}
+    left, read_as = averaged(arch.average, names)
     for s in specs:
         name = short(s.name)
-        why = left_out(name, s.dtype)
+        why = left.get(name) or (None if name in read_as else left_out(name, s.dtype))
         if why is not None:
             out.dropped.append((name, why))
             continue
         for rx, rule in compiled:
-            m = rx.fullmatch(name)
+            m = rx.fullmatch(read_as.get(name) or alias.get(name, name))
             if m is None:
                 continue
             if rule.hf is None:

@@ -68,6 +68,11 @@ def candidates(arch: str | None) -> list[Arch]:
     return found
 
 
+def _seen(arch: Arch, names: list[str]) -> list[str]:
+    """The names ``arch``'s patterns look at: its rename's too (Keras's layer_with_weights-N read as layers)."""
+    return names if arch.rename is None else [*names, *arch.rename(names).values()]
+
+
 def detect(archs: list[Arch], specs: Sequence[Spec], src: str, named: bool) -> Arch:
     """The arch for these variables, looking at every name: of the archs whose ``detect`` patterns
     all match some name, the first that places every variable and leaves no weight of its model
@@ -76,7 +81,7 @@ def detect(archs: list[Arch], specs: Sequence[Spec], src: str, named: bool) -> A
     from ckptool.ops.transform.hf.coverage import unfilled
 
     names = [short(s.name) for s in specs]
-    fits = [a for a in archs if all(any(re.search(p, n) for n in names) for p in a.detect)]
+    fits = [a for a in archs if all(any(re.search(p, n) for n in _seen(a, names)) for p in a.detect)]
     scored = []
     for a in fits:
         m = match(a, list(specs))

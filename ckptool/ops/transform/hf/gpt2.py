@@ -11,25 +11,31 @@ from ckptool.ops.transform.hf.engine import Arch, Rule
 
 E = "n_embd"
 _H = r"model/h(?P<i>\d+)"
-_OUT = "transformer.h.{i}"
 
 
 def _conv(tf: str, hf: str, inn: str, out: str) -> list[Rule]:
     return [Rule(f"{tf}/w", f"{hf}.weight", "squeeze", (inn, out)), Rule(f"{tf}/b", f"{hf}.bias", "squeeze", (out,))]
 
 
-def _norm(tf: str, hf: str) -> list[Rule]:
-    return [Rule(f"{tf}/g", f"{hf}.weight", "squeeze", (E,)), Rule(f"{tf}/b", f"{hf}.bias", "squeeze", (E,))]
+def _norm(tf: str, hf: str, e: str = E) -> list[Rule]:
+    return [Rule(f"{tf}/g", f"{hf}.weight", "squeeze", (e,)), Rule(f"{tf}/b", f"{hf}.bias", "squeeze", (e,))]
 
 
-RULES = (Rule("model/wte", "transformer.wte.weight", "squeeze", ("vocab_size", E)),
-         Rule("model/wpe", "transformer.wpe.weight", "squeeze", ("n_positions", E)),
-         *_norm(rf"{_H}/ln_(?P<k>[12])", f"{_OUT}.ln_{{k}}"),
-         *_conv(rf"{_H}/attn/c_attn", f"{_OUT}.attn.c_attn", E, f"3*{E}"),
-         *_conv(rf"{_H}/attn/c_proj", f"{_OUT}.attn.c_proj", E, E),
-         *_conv(rf"{_H}/mlp/c_fc", f"{_OUT}.mlp.c_fc", E, "n_inner"),
-         *_conv(rf"{_H}/mlp/c_proj", f"{_OUT}.mlp.c_proj", "n_inner", E),
-         *_norm("model/ln_f", "transformer.ln_f"))
+def rules(hf: str = "transformer.", e: str = E) -> tuple[Rule, ...]:
+    """OpenAI's names -> a GPT-2 body under ``hf`` whose width is the config field ``e`` (the Decision
+    Transformer's GPT-2, whose loader is a copy of this one, names it ``hidden_size``)."""
+    out = f"{hf}h.{{i}}"
+    return (Rule("model/wte", f"{hf}wte.weight", "squeeze", ("vocab_size", e)),
+            Rule("model/wpe", f"{hf}wpe.weight", "squeeze", ("n_positions", e)),
+            *_norm(rf"{_H}/ln_(?P<k>[12])", f"{out}.ln_{{k}}", e),
+            *_conv(rf"{_H}/attn/c_attn", f"{out}.attn.c_attn", e, f"3*{e}"),
+            *_conv(rf"{_H}/attn/c_proj", f"{out}.attn.c_proj", e, e),
+            *_conv(rf"{_H}/mlp/c_fc", f"{out}.mlp.c_fc", e, "n_inner"),
+            *_conv(rf"{_H}/mlp/c_proj", f"{out}.mlp.c_proj", "n_inner", e),
+            *_norm("model/ln_f", f"{hf}ln_f", e))
+
+
+RULES = rules()
 KEYS = {"n_vocab": "vocab_size", "n_ctx": "n_positions", "n_embd": "n_embd", "n_head": "n_head", "n_layer": "n_layer",
         "n_positions": "n_positions", "vocab_size": "vocab_size"}
 

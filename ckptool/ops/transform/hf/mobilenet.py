@@ -17,7 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 from ckptool.errors import CkptError
-from ckptool.ops.transform.hf.engine import Arch, Placed, Plan, Rule
+from ckptool.ops.transform.hf.common import batch_norm_counters
+from ckptool.ops.transform.hf.engine import Arch, Plan, Rule
 
 _BN = (("gamma", "weight"), ("beta", "bias"), ("moving_mean", "running_mean"), ("moving_variance", "running_var"))
 
@@ -56,23 +57,9 @@ def _finish(plan: Plan, config: dict[str, Any], where: str) -> None:
                         f"channels (1024 x {last[0] / 1024})")
 
 
-def _counters(plan: Plan) -> list[Placed]:
-    """PyTorch's batch norm also holds ``num_batches_tracked``, which TF has not: 0, as the loader leaves it."""
-    import numpy as np
-
-    from ckptool.ops.read.source import Spec
-
-    out = []
-    for p in plan.placed:
-        if p.hf.endswith(".normalization.running_mean"):
-            name = p.hf.replace(".running_mean", ".num_batches_tracked")
-            out.append(Placed(Spec("(0)", "int64", (), lambda: np.zeros((), np.int64)), "(0)", name, "", (), ()))
-    return out
-
-
 def _arch(name: str, cls: str, rules: list[Rule], *detect: str) -> Arch:
     return Arch(name, "mobilenet-v1", "mobilenet_v1", cls, tuple(rules), ("^MobilenetV1/Conv2d_0/weights$", *detect),
-                keys=KEYS, defaults={"image_size": 224}, finish=_finish, constants=_counters,
+                keys=KEYS, defaults={"image_size": 224}, finish=_finish, constants=batch_norm_counters,
                 aliases=("mobilenet", "mobilenet_v1"))
 
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from ckptool.io.base import Storage
 
 WORDPIECE = ("BertTokenizer", "ElectraTokenizer")
-SENTENCEPIECE = ("AlbertTokenizer", "T5Tokenizer")
+SENTENCEPIECE = ("AlbertTokenizer", "T5Tokenizer", "XLNetTokenizer")
 BPE = ("GPT2Tokenizer",)
 _SPECIAL = {
     "wordpiece": {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]",
@@ -35,6 +35,8 @@ _SPECIAL = {
     "AlbertTokenizer": {"unk_token": "<unk>", "sep_token": "[SEP]", "pad_token": "<pad>", "cls_token": "[CLS]",
                         "mask_token": "[MASK]", "bos_token": "[CLS]", "eos_token": "[SEP]"},
     "T5Tokenizer": {"unk_token": "<unk>", "pad_token": "<pad>", "eos_token": "</s>"},
+    "XLNetTokenizer": {"unk_token": "<unk>", "sep_token": "<sep>", "pad_token": "<pad>", "cls_token": "<cls>",
+                       "mask_token": "<mask>", "bos_token": "<s>", "eos_token": "</s>"},
     "bpe": {"unk_token": "<|endoftext|>", "bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>"},
 }
 CHUNK = 256 << 10
@@ -124,6 +126,9 @@ def tokenizer_files(vocab: str, arch_tokenizer: str, config: dict[str, Any],
         settings = dict(_SPECIAL[cls])
         if cls == "AlbertTokenizer":
             settings.update(do_lower_case=True, keep_accents=False, remove_space=True)
+        elif cls == "XLNetTokenizer":  # cased; pads on the left; <cls> last
+            settings.update(do_lower_case=False, keep_accents=False, remove_space=True, padding_side="left",
+                            additional_special_tokens=["<eop>", "<eod>"])
         else:
             settings["extra_ids"] = 100
         files = [("spiece.model", lambda: chunks(storage, path))]
