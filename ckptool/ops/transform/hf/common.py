@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ckptool.errors import CkptError
-from ckptool.ops.transform.convert.source import Spec
+from ckptool.ops.read.spec import Spec
 from ckptool.ops.transform.hf.engine import Placed, Plan, short
 from ckptool.ops.transform.hf.steps import Ctx, parse_op
 
