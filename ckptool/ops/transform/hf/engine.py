@@ -94,6 +94,7 @@ class Arch:
     constants: Callable[[Plan], list[Placed]] | None = None  # tensors the model has that TF never held
     tokenizer: str = ""  # the tokenizer class written with --vocab ("" takes the vocab's kind)
     aliases: tuple[str, ...] = ()
+    absent: tuple[str, ...] = ()  # ... and no TF name matches any of these (RoFormer: no position embeddings)
 
 
 @dataclass

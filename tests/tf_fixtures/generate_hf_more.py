@@ -1,0 +1,241 @@
+#!/usr/bin/env python
+"""Write more ``convert --to hf`` fixtures in tests/data/hf/ (issue 51: the families whose TF loaders
+transformers 5 dropped), as generate_hf.py writes its own: a small TF checkpoint under the release's
+variable names, written by TensorFlow, the release's config (or an HF ``config.json`` where the model
+has no TF release), a vocabulary, and what transformers 4.57.6's own loader puts in the model.
+
+    VENV=/root/v/tf   # tensorflow-cpu==2.21.0, transformers==4.57.6, torch==2.13.0
+    $VENV/bin/python tests/tf_fixtures/generate_hf_more.py [--out tests/data/hf] [--only CASE ...]
+
+Beside generate_hf.py's files each case has:
+
+``forward.npz``
+    ``in:NAME`` the inputs and ``out:NAME`` the outputs of the 4.57 model (eval mode) holding what the
+    loader set, for transformers 5's forward to be held to (tests/hf/test_families.py).
+``case.json``
+    also ``loader`` (the 4.57 function), ``model`` (the class it fills), ``hidden`` (variables the
+    loader is not shown: ones it cannot place, which ckptool places by the model code; listed in
+    ``by_hand`` with the weights they become) and ``computed`` (weights the model computes itself:
+    RoFormer's sinusoidal table, in ``expected.safetensors`` as the 4.57 model computed it).
+"""
+
+import argparse
+import json
+import os
+import shutil
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import generate_hf as g  # noqa: E402
+
+tf, torch, T = g.tf, g.torch, g.T
+OUT = g.OUT
+SEQ = 7
+
+
+def loader_fn(name):
+    """transformers 4.57's ``load_tf_weights_in_FAMILY``, from the family's modeling module."""
+    import importlib
+
+    fam = name.removeprefix("load_tf_weights_in_")
+    return getattr(importlib.import_module(f"transformers.models.{fam}.modeling_{fam}"), name)
+
+
+def run_loader(d, loader, model, config, hidden=()):
+    """``loader(model, config, d/model.ckpt)`` with ``hidden`` left out of TF's listing."""
+    real = tf.train.list_variables
+    tf.train.list_variables = g._listing_without(set(hidden))
+    try:
+        loader_fn(loader)(model, config, os.path.join(d, "model.ckpt"))
+    finally:
+        tf.train.list_variables = real
+
+
+def forward(d, model, inputs):
+    model.eval()
+    with torch.no_grad():
+        out = model(**{k: torch.from_numpy(v) for k, v in inputs.items()})
+    arrays = {f"in:{k}": v for k, v in inputs.items()}
+    for k, v in out.items():
+        if isinstance(v, torch.Tensor):
+            arrays[f"out:{k}"] = v.numpy()
+    np.savez(os.path.join(d, "forward.npz"), **arrays)
+
+
+def untied(model, tensors):
+    """``tensors`` without a later alias of an earlier entry's storage (a tied decoder), as
+    save_pretrained leaves them out."""
+    seen, out = set(), {}
+    for k, v in model.state_dict().items():
+        if k in tensors and v.data_ptr() not in seen:
+            seen.add(v.data_ptr())
+            out[k] = tensors[k]
+    return out
+
+
+def finish(d, model, tensors, args, loader, hidden=(), by_hand=(), computed=()):
+    cls = type(model).__name__
+    tensors = untied(model, tensors)
+    g.finish(d, model, tensors, "model.ckpt", args, cls, f"{loader}({cls})", by_hand)
+    path = os.path.join(d, "case.json")
+    with open(path) as f:
+        case = json.load(f)
+    case.update(loader=loader, model=cls, hidden=sorted(hidden), computed=sorted(computed))
+    g.write_json(path, case)
+
+
+def ids(rng, vocab, n=SEQ):
+    return rng.integers(1, vocab, size=(2, n)).astype(np.int64)
+
+
+def _vocab(d):
+    with open(os.path.join(d, "vocab.txt"), "w") as f:
+        f.write("\n".join(g.VOCAB) + "\n")
+
+
+def mlm_head(a, H, V, E=None):
+    E = E or H
+    a.add("cls/predictions/transform/dense/kernel", H, E)
+    a.add("cls/predictions/transform/dense/bias", E)
+    a.add("cls/predictions/transform/LayerNorm/beta", E)
+    a.add("cls/predictions/transform/LayerNorm/gamma", E)
+    a.add("cls/predictions/output_bias", V)
+
+
+# --------------------------------------------------------------------------- RoFormer (bert4keras)
+
+
+ROFORMER = dict(vocab_size=24, hidden_size=8, num_hidden_layers=2, num_attention_heads=2, intermediate_size=12,
+                max_position_embeddings=16, type_vocab_size=2, hidden_act="gelu", hidden_dropout_prob=0.1,
+                attention_probs_dropout_prob=0.1, initializer_range=0.02)
+
+
+def roformer(d):
+    """bert4keras's RoFormer: Google BERT's names, no position embeddings, the MLM head; the release's
+    bert_config.json (no model_type, no embedding_size)."""
+    a = g.Arrays(21)
+    g.bert_body(a, "bert", ROFORMER)
+    del a["bert/embeddings/position_embeddings"], a["bert/pooler/dense/kernel"], a["bert/pooler/dense/bias"]
+    mlm_head(a, 8, 24)
+    g.adam(a, ["bert/encoder/layer_1/output/dense/kernel"])
+    g.save_v1(os.path.join(d, "model.ckpt"), a, extra=g.STEP)
+    g.write_json(os.path.join(d, "bert_config.json"), ROFORMER)
+    _vocab(d)
+    config = T.RoFormerConfig.from_json_file(os.path.join(d, "bert_config.json"))
+    model = g.nan_model(T.RoFormerForMaskedLM(config))
+    run_loader(d, "load_tf_weights_in_roformer", model, config)
+    table = "roformer.encoder.embed_positions.weight"
+    fresh = T.RoFormerForMaskedLM(config).state_dict()[table]
+    with torch.no_grad():
+        model.state_dict()[table].copy_(fresh)  # computed at construction; the loader leaves it
+    forward(d, model, {"input_ids": ids(np.random.default_rng(1), 24), "token_type_ids": np.zeros((2, SEQ), np.int64)})
+    finish(d, model, g.expected(model), ["--config", "bert_config.json", "--vocab", "vocab.txt"],
+           "load_tf_weights_in_roformer", computed=[table])
+
+
+# --------------------------------------------------------------------------- Megatron-BERT
+
+
+MEGATRON = dict(vocab_size=24, hidden_size=8, num_hidden_layers=2, num_attention_heads=2, intermediate_size=12,
+                max_position_embeddings=16, type_vocab_size=2, hidden_act="gelu", layer_norm_eps=1e-12)
+
+
+def megatron_bert(d):
+    """No TF release: Google BERT's names for MegatronBertForPreTraining's own modules (pre-norm)."""
+    a = g.Arrays(22)
+    H, FF, V = 8, 12, 24
+    a.add("bert/embeddings/word_embeddings", V, H)
+    a.add("bert/embeddings/position_embeddings", 16, H)
+    a.add("bert/embeddings/token_type_embeddings", 2, H)
+    for n in range(2):
+        p = f"bert/encoder/layer_{n}"
+        a.add(f"{p}/attention/ln/gamma", H)
+        a.add(f"{p}/attention/ln/beta", H)
+        for q in ("query", "key", "value"):
+            a.add(f"{p}/attention/self/{q}/kernel", H, H)
+            a.add(f"{p}/attention/self/{q}/bias", H)
+        a.add(f"{p}/attention/output/dense/kernel", H, H)
+        a.add(f"{p}/attention/output/dense/bias", H)
+        a.add(f"{p}/ln/gamma", H)
+        a.add(f"{p}/ln/beta", H)
+        a.add(f"{p}/intermediate/dense/kernel", H, FF)
+        a.add(f"{p}/intermediate/dense/bias", FF)
+        a.add(f"{p}/output/dense/kernel", FF, H)
+        a.add(f"{p}/output/dense/bias", H)
+    a.add("bert/encoder/ln/gamma", H)
+    a.add("bert/encoder/ln/beta", H)
+    a.add("bert/pooler/dense/kernel", H, H)
+    a.add("bert/pooler/dense/bias", H)
+    mlm_head(a, H, V)
+    a.add("cls/seq_relationship/output_weights", 2, H)
+    a.add("cls/seq_relationship/output_bias", 2)
+    g.adam(a, ["bert/encoder/ln/gamma"])
+    g.save_v1(os.path.join(d, "model.ckpt"), a, extra=g.STEP)
+    g.write_json(os.path.join(d, "bert_config.json"), MEGATRON)
+    _vocab(d)
+    config = T.MegatronBertConfig.from_json_file(os.path.join(d, "bert_config.json"))
+    model = g.nan_model(T.MegatronBertForPreTraining(config))
+    run_loader(d, "load_tf_weights_in_megatron_bert", model, config)
+    forward(d, model, {"input_ids": ids(np.random.default_rng(2), V), "token_type_ids": np.ones((2, SEQ), np.int64)})
+    finish(d, model, g.expected(model), ["--config", "bert_config.json", "--vocab", "vocab.txt"],
+           "load_tf_weights_in_megatron_bert")
+
+
+# --------------------------------------------------------------------------- RoCBERT
+
+
+ROC = dict(model_type="roc_bert", vocab_size=24, hidden_size=8, num_hidden_layers=2, num_attention_heads=2,
+           intermediate_size=12, max_position_embeddings=16, type_vocab_size=2, pronunciation_vocab_size=10,
+           pronunciation_embed_dim=4, shape_vocab_size=12, shape_embed_dim=6, concat_input=True)
+
+
+def roc_bert(d):
+    """No TF release: Google BERT's names for RoCBertForPreTraining's modules under roc_bert/, its two
+    extra tables as Keras names a table's weight (``.../shape_embed/embeddings``); an HF config.json."""
+    a = g.Arrays(23)
+    g.bert_body(a, "roc_bert", ROC)
+    a.add("roc_bert/embeddings/pronunciation_embed/embeddings", 10, 4)
+    a.add("roc_bert/embeddings/shape_embed/embeddings", 12, 6)
+    a.add("roc_bert/embeddings/map_inputs_layer/kernel", 8 + 4 + 6, 8)
+    a.add("roc_bert/embeddings/map_inputs_layer/bias", 8)
+    mlm_head(a, 8, 24)
+    g.save_v1(os.path.join(d, "model.ckpt"), a, extra=g.STEP)
+    g.write_json(os.path.join(d, "config.json"), ROC)
+    config = T.RoCBertConfig.from_json_file(os.path.join(d, "config.json"))
+    model = g.nan_model(T.RoCBertForPreTraining(config))
+    hidden = ["roc_bert/embeddings/pronunciation_embed/embeddings", "roc_bert/embeddings/shape_embed/embeddings"]
+    run_loader(d, "load_tf_weights_in_roc_bert", model, config, hidden)
+    by_hand = {"roc_bert.embeddings.pronunciation_embed.weight": hidden[0],
+               "roc_bert.embeddings.shape_embed.weight": hidden[1]}
+    with torch.no_grad():
+        for k, n in by_hand.items():
+            model.state_dict()[k].copy_(torch.from_numpy(a[n]))  # the table as stored (what the model holds)
+    rng = np.random.default_rng(3)
+    forward(d, model, {"input_ids": ids(rng, 24), "input_shape_ids": ids(rng, 12),
+                       "input_pronunciation_ids": ids(rng, 10)})
+    finish(d, model, g.expected(model), ["--config", "config.json"], "load_tf_weights_in_roc_bert", hidden,
+           by_hand=list(by_hand))
+
+
+CASES = {f.__name__: f for f in (roformer, megatron_bert, roc_bert)}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default=OUT)
+    ap.add_argument("--only", nargs="*")
+    opts = ap.parse_args()
+    for name, fn in CASES.items():
+        if opts.only and name not in opts.only:
+            continue
+        d = os.path.join(opts.out, name)
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+        torch.manual_seed(0)
+        fn(d)
+
+
+if __name__ == "__main__":
+    main()
