@@ -11,7 +11,18 @@ specific first).
 
 from __future__ import annotations
 
-from ckptool.ops.transform.hf import albert, bert, electra, gpt2, gpt_neo, megatron_bert, mobilenet, roc_bert, roformer, t5
+from ckptool.ops.transform.hf import (
+                                     albert,
+                                     bert,
+                                     electra,
+                                     gpt2,
+                                     gpt_neo,
+                                     megatron_bert,
+                                     mobilenet,
+                                     roc_bert,
+                                     roformer,
+                                     t5,
+)
 from ckptool.ops.transform.hf.engine import Arch
 
 ARCHS: tuple[Arch, ...] = (*albert.ARCHS, *electra.ARCHS, *roformer.ARCHS, *megatron_bert.ARCHS,

@@ -69,8 +69,8 @@ def candidates(arch: str | None) -> list[Arch]:
 
 
 def detect(archs: list[Arch], names: Sequence[str], src: str, named: bool) -> Arch:
-    """The first arch whose every ``detect`` pattern matches some name (and no ``absent`` one any); with ``--arch``, its family's
-    last (most general) arch when none does."""
+    """The first arch whose every ``detect`` pattern matches some name and no ``absent`` pattern any;
+    with ``--arch``, its family's last (most general) arch when none does."""
     for a in archs:
         if all(any(re.search(p, n) for n in names) for p in a.detect) and \
                 not any(re.search(p, n) for p in a.absent for n in names):
