@@ -219,7 +219,76 @@ def roc_bert(d):
            by_hand=list(by_hand))
 
 
-CASES = {f.__name__: f for f in (roformer, megatron_bert, roc_bert)}
+# --------------------------------------------------------------------------- TAPAS (google-research/tapas)
+
+
+TAPAS = dict(vocab_size=24, hidden_size=8, num_hidden_layers=2, num_attention_heads=2, intermediate_size=12,
+             hidden_act="gelu", hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
+             max_position_embeddings=16, type_vocab_size=[3, 4, 4, 2, 4, 4, 5], initializer_range=0.02,
+             softmax_temperature=1.0)
+
+
+def _tapas_body(a, pooler=True):
+    g.bert_body(a, "bert", dict(TAPAS, type_vocab_size=2))
+    del a["bert/embeddings/token_type_embeddings"]
+    for i, n in enumerate(TAPAS["type_vocab_size"]):
+        a.add(f"bert/embeddings/token_type_embeddings_{i}", n, 8)
+    if not pooler:
+        del a["bert/pooler/dense/kernel"], a["bert/pooler/dense/bias"]
+
+
+def _tapas_config(d):
+    """The release's bert_config.json as ckptool reads it: the seven sizes, gelu as TAPAS computes it
+    (tanh: gelu_new); what 4.57's model is built with."""
+    g.write_json(os.path.join(d, "bert_config.json"), TAPAS)
+    kw = {k: v for k, v in TAPAS.items() if k not in ("type_vocab_size", "softmax_temperature")}
+    return T.TapasConfig(**dict(kw, type_vocab_sizes=TAPAS["type_vocab_size"], hidden_act="gelu_new"))
+
+
+def _tapas_inputs(rng, n=SEQ):
+    types = np.stack([rng.integers(0, k, size=(2, n)) for k in TAPAS["type_vocab_size"]], axis=-1)
+    return {"input_ids": ids(rng, 24, n), "attention_mask": np.ones((2, n), np.int64),
+            "token_type_ids": types.astype(np.int64)}
+
+
+def tapas(d):
+    """TAPAS's pretrained MLM checkpoint: pooler and NSP head beside the MLM head (both left out)."""
+    a = g.Arrays(24)
+    _tapas_body(a)
+    mlm_head(a, 8, 24)
+    a.add("cls/seq_relationship/output_weights", 2, 8)
+    a.add("cls/seq_relationship/output_bias", 2)
+    g.adam(a, ["bert/embeddings/token_type_embeddings_3"])
+    g.save_v1(os.path.join(d, "model.ckpt"), a, extra=g.STEP)
+    config = _tapas_config(d)
+    _vocab(d)
+    model = g.nan_model(T.TapasForMaskedLM(config))
+    run_loader(d, "load_tf_weights_in_tapas", model, config)
+    forward(d, model, _tapas_inputs(np.random.default_rng(4)))
+    finish(d, model, g.expected(model), ["--config", "bert_config.json", "--vocab", "vocab.txt"],
+           "load_tf_weights_in_tapas")
+
+
+def tapas_wtq(d):
+    """A WTQ-style fine-tuned checkpoint: cell selection, column selection and aggregation heads."""
+    a = g.Arrays(25)
+    _tapas_body(a)
+    a.add("output_weights", 8)
+    a["output_bias"] = np.float32(0.25)
+    a.add("column_output_weights", 8)
+    a["column_output_bias"] = np.float32(-0.5)
+    a.add("output_weights_agg", 4, 8)
+    a.add("output_bias_agg", 4)
+    g.save_v1(os.path.join(d, "model.ckpt"), a, extra=g.STEP)
+    config = _tapas_config(d)
+    config.num_aggregation_labels = 4
+    model = g.nan_model(T.TapasForQuestionAnswering(config))
+    run_loader(d, "load_tf_weights_in_tapas", model, config)
+    forward(d, model, _tapas_inputs(np.random.default_rng(5)))
+    finish(d, model, g.expected(model), ["--config", "bert_config.json"], "load_tf_weights_in_tapas")
+
+
+CASES = {f.__name__: f for f in (roformer, megatron_bert, roc_bert, tapas, tapas_wtq)}
 
 
 def main():

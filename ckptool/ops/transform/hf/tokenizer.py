@@ -16,7 +16,7 @@ from typing import Any
 
 from ckptool.errors import CkptError, MissingError
 
-WORDPIECE = ("BertTokenizer", "ElectraTokenizer", "RoFormerTokenizer")
+WORDPIECE = ("BertTokenizer", "ElectraTokenizer", "RoFormerTokenizer", "TapasTokenizer")
 SENTENCEPIECE = ("AlbertTokenizer", "T5Tokenizer")
 BPE = ("GPT2Tokenizer",)
 _SPECIAL = {

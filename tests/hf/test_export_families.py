@@ -1,0 +1,118 @@
+"""``convert --to hf`` of issue 51's families, without TF or torch (the quick tier): detection from the
+names (RoFormer by its missing position embeddings), the heads each checkpoint holds picking the
+model class, the release's config translated (TAPAS's seven table sizes and its tanh gelu), what
+``--dry-run`` says of each variable, and the errors a config that contradicts the tensors gets.
+The weights themselves are held to the 4.57 loaders' by test_export.py."""
+
+import json
+
+import pytest
+from test_export import DATA, body_only, export
+
+from clirun import completed
+
+
+def _dry(name, tmp_path, *extra):
+    r = export(name, tmp_path / "out", "--dry-run", "--json", *extra)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+@pytest.mark.parametrize("name, arch, cls", [
+    ("roformer", "roformer-mlm", "RoFormerForMaskedLM"),
+    ("megatron_bert", "megatron-bert-pretraining", "MegatronBertForPreTraining"),
+    ("roc_bert", "roc-bert-pretraining", "RoCBertForPreTraining"),
+    ("tapas", "tapas-mlm", "TapasForMaskedLM"),
+    ("tapas_wtq", "tapas-qa", "TapasForQuestionAnswering")])
+def test_detected_from_the_names(name, arch, cls, tmp_path):
+    doc = _dry(name, tmp_path)
+    assert (doc["arch"], doc["architecture"]) == (arch, cls)
+
+
+def test_a_roformer_release_is_not_taken_for_bert(tmp_path):
+    # its bert_config.json has no model_type: the missing position embeddings tell it from BERT
+    r = completed("convert", DATA / "roformer" / "model.ckpt", tmp_path / "out", "--to", "hf")
+    assert r.returncode == 0, r.stderr
+    cfg = json.loads((tmp_path / "out" / "config.json").read_text())
+    assert (cfg["model_type"], cfg["architectures"], cfg["embedding_size"]) == ("roformer", ["RoFormerForMaskedLM"], 8)
+    assert cfg["hidden_act"] == "gelu"  # bert4keras's gelu is the erf form
+    doc = _dry("roformer", tmp_path)
+    computed = [m for m in doc["mapping"] if m["hf"] == "roformer.encoder.embed_positions.weight"]
+    assert computed == [{"tf": "(computed: sinusoidal positions)", "hf": "roformer.encoder.embed_positions.weight",
+                         "shape": [16, 4], "transform": ""}]
+
+
+def test_roformer_body_and_what_it_leaves_out(tmp_path):
+    doc = _dry("roformer", tmp_path, "--arch", "RoFormerModel")  # --arch roformer: the family
+    assert doc["architecture"] == "RoFormerModel"
+    why = {d["tf"]: d["why"] for d in doc["dropped"]}
+    assert why["cls/predictions/output_bias"].startswith("the MLM head")
+    assert {m["hf"] for m in doc["mapping"]} >= {"encoder.embed_positions.weight", "embeddings.word_embeddings.weight"}
+
+
+def test_roformer_needs_the_table_length(tmp_path):
+    d = tmp_path / "cfg.json"
+    cfg = json.loads((DATA / "roformer" / "bert_config.json").read_text())
+    del cfg["max_position_embeddings"]
+    d.write_text(json.dumps(cfg))
+    r = completed("convert", DATA / "roformer" / "model.ckpt", tmp_path / "out", "--to", "hf", "--config", d)
+    assert r.returncode == 1 and "max_position_embeddings" in r.stderr and not (tmp_path / "out").exists()
+
+
+def test_the_heads_pick_the_class(tmp_path):
+    src = body_only("megatron_bert", tmp_path / "a", ("cls/seq_relationship/",))
+    r = completed("convert", src, tmp_path / "m", "--to", "hf", "--config", DATA / "megatron_bert" / "bert_config.json",
+                  "--dry-run", "--json")
+    doc = json.loads(r.stdout)
+    assert doc["architecture"] == "MegatronBertForMaskedLM"
+    assert {d["tf"]: d["why"] for d in doc["dropped"]}["bert/pooler/dense/kernel"].endswith("has no pooler")
+    src = body_only("megatron_bert", tmp_path / "b", ("cls/",))
+    r = completed("convert", src, tmp_path / "m2", "--to", "hf", "--config", DATA / "megatron_bert" / "bert_config.json",
+                  "--dry-run", "--json")
+    assert json.loads(r.stdout)["architecture"] == "MegatronBertModel"
+    src = body_only("roc_bert", tmp_path / "c", ("roc_bert/pooler/",))
+    r = completed("convert", src, tmp_path / "r", "--to", "hf", "--config", DATA / "roc_bert" / "config.json",
+                  "--dry-run", "--json")
+    assert json.loads(r.stdout)["architecture"] == "RoCBertForMaskedLM"
+
+
+def test_tapas_release_config_translated(tmp_path):
+    assert export("tapas_wtq", tmp_path / "out").returncode == 0
+    cfg = json.loads((tmp_path / "out" / "config.json").read_text())
+    assert cfg["type_vocab_sizes"] == [3, 4, 4, 2, 4, 4, 5] and "type_vocab_size" not in cfg
+    assert (cfg["hidden_act"], cfg["num_aggregation_labels"]) == ("gelu_new", 4)
+    doc = _dry("tapas", tmp_path)
+    why = {d["tf"]: d["why"] for d in doc["dropped"]}
+    assert "next-sentence" in why["cls/seq_relationship/output_weights"]
+    assert why["bert/pooler/dense/bias"] == "TapasForMaskedLM has no pooler"
+    # an HF config.json says what it means: its gelu stays
+    hf = tmp_path / "config.json"
+    hf.write_text(json.dumps(dict(json.loads((tmp_path / "out" / "config.json").read_text()), hidden_act="gelu")))
+    r = completed("convert", DATA / "tapas_wtq" / "model.ckpt", tmp_path / "o2", "--to", "hf", "--config", hf)
+    assert r.returncode == 0, r.stderr
+    assert json.loads((tmp_path / "o2" / "config.json").read_text())["hidden_act"] == "gelu"
+
+
+def test_tapas_table_sizes_must_agree(tmp_path):
+    d = tmp_path / "bert_config.json"
+    cfg = json.loads((DATA / "tapas" / "bert_config.json").read_text())
+    d.write_text(json.dumps(dict(cfg, type_vocab_size=[3, 256, 256, 2, 256, 256, 10])))
+    r = completed("convert", DATA / "tapas" / "model.ckpt", tmp_path / "out", "--to", "hf", "--config", d)
+    assert r.returncode == 1 and "type_vocab_sizes" in r.stderr and "[3, 4, 4, 2, 4, 4, 5]" in r.stderr
+
+
+def test_roc_bert_mixing_layer_width_must_agree(tmp_path):
+    d = tmp_path / "config.json"
+    cfg = json.loads((DATA / "roc_bert" / "config.json").read_text())
+    d.write_text(json.dumps(dict(cfg, enable_shape=False)))
+    r = completed("convert", DATA / "roc_bert" / "model.ckpt", tmp_path / "out", "--to", "hf", "--config", d)
+    assert r.returncode == 1 and "map_inputs_layer takes 18 inputs" in r.stderr and "12" in r.stderr
+
+
+def test_family_tokenizers(tmp_path):
+    for name, cls in (("roformer", "RoFormerTokenizer"), ("tapas", "TapasTokenizer"),
+                      ("megatron_bert", "BertTokenizer")):
+        assert export(name, tmp_path / name).returncode == 0
+        doc = json.loads((tmp_path / name / "tokenizer_config.json").read_text())
+        assert (doc["tokenizer_class"], doc["do_lower_case"]) == (cls, True)
+        assert (tmp_path / name / "vocab.txt").read_bytes() == (DATA / name / "vocab.txt").read_bytes()
