@@ -23,7 +23,8 @@ def _dry(name, tmp_path, *extra):
     ("megatron_bert", "megatron-bert-pretraining", "MegatronBertForPreTraining"),
     ("roc_bert", "roc-bert-pretraining", "RoCBertForPreTraining"),
     ("tapas", "tapas-mlm", "TapasForMaskedLM"),
-    ("tapas_wtq", "tapas-qa", "TapasForQuestionAnswering")])
+    ("tapas_wtq", "tapas-qa", "TapasForQuestionAnswering"),
+    ("rembert", "rembert", "RemBertModel")])
 def test_detected_from_the_names(name, arch, cls, tmp_path):
     doc = _dry(name, tmp_path)
     assert (doc["arch"], doc["architecture"]) == (arch, cls)
@@ -116,3 +117,16 @@ def test_family_tokenizers(tmp_path):
         doc = json.loads((tmp_path / name / "tokenizer_config.json").read_text())
         assert (doc["tokenizer_class"], doc["do_lower_case"]) == (cls, True)
         assert (tmp_path / name / "vocab.txt").read_bytes() == (DATA / name / "vocab.txt").read_bytes()
+
+
+def test_rembert_leaves_the_output_side_out_and_writes_its_sentencepiece(tmp_path):
+    doc = _dry("rembert", tmp_path)
+    why = {d["tf"]: d["why"] for d in doc["dropped"]}
+    assert why["bert/embeddings/output_embedding"].startswith("the pretraining output side")
+    assert why["cls/predictions/output_bias"] == why["bert/embeddings/output_embedding"]
+    assert export("rembert", tmp_path / "out").returncode == 0
+    doc = json.loads((tmp_path / "out" / "tokenizer_config.json").read_text())
+    assert (doc["tokenizer_class"], doc["do_lower_case"], doc["keep_accents"]) == ("RemBertTokenizer", False, True)
+    assert (tmp_path / "out" / "sentencepiece.model").read_bytes() == (DATA / "rembert" / "sentencepiece.model").read_bytes()
+    cfg = json.loads((tmp_path / "out" / "config.json").read_text())
+    assert (cfg["input_embedding_size"], cfg["output_embedding_size"]) == (6, 10)

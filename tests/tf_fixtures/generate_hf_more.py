@@ -288,7 +288,47 @@ def tapas_wtq(d):
     finish(d, model, g.expected(model), ["--config", "bert_config.json"], "load_tf_weights_in_tapas")
 
 
-CASES = {f.__name__: f for f in (roformer, megatron_bert, roc_bert, tapas, tapas_wtq)}
+# --------------------------------------------------------------------------- RemBERT
+
+
+REMBERT = dict(vocab_size=32, hidden_size=8, num_hidden_layers=2, num_attention_heads=2, intermediate_size=12,
+               input_embedding_size=6, output_embedding_size=10, max_position_embeddings=16, type_vocab_size=2,
+               hidden_act="gelu", hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1, initializer_range=0.02,
+               layer_norm_eps=1e-12)
+
+
+def rembert(d):
+    """RemBERT's release: decoupled embeddings, the output embedding and MLM bias (which 4.57 leaves out)."""
+    a = g.Arrays(26)
+    E = 6
+    a.add("bert/embeddings/word_embeddings", 32, E)
+    a.add("bert/embeddings/token_type_embeddings", 2, E)
+    a.add("bert/embeddings/position_embeddings", 16, E)
+    a.add("bert/embeddings/LayerNorm/beta", E)
+    a.add("bert/embeddings/LayerNorm/gamma", E)
+    a.add("bert/encoder/embedding_hidden_mapping_in/kernel", E, 8)
+    a.add("bert/encoder/embedding_hidden_mapping_in/bias", 8)
+    body = g.Arrays(27)
+    g.bert_body(body, "bert", dict(REMBERT, vocab_size=32))
+    for k, v in body.items():
+        if "/encoder/" in k or "/pooler/" in k:
+            a[k] = v
+    a.add("bert/embeddings/output_embedding", 32, 10)
+    a.add("cls/predictions/output_bias", 32)
+    g.adam(a, ["bert/encoder/embedding_hidden_mapping_in/kernel"])
+    g.save_v1(os.path.join(d, "model.ckpt"), a, extra=g.STEP)
+    g.write_json(os.path.join(d, "bert_config.json"), REMBERT)
+    # the tiny SentencePiece model generate_hf.py trained for T5 (32 pieces; sentencepiece need not be here)
+    shutil.copy(os.path.join(OUT, "t5_v1_1", "spiece.model"), os.path.join(d, "sentencepiece.model"))
+    config = T.RemBertConfig.from_json_file(os.path.join(d, "bert_config.json"))
+    model = g.nan_model(T.RemBertModel(config))
+    run_loader(d, "load_tf_weights_in_rembert", model, config)
+    forward(d, model, {"input_ids": ids(np.random.default_rng(6), 32), "token_type_ids": np.ones((2, SEQ), np.int64)})
+    finish(d, model, g.expected(model), ["--config", "bert_config.json", "--vocab", "sentencepiece.model"],
+           "load_tf_weights_in_rembert")
+
+
+CASES = {f.__name__: f for f in (roformer, megatron_bert, roc_bert, tapas, tapas_wtq, rembert)}
 
 
 def main():

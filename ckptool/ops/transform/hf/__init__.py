@@ -11,23 +11,25 @@ specific first).
 
 from __future__ import annotations
 
-from ckptool.ops.transform.hf import (  # issue 51's families
-                           albert,
-                           bert,
-                           electra,
-                           gpt2,
-                           gpt_neo,
-                           megatron_bert,
-                           mobilenet,
-                           roc_bert,
-                           roformer,
-                           t5,
-                           tapas,
+from ckptool.ops.transform.hf import (
+    albert,
+    bert,
+    electra,
+    gpt2,
+    gpt_neo,
+    megatron_bert,
+    mobilenet,
+    rembert,
+    roc_bert,
+    roformer,
+    t5,
+    tapas,
 )
 from ckptool.ops.transform.hf.engine import Arch
 
-ARCHS: tuple[Arch, ...] = (*albert.ARCHS, *electra.ARCHS, *roformer.ARCHS, *megatron_bert.ARCHS,
-                           *roc_bert.ARCHS, *tapas.ARCHS, *bert.ARCHS, *t5.ARCHS, *gpt2.ARCHS, *gpt_neo.ARCHS,
+# in the order detection tries them; issue 51's families before BERT, whose names several share
+ARCHS: tuple[Arch, ...] = (*albert.ARCHS, *electra.ARCHS, *roformer.ARCHS, *megatron_bert.ARCHS, *roc_bert.ARCHS,
+                           *tapas.ARCHS, *rembert.ARCHS, *bert.ARCHS, *t5.ARCHS, *gpt2.ARCHS, *gpt_neo.ARCHS,
                            *mobilenet.ARCHS)
 
 __all__ = ["ARCHS"]

@@ -17,7 +17,7 @@ from typing import Any
 from ckptool.errors import CkptError, MissingError
 
 WORDPIECE = ("BertTokenizer", "ElectraTokenizer", "RoFormerTokenizer", "TapasTokenizer")
-SENTENCEPIECE = ("AlbertTokenizer", "T5Tokenizer")
+SENTENCEPIECE = ("AlbertTokenizer", "T5Tokenizer", "RemBertTokenizer")
 BPE = ("GPT2Tokenizer",)
 _SPECIAL = {
     "wordpiece": {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]",
@@ -25,6 +25,8 @@ _SPECIAL = {
     "AlbertTokenizer": {"unk_token": "<unk>", "sep_token": "[SEP]", "pad_token": "<pad>", "cls_token": "[CLS]",
                         "mask_token": "[MASK]", "bos_token": "[CLS]", "eos_token": "[SEP]"},
     "T5Tokenizer": {"unk_token": "<unk>", "pad_token": "<pad>", "eos_token": "</s>"},
+    "RemBertTokenizer": {"unk_token": "<unk>", "sep_token": "[SEP]", "pad_token": "<pad>", "cls_token": "[CLS]",
+                         "mask_token": "[MASK]", "bos_token": "[CLS]", "eos_token": "[SEP]"},
     "bpe": {"unk_token": "<|endoftext|>", "bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>"},
 }
 
@@ -71,9 +73,11 @@ def tokenizer_files(vocab: str, arch_tokenizer: str, config: dict[str, Any],
         settings = dict(_SPECIAL[cls])
         if cls == "AlbertTokenizer":
             settings.update(do_lower_case=True, keep_accents=False, remove_space=True)
+        elif cls == "RemBertTokenizer":  # cased, accents kept: RemBERT's multilingual vocabulary
+            settings.update(do_lower_case=False, keep_accents=True, remove_space=True)
         else:
             settings["extra_ids"] = 100
-        files = [("spiece.model", data)]
+        files = [("sentencepiece.model" if cls == "RemBertTokenizer" else "spiece.model", data)]
     else:
         cls = "GPT2Tokenizer"
         merges = storage.join(storage.dirname(path), "vocab.bpe")
