@@ -24,7 +24,9 @@ def _dry(name, tmp_path, *extra):
     ("roc_bert", "roc-bert-pretraining", "RoCBertForPreTraining"),
     ("tapas", "tapas-mlm", "TapasForMaskedLM"),
     ("tapas_wtq", "tapas-qa", "TapasForQuestionAnswering"),
-    ("rembert", "rembert", "RemBertModel")])
+    ("rembert", "rembert", "RemBertModel"),
+    ("convbert", "convbert", "ConvBertModel"),
+    ("convbert_grouped", "convbert", "ConvBertModel")])
 def test_detected_from_the_names(name, arch, cls, tmp_path):
     doc = _dry(name, tmp_path)
     assert (doc["arch"], doc["architecture"]) == (arch, cls)
@@ -130,3 +132,28 @@ def test_rembert_leaves_the_output_side_out_and_writes_its_sentencepiece(tmp_pat
     assert (tmp_path / "out" / "sentencepiece.model").read_bytes() == (DATA / "rembert" / "sentencepiece.model").read_bytes()
     cfg = json.loads((tmp_path / "out" / "config.json").read_text())
     assert (cfg["input_embedding_size"], cfg["output_embedding_size"]) == (6, 10)
+
+
+def test_convbert_config_from_the_tensors_and_electras_gelu(tmp_path):
+    def cfg(name):
+        assert export(name, tmp_path / name).returncode == 0
+        return json.loads((tmp_path / name / "config.json").read_text())
+    plain, grouped = cfg("convbert"), cfg("convbert_grouped")
+    assert (plain["num_groups"], plain["head_ratio"], plain["conv_kernel_size"], plain["embedding_size"]) == (1, 2, 3, 6)
+    assert plain["hidden_act"] == "gelu_new"  # a JSON of transformers' names, no model_type: ELECTRA's code's gelu
+    assert (grouped["num_groups"], grouped["hidden_act"]) == (2, "gelu")  # an HF config.json says what it means
+    why = {d["tf"]: d["why"] for d in _dry("convbert", tmp_path)["dropped"]}
+    assert why["generator_predictions/output_bias"].startswith("not ConvBertModel's")
+    maps = {m["hf"]: m["transform"] for m in _dry("convbert", tmp_path)["mapping"]}
+    assert maps["encoder.layer.0.attention.self.key_conv_attn_layer.bias"] == "new axis at -1"
+    assert maps["encoder.layer.0.attention.self.key_conv_attn_layer.depthwise.weight"] == "axes (1,2,0)"
+
+
+def test_convbert_query_width_must_fit_the_heads(tmp_path):
+    for heads, said in ((3, "a query 4 wide is not a whole share of 3 heads"),
+                        (8, "conv_kernel_layer has 3 outputs, but 4 convolution heads of width 3 take 12")):
+        d = tmp_path / "c.json"
+        d.write_text(json.dumps(dict(json.loads((DATA / "convbert" / "convbert_config.json").read_text()),
+                                     num_attention_heads=heads)))
+        r = completed("convert", DATA / "convbert" / "model.ckpt", tmp_path / "out", "--to", "hf", "--config", d)
+        assert r.returncode == 1 and said in r.stderr, r.stderr

@@ -328,7 +328,89 @@ def rembert(d):
            "load_tf_weights_in_rembert")
 
 
-CASES = {f.__name__: f for f in (roformer, megatron_bert, roc_bert, tapas, tapas_wtq, rembert)}
+# --------------------------------------------------------------------------- ConvBERT (yitu-opensource/ConvBert)
+
+
+CONVBERT = dict(vocab_size=24, hidden_size=8, num_hidden_layers=2, num_attention_heads=2, intermediate_size=12,
+                max_position_embeddings=16, type_vocab_size=2, head_ratio=2, conv_kernel_size=3)
+
+
+def _convbert_arrays(seed, cfg):
+    """The discriminator's body under electra/ (ConvBERT's names), and a generator beside it."""
+    a = g.Arrays(seed)
+    H, FF, E, k, G = cfg["hidden_size"], cfg["intermediate_size"], cfg["embedding_size"], 3, cfg["num_groups"]
+    inner = (cfg["num_attention_heads"] // cfg["head_ratio"]) * (H // cfg["num_attention_heads"])
+    conv = cfg["num_attention_heads"] // cfg["head_ratio"] * k
+    a.add("electra/embeddings/word_embeddings", 24, E)
+    a.add("electra/embeddings/token_type_embeddings", 2, E)
+    a.add("electra/embeddings/position_embeddings", 16, E)
+    a.add("electra/embeddings/LayerNorm/beta", E)
+    a.add("electra/embeddings/LayerNorm/gamma", E)
+    if E != H:
+        a.add("electra/embeddings_project/kernel", E, H)
+        a.add("electra/embeddings_project/bias", H)
+    for n in range(cfg["num_hidden_layers"]):
+        p = f"electra/encoder/layer_{n}"
+        for q in ("query", "key", "value"):
+            a.add(f"{p}/attention/self/{q}/kernel", H, inner)
+            a.add(f"{p}/attention/self/{q}/bias", inner)
+        a.add(f"{p}/attention/self/conv_attn_key/depthwise_kernel", k, H, 1)
+        a.add(f"{p}/attention/self/conv_attn_key/pointwise_kernel", 1, H, inner)
+        a.add(f"{p}/attention/self/conv_attn_key/bias", inner)
+        a.add(f"{p}/attention/self/conv_attn_kernel/kernel", inner, conv)
+        a.add(f"{p}/attention/self/conv_attn_kernel/bias", conv)
+        a.add(f"{p}/attention/self/conv_attn_point/kernel", H, inner)
+        a.add(f"{p}/attention/self/conv_attn_point/bias", inner)
+        a.add(f"{p}/attention/output/dense/kernel", H, H)
+        a.add(f"{p}/attention/output/dense/bias", H)
+        a.add(f"{p}/attention/output/LayerNorm/beta", H)
+        a.add(f"{p}/attention/output/LayerNorm/gamma", H)
+        if G > 1:
+            a.add(f"{p}/intermediate/g_dense/kernel", G, H // G, FF // G)
+            a.add(f"{p}/intermediate/g_dense/bias", FF)
+            a.add(f"{p}/output/g_dense/kernel", G, FF // G, H // G)
+            a.add(f"{p}/output/g_dense/bias", H)
+        else:
+            a.add(f"{p}/intermediate/dense/kernel", H, FF)
+            a.add(f"{p}/intermediate/dense/bias", FF)
+            a.add(f"{p}/output/dense/kernel", FF, H)
+            a.add(f"{p}/output/dense/bias", H)
+        a.add(f"{p}/output/LayerNorm/beta", H)
+        a.add(f"{p}/output/LayerNorm/gamma", H)
+    a.add("generator/encoder/layer_0/attention/self/query/kernel", 4, 4)
+    a.add("generator_predictions/output_bias", 24)
+    a.add("discriminator_predictions/dense/kernel", H, H)
+    a.add("discriminator_predictions/dense_1/kernel", H, 1)
+    return a
+
+
+def _convbert(d, seed, cfg, config_file, doc):
+    a = _convbert_arrays(seed, cfg)
+    g.save_v1(os.path.join(d, "model.ckpt"), a, extra=g.STEP)
+    g.write_json(os.path.join(d, config_file), doc)
+    _vocab(d)
+    config = T.ConvBertConfig(**cfg)
+    model = g.nan_model(T.ConvBertModel(config))
+    run_loader(d, "load_tf_weights_in_convbert", model, config)
+    forward(d, model, {"input_ids": ids(np.random.default_rng(seed), 24), "token_type_ids": np.ones((2, SEQ), np.int64)})
+    finish(d, model, g.expected(model), ["--config", config_file, "--vocab", "vocab.txt"], "load_tf_weights_in_convbert")
+
+
+def convbert(d):
+    """Embeddings narrower than the layers, ungrouped; a JSON of transformers' names (no model_type),
+    whose gelu is ELECTRA's code's tanh form."""
+    cfg = dict(CONVBERT, embedding_size=6, num_groups=1)
+    _convbert(d, 28, dict(cfg, hidden_act="gelu_new"), "convbert_config.json", dict(cfg, hidden_act="gelu"))
+
+
+def convbert_grouped(d):
+    """Grouped feed-forward (num_groups 2); an HF config.json (its gelu as it says)."""
+    cfg = dict(CONVBERT, embedding_size=8, num_groups=2, hidden_act="gelu")
+    _convbert(d, 29, cfg, "config.json", T.ConvBertConfig(**cfg).to_dict())
+
+
+CASES = {f.__name__: f for f in (roformer, megatron_bert, roc_bert, tapas, tapas_wtq, rembert, convbert,
+                                 convbert_grouped)}
 
 
 def main():

@@ -14,6 +14,7 @@ from __future__ import annotations
 from ckptool.ops.transform.hf import (
     albert,
     bert,
+    convbert,
     electra,
     gpt2,
     gpt_neo,
@@ -28,8 +29,8 @@ from ckptool.ops.transform.hf import (
 from ckptool.ops.transform.hf.engine import Arch
 
 # in the order detection tries them; issue 51's families before BERT, whose names several share
-ARCHS: tuple[Arch, ...] = (*albert.ARCHS, *electra.ARCHS, *roformer.ARCHS, *megatron_bert.ARCHS, *roc_bert.ARCHS,
-                           *tapas.ARCHS, *rembert.ARCHS, *bert.ARCHS, *t5.ARCHS, *gpt2.ARCHS, *gpt_neo.ARCHS,
-                           *mobilenet.ARCHS)
+ARCHS: tuple[Arch, ...] = (*albert.ARCHS, *convbert.ARCHS, *electra.ARCHS, *roformer.ARCHS, *megatron_bert.ARCHS,
+                           *roc_bert.ARCHS, *tapas.ARCHS, *rembert.ARCHS, *bert.ARCHS, *t5.ARCHS, *gpt2.ARCHS,
+                           *gpt_neo.ARCHS, *mobilenet.ARCHS)
 
 __all__ = ["ARCHS"]

@@ -16,6 +16,7 @@ equal: ``"hidden_size"``, ``"3*n_embd"``, ``"num_heads*d_kv"``; ``""`` is not ch
 ``flat``                reshape to 1-D
 ``perm:A,B,C,D``        ``np.transpose(x, (A, B, C, D))``
 ``rows:FIELD``          the first ``config[FIELD]`` rows (a padded vocabulary)
+``expand:A``            a new axis of length 1 at ``A`` (``np.expand_dims``; ``-1``: last)
 ======================  ==============================================================
 
 Before the rules, every architecture leaves out what no model holds: training bookkeeping
@@ -212,6 +213,9 @@ def out_shape(op: str, shape: tuple[int, ...], config: Mapping[str, Any], name: 
             n = config.get(arg)
             if isinstance(n, int) and shape and n <= shape[0]:
                 shape = (n,) + shape[1:]
+        elif step == "expand":
+            at = int(arg) if int(arg) >= 0 else len(shape) + 1 + int(arg)
+            shape = shape[:at] + (1,) + shape[at:]
         else:
             raise UsageError(f"unknown transform step {step!r}")
     return shape
@@ -234,6 +238,8 @@ def apply(op: str, arr: np.ndarray, config: Mapping[str, Any]) -> np.ndarray:
             arr = np.transpose(arr, [int(a) for a in arg.split(",")])
         elif step == "rows":
             arr = arr[:config[arg]] if isinstance(config.get(arg), int) else arr
+        elif step == "expand":
+            arr = np.expand_dims(arr, int(arg))
     return arr
 
 
@@ -243,7 +249,8 @@ def describe(op: str) -> str:
     out = []
     for step, arg in _steps(op):
         out.append(words.get(step) or {"merge": f"merge axes at {arg}", "perm": f"axes ({arg})",
-                                       "rows": f"first {arg} rows"}.get(step, step))
+                                       "rows": f"first {arg} rows",
+                                       "expand": f"new axis at {arg}"}.get(step, step))
     return ", ".join(out)
 
 

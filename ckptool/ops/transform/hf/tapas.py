@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from ckptool.ops.transform.hf.bert import PRETRAINING, encoder_rules
+from ckptool.ops.transform.hf.config import tanh_gelu
 from ckptool.ops.transform.hf.engine import Arch, Plan, Rule, check_value, dense, norm
 
 H = "hidden_size"
@@ -63,8 +64,7 @@ def _finish(plan: Plan, config: dict[str, Any], where: str) -> None:
     if rows:
         check_value(config, "type_vocab_sizes", rows, "the checkpoint's token_type_embeddings_0.."
                     f"{len(rows) - 1}", where)
-    if "model_type" not in config and config.get("hidden_act", "gelu") == "gelu":
-        config["hidden_act"] = "gelu_new"  # modeling.gelu: 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3)))
+    tanh_gelu(config)  # modeling.gelu: 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3)))
     if plan.arch.architecture == "TapasForQuestionAnswering" and not plan.has(r"^aggregation_classifier\."):
         check_value(config, "num_aggregation_labels", 0, "the checkpoint (no output_weights_agg)", where)
 

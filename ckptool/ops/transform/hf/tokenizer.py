@@ -16,7 +16,8 @@ from typing import Any
 
 from ckptool.errors import CkptError, MissingError
 
-WORDPIECE = ("BertTokenizer", "ElectraTokenizer", "RoFormerTokenizer", "TapasTokenizer")
+WORDPIECE = ("BertTokenizer", "ElectraTokenizer", "RoFormerTokenizer", "TapasTokenizer",
+             "ConvBertTokenizer")
 SENTENCEPIECE = ("AlbertTokenizer", "T5Tokenizer", "RemBertTokenizer")
 BPE = ("GPT2Tokenizer",)
 _SPECIAL = {

@@ -1,0 +1,85 @@
+"""ConvBERT: yitu-opensource/ConvBert's checkpoints, written by its ELECTRA-based TF code: the
+discriminator under ``electra/`` (each layer's span-based convolution beside self-attention:
+``attention/self/conv_attn_key`` a separable 1-D convolution, ``conv_attn_kernel`` and
+``conv_attn_point`` dense layers; with ``num_groups`` > 1 the feed-forward's grouped
+``intermediate/g_dense`` and ``output/g_dense``), the generator under ``generator/`` and the
+pretraining heads beside it, as ELECTRA's.
+
+As transformers 4.57's ``load_tf_weights_in_convbert`` places them (``ConvBertModel``, the one class
+it fills): dense kernels transposed, grouped kernels ``[groups, in, out]`` kept as stored, the
+depthwise kernel ``[width, in, 1]`` to ``[in, 1, width]``, the pointwise ``[1, in, out]`` to
+``[out, in, 1]``, the convolution's bias given a trailing axis. That loader maps the
+discriminator's body only: the generator and both prediction heads are left out, saying so.
+ConvBERT has no release config file (its sizes are the pretraining script's flags): give an HF
+``config.json``, or a JSON of transformers' names, where ``gelu`` is the tanh form ELECTRA's code
+computes (``gelu_new``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ckptool.errors import CkptError
+from ckptool.ops.transform.hf.bert import embedding_rules
+from ckptool.ops.transform.hf.config import tanh_gelu
+from ckptool.ops.transform.hf.engine import Arch, Plan, Rule, check_value, dense, norm
+
+H, E, FF = "hidden_size", "embedding_size", "intermediate_size"
+_LAY = r"electra/encoder/layer_(?P<n>\d+)"
+_OUT = "encoder.layer.{n}"
+_SELF = f"{_LAY}/attention/self"
+
+
+def _layer() -> list[Rule]:
+    out = f"{_OUT}.attention.self"
+    rules = [Rule(rf"{_SELF}/(?P<p>query|key|value)/kernel", f"{out}.{{p}}.weight", "T", ("", H)),
+             Rule(rf"{_SELF}/(?P<p>query|key|value)/bias", f"{out}.{{p}}.bias"),
+             Rule(f"{_SELF}/conv_attn_key/depthwise_kernel", f"{out}.key_conv_attn_layer.depthwise.weight",
+                  "perm:1,2,0", (H, "", "conv_kernel_size")),
+             Rule(f"{_SELF}/conv_attn_key/pointwise_kernel", f"{out}.key_conv_attn_layer.pointwise.weight",
+                  "perm:2,1,0", ("", H, "")),
+             Rule(f"{_SELF}/conv_attn_key/bias", f"{out}.key_conv_attn_layer.bias", "expand:-1"),
+             *dense(f"{_SELF}/conv_attn_kernel", f"{out}.conv_kernel_layer", "", ""),
+             *dense(f"{_SELF}/conv_attn_point", f"{out}.conv_out_layer", "", H),
+             *dense(f"{_LAY}/attention/output/dense", f"{_OUT}.attention.output.dense", H, H),
+             *norm(f"{_LAY}/attention/output/LayerNorm", f"{_OUT}.attention.output.LayerNorm", H)]
+    for tf, hf, size in (("intermediate", "intermediate", FF), ("output", "output", H)):
+        rules += dense(f"{_LAY}/{tf}/dense", f"{_OUT}.{hf}.dense", size, FF if tf == "output" else H)
+        rules += [Rule(f"{_LAY}/{tf}/g_dense/kernel", f"{_OUT}.{hf}.dense.weight", "", ("num_groups", "", "")),
+                  Rule(f"{_LAY}/{tf}/g_dense/bias", f"{_OUT}.{hf}.dense.bias", "", (size,))]
+    return rules + norm(f"{_LAY}/output/LayerNorm", f"{_OUT}.output.LayerNorm", H)
+
+
+def _finish(plan: Plan, config: dict[str, Any], where: str) -> None:
+    """``num_groups`` (1 without grouped layers) and ``head_ratio`` from the query's width; ELECTRA's gelu."""
+    ffn = plan.shape_of(r"\.intermediate\.dense\.weight$")
+    if ffn is not None and len(ffn) == 2:  # a grouped layer's [groups, in, out] tells num_groups itself
+        check_value(config, "num_groups", 1, "the checkpoint's ungrouped feed-forward", where)
+    tanh_gelu(config)
+    query, heads, hidden = plan.shape_of(r"\.query\.weight$"), config.get("num_attention_heads"), config.get(H)
+    if query is None or not isinstance(heads, int) or not isinstance(hidden, int) or heads < 1:
+        return
+    size = hidden // heads
+    if size < 1 or query[0] % size or not 0 < query[0] // size <= heads or heads % (query[0] // size):
+        raise CkptError(f"{where or 'the config'}: a query {query[0]} wide is not a whole share of "
+                        f"{heads} heads of {size}")
+    check_value(config, "head_ratio", heads // (query[0] // size), f"the checkpoint's query width {query[0]}", where)
+    conv, width = plan.shape_of(r"\.conv_kernel_layer\.weight$"), config.get("conv_kernel_size")
+    if conv is not None and isinstance(width, int) and conv[0] != query[0] // size * width:
+        raise CkptError(f"{where or 'the config'}: conv_kernel_layer has {conv[0]} outputs, but "
+                        f"{query[0] // size} convolution heads of width {width} take {query[0] // size * width}")
+
+
+_LEFT = "not ConvBertModel's: 4.57's loader maps the discriminator's body only"
+
+RULES = [*embedding_rules("electra", "", E),
+         *dense("electra/embeddings_project", "embeddings_project", H, E),
+         *_layer(),
+         Rule("(generator|generator_predictions|discriminator_predictions)/.*", None, why=_LEFT)]
+
+ARCHS = [
+    Arch("convbert", "convbert", "convbert", "ConvBertModel", tuple(RULES),
+         (r"^electra/encoder/layer_\d+/attention/self/conv_attn_key/",),
+         {r"^encoder\.layer\.(\d+)\.": "num_hidden_layers"}, required=("num_attention_heads",), passthrough=True,
+         finish=_finish, tokenizer="ConvBertTokenizer"),
+]
