@@ -409,8 +409,74 @@ def convbert_grouped(d):
     _convbert(d, 29, cfg, "config.json", T.ConvBertConfig(**cfg).to_dict())
 
 
+# --------------------------------------------------------------------------- MobileBERT (google-research)
+
+
+MOBILEBERT = dict(vocab_size=24, embedding_size=4, hidden_size=8, intra_bottleneck_size=6, num_hidden_layers=2,
+                  num_attention_heads=2, intermediate_size=16, num_feedforward_networks=3, max_position_embeddings=16,
+                  type_vocab_size=2, hidden_act="relu", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.1,
+                  initializer_range=0.02, trigram_input=True, use_bottleneck=True, use_bottleneck_attention=False,
+                  key_query_shared_bottleneck=True, normalization_type="no_norm", classifier_activation=False)
+
+
+def mobilebert(d):
+    """MobileBERT's pretraining release: bottlenecks, stacked FFNs, FakeLayerNorm, extra_output_weights."""
+    a = g.Arrays(30)
+    V, E, H, B, FF = 24, 4, 8, 6, 16
+
+    def fake(scope, n):
+        a.add(f"{scope}/FakeLayerNorm/beta", n)
+        a.add(f"{scope}/FakeLayerNorm/gamma", n)
+
+    def dense(scope, i, o):
+        a.add(f"{scope}/kernel", i, o)
+        a.add(f"{scope}/bias", o)
+    a.add("bert/embeddings/word_embeddings", V, E)
+    a.add("bert/embeddings/position_embeddings", 16, H)
+    a.add("bert/embeddings/token_type_embeddings", 2, H)
+    dense("bert/embeddings/embedding_transformation", 3 * E, H)
+    fake("bert/embeddings", H)
+    for n in range(2):
+        p = f"bert/encoder/layer_{n}"
+        dense(f"{p}/attention/self/query", B, B)
+        dense(f"{p}/attention/self/key", B, B)
+        dense(f"{p}/attention/self/value", H, B)
+        dense(f"{p}/attention/output/dense", B, B)
+        fake(f"{p}/attention/output", B)
+        dense(f"{p}/intermediate/dense", B, FF)
+        dense(f"{p}/output/dense", FF, B)
+        fake(f"{p}/output", B)
+        dense(f"{p}/output/bottleneck/dense", B, H)
+        fake(f"{p}/output/bottleneck", H)
+        for part in ("input", "attention"):
+            dense(f"{p}/bottleneck/{part}/dense", H, B)
+            fake(f"{p}/bottleneck/{part}", B)
+        for i in range(2):
+            dense(f"{p}/ffn_layer_{i}/intermediate/dense", B, FF)
+            dense(f"{p}/ffn_layer_{i}/output/dense", FF, B)
+            fake(f"{p}/ffn_layer_{i}/output", B)
+    # classifier_activation false: the pooler is the first token as it is, no dense layer
+    dense("cls/predictions/transform/dense", H, H)
+    a.add("cls/predictions/transform/LayerNorm/beta", H)
+    a.add("cls/predictions/transform/LayerNorm/gamma", H)
+    a.add("cls/predictions/output_bias", V)
+    a.add("cls/predictions/extra_output_weights", V, H - E)
+    a.add("cls/seq_relationship/output_weights", 2, H)
+    a.add("cls/seq_relationship/output_bias", 2)
+    g.adam(a, ["bert/encoder/layer_1/ffn_layer_1/output/dense/kernel"])
+    g.save_v1(os.path.join(d, "model.ckpt"), a, extra=g.STEP)
+    g.write_json(os.path.join(d, "bert_config.json"), MOBILEBERT)
+    _vocab(d)
+    config = T.MobileBertConfig.from_json_file(os.path.join(d, "bert_config.json"))
+    model = g.nan_model(T.MobileBertForPreTraining(config))
+    run_loader(d, "load_tf_weights_in_mobilebert", model, config)
+    forward(d, model, {"input_ids": ids(np.random.default_rng(7), V), "token_type_ids": np.ones((2, SEQ), np.int64)})
+    finish(d, model, g.expected(model), ["--config", "bert_config.json", "--vocab", "vocab.txt"],
+           "load_tf_weights_in_mobilebert")
+
+
 CASES = {f.__name__: f for f in (roformer, megatron_bert, roc_bert, tapas, tapas_wtq, rembert, convbert,
-                                 convbert_grouped)}
+                                 convbert_grouped, mobilebert)}
 
 
 def main():
