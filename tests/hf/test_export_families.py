@@ -157,3 +157,29 @@ def test_convbert_query_width_must_fit_the_heads(tmp_path):
                                      num_attention_heads=heads)))
         r = completed("convert", DATA / "convbert" / "model.ckpt", tmp_path / "out", "--to", "hf", "--config", d)
         assert r.returncode == 1 and said in r.stderr, r.stderr
+
+
+def test_funnel_net_config_translated_and_layers_placed_by_block(tmp_path):
+    assert export("funnel_base", tmp_path / "base").returncode == 0
+    cfg = json.loads((tmp_path / "base" / "config.json").read_text())
+    assert (cfg["block_sizes"], cfg["block_repeats"], cfg["num_decoder_layers"]) == ([2, 1], [2, 1], 0)
+    assert (cfg["hidden_act"], cfg["layer_norm_eps"], cfg["attention_type"]) == ("gelu_new", 1e-8, "factorized")
+    assert (cfg["hidden_dropout"], cfg["attention_dropout"], cfg["initializer_std"]) == (0.1, 0.1, 0.02)
+    assert "d_embed" not in cfg and "block_size" not in cfg and "init" not in cfg
+    maps = {m["tf"]: m["hf"] for m in _dry("funnel", tmp_path)["mapping"]}
+    assert maps["model/encoder/layer_2/rel_attn/q/kernel"] == "encoder.blocks.1.1.attention.q_head.weight"
+    assert maps["model/decoder/layer_3/ff/layer_1/kernel"] == "decoder.layers.0.ffn.linear_1.weight"
+    doc = _dry("funnel", tmp_path, "--arch", "funnel-base")  # the decoder left out, saying why
+    assert doc["architecture"] == "FunnelBaseModel"
+    assert {d["tf"]: d["why"] for d in doc["dropped"]}["model/decoder/layer_3/rel_attn/o/bias"].startswith(
+        "FunnelBaseModel has no decoder")
+
+
+@pytest.mark.parametrize("block_size, said", [("2_2", "decoder layer 3 does not fit block_sizes [2, 2]"),
+                                              ("1_1", "encoder layer 2 does not fit block_sizes [1, 1]"),
+                                              ("1_two", "is not Funnel's")])
+def test_funnel_blocks_must_fit(block_size, said, tmp_path):
+    d = tmp_path / "net_config.json"
+    d.write_text(json.dumps(dict(json.loads((DATA / "funnel" / "net_config.json").read_text()), block_size=block_size)))
+    r = completed("convert", DATA / "funnel" / "model.ckpt", tmp_path / "out", "--to", "hf", "--config", d)
+    assert r.returncode == 1 and said in r.stderr, r.stderr

@@ -475,8 +475,83 @@ def mobilebert(d):
            "load_tf_weights_in_mobilebert")
 
 
+# --------------------------------------------------------------------------- Funnel-Transformer
+
+
+def _funnel_net(block_size, decoder_size):
+    """The release's net_config.json (ModelConfig.keys)."""
+    return {"block_size": block_size, "vocab_size": 24, "d_embed": 8, "d_model": 8, "n_head": 2, "d_head": 4,
+            "d_inner": 16, "ff_activation": "gelu", "dropout": 0.1, "dropatt": 0.1, "dropact": 0.0,
+            "init": "truncated_normal", "init_std": 0.02, "init_range": 0.1, "rel_attn_type": "factorized",
+            "separate_cls": True, "pooling_type": "mean", "pooling_size": 2, "pool_q_only": True,
+            "decoder_size": decoder_size}
+
+
+def _funnel_arrays(seed, n_layers):
+    """Funnel-Transformer's names: layers numbered across the encoder's blocks, the decoder's after."""
+    a = g.Arrays(seed)
+    D, N, Hd, FF = 8, 2, 4, 16
+    a.add("model/input/word_embedding/lookup_table", 24, D)
+    a.add("model/input/layer_norm/beta", D)
+    a.add("model/input/layer_norm/gamma", D)
+    for part, idx in n_layers:
+        t = f"model/{part}/layer_{idx}"
+        a.add(f"{t}/rel_attn/q/kernel", D, N, Hd)
+        for q in "kv":
+            a.add(f"{t}/rel_attn/{q}/kernel", D, N, Hd)
+            a.add(f"{t}/rel_attn/{q}/bias", N, Hd)
+        a.add(f"{t}/rel_attn/o/kernel", N, Hd, D)
+        a.add(f"{t}/rel_attn/o/bias", D)
+        a.add(f"{t}/rel_attn/r/kernel", D, N, Hd)
+        for b in ("r_w_bias", "r_r_bias", "r_s_bias"):
+            a.add(f"{t}/rel_attn/{b}", N, Hd)
+        a.add(f"{t}/rel_attn/seg_embed", 2, N, Hd)
+        a.add(f"{t}/rel_attn/layer_norm/beta", D)
+        a.add(f"{t}/rel_attn/layer_norm/gamma", D)
+        a.add(f"{t}/ff/layer_1/kernel", D, FF)
+        a.add(f"{t}/ff/layer_1/bias", FF)
+        a.add(f"{t}/ff/layer_2/kernel", FF, D)
+        a.add(f"{t}/ff/layer_2/bias", D)
+        a.add(f"{t}/ff/layer_norm/beta", D)
+        a.add(f"{t}/ff/layer_norm/gamma", D)
+    return a
+
+
+def _funnel(d, seed, net, layers, cls, **hf):
+    a = _funnel_arrays(seed, layers)
+    a.add("generator/encoder/layer_0/ff/layer_1/kernel", 4, 4)  # ELECTRA-style pretraining's generator
+    g.adam(a, ["model/input/layer_norm/gamma"])
+    g.save_v1(os.path.join(d, "model.ckpt"), a, extra=g.STEP)
+    g.write_json(os.path.join(d, "net_config.json"), net)
+    _vocab(d)
+    # net_config.json as ckptool translates it (Funnel's tanh gelu, its layer norm's 1e-8)
+    config = T.FunnelConfig(vocab_size=24, d_model=8, n_head=2, d_head=4, d_inner=16, hidden_act="gelu_new",
+                            hidden_dropout=0.1, attention_dropout=0.1, activation_dropout=0.0, initializer_range=0.1,
+                            initializer_std=0.02, attention_type="factorized", separate_cls=True, pooling_type="mean",
+                            pool_q_only=True, layer_norm_eps=1e-8, **hf)
+    model = g.nan_model(getattr(T, cls)(config))
+    run_loader(d, "load_tf_weights_in_funnel", model, config)
+    rng = np.random.default_rng(seed)
+    forward(d, model, {"input_ids": ids(rng, 24, 8), "token_type_ids": rng.integers(0, 2, (2, 8)).astype(np.int64)})
+    finish(d, model, g.expected(model), ["--config", "net_config.json", "--vocab", "vocab.txt"],
+           "load_tf_weights_in_funnel")
+
+
+def funnel(d):
+    """Two blocks (1 and 2 layers), a one-layer decoder numbered after them: FunnelModel."""
+    layers = [("encoder", 0), ("encoder", 1), ("encoder", 2), ("decoder", 3)]
+    _funnel(d, 31, _funnel_net("1_2", "1"), layers, "FunnelModel", block_sizes=[1, 2], num_decoder_layers=1)
+
+
+def funnel_base(d):
+    """No decoder; a block of 2 layers each repeated twice ("2x2_1"): FunnelBaseModel."""
+    layers = [("encoder", 0), ("encoder", 1), ("encoder", 2)]
+    _funnel(d, 32, _funnel_net("2x2_1", "0"), layers, "FunnelBaseModel", block_sizes=[2, 1], block_repeats=[2, 1],
+            num_decoder_layers=0)
+
+
 CASES = {f.__name__: f for f in (roformer, megatron_bert, roc_bert, tapas, tapas_wtq, rembert, convbert,
-                                 convbert_grouped, mobilebert)}
+                                 convbert_grouped, mobilebert, funnel, funnel_base)}
 
 
 def main():

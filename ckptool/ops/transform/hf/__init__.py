@@ -16,6 +16,7 @@ from ckptool.ops.transform.hf import (
     bert,
     convbert,
     electra,
+    funnel,
     gpt2,
     gpt_neo,
     megatron_bert,
@@ -30,8 +31,8 @@ from ckptool.ops.transform.hf import (
 from ckptool.ops.transform.hf.engine import Arch
 
 # in the order detection tries them; issue 51's families before ELECTRA and BERT, whose names they share
-ARCHS: tuple[Arch, ...] = (*albert.ARCHS, *convbert.ARCHS, *electra.ARCHS, *roformer.ARCHS, *megatron_bert.ARCHS,
-                           *roc_bert.ARCHS, *tapas.ARCHS, *rembert.ARCHS, *mobilebert.ARCHS,
+ARCHS: tuple[Arch, ...] = (*albert.ARCHS, *convbert.ARCHS, *funnel.ARCHS, *electra.ARCHS, *roformer.ARCHS,
+                           *megatron_bert.ARCHS, *roc_bert.ARCHS, *tapas.ARCHS, *rembert.ARCHS, *mobilebert.ARCHS,
                            *bert.ARCHS, *t5.ARCHS, *gpt2.ARCHS, *gpt_neo.ARCHS, *mobilenet.ARCHS)
 
 __all__ = ["ARCHS"]

@@ -17,7 +17,7 @@ from typing import Any
 from ckptool.errors import CkptError, MissingError
 
 WORDPIECE = ("BertTokenizer", "ElectraTokenizer", "RoFormerTokenizer", "TapasTokenizer",
-             "ConvBertTokenizer", "MobileBertTokenizer")
+             "ConvBertTokenizer", "MobileBertTokenizer", "FunnelTokenizer")
 SENTENCEPIECE = ("AlbertTokenizer", "T5Tokenizer", "RemBertTokenizer")
 BPE = ("GPT2Tokenizer",)
 _SPECIAL = {
