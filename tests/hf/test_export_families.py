@@ -183,3 +183,25 @@ def test_funnel_blocks_must_fit(block_size, said, tmp_path):
     d.write_text(json.dumps(dict(json.loads((DATA / "funnel" / "net_config.json").read_text()), block_size=block_size)))
     r = completed("convert", DATA / "funnel" / "model.ckpt", tmp_path / "out", "--to", "hf", "--config", d)
     assert r.returncode == 1 and said in r.stderr, r.stderr
+
+
+def test_canine_heads_left_out_and_config_from_the_tensors(tmp_path):
+    doc = _dry("canine", tmp_path)
+    why = {d["tf"]: d["why"] for d in doc["dropped"]}
+    assert why["char_output_weights"] == why["cls/predictions/output_bias"] == "a pretraining head: 4.57's loader leaves it out"
+    maps = {m["tf"]: (m["hf"], m["transform"]) for m in doc["mapping"]}
+    assert maps["initial_char_encoder/initial_char_encoder/chars_to_molecules/conv/kernel"] == (
+        "chars_to_molecules.conv.weight", "transpose")
+    assert maps["final_char_encoder/LayerNorm/gamma"][0] == "projection.LayerNorm.weight"
+    assert maps["final_char_encoder/layer_0/output/dense/kernel"][0] == "final_char_encoder.layer.0.output.dense.weight"
+    cfg = json.loads((DATA / "canine" / "config.json").read_text())
+    for k in ("num_hash_functions", "num_hash_buckets", "downsampling_rate", "upsampling_kernel_size", "num_hidden_layers"):
+        del cfg[k]
+    del cfg["model_type"]  # transformers' names without a model_type: the code's tanh gelu
+    d = tmp_path / "c.json"
+    d.write_text(json.dumps(cfg))
+    r = completed("convert", DATA / "canine" / "model.ckpt", tmp_path / "out", "--to", "hf", "--config", d)
+    assert r.returncode == 0, r.stderr
+    out = json.loads((tmp_path / "out" / "config.json").read_text())
+    assert (out["num_hash_functions"], out["num_hash_buckets"], out["downsampling_rate"], out["upsampling_kernel_size"],
+            out["num_hidden_layers"], out["hidden_act"]) == (2, 16, 2, 3, 2, "gelu_new")

@@ -550,8 +550,72 @@ def funnel_base(d):
             num_decoder_layers=0)
 
 
+# --------------------------------------------------------------------------- CANINE (google-research/language)
+
+
+CANINE = dict(model_type="canine", hidden_size=8, num_hidden_layers=2, num_attention_heads=2, intermediate_size=16,
+              max_position_embeddings=16, type_vocab_size=2, downsampling_rate=2, upsampling_kernel_size=3,
+              local_transformer_stride=4, num_hash_functions=2, num_hash_buckets=16, hidden_act="gelu")
+
+
+def _canine_layer(a, t, H=8, FF=16):
+    for q in ("query", "key", "value"):
+        a.add(f"{t}/attention/self/{q}/kernel", H, H)
+        a.add(f"{t}/attention/self/{q}/bias", H)
+    a.add(f"{t}/attention/output/dense/kernel", H, H)
+    a.add(f"{t}/attention/output/dense/bias", H)
+    a.add(f"{t}/attention/output/LayerNorm/beta", H)
+    a.add(f"{t}/attention/output/LayerNorm/gamma", H)
+    a.add(f"{t}/intermediate/dense/kernel", H, FF)
+    a.add(f"{t}/intermediate/dense/bias", FF)
+    a.add(f"{t}/output/dense/kernel", FF, H)
+    a.add(f"{t}/output/dense/bias", H)
+    a.add(f"{t}/output/LayerNorm/beta", H)
+    a.add(f"{t}/output/LayerNorm/gamma", H)
+
+
+def canine(d):
+    """CANINE-C's names: hashed embedders, the local encoders, the strided convolutions, the MLM-side
+    heads (left out); an HF config.json (CANINE has no release config file)."""
+    a = g.Arrays(33)
+    H = 8
+    for k in range(2):
+        a.add(f"char_embeddings/embeddings/HashBucketCodepointEmbedder_{k}", 16, H // 2)
+    a.add("char_embeddings/char_position_embeddings", 16, H)
+    a.add("char_embeddings/segment_embeddings", 2, H)
+    a.add("char_embeddings/LayerNorm/beta", H)
+    a.add("char_embeddings/LayerNorm/gamma", H)
+    _canine_layer(a, "initial_char_encoder/layer_0")
+    c2m = "initial_char_encoder/initial_char_encoder/chars_to_molecules"
+    a.add(f"{c2m}/conv/kernel", 2, H, H)
+    a.add(f"{c2m}/conv/bias", H)
+    a.add(f"{c2m}/LayerNorm/beta", H)
+    a.add(f"{c2m}/LayerNorm/gamma", H)
+    for n in range(2):
+        _canine_layer(a, f"bert/encoder/layer_{n}")
+    a.add("final_char_encoder/conv/kernel", 3, 2 * H, H)
+    a.add("final_char_encoder/conv/bias", H)
+    a.add("final_char_encoder/LayerNorm/beta", H)
+    a.add("final_char_encoder/LayerNorm/gamma", H)
+    _canine_layer(a, "final_char_encoder/layer_0")
+    a.add("pooler/dense/kernel", H, H)
+    a.add("pooler/dense/bias", H)
+    a.add("cls/predictions/output_bias", H)
+    a.add("char_output_weights", 16, H)
+    g.adam(a, ["bert/encoder/layer_1/output/dense/kernel"])
+    g.save_v1(os.path.join(d, "model.ckpt"), a, extra=g.STEP)
+    g.write_json(os.path.join(d, "config.json"), CANINE)
+    config = T.CanineConfig.from_json_file(os.path.join(d, "config.json"))
+    model = g.nan_model(T.CanineModel(config))
+    run_loader(d, "load_tf_weights_in_canine", model, config)
+    rng = np.random.default_rng(33)
+    forward(d, model, {"input_ids": rng.integers(32, 2000, (2, 8)).astype(np.int64),
+                       "token_type_ids": rng.integers(0, 2, (2, 8)).astype(np.int64)})
+    finish(d, model, g.expected(model), ["--config", "config.json"], "load_tf_weights_in_canine")
+
+
 CASES = {f.__name__: f for f in (roformer, megatron_bert, roc_bert, tapas, tapas_wtq, rembert, convbert,
-                                 convbert_grouped, mobilebert, funnel, funnel_base)}
+                                 convbert_grouped, mobilebert, funnel, funnel_base, canine)}
 
 
 def main():
