@@ -205,3 +205,25 @@ def test_canine_heads_left_out_and_config_from_the_tensors(tmp_path):
     out = json.loads((tmp_path / "out" / "config.json").read_text())
     assert (out["num_hash_functions"], out["num_hash_buckets"], out["downsampling_rate"], out["upsampling_kernel_size"],
             out["num_hidden_layers"], out["hidden_act"]) == (2, 16, 2, 3, 2, "gelu_new")
+
+
+def test_big_bird_per_head_kernels_and_config(tmp_path):
+    doc = _dry("big_bird", tmp_path)
+    maps = {m["tf"]: (m["hf"], m["shape"], m["transform"]) for m in doc["mapping"]}
+    assert maps["bert/encoder/layer_0/attention/self/query/kernel"] == (
+        "bert.encoder.layer.0.attention.self.query.weight", [8, 8], "merge axes at 1, transpose")
+    assert maps["bert/encoder/layer_0/attention/output/dense/kernel"][2] == "merge axes at 2, transpose"
+    assert maps["bert/encoder/LayerNorm/gamma"][0] == "bert.embeddings.LayerNorm.weight"
+    assert maps["bert/pooler/dense/kernel"][0] == "bert.pooler.weight"
+    cfg = json.loads((DATA / "big_bird" / "bert_config.json").read_text())
+    del cfg["num_attention_heads"]  # the per-head kernels tell it
+    d = tmp_path / "bert_config.json"
+    d.write_text(json.dumps(cfg))
+    r = completed("convert", DATA / "big_bird" / "model.ckpt", tmp_path / "out", "--to", "hf", "--config", d,
+                  "--vocab", DATA / "big_bird" / "spiece.model")
+    assert r.returncode == 0, r.stderr
+    out = json.loads((tmp_path / "out" / "config.json").read_text())
+    assert (out["num_attention_heads"], out["hidden_act"], out["attention_type"]) == (2, "gelu_new", "block_sparse")
+    tok = json.loads((tmp_path / "out" / "tokenizer_config.json").read_text())
+    assert (tok["tokenizer_class"], tok["cls_token"]) == ("BigBirdTokenizer", "[CLS]")
+    assert (tmp_path / "out" / "spiece.model").is_file()

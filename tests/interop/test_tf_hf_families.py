@@ -8,6 +8,7 @@ weights the model computes itself (``computed``) are held to the committed expec
 freshly built model. Then 4.57's ``from_pretrained`` of the folder gives the loader-filled model's
 outputs (within round-off: it may pick another attention kernel)."""
 
+import inspect
 import json
 import pathlib
 import sys
@@ -63,7 +64,11 @@ def _loaded(name, out):
     hidden = set(c["hidden"])
     tf.train.list_variables = lambda path: [(n, s) for n, s in real(path) if n not in hidden]
     try:
-        _loader(c["loader"])(model, config, str(DATA / name / c["src"]))
+        fn = _loader(c["loader"])
+        if "config" in inspect.signature(fn).parameters:
+            fn(model, config, str(DATA / name / c["src"]))
+        else:  # BigBird's: (model, tf_checkpoint_path)
+            fn(model, tf_checkpoint_path=str(DATA / name / c["src"]))
     finally:
         tf.train.list_variables = real
     return config, model

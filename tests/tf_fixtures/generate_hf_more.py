@@ -20,6 +20,7 @@ Beside generate_hf.py's files each case has:
 """
 
 import argparse
+import inspect
 import json
 import os
 import shutil
@@ -48,7 +49,11 @@ def run_loader(d, loader, model, config, hidden=()):
     real = tf.train.list_variables
     tf.train.list_variables = g._listing_without(set(hidden))
     try:
-        loader_fn(loader)(model, config, os.path.join(d, "model.ckpt"))
+        fn = loader_fn(loader)
+        if "config" in inspect.signature(fn).parameters:
+            fn(model, config, os.path.join(d, "model.ckpt"))
+        else:  # BigBird's: (model, tf_checkpoint_path)
+            fn(model, tf_checkpoint_path=os.path.join(d, "model.ckpt"))
     finally:
         tf.train.list_variables = real
 
@@ -614,8 +619,58 @@ def canine(d):
     finish(d, model, g.expected(model), ["--config", "config.json"], "load_tf_weights_in_canine")
 
 
+# --------------------------------------------------------------------------- BigBird (google-research/bigbird)
+
+
+BIGBIRD = dict(vocab_size=32, hidden_size=8, num_hidden_layers=2, num_attention_heads=2, intermediate_size=12,
+               max_position_embeddings=64, type_vocab_size=2, hidden_act="gelu", attention_type="block_sparse",
+               block_size=2, num_random_blocks=1, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
+
+
+def big_bird(d):
+    """BigBird's pretraining release: per-head 3-D attention kernels, the embedding norm under encoder/;
+    a bert_config.json of transformers' names whose gelu is the code's tanh form."""
+    a = g.Arrays(34)
+    H, N, Hd, FF, V = 8, 2, 4, 12, 32
+    a.add("bert/embeddings/word_embeddings", V, H)
+    a.add("bert/embeddings/position_embeddings", 64, H)
+    a.add("bert/embeddings/token_type_embeddings", 2, H)
+    a.add("bert/encoder/LayerNorm/beta", H)
+    a.add("bert/encoder/LayerNorm/gamma", H)
+    for n in range(2):
+        p = f"bert/encoder/layer_{n}"
+        for q in ("query", "key", "value"):
+            a.add(f"{p}/attention/self/{q}/kernel", H, N, Hd)
+            a.add(f"{p}/attention/self/{q}/bias", N, Hd)
+        a.add(f"{p}/attention/output/dense/kernel", N, Hd, H)
+        a.add(f"{p}/attention/output/dense/bias", H)
+        a.add(f"{p}/attention/output/LayerNorm/beta", H)
+        a.add(f"{p}/attention/output/LayerNorm/gamma", H)
+        a.add(f"{p}/intermediate/dense/kernel", H, FF)
+        a.add(f"{p}/intermediate/dense/bias", FF)
+        a.add(f"{p}/output/dense/kernel", FF, H)
+        a.add(f"{p}/output/dense/bias", H)
+        a.add(f"{p}/output/LayerNorm/beta", H)
+        a.add(f"{p}/output/LayerNorm/gamma", H)
+    a.add("bert/pooler/dense/kernel", H, H)
+    a.add("bert/pooler/dense/bias", H)
+    mlm_head(a, H, V)
+    a.add("cls/seq_relationship/output_weights", 2, H)
+    a.add("cls/seq_relationship/output_bias", 2)
+    g.adam(a, ["bert/encoder/layer_0/attention/self/query/kernel"])
+    g.save_v1(os.path.join(d, "model.ckpt"), a, extra=g.STEP)
+    g.write_json(os.path.join(d, "bert_config.json"), BIGBIRD)
+    shutil.copy(os.path.join(OUT, "t5_v1_1", "spiece.model"), os.path.join(d, "spiece.model"))
+    config = T.BigBirdConfig(**dict(BIGBIRD, hidden_act="gelu_new"))
+    model = g.nan_model(T.BigBirdForPreTraining(config))
+    run_loader(d, "load_tf_weights_in_big_bird", model, config)
+    forward(d, model, {"input_ids": ids(np.random.default_rng(34), V), "token_type_ids": np.ones((2, SEQ), np.int64)})
+    finish(d, model, g.expected(model), ["--config", "bert_config.json", "--vocab", "spiece.model"],
+           "load_tf_weights_in_big_bird")
+
+
 CASES = {f.__name__: f for f in (roformer, megatron_bert, roc_bert, tapas, tapas_wtq, rembert, convbert,
-                                 convbert_grouped, mobilebert, funnel, funnel_base, canine)}
+                                 convbert_grouped, mobilebert, funnel, funnel_base, canine, big_bird)}
 
 
 def main():

@@ -14,6 +14,7 @@ from __future__ import annotations
 from ckptool.ops.transform.hf import (
     albert,
     bert,
+    big_bird,
     canine,
     convbert,
     electra,
@@ -34,6 +35,7 @@ from ckptool.ops.transform.hf.engine import Arch
 # in the order detection tries them; issue 51's families before ELECTRA and BERT, whose names they share
 ARCHS: tuple[Arch, ...] = (*albert.ARCHS, *convbert.ARCHS, *funnel.ARCHS, *canine.ARCHS, *electra.ARCHS,
                            *roformer.ARCHS, *megatron_bert.ARCHS, *roc_bert.ARCHS, *tapas.ARCHS, *rembert.ARCHS,
-                           *mobilebert.ARCHS, *bert.ARCHS, *t5.ARCHS, *gpt2.ARCHS, *gpt_neo.ARCHS, *mobilenet.ARCHS)
+                           *mobilebert.ARCHS, *big_bird.ARCHS, *bert.ARCHS, *t5.ARCHS, *gpt2.ARCHS, *gpt_neo.ARCHS,
+                           *mobilenet.ARCHS)
 
 __all__ = ["ARCHS"]

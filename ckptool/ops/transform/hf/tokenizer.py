@@ -18,7 +18,7 @@ from ckptool.errors import CkptError, MissingError
 
 WORDPIECE = ("BertTokenizer", "ElectraTokenizer", "RoFormerTokenizer", "TapasTokenizer",
              "ConvBertTokenizer", "MobileBertTokenizer", "FunnelTokenizer")
-SENTENCEPIECE = ("AlbertTokenizer", "T5Tokenizer", "RemBertTokenizer")
+SENTENCEPIECE = ("AlbertTokenizer", "T5Tokenizer", "RemBertTokenizer", "BigBirdTokenizer")
 BPE = ("GPT2Tokenizer",)
 _SPECIAL = {
     "wordpiece": {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]",
@@ -26,6 +26,8 @@ _SPECIAL = {
     "AlbertTokenizer": {"unk_token": "<unk>", "sep_token": "[SEP]", "pad_token": "<pad>", "cls_token": "[CLS]",
                         "mask_token": "[MASK]", "bos_token": "[CLS]", "eos_token": "[SEP]"},
     "T5Tokenizer": {"unk_token": "<unk>", "pad_token": "<pad>", "eos_token": "</s>"},
+    "BigBirdTokenizer": {"unk_token": "<unk>", "bos_token": "<s>", "eos_token": "</s>", "pad_token": "<pad>",
+                         "sep_token": "[SEP]", "mask_token": "[MASK]", "cls_token": "[CLS]"},
     "RemBertTokenizer": {"unk_token": "<unk>", "sep_token": "[SEP]", "pad_token": "<pad>", "cls_token": "[CLS]",
                          "mask_token": "[MASK]", "bos_token": "[CLS]", "eos_token": "[SEP]"},
     "bpe": {"unk_token": "<|endoftext|>", "bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>"},
@@ -76,7 +78,7 @@ def tokenizer_files(vocab: str, arch_tokenizer: str, config: dict[str, Any],
             settings.update(do_lower_case=True, keep_accents=False, remove_space=True)
         elif cls == "RemBertTokenizer":  # cased, accents kept: RemBERT's multilingual vocabulary
             settings.update(do_lower_case=False, keep_accents=True, remove_space=True)
-        else:
+        elif cls == "T5Tokenizer":
             settings["extra_ids"] = 100
         files = [("sentencepiece.model" if cls == "RemBertTokenizer" else "spiece.model", data)]
     else:
