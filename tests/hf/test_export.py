@@ -5,6 +5,7 @@ hold exactly those tensors, value for value, under the same names; neither TF no
 
 import json
 import pathlib
+import re
 import shutil
 
 import numpy as np
@@ -394,3 +395,56 @@ def test_ema_exports_the_moving_averages(tmp_path):
     assert sorted(k for k in ema if not k.endswith("num_batches_tracked")) == sorted(raw)
     for k, v in raw.items():
         assert np.array_equal(ema[k], (v * np.float32(0.9)).astype(v.dtype)), k
+
+
+def test_ema_dry_run_says_the_averages_are_exported(tmp_path):
+    doc = json.loads(export("mobilenet_v1", tmp_path / "out", "--ema", "--dry-run", "--json").stdout)
+    why = {d["tf"]: d["why"] for d in doc["dropped"]}
+    assert why["MobilenetV1/Conv2d_0/weights/ExponentialMovingAverage"] == \
+        "exported (--ema): its value is mobilenet_v1.conv_stem.convolution.weight"
+    assert not any("raw weight is exported" in w for w in why.values())
+    row = next(m for m in doc["mapping"] if m["tf"] == "MobilenetV1/Conv2d_0/weights")
+    assert row["transform"].startswith("its moving average's value")
+    plain = json.loads(export("mobilenet_v1", tmp_path / "out", "--dry-run", "--json").stdout)
+    assert {d["tf"]: d["why"] for d in plain["dropped"]}["MobilenetV1/Conv2d_0/weights/ExponentialMovingAverage"] \
+        == "moving average (the raw weight is exported)"
+
+
+def _with_config(name, tmp_path, cfg_name, change):
+    d = _copy(name, tmp_path)
+    path = d / cfg_name
+    if cfg_name.endswith(".gin"):
+        path.write_text(change(path.read_text()))
+    else:
+        path.write_text(json.dumps(change(json.loads(path.read_text()))))
+    args = [d / a if (d / a).exists() else a for a in case(name)["args"]]
+    return completed("convert", d / case(name)["src"], tmp_path / "out", "--to", "hf", *args)
+
+
+def test_activations_are_what_the_original_code_computed(tmp_path):
+    """mesh TF's and ALBERT's "gelu" is the tanh approximation, transformers' "gelu_new"; GPT-Neo reads
+    activation_fn (its run JSON's "activation_function" is read by nothing); BERT's and ELECTRA's is erf."""
+    def cfg(name, *extra):
+        out = tmp_path / name
+        assert export(name, out, *extra).returncode == 0
+        return json.loads((out / "config.json").read_text())
+    assert cfg("gpt_neo")["activation_function"] == "gelu_new"  # the fixture's JSON says "gelu"
+    assert cfg("albert")["hidden_act"] == "gelu_new"
+    assert cfg("bert_pretraining")["hidden_act"] == "gelu"
+    assert cfg("electra").get("hidden_act", "gelu") == "gelu"  # ElectraConfig's default: erf
+    assert cfg("t5_v1_1")["feed_forward_proj"] == "gated-gelu"  # transformers: gelu_new, gated
+    r = _with_config("gpt_neo", tmp_path / "relu", "config.json", lambda c: dict(c, activation_fn="relu"))
+    assert r.returncode == 0, r.stderr
+    assert json.loads((tmp_path / "relu" / "out" / "config.json").read_text())["activation_function"] == "relu"
+    r = _with_config("gpt_neo", tmp_path / "spike", "config.json", lambda c: dict(c, activation_fn="spike"))
+    assert r.returncode == 1 and "activation_fn is 'spike'" in r.stderr
+    r = _with_config("t5_v1_0", tmp_path / "t5", "operative_config.gin",
+                     lambda t: re.sub(r"(DenseReluDense\.activation\s*=\s*)\S+", r"\1'gelu'", t))
+    assert r.returncode == 0, r.stderr
+    assert json.loads((tmp_path / "t5" / "out" / "config.json").read_text())["feed_forward_proj"] == "gelu_new"
+    hf = json.loads((tmp_path / "gpt_neo" / "config.json").read_text())  # an HF config is taken as it says
+    (tmp_path / "hf.json").write_text(json.dumps(dict(hf, activation_function="gelu")))
+    r = completed("convert", DATA / "gpt_neo" / case("gpt_neo")["src"], tmp_path / "hfout", "--to", "hf",
+                  "--config", tmp_path / "hf.json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads((tmp_path / "hfout" / "config.json").read_text())["activation_function"] == "gelu"

@@ -145,7 +145,7 @@ def test_convbert_config_from_the_tensors_and_electras_gelu(tmp_path):
     why = {d["tf"]: d["why"] for d in _dry("convbert", tmp_path)["dropped"]}
     assert why["generator_predictions/output_bias"].startswith("not ConvBertModel's")
     maps = {m["hf"]: m["transform"] for m in _dry("convbert", tmp_path)["mapping"]}
-    assert maps["encoder.layer.0.attention.self.key_conv_attn_layer.bias"] == "new axis at -1"
+    assert maps["encoder.layer.0.attention.self.key_conv_attn_layer.bias"] == "reshape to (-1,1)"
     assert maps["encoder.layer.0.attention.self.key_conv_attn_layer.depthwise.weight"] == "axes (1,2,0)"
 
 

@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 import pytest
-from test_export import CASES, DATA, body_only, case, expected, export
+from test_export import CASES, DATA, body_only, case, expected, export, folder
 
 pytestmark = pytest.mark.hf
 
@@ -97,3 +97,34 @@ def test_auto_tokenizer_sentencepiece(tmp_path):
 
     sp = sentencepiece.SentencePieceProcessor(model_file=str(DATA / "t5_v1_1" / "spiece.model"))
     assert tok("the quick fox")["input_ids"] == sp.encode("the quick fox") + [1]  # T5 ends with </s>
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("old_shard, new_shard", [("2KB", "5GB"), ("5GB", "2KB")])
+def test_an_overwrite_killed_anywhere_loads_old_or_new_or_not_at_all(old_shard, new_shard, tmp_path):
+    """tests/hf/test_export_killed.py's kills, judged by from_pretrained: each folder a kill leaves
+    loads as the old export or the new one (config and every weight), or does not load."""
+    from test_export_killed import sweep
+
+    judged = {}
+
+    def judge(out, kind):
+        files = tuple(sorted(p.name for p in out.iterdir() if ".tempstate" not in p.name))
+        if (kind, files) in judged:
+            return
+        if kind == "none":
+            with pytest.raises((OSError, ValueError)):
+                load(out)
+        else:
+            model, info = load(out)
+            assert not info["missing_keys"] and not info["unexpected_keys"], info
+            want = tmp_path / ("old" if kind == "old" else "want")
+            ref = {k: np.asarray(v, np.float64) for k, v in folder(want).items()}
+            state = model.state_dict()
+            assert all(np.array_equal(state[k].detach().to(torch.float64).numpy(), v) for k, v in ref.items()), files
+            assert model.config.initializer_range == json.loads((want / "config.json").read_text())[
+                "initializer_range"]
+        judged[(kind, files)] = True
+
+    sweep(tmp_path, old_shard, new_shard, judge)
+    assert {k for k, _ in judged} == {"old", "new", "none"}

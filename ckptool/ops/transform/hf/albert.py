@@ -40,13 +40,17 @@ _HEADS = [*dense("(?:module/)?cls/predictions/transform/dense", "predictions.den
           Rule("(?:module/)?cls/seq_relationship/output_weights", "sop_classifier.classifier.weight", "", ("", H)),
           Rule("(?:module/)?cls/seq_relationship/output_bias", "sop_classifier.classifier.bias")]
 _BODY = rf"^{_TF}/encoder/transformer/group_\d+/"
+#: albert_config.json's hidden_act as ALBERT's modeling.py computes it: its gelu is the tanh
+#: approximation (transformers' "gelu_new", what the ALBERT configs on the hub say)
+ACTIVATIONS = {"gelu": "gelu_new", "relu": "relu", "tanh": "tanh", "linear": "linear"}
 _COUNT = {r"albert_layer_groups\.(\d+)\.": "num_hidden_groups", r"\.albert_layers\.(\d+)\.": "inner_group_num"}
 
 
 def _arch(name: str, cls: str, rules: list[Rule], *detect: str) -> Arch:
     # albert_config.json's keys are transformers' own; shared layers: the tensors cannot tell the depth
     return Arch(name, "albert", "albert", cls, tuple(rules), (_BODY, *detect), _COUNT,
-                required=("num_attention_heads", "num_hidden_layers"), passthrough=True, tokenizer="AlbertTokenizer")
+                required=("num_attention_heads", "num_hidden_layers"), passthrough=True, tokenizer="AlbertTokenizer",
+                values={"hidden_act": ACTIVATIONS})
 
 
 ARCHS = [

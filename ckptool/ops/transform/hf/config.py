@@ -7,17 +7,18 @@ against and completed from the tensors (:func:`ckptool.ops.transform.hf.engine.c
 from __future__ import annotations
 
 import ast
-import json
 import re
 from typing import Any
 
 from ckptool.errors import CkptError, MissingError
+from ckptool.format.json_doc import load_json
 from ckptool.ops.transform.hf.engine import Arch
 
 #: the config files of the releases, looked for when --config names a directory
 RELEASE_FILES = ("config.json", "bert_config.json", "albert_config.json", "hparams.json", "operative_config.gin",
                  "net_config.json")  # the last: Funnel-Transformer's
 #: what transformers writes itself; an HF config.json is taken as it is but for these
+MAX_CONFIG = 64 << 20
 _HF_OWN = ("transformers_version", "_name_or_path", "architectures", "model_type", "torch_dtype", "dtype")
 
 
@@ -33,16 +34,15 @@ def read_config(path: str) -> tuple[dict[str, Any], bool]:
         path = local = storage.join(local, found[0])
     if not storage.exists(local):
         raise MissingError(f"{path}: no such file")
+    if storage.size(local) > MAX_CONFIG:
+        raise CkptError(f"{path}: over {MAX_CONFIG} bytes: not a model's config")
     try:
         text = storage.read_bytes(local).decode("utf-8")
     except UnicodeDecodeError:
         raise CkptError(f"{path}: not a text file (a JSON config or T5's operative_config.gin)") from None
     if path.lower().endswith(".gin") or not text.lstrip().startswith("{"):
         return parse_gin(text, path), False
-    try:
-        doc = json.loads(text)
-    except ValueError as exc:
-        raise CkptError(f"{path}: not valid JSON: {exc}") from None
+    doc = load_json(text, path, max_bytes=MAX_CONFIG, what="a JSON config")
     if not isinstance(doc, dict):
         raise CkptError(f"{path}: not a JSON object")
     return doc, "model_type" in doc
@@ -71,6 +71,14 @@ def translate(doc: dict[str, Any], is_hf: bool, arch: Arch) -> dict[str, Any]:
             out[arch.keys[k]] = v
         elif arch.passthrough and not k.startswith("_"):
             out[k] = v
+    for k, table in arch.values.items():
+        if k in out:
+            v = out[k]
+            if not isinstance(v, (str, int, float)) or v not in table:
+                said = next((rk for rk, hk in arch.keys.items() if hk == k and rk in doc), k)
+                raise CkptError(f"the config's {said} is {v!r}: {arch.name}'s original code has no such setting "
+                                f"that transformers computes (known: {', '.join(map(str, table))})")
+            out[k] = table[v]
     return out
 
 

@@ -38,7 +38,7 @@ def _layer() -> list[Rule]:
                   "perm:1,2,0", (H, "", "conv_kernel_size")),
              Rule(f"{_SELF}/conv_attn_key/pointwise_kernel", f"{out}.key_conv_attn_layer.pointwise.weight",
                   "perm:2,1,0", ("", H, "")),
-             Rule(f"{_SELF}/conv_attn_key/bias", f"{out}.key_conv_attn_layer.bias", "expand:-1"),
+             Rule(f"{_SELF}/conv_attn_key/bias", f"{out}.key_conv_attn_layer.bias", "reshape:-1,1"),
              *dense(f"{_SELF}/conv_attn_kernel", f"{out}.conv_kernel_layer", "", ""),
              *dense(f"{_SELF}/conv_attn_point", f"{out}.conv_out_layer", "", H),
              *dense(f"{_LAY}/attention/output/dense", f"{_OUT}.attention.output.dense", H, H),
@@ -73,7 +73,7 @@ def _finish(plan: Plan, config: dict[str, Any], where: str) -> None:
 _LEFT = "not ConvBertModel's: 4.57's loader maps the discriminator's body only"
 
 RULES = [*embedding_rules("electra", "", E),
-         *dense("electra/embeddings_project", "embeddings_project", H, E),
+         *dense("electra/embeddings_project", "embeddings_project", H, E, optional=True),  # E != H only
          *_layer(),
          Rule("(generator|generator_predictions|discriminator_predictions)/.*", None, why=_LEFT)]
 

@@ -20,14 +20,14 @@ _GENERATOR = "the generator's (--arch electra-generator exports it)"
 _DISCRIMINATOR = "the discriminator's (--arch electra exports it)"
 
 DISCRIMINATOR = [*embedding_rules("electra", "electra.", E),
-                 *dense("electra/embeddings_project", "electra.embeddings_project", H, E),
+                 *dense("electra/embeddings_project", "electra.embeddings_project", H, E, optional=True),  # E != H only
                  *encoder_rules("electra", "electra."),
                  *dense("discriminator_predictions/dense", "discriminator_predictions.dense", H, H),
                  *dense("discriminator_predictions/dense_1", "discriminator_predictions.dense_prediction", "", H),
                  Rule("(generator|generator_predictions)/.*", None, why=_GENERATOR)]
 GENERATOR = [*embedding_rules("electra", "electra.", E),
              *embedding_rules("generator", "electra.", E),  # untied generator embeddings
-             *dense("generator/embeddings_project", "electra.embeddings_project", H, E),
+             *dense("generator/embeddings_project", "electra.embeddings_project", H, E, optional=True),
              *encoder_rules("generator", "electra."),
              *dense("generator_predictions/dense", "generator_predictions.dense", E, H),
              *norm("generator_predictions/LayerNorm", "generator_predictions.LayerNorm", E),

@@ -1,28 +1,53 @@
-"""The engine of ``convert --to hf``: an architecture is a table of rules, TF name -> HF name
-and a transform; this module matches a checkpoint's names against one, computes the HF shapes,
-and checks and completes the model's config from them.
+r"""The one weight-map engine of ``convert --to hf``: a family is a table of rules (TF name -> HF
+name and a transform); this module checks a table when it is built, matches a checkpoint's names
+against it, computes the HF shapes, finds the model's weights no variable fills, and checks and
+completes the model's config from the shapes.
 
-A :class:`Rule` is ``tf`` (a regular expression matched whole against the TF name, without an
-object key's ``/.ATTRIBUTES/VARIABLE_VALUE``), ``hf`` (the HF name, ``{group}`` filled from the
-match; ``{n-4}``, ``{2*i-1}``: arithmetic on a numeric group), ``op`` (the transform, steps
-separated by spaces, applied in order) and ``dims`` (per HF dimension the config field it must
-equal: ``"hidden_size"``, ``"3*n_embd"``, ``"num_heads*d_kv"``; ``""`` is not checked).
-``hf=None`` leaves the variable out on purpose, ``why`` saying why. Steps:
+How a family's table is written (one module per family, ``ARCHS = [Arch(...), ...]``, registered in
+``ckptool.ops.transform.hf.ARCHS``)::
 
-======================  ==============================================================
-``T``                   transpose (all axes reversed, as ``np.transpose``)
-``squeeze``             drop every axis of length 1
-``merge:K``             reshape to 2-D: the first K axes, then the rest
-``flat``                reshape to 1-D
-``perm:A,B,C,D``        ``np.transpose(x, (A, B, C, D))``
-``rows:FIELD``          the first ``config[FIELD]`` rows (a padded vocabulary)
-``expand:A``            a new axis of length 1 at ``A`` (``np.expand_dims``; ``-1``: last)
-======================  ==============================================================
+    Rule(tf, hf, op="", dims=(), why="", optional=False, fan="")
+
+- ``tf``: a regular expression matched whole against the TF name (without an object key's
+  ``/.ATTRIBUTES/VARIABLE_VALUE``); the first rule that matches places the variable. Named groups
+  (``(?P<n>\d+)``, ``(?P<p>query|key|value)``) feed ``hf`` and the steps.
+- ``hf``: the HF name, ``{group}`` filled from the match (a number without its leading zeros);
+  ``{n-4}``, ``{2*i-1}``: arithmetic on a numeric group. ``hf=None`` leaves the variable out on
+  purpose, ``why`` saying why (``--dry-run`` shows it).
+- ``op``: the transform, steps separated by spaces, applied in order; the steps and their arguments
+  are the table :data:`ckptool.ops.transform.hf.steps.STEPS`: ``T`` (reverse the axes), ``squeeze``,
+  ``merge:K`` (2-D: the first K axes, the rest), ``flat``, ``perm:A,B,..`` (``np.transpose`` axes),
+  ``rows:FIELD`` (the first ``config[FIELD]`` rows), ``pad:FIELD`` (zero rows up to it),
+  ``reshape:D,D,..`` (each D an integer, ``-1`` or a product of integers and config fields),
+  ``take:AXIS,I`` (index I of an axis, dropped), ``part:AXIS,I,N`` (the I-th of N equal parts), where
+  I is an integer or a group's name (``take:0,k``). An unknown step, a bad argument, a template
+  group the pattern lacks or a pattern that does not compile raise :class:`TableError` when the
+  :class:`Rule` or :class:`Arch` is built, so at import.
+- ``dims``: per HF dimension, the config field it must equal (``"hidden_size"``, ``"3*n_embd"``,
+  ``"num_heads*d_kv"``; ``""`` unchecked); a field the config lacks is taken from the shape.
+- ``optional``: the model may lack this weight (ELECTRA's ``embeddings_project`` exists only when the
+  embedding size differs). Every other rule's HF weight is required: for each layer the placed names
+  show (the template up to its last numeric group), and for every alternative of a group written as
+  ``a|b|c`` or ``[abc]``; a required weight no variable fills is an error naming it (transformers
+  would initialise it at random). What the model computes (sinusoidal positions) simply has no rule.
+- ``fan``: ``"k:AXIS"`` makes one HF tensor per index along the TF tensor's AXIS, the index in group
+  ``k`` (``hf="layer.{k}.r_w_bias"``, ``op="take:0,k"``).
+
+Helpers: :func:`dense` (kernel transposed, bias) and :func:`norm` (gamma/beta -> weight/bias).
+:class:`Arch` holds one exported model: ``detect`` patterns (each must match some name), ``counts``
+(HF-name regex with one group -> config field: the layer count), ``required`` config fields,
+``keys`` (release config key -> HF key), ``passthrough``, ``defaults``, ``values`` (HF key ->
+{release value -> transformers value}: what the original code computed, e.g. mesh TF's ``gelu`` is
+``gelu_new``; applied to release configs, not to an HF ``config.json``), ``finish`` (a hook
+completing the config), ``constants`` (tensors TF never held), ``tokenizer``, ``aliases``.
+Detection tries every arch whose patterns match and takes the first that places every variable
+and leaves no weight unfilled.
 
 Before the rules, every architecture leaves out what no model holds: training bookkeeping
 (``global_step``, ``save_counter``, the object graph), optimizer state
 (``ckptool.format.slots``, mesh TensorFlow's ``*_slot_*``) and ``ExponentialMovingAverage``
-shadows (the raw weights are what transformers' loaders take).
+shadows (the raw weights are what transformers' loaders take; under ``--ema`` the averages are
+exported as the weights, see ``export``).
 """
 
 from __future__ import annotations
@@ -33,8 +58,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ckptool.errors import CkptError, UsageError
+from ckptool.errors import CkptError
 from ckptool.format.slots import is_optimizer_name
+from ckptool.ops.transform.hf.steps import Ctx, Op, TableError, parse_op
 
 if TYPE_CHECKING:
     import numpy as np
@@ -50,6 +76,8 @@ _MESH_SLOT = re.compile(r".*_slot_[A-Za-z0-9]+")  # mesh TensorFlow's Adafactor 
 _OPTIMIZER_SCOPE = re.compile(r"(.*/)?(AdamWeightDecayOptimizer(_\d+)?|LAMB(_\d+)?)(/.*)?")
 _EMA = re.compile(r".*/ExponentialMovingAverage")
 _INDEX = re.compile(r"(?:(\d+)\*)?(\w+)(?:([+-])(\d+))?")
+_PLACEHOLDER = re.compile(r"\{([^}]+)\}")
+_FAN = re.compile(r"([A-Za-z_]\w*):(-?\d+)")
 
 
 @dataclass(frozen=True)
@@ -59,17 +87,46 @@ class Rule:
     op: str = ""
     dims: tuple[str, ...] = ()
     why: str = ""
+    optional: bool = False
+    fan: str = ""
+
+    def __post_init__(self) -> None:
+        parsed = parse_op(self.op)  # a typo in the steps fails here, when the table is built
+        try:
+            rx = re.compile(self.tf)
+        except re.error as e:
+            raise TableError(f"rule {self.tf!r}: the pattern does not compile ({e})") from None
+        groups = set(rx.groupindex) | ({self.fan_group} if self.fan else set())
+        if self.fan and _FAN.fullmatch(self.fan) is None:
+            raise TableError(f"rule {self.tf!r}: fan {self.fan!r} is not NAME:AXIS")
+        for expr in _PLACEHOLDER.findall(self.hf or ""):
+            m = _INDEX.fullmatch(expr)
+            if m is None or m[2] not in groups:
+                raise TableError(f"rule {self.tf!r}: {{{expr}}} in {self.hf!r} names no group of the pattern")
+        for g in parsed.groups() - groups:
+            raise TableError(f"rule {self.tf!r}: transform {self.op!r} reads group {g!r}, which the pattern lacks")
+
+    @property
+    def fan_group(self) -> str:
+        return self.fan.partition(":")[0]
+
+    @property
+    def parsed(self) -> Op:
+        return parse_op(self.op)
 
 
 def dense(tf: str, hf: str, out: str, inn: str, op: str = "T", w: str = "kernel", b: str = "bias",
-          bias_op: str = "") -> list[Rule]:
+          bias_op: str = "", optional: bool = False) -> list[Rule]:
     """A dense layer's two rules: ``TF/kernel`` -> ``HF.weight`` (transposed) and ``TF/bias``."""
-    return [Rule(f"{tf}/{w}", f"{hf}.weight", op, (out, inn)), Rule(f"{tf}/{b}", f"{hf}.bias", bias_op, (out,))]
+    return [Rule(f"{tf}/{w}", f"{hf}.weight", op, (out, inn), optional=optional),
+            Rule(f"{tf}/{b}", f"{hf}.bias", bias_op, (out,), optional=optional)]
 
 
-def norm(tf: str, hf: str, dim: str, w: str = "gamma", b: str = "beta", op: str = "") -> list[Rule]:
+def norm(tf: str, hf: str, dim: str, w: str = "gamma", b: str = "beta", op: str = "",
+         optional: bool = False) -> list[Rule]:
     """A layer norm's two rules: ``TF/gamma`` -> ``HF.weight``, ``TF/beta`` -> ``HF.bias``."""
-    return [Rule(f"{tf}/{w}", f"{hf}.weight", op, (dim,)), Rule(f"{tf}/{b}", f"{hf}.bias", op, (dim,))]
+    return [Rule(f"{tf}/{w}", f"{hf}.weight", op, (dim,), optional=optional),
+            Rule(f"{tf}/{b}", f"{hf}.bias", op, (dim,), optional=optional)]
 
 
 #: a family's hook: completes ``config`` from the plan (fields only the family knows how to set)
@@ -91,11 +148,24 @@ class Arch:
     keys: Mapping[str, str] = field(default_factory=dict)  # release config key -> HF key
     passthrough: bool = False  # keep release keys not in `keys` (configs that use HF's names)
     defaults: Mapping[str, Any] = field(default_factory=dict)  # set unless the config says
+    # HF key -> {a release config's value -> transformers' value}: what the original code computed,
+    # not the key's spelling (mesh TF's "gelu" is transformers' "gelu_new"); another value is an error
+    values: Mapping[str, Mapping[Any, Any]] = field(default_factory=dict)
     finish: Finish | None = None
     constants: Callable[[Plan], list[Placed]] | None = None  # tensors the model has that TF never held
     tokenizer: str = ""  # the tokenizer class written with --vocab ("" takes the vocab's kind)
     aliases: tuple[str, ...] = ()
     absent: tuple[str, ...] = ()  # ... and no TF name matches any of these (RoFormer: no position embeddings)
+
+    def __post_init__(self) -> None:
+        for p in (*self.detect, *self.counts):
+            try:
+                re.compile(p)
+            except re.error as e:
+                raise TableError(f"arch {self.name}: pattern {p!r} does not compile ({e})") from None
+        bad = [r for r in self.rules if not isinstance(r, Rule)]
+        if bad:
+            raise TableError(f"arch {self.name}: {bad[0]!r} is not a Rule")
 
 
 @dataclass
@@ -106,6 +176,8 @@ class Placed:
     op: str
     shape: tuple[int, ...]  # the HF shape
     dims: tuple[str, ...]
+    groups: Mapping[str, str] = field(default_factory=dict)  # the rule's matched groups (and fan index)
+    rule: Rule | None = None
 
 
 @dataclass
@@ -143,7 +215,7 @@ def left_out(name: str, dtype: str) -> str | None:
 def _index(expr: str, groups: Mapping[str, str | None]) -> str:
     m = _INDEX.fullmatch(expr)
     if m is None or groups.get(m[2]) is None:
-        raise UsageError(f"rule template {{{expr}}}: no such group")  # a table bug, found by the tests
+        raise CkptError(f"rule template {{{expr}}}: no such group")  # Rule checks the names when built
     value = groups[m[2]] or ""
     if m[1] is None and m[3] is None:
         return str(int(value)) if value.isdigit() else value
@@ -152,12 +224,22 @@ def _index(expr: str, groups: Mapping[str, str | None]) -> str:
     return str(n)
 
 
-def _fill(template: str, groups: Mapping[str, str | None]) -> str:
-    return re.sub(r"\{([^}]+)\}", lambda m: _index(m[1], groups), template)
+def fill(template: str, groups: Mapping[str, str | None]) -> str:
+    return _PLACEHOLDER.sub(lambda m: _index(m[1], groups), template)
 
 
-def plan(arch: Arch, specs: list[Spec], config: Mapping[str, Any]) -> Plan:
-    """Place every spec by the first rule whose pattern matches its name."""
+def _fan(rule: Rule, shape: tuple[int, ...], name: str) -> list[dict[str, str]]:
+    if not rule.fan:
+        return [{}]
+    group, _, axis = rule.fan.partition(":")
+    if not -len(shape) <= int(axis) < len(shape):
+        raise CkptError(f"tensor {name!r} has shape {list(shape)}: no axis {axis} to fan out")
+    return [{group: str(i)} for i in range(shape[int(axis)])]
+
+
+def match(arch: Arch, specs: list[Spec], config: Mapping[str, Any] | None = None) -> Plan:
+    """Place every spec by the first rule whose pattern matches its name; with ``config``, the HF
+    shapes too (without, the names only: what detection compares)."""
     compiled = [(re.compile(r.tf), r) for r in arch.rules]
     out = Plan(arch, [], [], [])
     for s in specs:
@@ -172,9 +254,11 @@ def plan(arch: Arch, specs: list[Spec], config: Mapping[str, Any]) -> Plan:
                 continue
             if rule.hf is None:
                 out.dropped.append((name, rule.why))
-            else:
-                shape = out_shape(rule.op, tuple(s.shape), config, name)
-                out.placed.append(Placed(s, name, _fill(rule.hf, m.groupdict()), rule.op, shape, rule.dims))
+                break
+            for extra in _fan(rule, tuple(s.shape), name):
+                groups = {k: v for k, v in m.groupdict().items() if v is not None} | extra
+                shape = rule.parsed.shape(tuple(s.shape), Ctx(config, groups, name)) if config is not None else ()
+                out.placed.append(Placed(s, name, fill(rule.hf, groups), rule.op, shape, rule.dims, groups, rule))
             break
         else:
             out.unplaced.append(name)
@@ -186,72 +270,24 @@ def plan(arch: Arch, specs: list[Spec], config: Mapping[str, Any]) -> Plan:
     return out
 
 
-# --------------------------------------------------------------------------- transforms
+def plan(arch: Arch, specs: list[Spec], config: Mapping[str, Any]) -> Plan:
+    """Place every spec (:func:`match`) with its HF shape under ``config``."""
+    return match(arch, specs, config)
 
 
-def _steps(op: str) -> list[tuple[str, str]]:
-    return [(s.partition(":")[0], s.partition(":")[2]) for s in op.split()]
+def out_shape(op: str | Op, shape: tuple[int, ...], config: Mapping[str, Any], name: str,
+              groups: Mapping[str, str] | None = None) -> tuple[int, ...]:
+    return (parse_op(op) if isinstance(op, str) else op).shape(shape, Ctx(config, groups or {}, name))
 
 
-def out_shape(op: str, shape: tuple[int, ...], config: Mapping[str, Any], name: str) -> tuple[int, ...]:
-    for step, arg in _steps(op):
-        if step == "T":
-            shape = shape[::-1]
-        elif step == "squeeze":
-            shape = tuple(d for d in shape if d != 1)
-        elif step == "merge":
-            k = int(arg)
-            shape = (math.prod(shape[:k]), math.prod(shape[k:]))
-        elif step == "flat":
-            shape = (math.prod(shape),)
-        elif step == "perm":
-            axes = [int(a) for a in arg.split(",")]
-            if len(axes) != len(shape):
-                raise CkptError(f"tensor {name!r} has shape {list(shape)}, not the {len(axes)} axes expected")
-            shape = tuple(shape[a] for a in axes)
-        elif step == "rows":
-            n = config.get(arg)
-            if isinstance(n, int) and shape and n <= shape[0]:
-                shape = (n,) + shape[1:]
-        elif step == "expand":
-            at = int(arg) if int(arg) >= 0 else len(shape) + 1 + int(arg)
-            shape = shape[:at] + (1,) + shape[at:]
-        else:
-            raise UsageError(f"unknown transform step {step!r}")
-    return shape
+def apply(op: str | Op, arr: np.ndarray, config: Mapping[str, Any], groups: Mapping[str, str] | None = None,
+          name: str = "") -> np.ndarray:
+    return (parse_op(op) if isinstance(op, str) else op).apply(arr, Ctx(config, groups or {}, name))
 
 
-def apply(op: str, arr: np.ndarray, config: Mapping[str, Any]) -> np.ndarray:
-    import numpy as np
-
-    for step, arg in _steps(op):
-        if step == "T":
-            arr = np.transpose(arr)
-        elif step == "squeeze":
-            arr = np.squeeze(arr)
-        elif step == "merge":
-            k = int(arg)
-            arr = arr.reshape(math.prod(arr.shape[:k]), math.prod(arr.shape[k:]))
-        elif step == "flat":
-            arr = arr.reshape(-1)
-        elif step == "perm":
-            arr = np.transpose(arr, [int(a) for a in arg.split(",")])
-        elif step == "rows":
-            arr = arr[:config[arg]] if isinstance(config.get(arg), int) else arr
-        elif step == "expand":
-            arr = np.expand_dims(arr, int(arg))
-    return arr
-
-
-def describe(op: str) -> str:
+def describe(op: str | Op) -> str:
     """A transform as --dry-run shows it."""
-    words = {"T": "transpose", "squeeze": "squeeze", "flat": "flatten"}
-    out = []
-    for step, arg in _steps(op):
-        out.append(words.get(step) or {"merge": f"merge axes at {arg}", "perm": f"axes ({arg})",
-                                       "rows": f"first {arg} rows",
-                                       "expand": f"new axis at {arg}"}.get(step, step))
-    return ", ".join(out)
+    return (parse_op(op) if isinstance(op, str) else op).text()
 
 
 # --------------------------------------------------------------------------- the config
@@ -343,5 +379,6 @@ def check_value(config: dict[str, Any], fld: str, value: Any, by: str, where: st
     _check_value(config, {}, fld, value, by, where)
 
 
-__all__ = ["AVERAGE", "BOOKKEEPING", "OPTIMIZER", "Arch", "Placed", "Plan", "Rule", "apply", "check_value",
-           "complete", "dense", "describe", "left_out", "norm", "out_shape", "plan", "short"]
+__all__ = ["AVERAGE", "BOOKKEEPING", "OPTIMIZER", "Arch", "Placed", "Plan", "Rule", "TableError", "apply",
+           "check_value", "complete", "dense", "describe", "fill", "left_out", "match", "norm", "out_shape", "plan",
+           "short"]

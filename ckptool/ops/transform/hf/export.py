@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, UsageError
 from ckptool.ops.transform.hf import ARCHS
-from ckptool.ops.transform.hf.engine import Arch, Plan, complete, describe, plan, short
+from ckptool.ops.transform.hf.engine import AVERAGE, Arch, Plan, complete, describe, match, plan, short
 
 if TYPE_CHECKING:
-    from ckptool.ops.transform.convert.source import Opened
+    from ckptool.ops.transform.convert.source import Opened, Spec
 
 _SHOWN = 5
 
@@ -68,13 +68,26 @@ def candidates(arch: str | None) -> list[Arch]:
     return found
 
 
-def detect(archs: list[Arch], names: Sequence[str], src: str, named: bool) -> Arch:
-    """The first arch whose every ``detect`` pattern matches some name and no ``absent`` pattern any;
-    with ``--arch``, its family's last (most general) arch when none does."""
-    for a in archs:
-        if all(any(re.search(p, n) for n in names) for p in a.detect) and \
-                not any(re.search(p, n) for p in a.absent for n in names):
-            return a
+def detect(archs: list[Arch], specs: Sequence[Spec], src: str, named: bool) -> Arch:
+    """The arch for these variables, looking at every name: of the archs whose ``detect`` patterns
+    all match some name, the first that places every variable and leaves no weight of its model
+    unfilled, else the first that leaves none unfilled, else the first (whose plan then says what
+    is wrong); with ``--arch``, its family's last (most general) arch when none matches."""
+    from ckptool.ops.transform.hf.coverage import unfilled
+
+    names = [short(s.name) for s in specs]
+    fits = [a for a in archs if all(any(re.search(p, n) for n in names) for p in a.detect)
+            and not any(re.search(p, n) for p in a.absent for n in names)]
+    scored = []
+    for a in fits:
+        m = match(a, list(specs))
+        scored.append((bool(unfilled(m)), bool(m.unplaced)))
+    for want in ((False, False), (False, True)):
+        for a, score in zip(fits, scored):
+            if score == want:
+                return a
+    if fits:
+        return fits[0]
     if named:
         return archs[-1]
     shown = ", ".join(repr(n) for n in names[:_SHOWN])
@@ -97,6 +110,7 @@ def settle(arch: Arch, opened: Opened, config_path: str | None, src: str,
            allow_unused: bool) -> tuple[Arch, Plan, dict[str, Any]]:
     """The plan and the final config (``model_type``, ``architectures``, checked against the tensors)."""
     from ckptool.ops.transform.hf.config import read_config, translate
+    from ckptool.ops.transform.hf.coverage import unfilled
 
     cfg: dict[str, Any] = {}
     where = config_path or ""
@@ -116,6 +130,12 @@ def settle(arch: Arch, opened: Opened, config_path: str | None, src: str,
                         "(--allow-unused leaves them out; --dry-run shows the mapping)")
     if not p.placed:
         raise CkptError(f"{src}: no variable is a weight of {arch.name}")
+    missing = unfilled(p)
+    if missing:
+        more = f" and {len(missing) - _SHOWN} more" if len(missing) > _SHOWN else ""
+        raise CkptError(f"{src}: no variable fills {', '.join(map(repr, missing[:_SHOWN]))}{more}, weights of "
+                        f"{arch.architecture} ({arch.name}) that transformers would initialise at random; "
+                        "the checkpoint is not this model (--arch names another)")
     complete(p, cfg, where)
     if arch.constants is not None:
         p.placed += arch.constants(p)
@@ -156,8 +176,7 @@ def convert_hf(src: str, dst: str, *, arch: str | None = None, config: str | Non
 
             source, report = ema_source(source, where=src)
             reads = report.source if report is not None else {}
-        names = [short(s.name) for s in source.specs]
-        chosen = detect(candidates(arch), names, src, arch is not None)
+        chosen = detect(candidates(arch), source.specs, src, arch is not None)
         found = None
         if config is None and chosen.required:  # the release's config beside its checkpoint, as released
             config = found = beside(src)
@@ -167,8 +186,9 @@ def convert_hf(src: str, dst: str, *, arch: str | None = None, config: str | Non
             result.notes.append(f"config: {found} (found beside the checkpoint; --config names another)")
         if ema:
             result.notes.append(f"--ema: {len(reads)} variables exported with their moving average's value")
-        result.mapping = [(pl.name, pl.hf, pl.shape, describe(pl.op)) for pl in p.placed]
-        result.dropped = list(p.dropped)
+        result.mapping = [(pl.name, pl.hf, pl.shape, ", ".join(filter(None, (
+            "its moving average's value" if pl.spec.name in reads else "", describe(pl.op))))) for pl in p.placed]
+        result.dropped = _averages(p, reads) if ema else list(p.dropped)
         result.unused = list(p.unplaced)
         extra = tokenizer_files(vocab, chosen.tokenizer, cfg, result.notes) if vocab else []
         result.tensors = len(p.placed)
@@ -182,6 +202,14 @@ def convert_hf(src: str, dst: str, *, arch: str | None = None, config: str | Non
     finally:
         if own:
             base.close()
+
+
+def _averages(p: Plan, reads: dict[str, str]) -> list[tuple[str, str]]:
+    """Under ``--ema`` the moving averages are what is exported: each says which weight it becomes."""
+    hf = {pl.spec.name: pl.hf for pl in p.placed}
+    becomes = {short(avg): hf.get(raw, short(raw)) for raw, avg in reads.items()}
+    return [(name, f"exported (--ema): its value is {becomes[name]}" if name in becomes
+             else "moving average of no exported weight" if why == AVERAGE else why) for name, why in p.dropped]
 
 
 def _identity(opened: Opened, src: str) -> list[str]:

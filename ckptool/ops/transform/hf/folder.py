@@ -4,23 +4,29 @@
 
 Streaming: one tensor in memory at a time (its transform's copy beside it); a weight kept as
 stored is copied as its stored bytes (CRC-checked), never decoded. Every file goes to a
-temporary name; all are renamed into place together at the end, ``config.json`` last, so an
-interrupted export leaves no loadable half folder. With ``force``, weight files of an earlier
-export that this one does not overwrite (other shards, the other layout) are removed after.
+temporary name (on an object store: an upload that appears when closed); once all are written
+and synced, an earlier export in the folder stops being loadable first (its ``config.json``
+removed, then its weight files this export does not overwrite: other shards, the other layout),
+and only then are the new files renamed into place, ``config.json`` last (on an object store, where
+a file appears when it is closed, the old export goes before any new file is closed). So an overwrite killed
+at any point leaves the old export whole, a folder without ``config.json`` (which transformers
+does not load), or the new export whole; never new weights beside an old index or config, nor an
+old ``model.safetensors`` beside a new sharded export.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, RefusedError, UnsupportedError, UsageError
 from ckptool.format import safetensors_meta as stm
+from ckptool.format.json_doc import dump_json
 from ckptool.io.safety.atomic import AtomicFile, make_output_dir, publish
 from ckptool.io.safety.destination import check_destination
 from ckptool.ops.transform.hf.engine import Placed, Plan, apply
+from ckptool.ops.transform.hf.tokenizer import Data
 
 if TYPE_CHECKING:
     from ckptool.io.base import Storage
@@ -76,9 +82,9 @@ def _bytes(p: Placed, config: dict[str, Any]) -> Any:
     import numpy as np
 
     s = p.spec
-    if not p.op and s.raw is not None and not s.raw.entry.slices:
+    if not p.op and not (p.rule and p.rule.fan) and s.raw is not None and not s.raw.entry.slices:
         return s.raw.checkpoint.read_raw(s.raw.entry, verify=s.raw.verify)
-    arr = np.asarray(apply(p.op, s.load(), config))
+    arr = np.asarray(apply(p.rule.parsed if p.rule else p.op, s.load(), config, p.groups, p.name))
     if tuple(arr.shape) != p.shape:
         raise CkptError(f"tensor {p.name!r}: became {list(arr.shape)}, not {list(p.shape)}")
     if arr.dtype.byteorder == ">":
@@ -86,8 +92,19 @@ def _bytes(p: Placed, config: dict[str, Any]) -> Any:
     return np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
 
 
+def _put(f: AtomicFile, data: Any) -> int:
+    view = memoryview(data).cast("B")
+    for i in range(0, len(view), _CHUNK):
+        f.write(view[i:i + _CHUNK])
+    return len(view)
+
+
 def _write_shard(f: AtomicFile, group: list[Placed], config: dict[str, Any], where: str,
-                 tick: Callable[[int], None]) -> int:
+                 tick: Callable[[int], None], budget: int) -> int:
+    """The shard's header, then its tensors: each tensor's bytes made (read, transformed) while the
+    one before is written by a second thread, as long as both fit in ``budget`` bytes."""
+    from concurrent.futures import Future, ThreadPoolExecutor
+
     header = []
     for p in group:
         code = stm.TF_TO_ST.get(p.spec.dtype)
@@ -98,20 +115,30 @@ def _write_shard(f: AtomicFile, group: list[Placed], config: dict[str, Any], whe
     head, total = stm.encode_header(header, stm.Extras(format="pt"))
     f.write(head)
     done = 0
-    for p in group:
-        view = memoryview(_bytes(p, config)).cast("B")
-        for i in range(0, len(view), _CHUNK):
-            f.write(view[i:i + _CHUNK])
-        done += len(view)
-        tick(len(view))
-        del view
+    pending: Future[int] | None = None
+    held = 0
+    with ThreadPoolExecutor(1, thread_name_prefix="ckptool-hf-write") as pool:
+        for p in group:
+            n = _nbytes(p)
+            if pending is not None and held + 2 * n > budget:  # a transform holds the value and its copy
+                done += _settle(pending, tick)
+                pending = None
+            data = _bytes(p, config)
+            if pending is not None:
+                done += _settle(pending, tick)
+            pending, held = pool.submit(_put, f, data), n
+            del data
+        if pending is not None:
+            done += _settle(pending, tick)
     if done != total:
         raise CkptError(f"{where}: wrote {done} bytes of tensor data, the header says {total}")
     return total
 
 
-def _json(doc: Any) -> bytes:
-    return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+def _settle(pending: Any, tick: Callable[[int], None]) -> int:
+    n = int(pending.result())
+    tick(n)
+    return n
 
 
 def _stale(storage: Storage, dst: str, written: set[str], force: bool) -> list[str]:
@@ -124,7 +151,7 @@ def _stale(storage: Storage, dst: str, written: set[str], force: bool) -> list[s
     return [storage.join(dst, n) for n in old]
 
 
-def write_folder(dst: str, plan: Plan, config: dict[str, Any], extra: list[tuple[str, bytes]], limit: int,
+def write_folder(dst: str, plan: Plan, config: dict[str, Any], extra: list[tuple[str, Data]], limit: int,
                  *, force: bool, sync: bool, progress: Callable[[int, int], None] | None,
                  sources: Sequence[str]) -> tuple[list[str], int]:
     """The folder ``dst``: ``plan``'s weights in shards of at most ``limit`` bytes, ``extra``'s
@@ -135,12 +162,14 @@ def write_folder(dst: str, plan: Plan, config: dict[str, Any], extra: list[tuple
     groups = shards(plan.placed, limit)
     n = len(groups)
     names = [SINGLE] if n == 1 else [f"model-{i + 1:05d}-of-{n:05d}.safetensors" for i in range(n)]
-    small = [*extra, *([(INDEX, b"")] if n > 1 else []), ("config.json", _json(config))]
+    small: list[tuple[str, Data]] = [*extra, *([(INDEX, b"")] if n > 1 else []),
+                                     ("config.json", dump_json(config, storage.join(root, "config.json")))]
     targets = [storage.join(root, name) for name in names + [name for name, _ in small]]
     check_destination(storage, targets, force=force, sources=sources)
     stale = _stale(storage, root, set(names) | {name for name, _ in small}, force)
     make_output_dir(storage, root)
     total = sum(_nbytes(p) for p in plan.placed)
+    budget = 2 * max((_nbytes(p) for p in plan.placed), default=0)  # twice the largest tensor
     done = [0]
 
     def tick(k: int) -> None:
@@ -154,19 +183,37 @@ def write_folder(dst: str, plan: Plan, config: dict[str, Any], extra: list[tuple
         for name, group in zip(names, groups):
             f = AtomicFile(storage, storage.join(root, name), sync=sync)
             files.append(f)
-            _write_shard(f, group, config, dst, tick)
+            _write_shard(f, group, config, dst, tick, budget)
             weight_map.update((p.hf, name) for p in group)
         for name, data in small:
             if name == INDEX:
-                data = _json({"metadata": {"total_size": total}, "weight_map": dict(sorted(weight_map.items()))})
+                data = dump_json({"metadata": {"total_size": total}, "weight_map": dict(sorted(weight_map.items()))},
+                                 storage.join(root, name))
             f = AtomicFile(storage, storage.join(root, name), sync=sync)
             files.append(f)
-            f.write(data)
-        publish(files)
+            for part in (data,) if isinstance(data, bytes) else data():
+                f.write(part)
+        if all(f.atomic for f in files):  # the old export goes once the new files are sealed, before any rename
+            publish(files, check=lambda: _retire(storage, root, stale, sync))
+        else:  # an object store: a file appears when it is sealed, so the old export goes first
+            _retire(storage, root, stale, sync)
+            publish(files)
     except BaseException:
         for f in files:
             f.discard()
         raise
-    for path in stale:
-        storage.remove(path)
     return targets, total
+
+
+def _retire(storage: Storage, root: str, stale: list[str], sync: bool) -> bool:
+    """Make an earlier export in ``root`` unloadable before any new file is renamed in: its
+    ``config.json`` first, then its weight files this export does not overwrite (the index before
+    its shards). Called by ``publish`` once every new file is written and sealed."""
+    config = storage.join(root, "config.json")
+    old = [config] if storage.exists(config) else []
+    old += sorted(stale, key=lambda p: not p.endswith(INDEX))
+    for path in old:
+        storage.remove(path)
+    if old and sync:
+        storage.fsync_dir(root)
+    return True

@@ -4,7 +4,10 @@
 ``norm_1``/``norm_2`` -> ``ln_1``/``ln_2``, a vocabulary padded past ``vocab_size`` cut back to it;
 the LM head is tied to ``wte``. Values keep their dtype (the loader's float32 copy holds the same
 numbers). The config: an HF ``config.json`` or the run's own JSON (``n_embd``, ``n_layer``,
-``n_head``, ``n_ctx``, ``n_vocab``, ``attention_types``, the dropouts).
+``n_head``, ``n_ctx``, ``n_vocab``, ``attention_types``, the dropouts, ``activation_fn``), as the
+original code reads it: its activation is ``activation_fn`` (default ``gelu``, mesh TensorFlow's tanh
+approximation: transformers' ``gelu_new``; the JSON's ``activation_function`` is read by nothing), its
+layer norm's epsilon 1e-5.
 """
 
 from __future__ import annotations
@@ -38,7 +41,10 @@ RULES = (Rule("gpt2/wte", "transformer.wte.weight", "squeeze rows:vocab_size", (
 KEYS = {"n_embd": H, "n_layer": "num_layers", "n_head": "num_heads", "n_ctx": "max_position_embeddings",
         "n_positions": "max_position_embeddings", "n_vocab": "vocab_size", "attention_types": "attention_types",
         "res_dropout": "resid_dropout", "embed_dropout": "embed_dropout", "attn_dropout": "attention_dropout",
-        "activation_function": "activation_function", "local_attention_radius": "window_size"}
+        "activation_fn": "activation_function", "local_attention_radius": "window_size"}
+#: models/activations.py's activation_fn (the run JSON's "activation_function" is read by nothing): its
+#: "gelu" is mesh TensorFlow's, the tanh approximation (transformers' "gelu_new"); "silu" is mtf.swish
+ACTIVATIONS = {"gelu": "gelu_new", "relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh", "silu": "silu"}
 
 
 def _finish(plan: Plan, config: dict[str, Any], where: str) -> None:
@@ -59,5 +65,6 @@ def _finish(plan: Plan, config: dict[str, Any], where: str) -> None:
 
 ARCHS = [Arch("gpt-neo", "gpt-neo", "gpt_neo", "GPTNeoForCausalLM", RULES, (r"^gpt2/h\d+/attn/q$",),
               {r"^transformer\.h\.(\d+)\.": "num_layers"}, required=("num_heads", "attention_types"), keys=KEYS,
-              finish=_finish,
+              finish=_finish, values={"activation_function": ACTIVATIONS},
+              defaults={"activation_function": "gelu_new"},
               tokenizer="GPT2Tokenizer", aliases=("gptneo",))]

@@ -25,9 +25,9 @@ _LAY = r"bert/encoder/layer_(?P<n>\d+)"
 _OUT = "encoder.layer.{n}"
 
 
-def _norm(tf: str, hf: str, dim: str) -> list[Rule]:
-    return [Rule(f"{tf}/{_NORM}/gamma", f"{hf}.LayerNorm.weight", "", (dim,)),
-            Rule(f"{tf}/{_NORM}/beta", f"{hf}.LayerNorm.bias", "", (dim,))]
+def _norm(tf: str, hf: str, dim: str, optional: bool = False) -> list[Rule]:
+    return [Rule(f"{tf}/{_NORM}/gamma", f"{hf}.LayerNorm.weight", "", (dim,), optional=optional),
+            Rule(f"{tf}/{_NORM}/beta", f"{hf}.LayerNorm.bias", "", (dim,), optional=optional)]
 
 
 def _body(hf: str, pooler: bool = True) -> list[Rule]:
@@ -47,17 +47,17 @@ def _body(hf: str, pooler: bool = True) -> list[Rule]:
              *dense(f"{_LAY}/intermediate/dense", f"{out}.intermediate.dense", FF, B),
              *dense(f"{_LAY}/output/dense", f"{out}.output.dense", B, FF),
              *_norm(f"{_LAY}/output", f"{out}.output", B),
-             *dense(f"{_LAY}/output/bottleneck/dense", f"{out}.output.bottleneck.dense", H, B),
-             *_norm(f"{_LAY}/output/bottleneck", f"{out}.output.bottleneck", H)]
+             *dense(f"{_LAY}/output/bottleneck/dense", f"{out}.output.bottleneck.dense", H, B, optional=True),
+             *_norm(f"{_LAY}/output/bottleneck", f"{out}.output.bottleneck", H, optional=True)]
     for part in ("input", "attention"):
-        rules += dense(f"{_LAY}/bottleneck/{part}/dense", f"{out}.bottleneck.{part}.dense", B, H)
-        rules += _norm(f"{_LAY}/bottleneck/{part}", f"{out}.bottleneck.{part}", B)
+        rules += dense(f"{_LAY}/bottleneck/{part}/dense", f"{out}.bottleneck.{part}.dense", B, H, optional=True)
+        rules += _norm(f"{_LAY}/bottleneck/{part}", f"{out}.bottleneck.{part}", B, optional=True)
     ffn, hf_ffn = rf"{_LAY}/ffn_layer_(?P<i>\d+)", f"{out}.ffn.{{i}}"
     rules += [*dense(f"{ffn}/intermediate/dense", f"{hf_ffn}.intermediate.dense", FF, B),
               *dense(f"{ffn}/output/dense", f"{hf_ffn}.output.dense", B, FF),
               *_norm(f"{ffn}/output", f"{hf_ffn}.output", B)]
-    if pooler:
-        return rules + dense("bert/pooler/dense", f"{hf}pooler.dense", H, H)
+    if pooler:  # the pooler's dense layer exists only with classifier_activation
+        return rules + dense("bert/pooler/dense", f"{hf}pooler.dense", H, H, optional=True)
     return rules + [Rule("bert/pooler/dense/(kernel|bias)", None, why="MobileBertForMaskedLM has no pooler")]
 
 

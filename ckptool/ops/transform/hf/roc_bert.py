@@ -31,7 +31,7 @@ def _body(hf: str, pooler: bool = True) -> list[Rule]:
                   ("pronunciation_vocab_size", "pronunciation_embed_dim")),
              Rule("roc_bert/embeddings/shape_embed(?:/embeddings)?", f"{emb}.shape_embed.weight", "",
                   ("shape_vocab_size", "shape_embed_dim")),
-             *dense("roc_bert/embeddings/map_inputs_layer", f"{emb}.map_inputs_layer", H, ""),
+             *dense("roc_bert/embeddings/map_inputs_layer", f"{emb}.map_inputs_layer", H, "", optional=True),
              *encoder_rules("roc_bert", hf)]
     if pooler:
         return rules + dense("roc_bert/pooler/dense", f"{hf}pooler.dense", H, H)

@@ -33,7 +33,7 @@ def _body(hf: str) -> list[Rule]:
             Rule(f"{_TF}/embeddings/token_type_embeddings", f"{emb}.token_type_embeddings.weight", "",
                  ("type_vocab_size", E)),
             *norm(f"{_TF}/embeddings/LayerNorm", f"{emb}.LayerNorm", E),
-            *dense(f"{_TF}/encoder/embedding_hidden_mapping_in", f"{hf}embeddings_project", H, E),
+            *dense(f"{_TF}/encoder/embedding_hidden_mapping_in", f"{hf}embeddings_project", H, E, optional=True),
             *encoder_rules(_TF, hf),
             Rule(f"{_TF}/pooler/dense/(kernel|bias)", None, why="RoFormer has no pooler"),
             Rule("cls/seq_relationship/output_(weights|bias)", None, why="RoFormer has no next-sentence head")]

@@ -29,7 +29,8 @@ def _attention(tf: str, hf: str) -> list[Rule]:
 
 
 def _ff(tf: str, hf: str) -> list[Rule]:
-    return [Rule(rf"{tf}/DenseReluDense/(?P<w>wi|wi_0|wi_1)/kernel", f"{hf}.DenseReluDense.{{w}}.weight", "T", (FF, D)),
+    return [Rule(rf"{tf}/DenseReluDense/(?P<w>wi|wi_0|wi_1)/kernel", f"{hf}.DenseReluDense.{{w}}.weight", "T", (FF, D),
+                 optional=True),  # wi (v1.0) or wi_0 and wi_1 (v1.1): _finish checks which
             Rule(rf"{tf}/DenseReluDense/wo/kernel", f"{hf}.DenseReluDense.wo.weight", "T", (D, FF)),
             Rule(rf"{tf}/layer_norm/scale", f"{hf}.layer_norm.weight", "", (D,))]
 
@@ -48,7 +49,7 @@ RULES = (Rule("shared/embedding", "shared.weight", "", ("vocab_size", D)),
          *_ff(r"encoder/block_(?P<b>\d+)/layer_001", "encoder.block.{b}.layer.1"),
          *_ff(r"decoder/block_(?P<b>\d+)/layer_002", "decoder.block.{b}.layer.2"),
          Rule(r"(?P<s>encoder|decoder)/final_layer_norm/scale", "{s}.final_layer_norm.weight", "", (D,)),
-         Rule("decoder/logits/kernel", "lm_head.weight", "T", ("vocab_size", D)))
+         Rule("decoder/logits/kernel", "lm_head.weight", "T", ("vocab_size", D), optional=True))  # v1.0 ties it
 
 #: operative_config.gin's macros and bindings -> T5Config
 KEYS = {"d_model": "d_model", "d_ff": "d_ff", "d_kv": "d_kv", "num_heads": "num_heads", "num_layers": "num_layers",
@@ -64,6 +65,8 @@ def _finish(plan: Plan, config: dict[str, Any], where: str) -> None:
     if isinstance(act, list):  # gin: ['gelu', 'linear'] is a gated GELU, 'relu' a plain one
         act = f"gated-{act[0]}" if len(act) > 1 else str(act[0])
         config["feed_forward_proj"] = act
+    if act == "gelu" and "model_type" not in config:  # gin's gelu is mesh TF's tanh approximation
+        act = config["feed_forward_proj"] = "gelu_new"  # (transformers' "gated-gelu" already is)
     if act is None:
         config["feed_forward_proj"] = "gated-gelu" if gated else "relu"
     elif str(act).startswith("gated-") != gated:

@@ -45,8 +45,8 @@ def _body(hf: str, pooler: bool = True) -> list[Rule]:
 _CELLS = [Rule("output_weights", "output_weights", "", (H,)), Rule("output_bias", "output_bias", "", ()),
           Rule("column_output_weights", "column_output_weights", "", (H,)),
           Rule("column_output_bias", "column_output_bias", "", ()),
-          Rule("output_weights_agg", "aggregation_classifier.weight", "", ("num_aggregation_labels", H)),
-          Rule("output_bias_agg", "aggregation_classifier.bias", "", ("num_aggregation_labels",))]
+          Rule("output_weights_agg", "aggregation_classifier.weight", "", ("num_aggregation_labels", H), optional=True),
+          Rule("output_bias_agg", "aggregation_classifier.bias", "", ("num_aggregation_labels",), optional=True)]
 _CLS = [Rule("output_weights_cls", "classifier.weight", "", ("num_labels", H)),
         Rule("output_bias_cls", "classifier.bias", "", ("num_labels",))]
 _HEADS = "a fine-tuned or pretraining head (--dry-run --arch tapas-qa, tapas-classifier, tapas-mlm)"

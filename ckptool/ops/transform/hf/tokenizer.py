@@ -6,15 +6,25 @@ works: the release's vocabulary copied under transformers' file name, and a
 upper-case token, as the uncased releases are), a SentencePiece ``.model`` (ALBERT, lower-cased as
 its releases are; T5, mT5), GPT-2's ``encoder.json`` (its ``vocab.bpe`` beside it), or a directory
 holding one of them.
+
+A vocabulary is streamed: ``vocab.txt`` read a chunk at a time, its lines counted (and its size
+checked against the embeddings) as they come, then copied a chunk at a time; memory does not grow
+with it. ``encoder.json`` is one JSON document, read by :func:`ckptool.format.json_doc.load_json`
+(bounded); the JSON files written go through ``dump_json``.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
-from typing import Any
+import codecs
+import re
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, MissingError
+from ckptool.format.json_doc import dump_json, load_json
+
+if TYPE_CHECKING:
+    from ckptool.io.base import Storage
 
 WORDPIECE = ("BertTokenizer", "ElectraTokenizer", "RoFormerTokenizer", "TapasTokenizer",
              "ConvBertTokenizer", "MobileBertTokenizer", "FunnelTokenizer")
@@ -32,6 +42,50 @@ _SPECIAL = {
                          "mask_token": "[MASK]", "bos_token": "[CLS]", "eos_token": "[SEP]"},
     "bpe": {"unk_token": "<|endoftext|>", "bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>"},
 }
+CHUNK = 256 << 10
+MAX_TOKEN = 1 << 20  # a "line" longer than this is no vocabulary's token
+MAX_ENCODER_JSON = 256 << 20
+_NEWLINE = re.compile(r"\r\n|\r|\n")  # universal newlines, as transformers' load_vocab reads the file
+
+#: a file's bytes to write: whole, or a function giving them a chunk at a time
+Data = bytes | Callable[[], Iterator[bytes]]
+
+
+def chunks(storage: Storage, path: str) -> Iterator[bytes]:
+    """``path``'s bytes, a chunk at a time."""
+    reader = storage.open_reader(path)
+    try:
+        off = 0
+        while off < reader.size:
+            chunk = bytes(reader.read(off, min(CHUNK, reader.size - off)))
+            if not chunk:
+                raise CkptError(f"{path}: ends at byte {off}, before its size {reader.size}")
+            off += len(chunk)
+            yield chunk
+    finally:
+        reader.close()
+
+
+def lines(parts: Iterator[bytes], where: str) -> Iterator[list[str]]:
+    """The lines of UTF-8 text coming in ``parts`` (``\\n``, ``\\r\\n`` or ``\\r`` ending each), a
+    batch (those a part completes) at a time."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    rest, done = "", 0
+    try:
+        for part in parts:
+            text = rest + decoder.decode(part)
+            done += len(part)
+            carry = "\r" if text.endswith("\r") else ""  # its \n may come in the next part
+            text = text[:len(text) - len(carry)]
+            pieces = _NEWLINE.split(text) if "\r" in text else text.split("\n")
+            rest = pieces.pop() + carry
+            if len(rest) > MAX_TOKEN:
+                raise CkptError(f"{where}: a line of over {MAX_TOKEN} characters near byte {done}: not a vocabulary")
+            yield pieces
+        pieces = _NEWLINE.split(rest + decoder.decode(b"", final=True))
+    except UnicodeDecodeError:
+        raise CkptError(f"{where}: not UTF-8 text (near byte {done}): not a vocabulary (one token a line)") from None
+    yield pieces[:-1] if pieces[-1] == "" else pieces
 
 
 def _kind(path: str, listdir: Callable[[str], list[str]], isdir: bool) -> tuple[str, str]:
@@ -54,7 +108,7 @@ def _kind(path: str, listdir: Callable[[str], list[str]], isdir: bool) -> tuple[
 
 
 def tokenizer_files(vocab: str, arch_tokenizer: str, config: dict[str, Any],
-                    notes: list[str]) -> list[tuple[str, bytes]]:
+                    notes: list[str]) -> list[tuple[str, Data]]:
     """``[(file name, bytes)]`` to write beside the model."""
     from ckptool.io.backends.urls import storage_for
 
@@ -62,15 +116,14 @@ def tokenizer_files(vocab: str, arch_tokenizer: str, config: dict[str, Any],
     if not storage.exists(local):
         raise MissingError(f"{vocab}: no such file or directory")
     kind, path = _kind(local, storage.listdir, storage.isdir(local))
-    data = storage.read_bytes(path)
     length = config.get("max_position_embeddings") or config.get("n_positions") or 512
+    files: list[tuple[str, Data]]
     if kind == "wordpiece":
-        tokens = _wordpiece(data, vocab, config, notes)
+        lower = _wordpiece(storage, path, vocab, config, notes)
         cls = arch_tokenizer if arch_tokenizer in WORDPIECE else "BertTokenizer"
-        lower = not any(c.isupper() for t in tokens if not (t.startswith("[") and t.endswith("]")) for c in t)
         settings: dict[str, Any] = {"do_lower_case": lower, "tokenize_chinese_chars": True, "strip_accents": None,
                                     **_SPECIAL["wordpiece"]}
-        files = [("vocab.txt", data)]
+        files = [("vocab.txt", lambda: chunks(storage, path))]
     elif kind == "sentencepiece":
         cls = arch_tokenizer if arch_tokenizer in SENTENCEPIECE else "T5Tokenizer"
         settings = dict(_SPECIAL[cls])
@@ -80,7 +133,8 @@ def tokenizer_files(vocab: str, arch_tokenizer: str, config: dict[str, Any],
             settings.update(do_lower_case=False, keep_accents=True, remove_space=True)
         elif cls == "T5Tokenizer":
             settings["extra_ids"] = 100
-        files = [("sentencepiece.model" if cls == "RemBertTokenizer" else "spiece.model", data)]
+        name = "sentencepiece.model" if cls == "RemBertTokenizer" else "spiece.model"  # the class's file name
+        files = [(name, lambda: chunks(storage, path))]
     else:
         cls = "GPT2Tokenizer"
         merges = storage.join(storage.dirname(path), "vocab.bpe")
@@ -88,43 +142,47 @@ def tokenizer_files(vocab: str, arch_tokenizer: str, config: dict[str, Any],
             merges = storage.join(storage.dirname(path), "merges.txt")
         if not storage.exists(merges):
             raise MissingError(f"{vocab}: GPT-2's BPE merges (vocab.bpe) are not beside it")
-        _bpe_size(data, vocab, config, notes)
+        _bpe_size(storage, path, vocab, config, notes)
         settings = {"add_prefix_space": False, **_SPECIAL["bpe"]}
-        files = [("vocab.json", data), ("merges.txt", storage.read_bytes(merges))]
+        files = [("vocab.json", lambda: chunks(storage, path)), ("merges.txt", lambda: chunks(storage, merges))]
     doc = {"tokenizer_class": cls, "model_max_length": length, **settings}
     special = {k: v for k, v in settings.items() if k.endswith("_token")}
-    files += [("tokenizer_config.json", _json(doc)), ("special_tokens_map.json", _json(special))]
+    files += [("tokenizer_config.json", dump_json(doc, "tokenizer_config.json", sort_keys=True)),
+              ("special_tokens_map.json", dump_json(special, "special_tokens_map.json", sort_keys=True))]
     return files
-
-
-def _json(doc: dict[str, Any]) -> bytes:
-    return (json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
 
 
 def _check_size(n: int, vocab: str, config: dict[str, Any], notes: list[str]) -> None:
     rows = config.get("vocab_size")
     if isinstance(rows, int) and n > rows:
-        raise CkptError(f"{vocab}: {n} tokens, but the model's embeddings have {rows} rows (vocab_size)")
+        raise CkptError(f"{vocab}: {n} tokens or more, but the model's embeddings have {rows} rows (vocab_size)")
     if isinstance(rows, int) and n < rows:
         notes.append(f"{vocab}: {n} tokens for {rows} embedding rows (the rest are padding)")
 
 
-def _wordpiece(data: bytes, vocab: str, config: dict[str, Any], notes: list[str]) -> list[str]:
-    try:
-        tokens = data.decode("utf-8").splitlines()
-    except UnicodeDecodeError:
-        raise CkptError(f"{vocab}: not a UTF-8 WordPiece vocabulary (one token a line)") from None
-    if "[UNK]" not in tokens:
+def _wordpiece(storage: Storage, path: str, vocab: str, config: dict[str, Any], notes: list[str]) -> bool:
+    """Check a WordPiece vocabulary line by line (its size as it goes); whether it is lower-cased
+    (no upper-case letter outside ``[SPECIAL]`` tokens, as the uncased releases are)."""
+    rows = config.get("vocab_size")
+    n, unk, upper = 0, False, False
+    for batch in lines(chunks(storage, path), vocab):
+        n += len(batch)
+        if isinstance(rows, int) and n > rows:
+            _check_size(rows + 1, vocab, config, notes)  # raises: stop reading
+        unk = unk or "[UNK]" in batch
+        if not upper and (text := "\n".join(batch)).lower() != text:  # some token has upper case: which?
+            upper = any(not (t.startswith("[") and t.endswith("]")) and any(c.isupper() for c in t)
+                        for t in batch if t.lower() != t)
+    if not unk:
         raise CkptError(f"{vocab}: not a BERT WordPiece vocabulary (no [UNK] token)")
-    _check_size(len(tokens), vocab, config, notes)
-    return tokens
+    _check_size(n, vocab, config, notes)
+    return not upper
 
 
-def _bpe_size(data: bytes, vocab: str, config: dict[str, Any], notes: list[str]) -> None:
-    try:
-        doc = json.loads(data)
-    except ValueError:
-        raise CkptError(f"{vocab}: not GPT-2's encoder.json") from None
+def _bpe_size(storage: Storage, path: str, vocab: str, config: dict[str, Any], notes: list[str]) -> None:
+    if storage.size(path) > MAX_ENCODER_JSON:
+        raise CkptError(f"{vocab}: over {MAX_ENCODER_JSON} bytes, more than GPT-2's encoder.json this tool takes")
+    doc = load_json(storage.read_bytes(path), vocab, max_bytes=MAX_ENCODER_JSON, what="GPT-2's encoder.json")
     if not isinstance(doc, dict):
         raise CkptError(f"{vocab}: not GPT-2's encoder.json (a JSON object token -> id)")
     _check_size(len(doc), vocab, config, notes)
