@@ -134,13 +134,13 @@ def test_rembert_leaves_the_output_side_out_and_writes_its_sentencepiece(tmp_pat
     assert (cfg["input_embedding_size"], cfg["output_embedding_size"]) == (6, 10)
 
 
-def test_convbert_config_from_the_tensors_and_electras_gelu(tmp_path):
+def test_convbert_config_from_the_tensors(tmp_path):
     def cfg(name):
         assert export(name, tmp_path / name).returncode == 0
         return json.loads((tmp_path / name / "config.json").read_text())
     plain, grouped = cfg("convbert"), cfg("convbert_grouped")
     assert (plain["num_groups"], plain["head_ratio"], plain["conv_kernel_size"], plain["embedding_size"]) == (1, 2, 3, 6)
-    assert plain["hidden_act"] == "gelu_new"  # a JSON of transformers' names, no model_type: ELECTRA's code's gelu
+    assert plain["hidden_act"] == "gelu"  # ConvBERT's modeling.py: tf.math.erf
     assert (grouped["num_groups"], grouped["hidden_act"]) == (2, "gelu")  # an HF config.json says what it means
     why = {d["tf"]: d["why"] for d in _dry("convbert", tmp_path)["dropped"]}
     assert why["generator_predictions/output_bias"].startswith("not ConvBertModel's")
@@ -212,7 +212,7 @@ def test_big_bird_per_head_kernels_and_config(tmp_path):
     maps = {m["tf"]: (m["hf"], m["shape"], m["transform"]) for m in doc["mapping"]}
     assert maps["bert/encoder/layer_0/attention/self/query/kernel"] == (
         "bert.encoder.layer.0.attention.self.query.weight", [8, 8], "merge axes at 1, transpose")
-    assert maps["bert/encoder/layer_0/attention/output/dense/kernel"][2] == "merge axes at 2, transpose"
+    assert maps["bert/encoder/layer_0/attention/output/dense/kernel"][2] == "merge axes at -1, transpose"
     assert maps["bert/encoder/LayerNorm/gamma"][0] == "bert.embeddings.LayerNorm.weight"
     assert maps["bert/pooler/dense/kernel"][0] == "bert.pooler.weight"
     cfg = json.loads((DATA / "big_bird" / "bert_config.json").read_text())

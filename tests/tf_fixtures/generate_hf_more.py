@@ -402,10 +402,10 @@ def _convbert(d, seed, cfg, config_file, doc):
 
 
 def convbert(d):
-    """Embeddings narrower than the layers, ungrouped; a JSON of transformers' names (no model_type),
-    whose gelu is ELECTRA's code's tanh form."""
+    """Embeddings narrower than the layers, ungrouped; a JSON of transformers' names (no model_type;
+    ConvBERT's modeling.py computes gelu with erf: transformers' gelu)."""
     cfg = dict(CONVBERT, embedding_size=6, num_groups=1)
-    _convbert(d, 28, dict(cfg, hidden_act="gelu_new"), "convbert_config.json", dict(cfg, hidden_act="gelu"))
+    _convbert(d, 28, dict(cfg, hidden_act="gelu"), "convbert_config.json", dict(cfg, hidden_act="gelu"))
 
 
 def convbert_grouped(d):
@@ -630,7 +630,16 @@ BIGBIRD = dict(vocab_size=32, hidden_size=8, num_hidden_layers=2, num_attention_
 def big_bird(d):
     """BigBird's pretraining release: per-head 3-D attention kernels, the embedding norm under encoder/;
     a bert_config.json of transformers' names whose gelu is the code's tanh form."""
-    a = g.Arrays(34)
+    _big_bird(d, 34, flat=False, heads=True)
+
+
+def big_bird_2d(d):
+    """The later code's Dense3dLayer: the same kernels stored 2-D; no heads (BigBirdModel)."""
+    _big_bird(d, 35, flat=True, heads=False)
+
+
+def _big_bird(d, seed, flat, heads):
+    a = g.Arrays(seed)
     H, N, Hd, FF, V = 8, 2, 4, 12, 32
     a.add("bert/embeddings/word_embeddings", V, H)
     a.add("bert/embeddings/position_embeddings", 64, H)
@@ -640,9 +649,9 @@ def big_bird(d):
     for n in range(2):
         p = f"bert/encoder/layer_{n}"
         for q in ("query", "key", "value"):
-            a.add(f"{p}/attention/self/{q}/kernel", H, N, Hd)
-            a.add(f"{p}/attention/self/{q}/bias", N, Hd)
-        a.add(f"{p}/attention/output/dense/kernel", N, Hd, H)
+            a.add(f"{p}/attention/self/{q}/kernel", *((H, N * Hd) if flat else (H, N, Hd)))
+            a.add(f"{p}/attention/self/{q}/bias", *((N * Hd,) if flat else (N, Hd)))
+        a.add(f"{p}/attention/output/dense/kernel", *((N * Hd, H) if flat else (N, Hd, H)))
         a.add(f"{p}/attention/output/dense/bias", H)
         a.add(f"{p}/attention/output/LayerNorm/beta", H)
         a.add(f"{p}/attention/output/LayerNorm/gamma", H)
@@ -654,15 +663,16 @@ def big_bird(d):
         a.add(f"{p}/output/LayerNorm/gamma", H)
     a.add("bert/pooler/dense/kernel", H, H)
     a.add("bert/pooler/dense/bias", H)
-    mlm_head(a, H, V)
-    a.add("cls/seq_relationship/output_weights", 2, H)
-    a.add("cls/seq_relationship/output_bias", 2)
+    if heads:
+        mlm_head(a, H, V)
+        a.add("cls/seq_relationship/output_weights", 2, H)
+        a.add("cls/seq_relationship/output_bias", 2)
     g.adam(a, ["bert/encoder/layer_0/attention/self/query/kernel"])
     g.save_v1(os.path.join(d, "model.ckpt"), a, extra=g.STEP)
     g.write_json(os.path.join(d, "bert_config.json"), BIGBIRD)
     shutil.copy(os.path.join(OUT, "t5_v1_1", "spiece.model"), os.path.join(d, "spiece.model"))
     config = T.BigBirdConfig(**dict(BIGBIRD, hidden_act="gelu_new"))
-    model = g.nan_model(T.BigBirdForPreTraining(config))
+    model = g.nan_model((T.BigBirdForPreTraining if heads else T.BigBirdModel)(config))
     run_loader(d, "load_tf_weights_in_big_bird", model, config)
     forward(d, model, {"input_ids": ids(np.random.default_rng(34), V), "token_type_ids": np.ones((2, SEQ), np.int64)})
     finish(d, model, g.expected(model), ["--config", "bert_config.json", "--vocab", "spiece.model"],
@@ -670,7 +680,7 @@ def big_bird(d):
 
 
 CASES = {f.__name__: f for f in (roformer, megatron_bert, roc_bert, tapas, tapas_wtq, rembert, convbert,
-                                 convbert_grouped, mobilebert, funnel, funnel_base, canine, big_bird)}
+                                 convbert_grouped, mobilebert, funnel, funnel_base, canine, big_bird, big_bird_2d)}
 
 
 def main():

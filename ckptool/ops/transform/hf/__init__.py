@@ -3,7 +3,9 @@ or its shards and index, tokenizer files) that transformers 5 loads with ``from_
 weight equal to what transformers 4.57's own TF loader (``load_tf_weights_in_*``) put there.
 
 Each architecture is a table of rules (TF name pattern -> HF name, transform) in its family's module
-(``bert``, ``albert``, ``electra``, ``t5``, ``gpt2``, ``gpt_neo``, ``mobilenet``), written as
+(``bert``, ``albert``, ``electra``, ``t5``, ``gpt2``, ``gpt_neo``, ``mobilenet``; issue 51's ``roformer``,
+``megatron_bert``, ``roc_bert``, ``tapas``, ``rembert``, ``convbert``, ``mobilebert``, ``funnel``,
+``canine``, ``big_bird``), written as
 ``engine``'s docstring says; ``engine`` (the one weight-map engine) checks a table when it is built,
 matches and checks the config, ``steps`` is its table of transform steps, ``coverage`` finds the
 model's weights no variable fills, ``config`` reads the release's config, ``tokenizer`` writes the

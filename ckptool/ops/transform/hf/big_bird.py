@@ -1,8 +1,9 @@
 """BigBird: google-research/bigbird's checkpoints: Google BERT's names with the attention kernels
 per head (``bert/encoder/layer_N/attention/self/{query,key,value}/kernel`` ``[hidden, heads,
 head_size]``, their biases ``[heads, head_size]``, ``attention/output/dense/kernel`` ``[heads,
-head_size, hidden]``) and the embeddings' layer norm under ``bert/encoder/LayerNorm``; the
-pretraining heads ``cls/predictions``, ``cls/seq_relationship``.
+head_size, hidden]``; the later code's ``Dense3dLayer`` stores them 2-D, taken too) and the
+embeddings' layer norm under ``bert/encoder/LayerNorm``; the pretraining heads ``cls/predictions``,
+``cls/seq_relationship``.
 
 As transformers 4.57's ``load_tf_weights_in_big_bird`` places them: ``bert/encoder/LayerNorm`` ->
 ``bert.embeddings.LayerNorm``, the per-head kernels flattened to 2-D and transposed, biases
@@ -35,7 +36,7 @@ def _body(hf: str) -> list[Rule]:
                  "merge:1 T", (H, H)),
             Rule(rf"{_LAY}/attention/self/(?P<p>query|key|value)/bias", f"{out}.attention.self.{{p}}.bias", "flat",
                  (H,)),
-            Rule(f"{_LAY}/attention/output/dense/kernel", f"{out}.attention.output.dense.weight", "merge:2 T", (H, H)),
+            Rule(f"{_LAY}/attention/output/dense/kernel", f"{out}.attention.output.dense.weight", "merge:-1 T", (H, H)),
             Rule(f"{_LAY}/attention/output/dense/bias", f"{out}.attention.output.dense.bias", "", (H,)),
             *norm(f"{_LAY}/attention/output/LayerNorm", f"{out}.attention.output.LayerNorm", H),
             *dense(f"{_LAY}/intermediate/dense", f"{out}.intermediate.dense", FF, H),

@@ -60,5 +60,6 @@ ARCHS = [
     Arch("canine", "canine", "canine", "CanineModel", tuple(RULES),
          (r"^char_embeddings/embeddings/HashBucketCodepointEmbedder_\d+$",),
          {r"^encoder\.layer\.(\d+)\.": "num_hidden_layers"}, required=("num_attention_heads",), passthrough=True,
+         keys={"max_positions": "max_position_embeddings"},
          finish=_finish),  # characters: no vocabulary, no tokenizer files
 ]

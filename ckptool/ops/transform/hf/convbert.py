@@ -11,8 +11,8 @@ depthwise kernel ``[width, in, 1]`` to ``[in, 1, width]``, the pointwise ``[1, i
 ``[out, in, 1]``, the convolution's bias given a trailing axis. That loader maps the
 discriminator's body only: the generator and both prediction heads are left out, saying so.
 ConvBERT has no release config file (its sizes are the pretraining script's flags): give an HF
-``config.json``, or a JSON of transformers' names, where ``gelu`` is the tanh form ELECTRA's code
-computes (``gelu_new``).
+``config.json``, or a JSON of transformers' names (its ``linear_groups`` is ``num_groups``); its
+``modeling.py`` computes ``gelu`` with ``tf.math.erf``: transformers' ``gelu``, kept.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from typing import Any
 
 from ckptool.errors import CkptError
 from ckptool.ops.transform.hf.bert import embedding_rules
-from ckptool.ops.transform.hf.config import tanh_gelu
 from ckptool.ops.transform.hf.engine import Arch, Plan, Rule, check_value, dense, norm
 
 H, E, FF = "hidden_size", "embedding_size", "intermediate_size"
@@ -51,11 +50,10 @@ def _layer() -> list[Rule]:
 
 
 def _finish(plan: Plan, config: dict[str, Any], where: str) -> None:
-    """``num_groups`` (1 without grouped layers) and ``head_ratio`` from the query's width; ELECTRA's gelu."""
+    """``num_groups`` (1 without grouped layers) and ``head_ratio`` from the query's width."""
     ffn = plan.shape_of(r"\.intermediate\.dense\.weight$")
     if ffn is not None and len(ffn) == 2:  # a grouped layer's [groups, in, out] tells num_groups itself
         check_value(config, "num_groups", 1, "the checkpoint's ungrouped feed-forward", where)
-    tanh_gelu(config)
     query, heads, hidden = plan.shape_of(r"\.query\.weight$"), config.get("num_attention_heads"), config.get(H)
     if query is None or not isinstance(heads, int) or not isinstance(hidden, int) or heads < 1:
         return
@@ -81,5 +79,5 @@ ARCHS = [
     Arch("convbert", "convbert", "convbert", "ConvBertModel", tuple(RULES),
          (r"^electra/encoder/layer_\d+/attention/self/conv_attn_key/",),
          {r"^encoder\.layer\.(\d+)\.": "num_hidden_layers"}, required=("num_attention_heads",), passthrough=True,
-         finish=_finish, tokenizer="ConvBertTokenizer"),
+         keys={"linear_groups": "num_groups"}, finish=_finish, tokenizer="ConvBertTokenizer"),
 ]
