@@ -227,3 +227,13 @@ def test_big_bird_per_head_kernels_and_config(tmp_path):
     tok = json.loads((tmp_path / "out" / "tokenizer_config.json").read_text())
     assert (tok["tokenizer_class"], tok["cls_token"]) == ("BigBirdTokenizer", "[CLS]")
     assert (tmp_path / "out" / "spiece.model").is_file()
+
+
+@pytest.mark.parametrize("name, config, key", [("tapas", "bert_config.json", "hidden_act"),
+                                               ("funnel", "net_config.json", "ff_activation")])
+def test_a_release_activation_its_code_lacks_is_refused(name, config, key, tmp_path):
+    d = tmp_path / config
+    d.write_text(json.dumps(dict(json.loads((DATA / name / config).read_text()), **{key: "swish"})))
+    r = completed("convert", DATA / name / "model.ckpt", tmp_path / "out", "--to", "hf", "--config", d)
+    assert r.returncode == 1 and f"config's {key} is 'swish'" in r.stderr, r.stderr
+    assert not (tmp_path / "out").exists()

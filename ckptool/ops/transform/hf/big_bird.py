@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ckptool.ops.transform.hf.albert import ACTIVATIONS  # Google BERT modeling.py's get_activation
 from ckptool.ops.transform.hf.bert import PRETRAINING
-from ckptool.ops.transform.hf.config import tanh_gelu
 from ckptool.ops.transform.hf.engine import Arch, Plan, Rule, check_value, dense, norm
 
 H, FF = "hidden_size", "intermediate_size"
@@ -46,13 +46,12 @@ def _body(hf: str) -> list[Rule]:
 
 
 def _finish(plan: Plan, config: dict[str, Any], where: str) -> None:
-    """``num_attention_heads`` from a per-head kernel; the release's ``gelu``."""
+    """``num_attention_heads`` from a per-head kernel."""
     for p in plan.placed:
         if p.name.endswith("/attention/self/query/kernel") and len(p.spec.shape) == 3:
             check_value(config, "num_attention_heads", p.spec.shape[1], f"tensor {p.name!r} {list(p.spec.shape)}",
                         where)
             break
-    tanh_gelu(config)
 
 
 _BODY = r"^bert/encoder/LayerNorm/"
@@ -62,7 +61,8 @@ _COUNT = {r"(?:^|\.)encoder\.layer\.(\d+)\.": "num_hidden_layers"}
 def _arch(name: str, cls: str, rules: list[Rule], *detect: str) -> Arch:
     # the config: transformers' names (a bert_config.json of them, or an HF config.json)
     return Arch(name, "big_bird", "big_bird", cls, tuple(rules), (_BODY, *detect), _COUNT,
-                passthrough=True, finish=_finish, tokenizer="BigBirdTokenizer")
+                passthrough=True, finish=_finish, tokenizer="BigBirdTokenizer", values={"hidden_act": ACTIVATIONS},
+                defaults={"hidden_act": "gelu_new"})
 
 
 ARCHS = [

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ckptool.ops.transform.hf.albert import ACTIVATIONS  # Google BERT modeling.py's get_activation
 from ckptool.ops.transform.hf.bert import encoder_rules, layer_rules
-from ckptool.ops.transform.hf.config import tanh_gelu
 from ckptool.ops.transform.hf.engine import Arch, Plan, Rule, check_value, dense, norm
 
 H = "hidden_size"
@@ -50,16 +50,16 @@ RULES = [Rule(r"char_embeddings/embeddings/HashBucketCodepointEmbedder_(?P<k>\d+
 
 
 def _finish(plan: Plan, config: dict[str, Any], where: str) -> None:
-    """``num_hash_functions``: the embedders; the code's gelu for a config not transformers'."""
+    """``num_hash_functions``: the embedders."""
     n = sum(1 for p in plan.placed if ".HashBucketCodepointEmbedder_" in p.hf)
     check_value(config, "num_hash_functions", n, f"the checkpoint's {n} HashBucketCodepointEmbedder_K", where)
-    tanh_gelu(config)
 
 
 ARCHS = [
     Arch("canine", "canine", "canine", "CanineModel", tuple(RULES),
          (r"^char_embeddings/embeddings/HashBucketCodepointEmbedder_\d+$",),
          {r"^encoder\.layer\.(\d+)\.": "num_hidden_layers"}, required=("num_attention_heads",), passthrough=True,
-         keys={"max_positions": "max_position_embeddings"},
+         keys={"max_positions": "max_position_embeddings"}, values={"hidden_act": ACTIVATIONS},
+         defaults={"hidden_act": "gelu_new"},
          finish=_finish),  # characters: no vocabulary, no tokenizer files
 ]

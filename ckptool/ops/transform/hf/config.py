@@ -82,14 +82,6 @@ def translate(doc: dict[str, Any], is_hf: bool, arch: Arch) -> dict[str, Any]:
     return out
 
 
-def tanh_gelu(config: dict[str, Any]) -> None:
-    """A release config's ``gelu`` (or none: the default) as Google BERT's ``modeling.py`` and the TF
-    code forked from it (TAPAS, ConvBERT) compute it: the tanh approximation, transformers'
-    ``gelu_new``. An HF config.json (its ``model_type`` kept until the end) means what it says."""
-    if "model_type" not in config and config.get("hidden_act", "gelu") == "gelu":
-        config["hidden_act"] = "gelu_new"
-
-
 # --------------------------------------------------------------------------- gin
 
 
@@ -134,4 +126,4 @@ def parse_gin(text: str, where: str) -> dict[str, Any]:
     return out
 
 
-__all__ = ["beside", "parse_gin", "read_config", "tanh_gelu", "translate"]
+__all__ = ["beside", "parse_gin", "read_config", "translate"]

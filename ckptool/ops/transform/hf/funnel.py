@@ -25,7 +25,6 @@ import re
 from typing import Any
 
 from ckptool.errors import CkptError, UnsupportedError
-from ckptool.ops.transform.hf.config import tanh_gelu
 from ckptool.ops.transform.hf.engine import Arch, Plan, Rule, check_value, norm
 
 D = "d_model"
@@ -88,7 +87,6 @@ def _translate(config: dict[str, Any], where: str) -> None:
     kind = config.get("attention_type")
     config["attention_type"] = {"rel_shift": "relative_shift"}.get(kind, kind) if kind else "relative_shift"
     config.setdefault("layer_norm_eps", 1e-8)  # ops.layer_norm_op: variance_epsilon 1e-8
-    tanh_gelu(config)
 
 
 def _blocks(plan: Plan, config: dict[str, Any], where: str) -> None:
@@ -121,6 +119,8 @@ def _blocks(plan: Plan, config: dict[str, Any], where: str) -> None:
         check_value(config, "num_decoder_layers", len(found["decoder"]), "the checkpoint's decoder layers", where)
 
 
+#: ops.get_activation: its gelu is the tanh approximation (transformers' gelu_new)
+_ACTIVATIONS = {"gelu": "gelu_new", "relu": "relu", "tanh": "tanh"}
 _DECODER = "FunnelBaseModel has no decoder (FunnelModel, --arch funnel, takes it)"
 
 
@@ -133,7 +133,8 @@ def _arch(name: str, cls: str, rules: list[Rule], absent: tuple[str, ...] = ()) 
             "separate_cls": "separate_cls", "pooling_type": "pooling_type", "pool_q_only": "pool_q_only",
             "truncate_seq": "truncate_seq"}
     return Arch(name, "funnel", "funnel", cls, tuple(rules), (r"^model/encoder/layer_\d+/rel_attn/",),
-                required=("block_sizes",), keys=keys, finish=_blocks, tokenizer="FunnelTokenizer", absent=absent)
+                required=("block_sizes",), keys=keys, finish=_blocks,
+                values={"hidden_act": _ACTIVATIONS}, tokenizer="FunnelTokenizer", absent=absent)
 
 
 ARCHS = [

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ckptool.ops.transform.hf.albert import ACTIVATIONS  # Google BERT modeling.py's get_activation
 from ckptool.ops.transform.hf.bert import PRETRAINING, encoder_rules
-from ckptool.ops.transform.hf.config import tanh_gelu
 from ckptool.ops.transform.hf.engine import Arch, Plan, Rule, check_value, dense, norm
 
 H = "hidden_size"
@@ -53,8 +53,8 @@ _HEADS = "a fine-tuned or pretraining head (--dry-run --arch tapas-qa, tapas-cla
 
 
 def _finish(plan: Plan, config: dict[str, Any], where: str) -> None:
-    """``type_vocab_sizes`` from the seven tables; the release's ``gelu`` as TAPAS computes it; no
-    aggregation head in the checkpoint: ``num_aggregation_labels`` 0."""
+    """``type_vocab_sizes`` from the seven tables; no aggregation head in the checkpoint:
+    ``num_aggregation_labels`` 0."""
     rows = []
     for i in range(10):
         shape = plan.shape_of(rf"\.token_type_embeddings_{i}\.weight$")
@@ -64,7 +64,6 @@ def _finish(plan: Plan, config: dict[str, Any], where: str) -> None:
     if rows:
         check_value(config, "type_vocab_sizes", rows, "the checkpoint's token_type_embeddings_0.."
                     f"{len(rows) - 1}", where)
-    tanh_gelu(config)  # modeling.gelu: 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3)))
     if plan.arch.architecture == "TapasForQuestionAnswering" and not plan.has(r"^aggregation_classifier\."):
         check_value(config, "num_aggregation_labels", 0, "the checkpoint (no output_weights_agg)", where)
 
@@ -76,7 +75,8 @@ _COUNT = {r"(?:^|\.)encoder\.layer\.(\d+)\.": "num_hidden_layers"}
 def _arch(name: str, cls: str, rules: list[Rule], *detect: str) -> Arch:
     return Arch(name, "tapas", "tapas", cls, tuple(rules), (_BODY, *detect), _COUNT,
                 required=("num_attention_heads",), keys={"type_vocab_size": "type_vocab_sizes"}, passthrough=True,
-                finish=_finish, tokenizer="TapasTokenizer")
+                finish=_finish, values={"hidden_act": ACTIVATIONS}, defaults={"hidden_act": "gelu_new"},
+                tokenizer="TapasTokenizer")
 
 
 ARCHS = [
