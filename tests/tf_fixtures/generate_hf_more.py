@@ -140,6 +140,38 @@ def roformer(d):
            "load_tf_weights_in_roformer", computed=[table])
 
 
+def roformer_small(d):
+    """Embeddings narrower than the layers (bert4keras's embedding_hidden_mapping_in), which 4.57's
+    loader cannot place (it looks in the encoder, then fails): shown to it without that layer, the
+    layer set by hand as the model holds it (embeddings_project = kernel transposed)."""
+    a = g.Arrays(36)
+    cfg = dict(ROFORMER, embedding_size=6)
+    g.bert_body(a, "bert", ROFORMER)
+    for k in ("word_embeddings", "token_type_embeddings"):
+        a[f"bert/embeddings/{k}"] = a.rng.standard_normal((a[f"bert/embeddings/{k}"].shape[0], 6)).astype(np.float32)
+    for k in ("beta", "gamma"):
+        a[f"bert/embeddings/LayerNorm/{k}"] = a.rng.standard_normal(6).astype(np.float32)
+    del a["bert/embeddings/position_embeddings"], a["bert/pooler/dense/kernel"], a["bert/pooler/dense/bias"]
+    a.add("bert/encoder/embedding_hidden_mapping_in/kernel", 6, 8)
+    a.add("bert/encoder/embedding_hidden_mapping_in/bias", 8)
+    mlm_head(a, 8, 24, E=6)
+    g.save_v1(os.path.join(d, "model.ckpt"), a, extra=g.STEP)
+    g.write_json(os.path.join(d, "bert_config.json"), cfg)
+    config = T.RoFormerConfig.from_json_file(os.path.join(d, "bert_config.json"))
+    model = g.nan_model(T.RoFormerForMaskedLM(config))
+    hidden = ["bert/encoder/embedding_hidden_mapping_in/kernel", "bert/encoder/embedding_hidden_mapping_in/bias"]
+    run_loader(d, "load_tf_weights_in_roformer", model, config, hidden)
+    table = "roformer.encoder.embed_positions.weight"
+    by_hand = {"roformer.embeddings_project.weight": a[hidden[0]].T, "roformer.embeddings_project.bias": a[hidden[1]],
+               table: T.RoFormerForMaskedLM(config).state_dict()[table].numpy()}
+    with torch.no_grad():
+        for k, v in by_hand.items():
+            model.state_dict()[k].copy_(torch.from_numpy(np.ascontiguousarray(v)))
+    forward(d, model, {"input_ids": ids(np.random.default_rng(8), 24), "token_type_ids": np.zeros((2, SEQ), np.int64)})
+    finish(d, model, g.expected(model), ["--config", "bert_config.json"], "load_tf_weights_in_roformer", hidden,
+           by_hand=[k for k in by_hand if k != table], computed=[table])
+
+
 # --------------------------------------------------------------------------- Megatron-BERT
 
 
@@ -679,7 +711,7 @@ def _big_bird(d, seed, flat, heads):
            "load_tf_weights_in_big_bird")
 
 
-CASES = {f.__name__: f for f in (roformer, megatron_bert, roc_bert, tapas, tapas_wtq, rembert, convbert,
+CASES = {f.__name__: f for f in (roformer, roformer_small, megatron_bert, roc_bert, tapas, tapas_wtq, rembert, convbert,
                                  convbert_grouped, mobilebert, funnel, funnel_base, canine, big_bird, big_bird_2d)}
 
 

@@ -39,7 +39,7 @@ def _body(hf: str) -> list[Rule]:
             Rule("cls/seq_relationship/output_(weights|bias)", None, why="RoFormer has no next-sentence head")]
 
 
-MLM = [*dense("cls/predictions/transform/dense", "cls.predictions.transform.dense", H, E),
+MLM = [*dense("cls/predictions/transform/dense", "cls.predictions.transform.dense", E, H),
        *norm("cls/predictions/transform/LayerNorm", "cls.predictions.transform.LayerNorm", E),
        Rule("cls/predictions/output_bias", "cls.predictions.bias", "", ("vocab_size",))]
 
