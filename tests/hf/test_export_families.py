@@ -20,10 +20,12 @@ def _dry(name, tmp_path, *extra):
 
 @pytest.mark.parametrize("name, arch, cls", [
     ("roformer", "roformer-mlm", "RoFormerForMaskedLM"),
+    ("roformer_small", "roformer-mlm", "RoFormerForMaskedLM"),
     ("megatron_bert", "megatron-bert-pretraining", "MegatronBertForPreTraining"),
     ("roc_bert", "roc-bert-pretraining", "RoCBertForPreTraining"),
     ("tapas", "tapas-mlm", "TapasForMaskedLM"),
     ("tapas_wtq", "tapas-qa", "TapasForQuestionAnswering"),
+    ("tapas_tabfact", "tapas-classifier", "TapasForSequenceClassification"),
     ("rembert", "rembert", "RemBertModel"),
     ("convbert", "convbert", "ConvBertModel"),
     ("convbert_grouped", "convbert", "ConvBertModel")])

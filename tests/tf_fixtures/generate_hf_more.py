@@ -325,6 +325,21 @@ def tapas_wtq(d):
     finish(d, model, g.expected(model), ["--config", "bert_config.json"], "load_tf_weights_in_tapas")
 
 
+def tapas_tabfact(d):
+    """A TabFact-style fine-tuned checkpoint: the classification head output_weights_cls [labels, hidden]."""
+    a = g.Arrays(37)
+    _tapas_body(a)
+    a.add("output_weights_cls", 2, 8)
+    a.add("output_bias_cls", 2)
+    g.save_v1(os.path.join(d, "model.ckpt"), a, extra=g.STEP)
+    config = _tapas_config(d)
+    config.num_labels = 2
+    model = g.nan_model(T.TapasForSequenceClassification(config))
+    run_loader(d, "load_tf_weights_in_tapas", model, config)
+    forward(d, model, _tapas_inputs(np.random.default_rng(9)))
+    finish(d, model, g.expected(model), ["--config", "bert_config.json"], "load_tf_weights_in_tapas")
+
+
 # --------------------------------------------------------------------------- RemBERT
 
 
@@ -711,7 +726,7 @@ def _big_bird(d, seed, flat, heads):
            "load_tf_weights_in_big_bird")
 
 
-CASES = {f.__name__: f for f in (roformer, roformer_small, megatron_bert, roc_bert, tapas, tapas_wtq, rembert, convbert,
+CASES = {f.__name__: f for f in (roformer, roformer_small, megatron_bert, roc_bert, tapas, tapas_wtq, tapas_tabfact, rembert, convbert,
                                  convbert_grouped, mobilebert, funnel, funnel_base, canine, big_bird, big_bird_2d)}
 
 
