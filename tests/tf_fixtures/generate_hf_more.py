@@ -643,8 +643,8 @@ def canine(d):
     a.add(f"{c2m}/conv/bias", H)
     a.add(f"{c2m}/LayerNorm/beta", H)
     a.add(f"{c2m}/LayerNorm/gamma", H)
-    for n in range(2):
-        _canine_layer(a, f"bert/encoder/layer_{n}")
+    for n in range(2):  # transformer_model under "bert": no "encoder" scope
+        _canine_layer(a, f"bert/layer_{n}")
     a.add("final_char_encoder/conv/kernel", 3, 2 * H, H)
     a.add("final_char_encoder/conv/bias", H)
     a.add("final_char_encoder/LayerNorm/beta", H)
@@ -654,7 +654,7 @@ def canine(d):
     a.add("pooler/dense/bias", H)
     a.add("cls/predictions/output_bias", H)
     a.add("char_output_weights", 16, H)
-    g.adam(a, ["bert/encoder/layer_1/output/dense/kernel"])
+    g.adam(a, ["bert/layer_1/output/dense/kernel"])
     g.save_v1(os.path.join(d, "model.ckpt"), a, extra=g.STEP)
     g.write_json(os.path.join(d, "config.json"), CANINE)
     config = T.CanineConfig.from_json_file(os.path.join(d, "config.json"))

@@ -1,17 +1,18 @@
 """CANINE: google-research/language's ``canine`` checkpoints: the hashed character embeddings
 (``char_embeddings/embeddings/HashBucketCodepointEmbedder_K``, ``char_position_embeddings``,
 ``segment_embeddings``), the one-layer local ``initial_char_encoder/layer_0``, the downsampling
-convolution (``initial_char_encoder/initial_char_encoder/chars_to_molecules/conv``), the deep
-encoder ``bert/encoder/layer_N``, the upsampling ``final_char_encoder/conv`` and its one-layer
-``final_char_encoder/layer_0``, the ``pooler``; the pretraining heads beside them.
+convolution (``initial_char_encoder/initial_char_encoder/chars_to_molecules/conv``), the deep stack
+``bert/layer_N`` (``bert/encoder/layer_N`` taken too), the upsampling ``final_char_encoder/conv``
+and its one-layer ``final_char_encoder/layer_0``, the ``pooler``; the pretraining heads beside them.
 
 As transformers 4.57's ``load_tf_weights_in_canine`` places them (``CanineModel``): ``bert`` ->
 ``encoder``, the embedders' middle ``embeddings`` dropped, ``segment_embeddings`` ->
-``token_type_embeddings``, ``chars_to_molecules`` to the top, ``final_char_encoder/{conv,LayerNorm}``
--> ``projection``; kernels transposed (the convolutions' ``[width, in, out]`` fully reversed to
-``[out, in, width]``). ``cls``, ``autoregressive_decoder`` and ``char_output_weights`` are left out,
-as that loader does. CANINE has no release config file: give an HF ``config.json`` (or transformers'
-names, whose ``gelu`` is BERT's code's tanh form).
+``token_type_embeddings``, ``chars_to_molecules`` to the top,
+``final_char_encoder/{conv,LayerNorm}`` -> ``projection``; kernels transposed (the convolutions'
+``[width, in, out]`` fully reversed to ``[out, in, width]``). ``cls``, ``autoregressive_decoder``
+and ``char_output_weights`` are left out, as that loader does. The config: CanineModelConfig's JSON
+(``max_positions`` -> ``max_position_embeddings``; its ``gelu`` is BERT's code's tanh form,
+``gelu_new``) or an HF ``config.json``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from ckptool.ops.transform.hf.albert import ACTIVATIONS  # Google BERT modeling.py's get_activation
-from ckptool.ops.transform.hf.bert import encoder_rules, layer_rules
+from ckptool.ops.transform.hf.bert import layer_rules
 from ckptool.ops.transform.hf.engine import Arch, Plan, Rule, check_value, dense, norm
 
 H = "hidden_size"
@@ -42,7 +43,8 @@ RULES = [Rule(r"char_embeddings/embeddings/HashBucketCodepointEmbedder_(?P<k>\d+
          *layer_rules(r"initial_char_encoder/layer_(?P<n>0)", "initial_char_encoder.layer.{n}"),
          *_conv(r"\w+/initial_char_encoder/(?:[\w/]+/)?chars_to_molecules", "chars_to_molecules", H,
                 "downsampling_rate"),
-         *encoder_rules("bert", ""),
+         # the deep stack: transformer_model under "bert" (no "encoder" scope); 4.57's loader takes both
+         *layer_rules(r"bert/(?:encoder/)?layer_(?P<n>\d+)", "encoder.layer.{n}"),
          *_conv("final_char_encoder", "projection", "2*hidden_size", "upsampling_kernel_size"),
          *layer_rules(r"final_char_encoder/layer_(?P<n>0)", "final_char_encoder.layer.{n}"),
          *dense("pooler/dense", "pooler.dense", H, H),

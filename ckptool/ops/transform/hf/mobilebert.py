@@ -81,8 +81,7 @@ def _finish(plan: Plan, config: dict[str, Any], where: str) -> None:
     pooler = any(n.startswith("bert/pooler/dense/") for n in names)
     check_value(config, "classifier_activation", pooler, "the checkpoint's bert/pooler/dense (or its absence)", where)
     fake = any("FakeLayerNorm" in p.name for p in plan.placed)
-    check_value(config, "normalization_type", "no_norm" if fake else "layer_norm",
-                "the checkpoint's FakeLayerNorm" if fake else "the checkpoint's LayerNorm (no FakeLayerNorm)", where)
+    config.setdefault("normalization_type", "no_norm" if fake else "layer_norm")  # a config's word stands
     trans, emb = plan.shape_of(r"\.embedding_transformation\.weight$"), config.get(E)
     if trans is not None and isinstance(emb, int):
         check_value(config, "trigram_input", trans[1] == 3 * emb,
