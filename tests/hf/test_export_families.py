@@ -151,14 +151,18 @@ def test_convbert_config_from_the_tensors(tmp_path):
     assert maps["encoder.layer.0.attention.self.key_conv_attn_layer.depthwise.weight"] == "axes (1,2,0)"
 
 
-def test_convbert_query_width_must_fit_the_heads(tmp_path):
-    for heads, said in ((3, "a query 4 wide is not a whole share of 3 heads"),
-                        (8, "conv_kernel_layer has 3 outputs, but 4 convolution heads of width 3 take 12")):
-        d = tmp_path / "c.json"
-        d.write_text(json.dumps(dict(json.loads((DATA / "convbert" / "convbert_config.json").read_text()),
-                                     num_attention_heads=heads)))
-        r = completed("convert", DATA / "convbert" / "model.ckpt", tmp_path / "out", "--to", "hf", "--config", d)
-        assert r.returncode == 1 and said in r.stderr, r.stderr
+def test_convbert_heads_must_fit_the_convolution(tmp_path):
+    cfg = json.loads((DATA / "convbert" / "convbert_config.json").read_text())
+    d = tmp_path / "c.json"
+    d.write_text(json.dumps(dict(cfg, num_attention_heads=4)))  # head_ratio 2: 2 convolution heads, not 1
+    r = completed("convert", DATA / "convbert" / "model.ckpt", tmp_path / "out", "--to", "hf", "--config", d)
+    assert r.returncode == 1, r.stderr
+    assert "head_ratio is 2 (2 heads of 4), but the checkpoint's conv_kernel_layer has 1 of width 3" in r.stderr
+    del cfg["head_ratio"]  # the one convolution head of 4 attention heads: head_ratio 4
+    d.write_text(json.dumps(dict(cfg, num_attention_heads=4)))
+    r = completed("convert", DATA / "convbert" / "model.ckpt", tmp_path / "out", "--to", "hf", "--config", d)
+    assert r.returncode == 0, r.stderr
+    assert json.loads((tmp_path / "out" / "config.json").read_text())["head_ratio"] == 4
 
 
 def test_funnel_net_config_translated_and_layers_placed_by_block(tmp_path):

@@ -50,22 +50,29 @@ def _layer() -> list[Rule]:
 
 
 def _finish(plan: Plan, config: dict[str, Any], where: str) -> None:
-    """``num_groups`` (1 without grouped layers) and ``head_ratio`` from the query's width."""
+    """``num_groups`` (1 without grouped layers); ``head_ratio`` from the convolution heads
+    (``conv_kernel_layer``'s outputs / ``conv_kernel_size``), the query's width checked against them
+    (heads' x ((hidden // heads') // 2), as the model computes its attention width)."""
     ffn = plan.shape_of(r"\.intermediate\.dense\.weight$")
     if ffn is not None and len(ffn) == 2:  # a grouped layer's [groups, in, out] tells num_groups itself
         check_value(config, "num_groups", 1, "the checkpoint's ungrouped feed-forward", where)
-    query, heads, hidden = plan.shape_of(r"\.query\.weight$"), config.get("num_attention_heads"), config.get(H)
-    if query is None or not isinstance(heads, int) or not isinstance(hidden, int) or heads < 1:
+    conv, query = plan.shape_of(r"\.conv_kernel_layer\.weight$"), plan.shape_of(r"\.query\.weight$")
+    heads, hidden, width = (config.get(k) for k in ("num_attention_heads", H, "conv_kernel_size"))
+    if conv is None or query is None or not all(isinstance(v, int) and v > 0 for v in (heads, hidden, width)):
         return
-    size = hidden // heads
-    if size < 1 or query[0] % size or not 0 < query[0] // size <= heads or heads % (query[0] // size):
-        raise CkptError(f"{where or 'the config'}: a query {query[0]} wide is not a whole share of "
-                        f"{heads} heads of {size}")
-    check_value(config, "head_ratio", heads // (query[0] // size), f"the checkpoint's query width {query[0]}", where)
-    conv, width = plan.shape_of(r"\.conv_kernel_layer\.weight$"), config.get("conv_kernel_size")
-    if conv is not None and isinstance(width, int) and conv[0] != query[0] // size * width:
-        raise CkptError(f"{where or 'the config'}: conv_kernel_layer has {conv[0]} outputs, but "
-                        f"{query[0] // size} convolution heads of width {width} take {query[0] // size * width}")
+    said = f"{where or 'the config'}: "
+    if conv[0] % width or not 0 < conv[0] // width <= heads or heads % (conv[0] // width):
+        raise CkptError(f"{said}conv_kernel_layer has {conv[0]} outputs: not convolution heads of width {width} "
+                        f"sharing {heads} attention heads")
+    inner = conv[0] // width
+    ratio = config.get("head_ratio")
+    if isinstance(ratio, int) and ratio > 0 and max(heads // ratio, 1) != inner:
+        raise CkptError(f"{said}head_ratio is {ratio} ({max(heads // ratio, 1)} heads of {heads}), but the "
+                        f"checkpoint's conv_kernel_layer has {inner} of width {width}")
+    config.setdefault("head_ratio", heads // inner)
+    if query[0] != inner * ((hidden // inner) // 2):
+        raise CkptError(f"{said}{inner} heads of a {hidden}-wide layer attend {inner * ((hidden // inner) // 2)} wide, "
+                        f"but the checkpoint's query is {query[0]} wide")
 
 
 _LEFT = "not ConvBertModel's: 4.57's loader maps the discriminator's body only"
