@@ -57,8 +57,9 @@ def _finish(plan: Plan, config: dict[str, Any], where: str) -> None:
     if ffn is not None and len(ffn) == 2:  # a grouped layer's [groups, in, out] tells num_groups itself
         check_value(config, "num_groups", 1, "the checkpoint's ungrouped feed-forward", where)
     conv, query = plan.shape_of(r"\.conv_kernel_layer\.weight$"), plan.shape_of(r"\.query\.weight$")
-    heads, hidden, width = (config.get(k) for k in ("num_attention_heads", H, "conv_kernel_size"))
-    if conv is None or query is None or not all(isinstance(v, int) and v > 0 for v in (heads, hidden, width)):
+    heads, hidden, width = config.get("num_attention_heads"), config.get(H), config.get("conv_kernel_size")
+    if conv is None or query is None or not (isinstance(heads, int) and isinstance(hidden, int)
+                                             and isinstance(width, int) and min(heads, hidden, width) > 0):
         return
     said = f"{where or 'the config'}: "
     if conv[0] % width or not 0 < conv[0] // width <= heads or heads % (conv[0] // width):
