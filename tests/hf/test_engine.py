@@ -1,6 +1,7 @@
 """The one weight-map engine: a table's steps are parsed when the rules are built (a typo fails at
 import), and the shape, the values and --dry-run's words all come from that one parsed form."""
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -120,7 +121,10 @@ def test_a_release_without_position_embeddings_is_not_bert(tmp_path):
     """RoFormer's release: BERT's names, no position embeddings (rotary), its own bert_config.json."""
     src = body_only("bert_pretraining", tmp_path, ("bert/embeddings/position_embeddings",))
     r = completed("convert", src, tmp_path / "out", "--to", "hf", "--config", DATA / "bert_pretraining" /
-                  "bert_config.json")
+                  "bert_config.json", "--dry-run", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["architecture"] == "RoFormerForMaskedLM", r.stderr
+    r = completed("convert", src, tmp_path / "out", "--to", "hf", "--config", DATA / "bert_pretraining" /
+                  "bert_config.json", "--arch", "bert")
     assert r.returncode == 1
     assert "'bert.embeddings.position_embeddings.weight'" in r.stderr and "at random" in r.stderr
     assert "traceback" not in r.stderr.lower() and not (tmp_path / "out").exists()

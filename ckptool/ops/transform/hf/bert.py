@@ -23,7 +23,11 @@ H, FF = "hidden_size", "intermediate_size"
 
 def encoder_rules(tf: str, hf: str) -> list[Rule]:
     """The transformer layers of google-research/bert's ``modeling.py`` (ELECTRA shares them)."""
-    lay, out = rf"{tf}/encoder/layer_(?P<n>\d+)", f"{hf}encoder.layer.{{n}}"
+    return layer_rules(rf"{tf}/encoder/layer_(?P<n>\d+)", f"{hf}encoder.layer.{{n}}")
+
+
+def layer_rules(lay: str, out: str) -> list[Rule]:
+    """One such layer: ``lay`` its TF scope (a pattern), ``out`` its HF module (CANINE's local encoders)."""
     rules = [Rule(rf"{lay}/attention/self/(?P<p>query|key|value)/kernel", f"{out}.attention.self.{{p}}.weight",
                   "T", (H, H)),
              Rule(rf"{lay}/attention/self/(?P<p>query|key|value)/bias", f"{out}.attention.self.{{p}}.bias", "", (H,))]

@@ -15,7 +15,8 @@ from ckptool.format.json_doc import load_json
 from ckptool.ops.transform.hf.engine import Arch
 
 #: the config files of the releases, looked for when --config names a directory
-RELEASE_FILES = ("config.json", "bert_config.json", "albert_config.json", "hparams.json", "operative_config.gin")
+RELEASE_FILES = ("config.json", "bert_config.json", "albert_config.json", "hparams.json", "operative_config.gin",
+                 "net_config.json")  # the last: Funnel-Transformer's
 #: what transformers writes itself; an HF config.json is taken as it is but for these
 MAX_CONFIG = 64 << 20
 _HF_OWN = ("transformers_version", "_name_or_path", "architectures", "model_type", "torch_dtype", "dtype")

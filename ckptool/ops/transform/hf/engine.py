@@ -161,6 +161,7 @@ class Arch:
     rename: Callable[[list[str]], dict[str, str]] | None = None
     average: str = ""  # names whose ExponentialMovingAverage the 4.57 loader takes in their place (shadows.py)
     prepare: Callable[[list[Spec]], list[Spec]] | None = None  # the specs as the rules read them (common.joiner)
+    absent: tuple[str, ...] = ()  # ... and no TF name matches any of these (RoFormer: no position embeddings)
 
     def __post_init__(self) -> None:
         for p in (*self.detect, *self.counts):

@@ -81,7 +81,8 @@ def detect(archs: list[Arch], specs: Sequence[Spec], src: str, named: bool) -> A
     from ckptool.ops.transform.hf.coverage import unfilled
 
     names = [short(s.name) for s in specs]
-    fits = [a for a in archs if all(any(re.search(p, n) for n in _seen(a, names)) for p in a.detect)]
+    fits = [a for a in archs if all(any(re.search(p, n) for n in _seen(a, names)) for p in a.detect)
+            and not any(re.search(p, n) for p in a.absent for n in _seen(a, names))]
     scored = []
     for a in fits:
         m = match(a, list(specs))

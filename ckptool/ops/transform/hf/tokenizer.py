@@ -26,8 +26,9 @@ from ckptool.format.json_doc import dump_json, load_json
 if TYPE_CHECKING:
     from ckptool.io.base import Storage
 
-WORDPIECE = ("BertTokenizer", "ElectraTokenizer")
-SENTENCEPIECE = ("AlbertTokenizer", "T5Tokenizer", "XLNetTokenizer")
+WORDPIECE = ("BertTokenizer", "ElectraTokenizer", "RoFormerTokenizer", "TapasTokenizer",
+             "ConvBertTokenizer", "MobileBertTokenizer", "FunnelTokenizer")
+SENTENCEPIECE = ("AlbertTokenizer", "T5Tokenizer", "XLNetTokenizer", "RemBertTokenizer", "BigBirdTokenizer")
 BPE = ("GPT2Tokenizer",)
 _SPECIAL = {
     "wordpiece": {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]",
@@ -37,6 +38,10 @@ _SPECIAL = {
     "T5Tokenizer": {"unk_token": "<unk>", "pad_token": "<pad>", "eos_token": "</s>"},
     "XLNetTokenizer": {"unk_token": "<unk>", "sep_token": "<sep>", "pad_token": "<pad>", "cls_token": "<cls>",
                        "mask_token": "<mask>", "bos_token": "<s>", "eos_token": "</s>"},
+    "BigBirdTokenizer": {"unk_token": "<unk>", "bos_token": "<s>", "eos_token": "</s>", "pad_token": "<pad>",
+                         "sep_token": "[SEP]", "mask_token": "[MASK]", "cls_token": "[CLS]"},
+    "RemBertTokenizer": {"unk_token": "<unk>", "sep_token": "[SEP]", "pad_token": "<pad>", "cls_token": "[CLS]",
+                         "mask_token": "[MASK]", "bos_token": "[CLS]", "eos_token": "[SEP]"},
     "bpe": {"unk_token": "<|endoftext|>", "bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>"},
 }
 CHUNK = 256 << 10
@@ -129,9 +134,12 @@ def tokenizer_files(vocab: str, arch_tokenizer: str, config: dict[str, Any],
         elif cls == "XLNetTokenizer":  # cased; pads on the left; <cls> last
             settings.update(do_lower_case=False, keep_accents=False, remove_space=True, padding_side="left",
                             additional_special_tokens=["<eop>", "<eod>"])
-        else:
+        elif cls == "RemBertTokenizer":  # cased, accents kept: RemBERT's multilingual vocabulary
+            settings.update(do_lower_case=False, keep_accents=True, remove_space=True)
+        elif cls == "T5Tokenizer":
             settings["extra_ids"] = 100
-        files = [("spiece.model", lambda: chunks(storage, path))]
+        name = "sentencepiece.model" if cls == "RemBertTokenizer" else "spiece.model"  # the class's file name
+        files = [(name, lambda: chunks(storage, path))]
     else:
         cls = "GPT2Tokenizer"
         merges = storage.join(storage.dirname(path), "vocab.bpe")
