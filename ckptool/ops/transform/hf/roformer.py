@@ -60,7 +60,7 @@ def sinusoid(n_pos: int, dim: int) -> np.ndarray:
 
 def _positions(plan: Plan, config: dict[str, Any], where: str) -> None:
     """The computed table, placed (the config's max_position_embeddings rows of head size)."""
-    from ckptool.ops.transform.convert.source import Spec
+    from ckptool.ops.read.spec import Spec
 
     n, hidden, heads = (config.get(k) for k in ("max_position_embeddings", "hidden_size", "num_attention_heads"))
     if not (isinstance(n, int) and isinstance(hidden, int) and isinstance(heads, int) and heads > 0):
