@@ -2,7 +2,6 @@
 (tests/tf_fixtures/generate_hf_more2.py): the outputs equal, within float round-off, those of the
 4.57 model the TF loader (or transformers' conversion script) filled, and of the original TF model."""
 
-import os
 
 import numpy as np
 import pytest
@@ -10,12 +9,8 @@ from test_export import CASES, DATA, export
 
 pytestmark = pytest.mark.hf
 
-if os.environ.get("CKPTOOL_HF_TIER"):
-    import torch
-    import transformers
-else:
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
+torch = pytest.importorskip("torch")  # CKPTOOL_REQUIRE=hf (the hf tier): a skip is a failure
+transformers = pytest.importorskip("transformers")
 
 WITH_OUTPUTS = [c for c in CASES if (DATA / c / "outputs.npz").is_file()]
 
