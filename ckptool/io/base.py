@@ -251,10 +251,11 @@ class Storage(Protocol):
         (:mod:`ckptool.io.layout.walk`)."""
         ...
 
-    def listed(self, root: str, reads: Iterable[str] = ()) -> AbstractContextManager[None]:
+    def listed(self, root: str, reads: Iterable[str] = (), reread: Iterable[str] = ()) -> AbstractContextManager[None]:
         """While open, ROOT's tree is answered from one listing of it and the files named by a
-        glob of ``reads`` are read at once (an object store: :mod:`ckptool.io.backends.remote_listing`;
-        a local disk asks the file system as it goes)."""
+        glob of ``reads`` are read at once (those of ``reread`` again once their directory is
+        locked): an object store (:mod:`ckptool.io.backends.remote_listing`); a local disk asks
+        the file system as it goes."""
         ...
 
     def walk_dirs(self, top: str, unreadable: Callable[[str, str], None]) -> Iterator[str]:

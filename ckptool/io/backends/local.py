@@ -281,7 +281,7 @@ class LocalStorage:
 
         return walk_local_dirs(top, unreadable)
 
-    def listed(self, root: str, reads: Iterable[str] = ()) -> AbstractContextManager[None]:
+    def listed(self, root: str, reads: Iterable[str] = (), reread: Iterable[str] = ()) -> AbstractContextManager[None]:
         return nullcontext()  # a local file system is asked as the command goes
 
 LOCAL = LocalStorage()

@@ -256,7 +256,7 @@ class RemoteStorage(PathCapabilities, ListedStorage):
         return sorted(n for n in names if fnmatch.fnmatchcase(n, pattern))
 
     def _file_info(self, path: str) -> dict[str, Any]:
-        snap = self._snap_file(path)
+        snap = self._snap_meta(path)
         if snap is not None:
             got = snap.info(path)
             if got is None:
@@ -345,7 +345,7 @@ class RemoteStorage(PathCapabilities, ListedStorage):
             self.fs.rm_file(src)
 
     def remove(self, path: str) -> None:
-        there = self.isfile(path) if self._snap_file(path) is not None else None  # the listing's answer
+        there = self.listed_exists(path)  # the listing's answer (or our own write's), else the store's
         self._forget(path)
         if not (self.isfile(path) if there is None else there):
             raise MissingError(f"{path}: no such file")
@@ -359,7 +359,7 @@ class RemoteStorage(PathCapabilities, ListedStorage):
         if expect is ANY:
             with request_errors(path, "write", NO_PARENT):
                 self.fs.pipe_file(path, bytes(data))
-            return True
+            return self.note_written(path)
         raw, token = self._versioned(path, "replacing it")
         return raw == expect and remote_cas.put(self, path, bytes(data), token) is not None
 

@@ -15,8 +15,8 @@ of :mod:`ckptool.io.backends.prefetch`).
 
 What the command itself writes or deletes below ROOT is no longer answered from the listing
 (:meth:`Listing.touch`: that path, and the listings of the directories above it, go to the
-store again); the lock object is never answered from it, and taking a lock on a directory
-drops the contents read below it (the state file is read again under the lock). The
+store again); the lock object's bytes are never answered from it, and taking a lock on a directory
+drops what was read of the files it names (the state file is read again under the lock). The
 conditional writes read what they compare against from the store, as without a listing.
 """
 
@@ -54,7 +54,9 @@ class Listing:
         self.contents: dict[str, bytes] = {}
         self.kept_bytes = 0
         self.touched: set[str] = set()  # files written or deleted since the listing
+        self.written: set[str] = set()  # of them, those this command wrote whole last
         self.touched_dirs: set[str] = set()  # directories holding one of them
+        self.reread: tuple[str, ...] = ()  # names read again once their directory is locked
         self.depth = 0  # commands nested in the one that listed (du runs prune's plan) share it
         self.lock = threading.Lock()
 
@@ -71,9 +73,13 @@ class Listing:
         return path == self.root or path.startswith(self.root + "/")
 
     def answers_file(self, path: str) -> bool:
-        """Whether the listing answers for the file ``path`` (below ROOT, untouched, no lock)."""
-        return (path.startswith(self.root + "/") and path not in self.touched
-                and posixpath.basename(path) != LOCK_FILENAME)
+        """Whether the listing answers for the file ``path`` (below ROOT, untouched)."""
+        return path.startswith(self.root + "/") and path not in self.touched
+
+    def answers_read(self, path: str) -> bool:
+        """Whether the file's bytes may come from the listing's reads: the lock's never do
+        (who holds it is asked of the store at the time)."""
+        return self.answers_file(path) and posixpath.basename(path) != LOCK_FILENAME
 
     def answers_dir(self, path: str) -> bool:
         """Whether the listing answers for the directory ``path`` (ROOT itself only when something
@@ -112,6 +118,7 @@ class Listing:
         """``path`` is being written or deleted: the store answers for it from now on."""
         with self.lock:
             self.touched.add(path)
+            self.written.discard(path)
             data = self.contents.pop(path, None)
             if data is not None:
                 self.kept_bytes -= len(data)
@@ -121,10 +128,12 @@ class Listing:
                 self.touched_dirs.add(d)
 
     def forget_contents(self, directory: str) -> None:
-        """Drop what was read below ``directory`` (a lock on it was just taken)."""
+        """A lock on ``directory`` was just taken: what was read of its files named by a glob of
+        ``reread`` (its state file) is read again."""
         prefix = directory.rstrip("/") + "/"
         with self.lock:
-            for p in [p for p in self.contents if p.startswith(prefix)]:
+            for p in [p for p in self.contents if p.startswith(prefix) and "/" not in p[len(prefix):]
+                      and any(fnmatch.fnmatchcase(p[len(prefix):], g) for g in self.reread)]:
                 self.kept_bytes -= len(self.contents.pop(p))
 
 
@@ -145,7 +154,7 @@ def fetch_all(listing: Listing, fetch: Callable[[str], bytes], paths: Iterable[s
               jobs: int | None = None) -> None:
     """Read ``paths`` (files of the listing) into it, ``jobs`` GETs in flight; a file that
     cannot be read now is left to be read (and its error raised) where it is used."""
-    todo = [p for p in paths if listing.answers_file(p) and listing.content(p) is None
+    todo = [p for p in paths if listing.answers_read(p) and listing.content(p) is None
             and int(listing.files.get(p, {}).get("size") or 0) <= KEEP_MAX]
     if not todo:
         return
@@ -175,10 +184,10 @@ class ListedStorage:
         raise NotImplementedError
 
     @contextmanager
-    def listed(self, root: str, reads: Iterable[str] = ()) -> Iterator[None]:
+    def listed(self, root: str, reads: Iterable[str] = (), reread: Iterable[str] = ()) -> Iterator[None]:
         """While open, what lies below ROOT is answered from one flat listing of it, and the files
-        whose names match a glob of ``reads`` are fetched at once, in parallel. Nested: the
-        outer listing serves."""
+        whose names match a glob of ``reads`` are fetched at once, in parallel; those matching
+        ``reread`` are read again once their directory is locked. Nested: the outer listing serves."""
         root = root.rstrip("/")
         prev = self._snap
         if prev is not None and prev.below(root):
@@ -190,7 +199,7 @@ class ListedStorage:
             return
         with request_errors(root, "list", "no such directory"):
             snap = Listing(root, list_prefix(self.fs, root, strip_protocol))
-        self._snap = snap
+        self._snap, snap.reread = snap, tuple(reread)
         try:
             patterns = tuple(reads)
             fetch_all(snap, self.read_bytes, [u for u in snap.files if any(
@@ -200,7 +209,12 @@ class ListedStorage:
             self._snap = prev
 
     def _snap_file(self, path: str) -> Listing | None:
-        """The listing when it answers for the file ``path``."""
+        """The listing when it answers for the file ``path`` (its bytes included)."""
+        snap = self._snap
+        return snap if snap is not None and snap.answers_read(path) else None
+
+    def _snap_meta(self, path: str) -> Listing | None:
+        """The listing when it answers for the size and time of the file ``path``."""
         snap = self._snap
         return snap if snap is not None and snap.answers_file(path) else None
 
@@ -222,6 +236,20 @@ class ListedStorage:
         if not snap.answers_dir(p):
             return UNLISTED
         return {"name": path, "type": "directory", "size": 0} if snap.isdir(p) else None
+
+    def listed_exists(self, path: str) -> bool | None:
+        """Whether the file ``path`` is there as the listing knows it, or as this command last
+        wrote it (None: ask the store)."""
+        snap = self._snap
+        if snap is not None and path in snap.written:
+            return True
+        return None if snap is None or not snap.answers_file(path) else snap.info(path) is not None
+
+    def note_written(self, path: str) -> bool:
+        """This command has just written the whole file ``path``."""
+        if self._snap is not None and self._snap.below(path):
+            self._snap.written.add(path)
+        return True
 
     def forget_listed(self, path: str) -> None:
         """``path`` is being written or deleted (the store answers for it from now on)."""

@@ -1,0 +1,97 @@
+"""A fleet of runs on an object store (issue 54): ``du``, ``prune --recursive`` and ``verify
+--recursive`` list ROOT once and read each small file once, in parallel, so the requests a run
+stay a few whatever the depth of the tree; the answers are those of the same tree on a local disk.
+
+moto's S3 server counts every request (conftest.Counter). Per run of 3 checkpoints: its state
+file and 3 indexes (whether each ``.index`` parses decides which checkpoints are whole), the
+root's ``.ckptool.toml`` once for the fleet, one listing per 1,000 objects.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from test_remote import DATA, normalized, same_output, upload
+
+from ckptool.io.backends import remote
+
+RUNS = 20
+
+
+def _fleet(tmp_path, fs, root):
+    """RUNS runs of 3 checkpoints in groups, a policy at the root and one group's own."""
+    local = tmp_path / "fleet"
+    local.mkdir()
+    (local / ".ckptool.toml").write_text("max_to_keep = 2\n")
+    for i in range(RUNS):
+        shutil.copytree(DATA / "manager", local / f"team{i % 4}" / f"run{i:02d}",
+                        ignore=shutil.ignore_patterns("*.json"))
+    (local / "team1" / ".ckptool.toml").write_text("max_to_keep = 1\n")
+    upload(fs, local, root)
+    return local
+
+
+def _requests(counter, run, *argv) -> tuple[list[dict], str]:
+    remote.clear_cache()  # a fresh process's storage: nothing known before the command
+    counter.reset()
+    out, _ = run(*argv)
+    return counter.snapshot(), out
+
+
+@pytest.fixture
+def fleet(s3, tmp_path):
+    fs, root, counter = s3
+    return _fleet(tmp_path, fs, f"{root}/fleet"), f"{root}/fleet", counter
+
+
+@pytest.mark.parametrize("argv", [("du", "{}", "--json"),
+                                  ("prune", "{}", "--recursive", "--dry-run"),
+                                  ("prune", "{}", "--recursive", "--dry-run", "--json")])
+def test_fleet_reads_list_once_and_match_local(run, fleet, argv):
+    local, url, counter = fleet
+    if "--json" in argv:
+        same_output(run, str(local), url, *argv)
+    else:  # a table: its columns are as wide as the paths
+        lo, _ = run(*[a.format(local) for a in argv])
+        ro, _ = run(*[a.format(url) for a in argv])
+        assert ro.replace(url, str(local)).split() == lo.split() and len(lo.splitlines()) > RUNS
+    log, _ = _requests(counter, run, *[a.format(url) for a in argv])
+    lists = [r for r in log if "list-type=2" in r["query"]]
+    assert len(lists) == 1 and "delimiter=&" in lists[0]["query"] + "&"  # one flat listing
+    assert not [r for r in log if r["method"] == "HEAD"]  # the listing answered every lookup
+    gets = [r["path"] for r in log if r["method"] == "GET" and r not in lists]
+    assert len(gets) == len(set(gets))  # each file read once (the root's policy too)
+    assert len(log) <= 5 * RUNS  # state file, 3 indexes a run; the listing and policies shared
+
+
+def test_fleet_verify_recursive_matches_local(run, fleet):
+    local, url, counter = fleet
+    same_output(run, str(local), url, "verify", "{}", "--recursive")
+    log, _ = _requests(counter, run, "verify", url, "--recursive")
+    assert sum("list-type=2" in r["query"] for r in log) == 1 and not [r for r in log if r["method"] == "HEAD"]
+    # beyond the du reads, each run's 3 data files: the bytes verify checks
+    assert len(log) <= 8 * RUNS
+
+
+def test_fleet_prune_deletes_as_locally_in_few_requests_a_run(run, fleet):
+    local, url, counter = fleet
+    lo, _ = run("prune", str(local), "--recursive", "--json")
+    log, ro = _requests(counter, run, "prune", url, "--recursive", "--json")
+    assert normalized(json.loads(ro), url, str(local)) == normalized(json.loads(lo), str(local), str(local))
+    deletes = [r for r in log if r["method"] == "DELETE" and not r["path"].endswith((".ckptool.lock",
+                                                                                    ".ckptool-prune-pending"))]
+    deleted = sum(len(d["deleted"]) for d in json.loads(ro)["directories"])
+    assert deleted and len(deletes) == 2 * deleted  # index and data of each checkpoint gone, once each
+    others = len(log) - len(deletes)
+    print(f"prune: {len(log)} requests, {len(deletes)} deletions, {others / RUNS:.1f} other requests a run")
+    # a run: its state file (listed, again under the lock, again by the compare-and-swap), its 3
+    # indexes, the lock (PUT, DELETE), the journal (PUT, DELETE), the state's conditional PUT;
+    # once a process: the store's conditions checked (2 PUTs)
+    assert others <= 11 * RUNS + 6  # and the listing, the 2 policies  # listing, reads, and per run: lock, journal, state compare-and-swap
+    st = remote.storage_for_url(url)
+    for p in sorted(local.rglob("checkpoint")):
+        rel = p.parent.relative_to(local).as_posix()
+        assert st.listdir(f"{url}/{rel}") == sorted(n for n in (x.name for x in p.parent.iterdir())
+                                                      if n != ".ckptool.lock")
