@@ -40,6 +40,10 @@ from ckptool.io.control.lock import LOCK_FILENAME
 KEEP_MAX = 4 << 20
 #: Bytes kept at most for one command (past it, reads go to the store as without a listing).
 KEEP_TOTAL = 256 << 20
+#: Small files fetched at once: the ranged reads' bound (prefetch.DEFAULT_JOBS GETs of up to
+#: 8 MiB) scaled to what these hold (at most KEEP_MAX each, most a few hundred bytes): a
+#: request's latency, not its bytes, is what they cost.
+SMALL_JOBS = 4 * DEFAULT_JOBS
 
 
 class Listing:
@@ -150,23 +154,39 @@ def list_prefix(fs: Any, root: str, strip: Callable[[Any, str], str]) -> dict[st
     return out
 
 
-def fetch_all(listing: Listing, fetch: Callable[[str], bytes], paths: Iterable[str],
-              jobs: int | None = None) -> None:
-    """Read ``paths`` (files of the listing) into it, ``jobs`` GETs in flight; a file that
-    cannot be read now is left to be read (and its error raised) where it is used."""
-    todo = [p for p in paths if listing.answers_read(p) and listing.content(p) is None
-            and int(listing.files.get(p, {}).get("size") or 0) <= KEEP_MAX]
+def fetch_all(listing: Listing, fs: Any, paths: Iterable[str], jobs: int | None = None) -> None:
+    """Read ``paths`` (files of the listing) into it, ``jobs`` GETs in flight (an async backend's
+    own batches, else as many threads); a file that cannot be read now is left to be read (and
+    its error raised) where it is used."""
+    todo = []
+    for p in paths:
+        size = int(listing.files.get(p, {}).get("size") or 0)
+        if listing.answers_read(p) and listing.content(p) is None and size <= KEEP_MAX:
+            if size:
+                todo.append(p)
+            else:
+                listing.keep(p, b"")
     if not todo:
         return
+    jobs = max(1, min(jobs or SMALL_JOBS, len(todo)))
+    try:
+        if getattr(fs, "async_impl", False):  # one event loop, "bytes=0-" GETs: no HEAD for the size
+            got = fs.cat_ranges(todo, [0] * len(todo), [None] * len(todo), on_error="return", batch_size=jobs)
+        else:
+            with ThreadPoolExecutor(max_workers=jobs) as pool:
+                got = list(pool.map(lambda p: _or_error(fs.cat_file, p), todo))
+    except Exception:  # noqa: BLE001 - each file is read (and its error reported) where it is used
+        return
+    for p, data in zip(todo, got):
+        if isinstance(data, (bytes, bytearray)):
+            listing.keep(p, bytes(data))
 
-    def one(path: str) -> None:
-        try:
-            listing.keep(path, fetch(path))
-        except Exception:  # noqa: BLE001 - read again (and reported) by whoever needs it
-            pass
 
-    with ThreadPoolExecutor(max_workers=max(1, min(jobs or DEFAULT_JOBS, len(todo)))) as pool:
-        list(pool.map(one, todo))
+def _or_error(fetch: Callable[..., Any], path: str) -> Any:
+    try:
+        return fetch(path, start=0)
+    except Exception as exc:  # noqa: BLE001 - returned, as fsspec's on_error="return" does
+        return exc
 
 
 #: What :meth:`ListedStorage.listed_info` returns for a path the listing does not answer for.
@@ -202,7 +222,7 @@ class ListedStorage:
         self._snap, snap.reread = snap, tuple(reread)
         try:
             patterns = tuple(reads)
-            fetch_all(snap, self.read_bytes, [u for u in snap.files if any(
+            fetch_all(snap, self.fs, [u for u in snap.files if any(
                 fnmatch.fnmatchcase(u.rsplit("/", 1)[-1], g) for g in patterns)])
             yield
         finally:
@@ -257,4 +277,4 @@ class ListedStorage:
             self._snap.touch(path)
 
 
-__all__ = ["KEEP_MAX", "KEEP_TOTAL", "UNLISTED", "ListedStorage", "Listing", "fetch_all", "list_prefix"]
+__all__ = ["KEEP_MAX", "KEEP_TOTAL", "SMALL_JOBS", "UNLISTED", "ListedStorage", "Listing", "fetch_all", "list_prefix"]
