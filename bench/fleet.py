@@ -71,8 +71,9 @@ class Store:
 
 
 def ckptool(argv: list[str], env: dict) -> tuple[float, str]:
-    t = time.perf_counter()
-    p = subprocess.run([sys.executable, "-m", "ckptool", *argv], env=env, capture_output=True, text=True)
+    t = time.perf_counter()  # run from the measured checkout (``-m`` puts the working directory first)
+    p = subprocess.run([sys.executable, "-m", "ckptool", *argv], env=env, capture_output=True, text=True,
+                       cwd=env["PYTHONPATH"].split(os.pathsep)[0])
     dt = time.perf_counter() - t
     if p.returncode != 0:
         raise SystemExit(f"ckptool {' '.join(argv)}: exit {p.returncode}: {p.stderr.strip()[:500]}")
@@ -89,8 +90,8 @@ def comparable(text: str, spelled: str, as_: str) -> object:
     return strip(json.loads(text.replace(spelled, as_)))
 
 
-def measure(runs_list: list[int], latency: float, repeat: int, work: str) -> list[dict]:
-    env = {**os.environ, "PYTHONPATH": REPO + os.pathsep + os.environ.get("PYTHONPATH", ""),
+def measure(runs_list: list[int], latency: float, repeat: int, work: str, repo: str = REPO) -> list[dict]:
+    env = {**os.environ, "PYTHONPATH": repo + os.pathsep + os.environ.get("PYTHONPATH", ""),
            "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": "us-east-1"}
     for k in ("AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "AWS_SESSION_TOKEN"):
         env.pop(k, None)
@@ -156,10 +157,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--work", default=os.path.join(HERE, "work", "fleet"))
     ap.add_argument("--write-results", action="store_true")
+    ap.add_argument("--repo", default=REPO, help="the ckptool to measure (another checkout: a before/after)")
     args = ap.parse_args(argv)
     runs = [int(x) for x in args.runs.split(",")]
     load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
-    rows = measure(runs, args.latency, args.repeat, args.work)
+    rows = measure(runs, args.latency, args.repeat, args.work, args.repo)
     text = table(rows, args.latency, load)
     print(text)
     if args.write_results:

@@ -10,6 +10,7 @@ root's ``.ckptool.toml`` once for the fleet, one listing per 1,000 objects.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import pytest
@@ -95,3 +96,30 @@ def test_fleet_prune_deletes_as_locally_in_few_requests_a_run(run, fleet):
         rel = p.parent.relative_to(local).as_posix()
         assert st.listdir(f"{url}/{rel}") == sorted(n for n in (x.name for x in p.parent.iterdir())
                                                       if n != ".ckptool.lock")
+
+
+def test_fleet_on_gcs_lists_once_and_matches_local(run, gs, gcs_server, tmp_path, monkeypatch):
+    """The same on GCS (gcp-storage-emulator): requests counted as the emulator parses them."""
+    fs, root = gs
+    local = _fleet(tmp_path, fs, f"{root}/fleet")
+    url = f"{root}/fleet"
+    from gcp_storage_emulator import server as gse
+
+    seen: list[str] = []
+    handler = gse.RequestHandler
+    parse = handler.parse_request
+
+    def counted(self):
+        ok = parse(self)
+        seen.append(f"{self.command} {self.path}")
+        return ok
+
+    monkeypatch.setattr(handler, "parse_request", counted)
+    for argv in (("du", "{}", "--json"), ("prune", "{}", "--recursive", "--dry-run", "--json")):
+        same_output(run, str(local), url, *argv)
+        remote.clear_cache()
+        seen.clear()
+        run(*[a.format(url) for a in argv])
+        lists = [s for s in seen if "/o?" in s]
+        assert len(lists) == 1 and not re.search(r"delimiter=[^&]", lists[0]), seen[:5]  # one flat listing
+        assert len(seen) <= 5 * RUNS, len(seen)
