@@ -123,3 +123,39 @@ def test_fleet_on_gcs_lists_once_and_matches_local(run, gs, gcs_server, tmp_path
         lists = [s for s in seen if "/o?" in s]
         assert len(lists) == 1 and not re.search(r"delimiter=[^&]", lists[0]), seen[:5]  # one flat listing
         assert len(seen) <= 5 * RUNS, len(seen)
+
+
+def test_listing_answers_then_hands_back_what_the_command_changes(monkeypatch):
+    """memory:// with the filesystem's calls counted: below a listing, lookups and the named
+    reads cost nothing; what the command writes or deletes is asked of the store again; the
+    lock's bytes always are; a listing nested in another is the outer one."""
+    import uuid
+
+    fsspec = pytest.importorskip("fsspec")
+    fs, root = fsspec.filesystem("memory"), f"memory://fleet{uuid.uuid4().hex[:12]}"
+    for rel, data in {"a/checkpoint": b"state", "a/x.index": b"idx", "a/.ckptool.lock": b"{}",
+                      "b/c/.ckptool.toml": b"max_to_keep = 1\n"}.items():
+        fs.pipe_file(f"{root}/{rel}", data)
+    st = remote.storage_for_url(root)
+    calls: list[str] = []
+    for name in ("info", "ls", "cat_file", "find", "isdir"):
+        real = getattr(fs, name)
+        monkeypatch.setattr(fs, name, lambda *a, _n=name, _r=real, **k: (calls.append(_n), _r(*a, **k))[1])
+    with st.listed(root, ("checkpoint", ".ckptool.toml")):
+        assert sorted(calls) == ["cat_file", "cat_file", "find"]  # one listing, the 2 named reads
+        calls.clear()
+        with st.listed(f"{root}/a"):  # nested: the outer listing serves
+            assert st.listdir(root) == ["a", "b"] and st.listdir(f"{root}/a") == [".ckptool.lock", "checkpoint",
+                                                                                  "x.index"]
+            assert st.isdir(f"{root}/b/c") and not st.isdir(f"{root}/a/x.index") and not st.exists(f"{root}/zz")
+            assert st.size(f"{root}/a/x.index") == 3 and st.read_bytes(f"{root}/a/checkpoint") == b"state"
+            assert st.read_if_exists(f"{root}/b/c/.ckptool.toml") == b"max_to_keep = 1\n"
+            assert st.read_if_exists(f"{root}/b/none") is None
+        assert calls == []
+        assert st.read_if_exists(f"{root}/a/.ckptool.lock") == b"{}" and calls  # the lock: asked
+        st.write_bytes_atomic(f"{root}/a/new", b"n")
+        st.remove(f"{root}/a/x.index")
+        calls.clear()
+        assert st.listdir(f"{root}/a") == [".ckptool.lock", "checkpoint", "new"] and calls  # the store's
+    calls.clear()
+    assert st.listdir(f"{root}/b") == ["c"] and calls  # the listing ended with the command

@@ -22,6 +22,7 @@ conditional writes read what they compare against from the store, as without a l
 
 from __future__ import annotations
 
+import bisect
 import fnmatch
 import posixpath
 import threading
@@ -52,6 +53,7 @@ class Listing:
     def __init__(self, root: str, files: dict[str, dict[str, Any]]):
         self.root = root
         self.files = files  # url -> the listing's info (size, time)
+        self.urls = sorted(files)
         self.children: dict[str, set[str]] = {}
         for url in files:
             self._add(url)
@@ -103,9 +105,14 @@ class Listing:
         return None if kids is None else sorted(kids)
 
     def below_files(self, top: str) -> list[tuple[str, dict[str, Any]]]:
-        """Every file below ``top`` with its info, sorted."""
+        """Every file below ``top`` with its info, sorted (a range of the sorted names)."""
         prefix = top.rstrip("/") + "/"
-        return sorted((u, i) for u, i in self.files.items() if u.startswith(prefix))
+        out = []
+        for u in self.urls[bisect.bisect_left(self.urls, prefix):]:
+            if not u.startswith(prefix):
+                break
+            out.append((u, self.files[u]))
+        return out
 
     def content(self, path: str) -> bytes | None:
         with self.lock:
