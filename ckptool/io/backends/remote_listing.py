@@ -165,10 +165,11 @@ def fetch_all(listing: Listing, fs: Any, paths: Iterable[str], jobs: int | None 
     """Read ``paths`` (files of the listing) into it, ``jobs`` GETs in flight (an async backend's
     own batches, else as many threads); a file that cannot be read now is left to be read (and
     its error raised) where it is used."""
-    todo = []
+    todo, budget = [], KEEP_TOTAL - listing.kept_bytes  # never fetch what could not be kept
     for p in paths:
         size = int(listing.files.get(p, {}).get("size") or 0)
-        if listing.answers_read(p) and listing.content(p) is None and size <= KEEP_MAX:
+        if listing.answers_read(p) and listing.content(p) is None and size <= min(KEEP_MAX, budget):
+            budget -= size
             if size:
                 todo.append(p)
             else:
