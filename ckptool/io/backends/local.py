@@ -284,6 +284,7 @@ class LocalStorage:
     def listed(self, root: str, reads: Iterable[str] = (), reread: Iterable[str] = ()) -> AbstractContextManager[None]:
         return nullcontext()  # a local file system is asked as the command goes
 
+
 LOCAL = LocalStorage()
 
 __all__ = ["LOCAL", "LocalStorage", "RangeReader", "open_regular"]
