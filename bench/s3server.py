@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """A local S3-compatible server modelled on an object store, for the remote bench rows.
 
-    python bench/s3server.py ROOT [--port 0] [--latency 0.05] [--rate-mib 90]
+    python bench/s3server.py ROOT [--port 0] [--latency 0.05] [--rate-mib 90] [--every-request]
 
 Serves the directory ROOT as buckets (``ROOT/<bucket>/<key>``) on 127.0.0.1,
 speaking enough of S3 for s3fs: HeadBucket, HeadObject, GetObject (whole or
 one ``Range: bytes=a-b``), ListObjectsV2 (prefix, delimiter, paging). Every
 object response waits ``--latency`` seconds before its first byte (S3's
 first-byte latency) and then sends at most ``--rate-mib`` MiB/s on its
-connection (S3's per-connection throughput); bytes come from the files
+connection (S3's per-connection throughput); with ``--every-request`` HEADs and listings wait
+too (the fleet rows: a request's cost, whatever it asks); bytes come from the files
 (``sendfile``), so the server is never the bottleneck. It counts what it
 serves: ``GET /__stats__`` answers ``{"requests", "gets", "bytes",
 "max_in_flight"}`` (GETs of objects being answered at once) and
@@ -109,6 +110,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_HEAD(self) -> None:
         self._count()
+        if self.server.every_request:
+            time.sleep(self.server.latency)
         bucket, key, _ = self._split()
         if not key:
             ok = os.path.isdir(os.path.join(self.server.root, bucket))
@@ -198,6 +201,8 @@ class Handler(BaseHTTPRequestHandler):
                 stats.in_flight -= 1
 
     def _list(self, bucket: str, query: dict) -> None:
+        if self.server.every_request:
+            time.sleep(self.server.latency)
         base = os.path.join(self.server.root, bucket)
         if not os.path.isdir(base):
             self._error(404, "NoSuchBucket")
@@ -252,8 +257,9 @@ class Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 128
 
-    def __init__(self, root: str, port: int, latency: float, rate: float):
+    def __init__(self, root: str, port: int, latency: float, rate: float, every_request: bool = False):
         super().__init__(("127.0.0.1", port), Handler)
+        self.every_request = every_request
         self.root = os.path.realpath(root)
         self.latency = latency
         self.rate = rate
@@ -266,8 +272,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--latency", type=float, default=0.05, help="seconds to first byte (default 0.05)")
     ap.add_argument("--rate-mib", type=float, default=90.0, help="MiB/s per connection (default 90)")
+    ap.add_argument("--every-request", action="store_true",
+                    help="the latency before every answer (HEAD, listings), not only objects' first bytes")
     args = ap.parse_args(argv)
-    srv = Server(args.root, args.port, args.latency, args.rate_mib * (1 << 20))
+    srv = Server(args.root, args.port, args.latency, args.rate_mib * (1 << 20), args.every_request)
     print(srv.server_address[1], flush=True)
     try:
         srv.serve_forever(poll_interval=0.2)

@@ -251,6 +251,13 @@ class Storage(Protocol):
         (:mod:`ckptool.io.layout.walk`)."""
         ...
 
+    def listed(self, root: str, reads: Iterable[str] = (), reread: Iterable[str] = ()) -> AbstractContextManager[None]:
+        """While open, ROOT's tree is answered from one listing of it and the files named by a
+        glob of ``reads`` are read at once (those of ``reread`` again once their directory is
+        locked): an object store (:mod:`ckptool.io.backends.remote_listing`); a local disk asks
+        the file system as it goes."""
+        ...
+
     def walk_dirs(self, top: str, unreadable: Callable[[str, str], None]) -> Iterator[str]:
         """Every directory below TOP (TOP included), in sorted order, symlinks not followed; one
         that cannot be listed or entered is given to ``unreadable(path, reason)`` instead

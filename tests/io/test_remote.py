@@ -663,11 +663,11 @@ def test_s3_errors_are_one_line(run, s3, tmp_path):
 def test_endpoint_passed_explicitly_to_an_old_botocore(monkeypatch):
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
     monkeypatch.delenv("AWS_ENDPOINT_URL_S3", raising=False)
-    monkeypatch.setattr(remote, "_botocore_reads_endpoint_env", lambda: False)
-    assert remote._default_options("s3")["client_kwargs"] == {"endpoint_url": "http://127.0.0.1:9"}
-    monkeypatch.setattr(remote, "_botocore_reads_endpoint_env", lambda: True)
-    assert "client_kwargs" not in remote._default_options("s3")
-    assert remote._default_options("s3")["use_listings_cache"] is False
+    monkeypatch.setattr(remote_files, "botocore_reads_endpoint_env", lambda: False)
+    assert remote_files.default_options("s3")["client_kwargs"] == {"endpoint_url": "http://127.0.0.1:9"}
+    monkeypatch.setattr(remote_files, "botocore_reads_endpoint_env", lambda: True)
+    assert "client_kwargs" not in remote_files.default_options("s3")
+    assert remote_files.default_options("s3")["use_listings_cache"] is False
 
 
 # --------------------------------------------------------------------------- parallel ranged reads

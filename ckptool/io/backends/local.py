@@ -277,17 +277,13 @@ class LocalStorage:
                           follow_symlinks=follow_symlinks)
 
     def walk_dirs(self, top: str, unreadable: Callable[[str, str], None]) -> Iterator[str]:
-        def cannot(exc: OSError) -> None:
-            if exc.errno in (errno.EMFILE, errno.ENFILE):
-                raise os_error(str(exc.filename or top), exc, "list")
-            unreadable(str(exc.filename or top), exc.strerror or str(exc))
+        from ckptool.io.layout.walk import walk_local_dirs
 
-        for d, subdirs, _ in os.walk(top, onerror=cannot, followlinks=False):
-            subdirs.sort()
-            if not os.access(d, os.R_OK | os.X_OK):  # listed, but its files cannot be opened
-                unreadable(d, os.strerror(errno.EACCES))
-                continue
-            yield d
+        return walk_local_dirs(top, unreadable)
+
+    def listed(self, root: str, reads: Iterable[str] = (), reread: Iterable[str] = ()) -> AbstractContextManager[None]:
+        return nullcontext()  # a local file system is asked as the command goes
+
 
 LOCAL = LocalStorage()
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import bisect
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError
@@ -57,7 +57,6 @@ class _Request:
     error: BaseException | None = None
     state: str = "waiting"  # waiting, flying, done, dropped
     read: int = 0  # bytes of it read so far
-    waiters: int = field(default=0)
 
 
 class Prefetcher:

@@ -8,6 +8,8 @@ filesystem; :func:`storage_for_url` hands one out per protocol (``ckptool.io.bac
 - Reads are ranged (:class:`RemoteReader`): listing reads the index alone, a tensor its bytes.
 - No atomic rename (``atomic_rename = False``): writers write the final names, data objects
   first and the index last, each uploaded when closed (:meth:`RemoteWriter.discard` abandons).
+- While a command walks a tree (:meth:`RemoteStorage.listed`), one flat listing answers for
+  every path below it (:mod:`ckptool.io.backends.remote_listing`).
 - The lock is an object written only if absent (:mod:`ckptool.io.backends.remote_lock`); the state file
   is replaced and deleted by conditional writes (:mod:`ckptool.io.backends.remote_cas`).
 - An S3-compatible endpoint comes from ``AWS_ENDPOINT_URL`` (botocore >= 1.31 reads it; for
@@ -17,7 +19,6 @@ filesystem; :func:`storage_for_url` hands one out per protocol (``ckptool.io.bac
 from __future__ import annotations
 
 import fnmatch
-import os
 import posixpath
 import threading
 import time
@@ -34,12 +35,15 @@ from ckptool.io.backends.remote_files import (
     RemoteError,
     RemoteReader,
     RemoteWriter,
+    default_options,
+    info_mtime,
     missing_backend,
     prefetching,
     protocol_of,
     request_errors,
     split_url,
 )
+from ckptool.io.backends.remote_listing import UNLISTED, ListedStorage
 from ckptool.io.backends.remote_lock import RemoteLock, held_elsewhere
 from ckptool.io.base import ANY
 from ckptool.io.safety.atomic import tempstate_name
@@ -53,43 +57,15 @@ if TYPE_CHECKING:
 #: instead of two HEADs per file). exists/isfile/reads always ask the store.
 LISTED_TTL = 2.0
 
-
 _LOCK = threading.Lock()
 _FILESYSTEMS: dict[tuple[str, str], Any] = {}  # (protocol, options) -> fsspec filesystem
 _STORAGES: dict[tuple[str, str], RemoteStorage] = {}
 
 
-def _default_options(protocol: str) -> dict[str, Any]:
-    """Options ckptool passes to the filesystem (fsspec's config adds its own on top)."""
-    opts: dict[str, Any] = {}
-    if protocol in ("s3", "s3a"):
-        # Listings are not cached: another process may add or remove checkpoints at any time.
-        opts["use_listings_cache"] = False
-        endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
-        if endpoint and not _botocore_reads_endpoint_env():
-            opts["client_kwargs"] = {"endpoint_url": endpoint}
-    elif protocol in ("gs", "gcs"):
-        opts["use_listings_cache"] = False
-    return opts
-
-
-def _botocore_reads_endpoint_env() -> bool:
-    """botocore 1.31 (2023) added AWS_ENDPOINT_URL / AWS_ENDPOINT_URL_<SERVICE>."""
-    try:
-        import botocore
-
-        major, minor = (int(x) for x in botocore.__version__.split(".")[:2])
-    except ImportError:
-        return False
-    except ValueError:
-        return True
-    return (major, minor) >= (1, 31)
-
-
 def filesystem(protocol: str, **options: Any) -> Any:
     """The fsspec filesystem for ``protocol`` and ``options``, one instance per combination."""
     protocol = protocol.lower()
-    opts = {**_default_options(protocol), **options}
+    opts = {**default_options(protocol), **options}
     key = (protocol, repr(sorted(opts.items())))
     with _LOCK:
         fs = _FILESYSTEMS.get(key)
@@ -131,7 +107,7 @@ def clear_cache() -> None:
         _STORAGES.clear()
 
 
-class RemoteStorage(PathCapabilities):
+class RemoteStorage(PathCapabilities, ListedStorage):
     """An fsspec filesystem as a ckptool Storage; paths are full URLs."""
 
     sep = "/"
@@ -182,6 +158,9 @@ class RemoteStorage(PathCapabilities):
     def _info(self, path: str) -> dict[str, Any] | None:
         """The object's info dict, or None when nothing is there (a file's is kept for
         LISTED_TTL seconds, for the reader opened right after ``isfile``)."""
+        listed = self.listed_info(path)
+        if listed is not UNLISTED:
+            return listed
         with request_errors(path, "look up"):
             try:
                 info: dict[str, Any] = self.fs.info(path)
@@ -200,6 +179,9 @@ class RemoteStorage(PathCapabilities):
 
     def isdir(self, path: str) -> bool:
         """A prefix with objects below it? Kept LISTED_TTL seconds (locating asks twice)."""
+        snap = self._snap_dir(path)
+        if snap is not None:
+            return snap.isdir(path.rstrip("/"))
         hit = self._dirs.get(path)
         if hit is not None and time.monotonic() - hit[0] < LISTED_TTL:
             return hit[1]
@@ -213,17 +195,18 @@ class RemoteStorage(PathCapabilities):
             entries = self.fs.ls(path, detail=True)
         _, rest = self._split(path)
         own = strip_protocol(self.fs, path).rstrip("/")
-        out = []
-        for e in entries:
-            name = str(e.get("name", "")).rstrip("/")
-            if not name or name == own:
-                continue
-            out.append(e)
+        out = [e for e in entries if str(e.get("name", "")).rstrip("/") not in ("", own)]
         if not out and not rest.strip("/") == "" and not self.isdir(path):
             raise MissingError(f"{path}: no such directory")
         return out
 
     def listdir(self, path: str) -> list[str]:
+        snap = self._snap_dir(path)
+        if snap is not None:
+            kids = snap.names(path.rstrip("/"))
+            if kids is None:
+                raise MissingError(f"{path}: no such directory")
+            return kids
         entries = self._ls(path)
         now = time.monotonic()
         names = set()
@@ -240,6 +223,9 @@ class RemoteStorage(PathCapabilities):
     def find(self, root: str, pattern: str = "*") -> list[str]:
         """Every file below ``root`` (recursively) whose name matches ``pattern``, as a URL
         spelled from ``root``; one paginated listing of the prefix."""
+        snap = self._snap_dir(root)
+        if snap is not None:
+            return [u for u, _ in snap.below_files(root) if fnmatch.fnmatchcase(u.rsplit("/", 1)[-1], pattern)]
         with request_errors(root, "list", "no such directory"):
             found = self.fs.find(root, detail=True)
         own = strip_protocol(self.fs, root).rstrip("/")
@@ -257,6 +243,7 @@ class RemoteStorage(PathCapabilities):
         return out
 
     def _forget(self, path: str) -> None:
+        self.forget_listed(path)
         self._listed.pop(path, None)
         self._dirs.clear()  # a write or delete may make or empty a directory
 
@@ -269,6 +256,12 @@ class RemoteStorage(PathCapabilities):
         return sorted(n for n in names if fnmatch.fnmatchcase(n, pattern))
 
     def _file_info(self, path: str) -> dict[str, Any]:
+        snap = self._snap_meta(path)
+        if snap is not None:
+            got = snap.info(path)
+            if got is None:
+                raise MissingError(f"{path}: no such file")
+            return got
         hit = self._listed.get(path)
         if hit is not None and time.monotonic() - hit[0] < LISTED_TTL:
             return hit[1]
@@ -281,30 +274,30 @@ class RemoteStorage(PathCapabilities):
         return int(self._file_info(path).get("size") or 0)
 
     def mtime(self, path: str) -> float:
-        info = self._file_info(path)
-        for k in ("LastModified", "mtime", "updated", "modified", "created", "last_modified"):
-            v = info.get(k)
-            if v is None:
-                continue
-            if hasattr(v, "timestamp"):
-                return float(v.timestamp())
-            if isinstance(v, (int, float)):
-                return float(v)
-            if isinstance(v, str):
-                from datetime import datetime
-
-                try:
-                    return datetime.fromisoformat(v.replace("Z", "+00:00")).timestamp()
-                except ValueError:
-                    continue
+        got = info_mtime(self._file_info(path))
+        if got is not None:
+            return got
         with request_errors(path, "look up"):
             return float(self.fs.modified(path).timestamp())
 
     def read_bytes(self, path: str) -> bytes:
+        """The object's bytes; below a listing, read once (kept while the command runs)."""
+        snap = self._snap_file(path)
+        if snap is not None:
+            data = snap.content(path)
+            if data is not None:
+                return data
+            with request_errors(path, "read"):  # "bytes=0-": one GET, no HEAD for the size first
+                data = bytes(self.fs.cat_file(path, start=0)) if int(self._file_info(path)["size"]) else b""
+            snap.keep(path, data)
+            return data
         with request_errors(path, "read"):
             return bytes(self.fs.cat_file(path))
 
     def open_reader(self, path: str) -> RemoteReader:
+        snap = self._snap_file(path)
+        if snap is not None:  # the listing's size; the bytes too when they were read
+            return RemoteReader(self.fs, path, self._file_info(path), snap.content(path))
         hit = self._listed.get(path)
         fresh = hit is not None and time.monotonic() - hit[0] < LISTED_TTL
         return RemoteReader(self.fs, path, hit[1] if hit is not None and fresh else None)
@@ -352,8 +345,9 @@ class RemoteStorage(PathCapabilities):
             self.fs.rm_file(src)
 
     def remove(self, path: str) -> None:
+        there = self.listed_exists(path)  # the listing's answer (or our own write's), else the store's
         self._forget(path)
-        if not self.isfile(path):
+        if not (self.isfile(path) if there is None else there):
             raise MissingError(f"{path}: no such file")
         with request_errors(path, "delete"):
             self.fs.rm_file(path)
@@ -365,7 +359,7 @@ class RemoteStorage(PathCapabilities):
         if expect is ANY:
             with request_errors(path, "write", NO_PARENT):
                 self.fs.pipe_file(path, bytes(data))
-            return True
+            return self.note_written(path)
         raw, token = self._versioned(path, "replacing it")
         return raw == expect and remote_cas.put(self, path, bytes(data), token) is not None
 
@@ -380,12 +374,17 @@ class RemoteStorage(PathCapabilities):
         return remote_cas.read(self, path)
 
     def lock(self, directory: str, **options: Any) -> RemoteLock:  # the object DIR/.ckptool.lock
+        if self._snap is not None:  # what is read under the lock is read again
+            self._snap.forget_contents(directory)
         return RemoteLock(self, directory, **options)
 
     def lock_held(self, directory: str, dir_fd: int | None = None) -> bool:
         return held_elsewhere(self, directory)  # a live lock object of another holder
 
     def read_if_exists(self, path: str) -> bytes | None:
+        snap = self._snap_file(path)
+        if snap is not None:  # the listing's file, read once
+            return self.read_bytes(path) if snap.info(path) is not None else None
         self._forget(path)
         try:
             return self.read_bytes(path)

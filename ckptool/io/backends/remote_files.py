@@ -4,6 +4,7 @@ translation of backend exceptions into ckptool's (:mod:`ckptool.io.backends.remo
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -60,6 +61,33 @@ def protocol_of(url: str) -> str:
     return scheme[:-3].lower() if scheme else ""
 
 
+def default_options(protocol: str) -> dict[str, Any]:
+    """Options ckptool passes to the filesystem (fsspec's config adds its own on top)."""
+    opts: dict[str, Any] = {}
+    if protocol in ("s3", "s3a"):
+        # Listings are not cached: another process may add or remove checkpoints at any time.
+        opts["use_listings_cache"] = False
+        endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+        if endpoint and not botocore_reads_endpoint_env():
+            opts["client_kwargs"] = {"endpoint_url": endpoint}
+    elif protocol in ("gs", "gcs"):
+        opts["use_listings_cache"] = False
+    return opts
+
+
+def botocore_reads_endpoint_env() -> bool:
+    """botocore 1.31 (2023) added AWS_ENDPOINT_URL / AWS_ENDPOINT_URL_<SERVICE>."""
+    try:
+        import botocore
+
+        major, minor = (int(x) for x in botocore.__version__.split(".")[:2])
+    except ImportError:
+        return False
+    except ValueError:
+        return True
+    return (major, minor) >= (1, 31)
+
+
 def missing_backend(protocol: str, exc: Exception) -> UnsupportedError:
     extra = EXTRAS.get(protocol)
     if extra:
@@ -90,6 +118,26 @@ def request_errors(path: str, what: str, missing: str | None = None) -> Iterator
         raise RemoteError(f"{path}: cannot {what}: {type(exc).__name__}: {short_error(exc)}") from None
 
 
+def info_mtime(info: dict[str, Any]) -> float | None:
+    """The modification time in an fsspec info dict (each backend spells it its own way)."""
+    for k in ("LastModified", "mtime", "updated", "modified", "created", "last_modified"):
+        v = info.get(k)
+        if v is None:
+            continue
+        if hasattr(v, "timestamp"):
+            return float(v.timestamp())
+        if isinstance(v, (int, float)):
+            return float(v)
+        if isinstance(v, str):
+            from datetime import datetime
+
+            try:
+                return datetime.fromisoformat(v.replace("Z", "+00:00")).timestamp()
+            except ValueError:
+                continue
+    return None
+
+
 def short_error(exc: Exception) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
@@ -98,7 +146,7 @@ def short_error(exc: Exception) -> str:
 class RemoteReader:
     """Ranged reads from one object: each read is one (or, when large, a few) ranged GETs."""
 
-    def __init__(self, fs: Any, path: str, info: dict[str, Any] | None = None):
+    def __init__(self, fs: Any, path: str, info: dict[str, Any] | None = None, data: bytes | None = None):
         self.fs = fs
         self.path = path
         if info is None:  # else: what the storage was told a moment ago (size, type)
@@ -110,7 +158,8 @@ class RemoteReader:
         self.requests = 0
         self.bytes_fetched = 0
         self._lock = threading.Lock()
-        self._win = b""  # read-ahead window: bytes from _win_start
+        self._win = data if data is not None and len(data) == self.size else b""  # read-ahead
+        # window: bytes from _win_start (a whole object the storage already holds, when given)
         self._win_start = 0
         self._next = -1  # where the last read ended
         self._ahead = 0

@@ -11,20 +11,32 @@ an ``exclude`` glob (against the path relative to ROOT, or the name) are skipped
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
 import stat as _stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from ckptool.errors import CkptError
+from ckptool.format.bundle import INDEX_SUFFIX
 from ckptool.io.layout.names import INDEX, STATE_FILENAME, file_role
 from ckptool.io.layout.series_names import is_series_file
+from ckptool.io.oserrors import os_error
 from ckptool.io.safety.dirfd import LocalDir, PathDir
 
 if TYPE_CHECKING:
     from ckptool.io.base import Storage
 
+
+
+#: The small files a command over a tree of runs reads of each (state files, policies,
+#: indexes): an object store fetches them at once, in parallel, beside its one listing
+#: (:meth:`ckptool.io.base.Storage.listed`).
+TREE_READS = (STATE_FILENAME, ".ckptool.toml", "*" + INDEX_SUFFIX)
+#: Of them, what a command reads again once it holds the run's lock: the state file (an
+#: index, once written, is not rewritten in place).
+TREE_REREAD = (STATE_FILENAME,)
 
 
 def excluded(rel: str, exclude: Iterable[str]) -> bool:
@@ -91,6 +103,36 @@ def walk_local(root: str, *, exclude: Iterable[str] = (), scan: bool = False, on
             d.close()
 
 
+def walk_local_dirs(top: str, unreadable: Callable[[str, str], None]) -> Iterator[str]:
+    """Every directory below a local TOP (TOP included), depth first in sorted order, no symlink
+    followed; one that cannot be listed or entered goes to ``unreadable(path, reason)`` (out
+    of descriptors is an error). A loop over a stack, not a recursion: any depth works."""
+    stack = [top]
+    while stack:
+        d = stack.pop()
+        try:
+            with os.scandir(d) as it:
+                subs = [e.path for e in it if _is_real_dir(e)]
+        except OSError as exc:
+            if exc.errno in (errno.EMFILE, errno.ENFILE):
+                raise os_error(str(exc.filename or d), exc, "list") from None
+            unreadable(str(exc.filename or d), exc.strerror or str(exc))
+            continue
+        stack.extend(sorted(subs, reverse=True))
+        if not os.access(d, os.R_OK | os.X_OK):  # listed, but its files cannot be opened
+            unreadable(d, os.strerror(errno.EACCES))
+            continue
+        yield d
+
+
+def _is_real_dir(entry: os.DirEntry[str]) -> bool:
+    """A directory entered by the walk: a directory, not a symlink to one."""
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
+
+
 def run_paths(files: Iterable[str], root: str, *, exclude: Iterable[str] = (), scan: bool = False) -> list[str]:
     """The run directories among ``files`` (every file below ROOT, as URLs): one listing."""
     exclude = tuple(exclude)
@@ -117,4 +159,5 @@ def walk_paths(storage: Storage, files: Iterable[str], root: str, *, exclude: It
             continue
 
 
-__all__ = ["excluded", "is_run", "run_paths", "walk_local", "walk_paths"]
+__all__ = ["TREE_READS", "TREE_REREAD", "excluded", "is_run", "run_paths", "walk_local", "walk_local_dirs",
+           "walk_paths"]

@@ -18,6 +18,7 @@ find (``latest_checkpoint`` None: a trainer would start from scratch), is report
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,7 @@ from ckptool.io.backends.urls import storage_for
 from ckptool.io.control.state import STATE_FILENAME, tf_state_problem
 from ckptool.io.layout.checkpoints import list_checkpoints, list_v1_checkpoints, names_in, owns
 from ckptool.io.layout.keptdir import kept_path
+from ckptool.io.layout.walk import TREE_READS
 from ckptool.ops.inspect.verify import Problem, VerifyReport, verify
 from ckptool.ops.read.hffolder import hf_weights
 
@@ -114,7 +116,9 @@ def verify_paths(paths: Iterable[str], recursive: bool = False,
     seen: set[str] = set()
     for path in paths:
         try:
-            _verify_path(path, recursive, report, seen, progress, workers)
+            storage, top = storage_for(path)  # --recursive on an object store: one listing of the tree
+            with storage.listed(top, TREE_READS) if recursive else nullcontext():
+                _verify_path(path, recursive, report, seen, progress, workers)
         except ResourceError as exc:  # too many open files: the run's trouble, no verdict
             raise ResourceError(str(exc) if str(exc).startswith("could not check")
                                 else f"could not check {path}: {exc}") from None

@@ -13,6 +13,7 @@ from ckptool.io.control.state import STATE_FILENAME
 from ckptool.io.layout.checkpoints import step_of
 from ckptool.io.layout.keptdir import is_kept_dir, kept_path
 from ckptool.io.layout.listing import scan
+from ckptool.io.layout.walk import TREE_READS
 from ckptool.io.safety.dirfd import open_dir
 from ckptool.ops.retain.engine import latest_base, newest_on_disk, read_dir_state
 from ckptool.ops.retain.fleet import prune_tree
@@ -56,6 +57,12 @@ def du(root: str, *, max_to_keep: Any = UNSET, keep_every_n_hours: Any = UNSET, 
     (``kept_checkpoints``, ``kept_bytes``), never a row of its own. Sorted by bytes, largest first."""
     if storage is None:
         storage, root = storage_for(root)
+    with storage.listed(root, TREE_READS):  # an object store: one listing, the small files at once
+        return _du(root, storage, max_to_keep, keep_every_n_hours, keep_steps_every, min_age, exclude, now)
+
+
+def _du(root: str, storage: Storage, max_to_keep: Any, keep_every_n_hours: Any, keep_steps_every: Any,
+        min_age: Any, exclude: tuple[str, ...], now: float | None) -> list[RunUsage]:
     now = time.time() if now is None else now
     plan = prune_tree(root, max_to_keep=max_to_keep, keep_every_n_hours=keep_every_n_hours,
                       keep_steps_every=keep_steps_every, min_age=min_age, exclude=exclude,

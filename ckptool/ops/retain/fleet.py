@@ -19,6 +19,7 @@ from ckptool.io.backends.urls import storage_for
 from ckptool.io.control.policy import read_policy, resolve_policy
 from ckptool.io.control.state import STATE_FILENAME
 from ckptool.io.layout.keptdir import is_kept_dir
+from ckptool.io.layout.walk import TREE_READS, TREE_REREAD
 from ckptool.io.oserrors import os_error
 from ckptool.ops.retain.outcome import PruneResult
 from ckptool.ops.retain.policy_args import UNSET, policy_values
@@ -103,6 +104,18 @@ def prune_tree(root: str, *, max_to_keep: Any = UNSET, keep_every_n_hours: Any =
         storage, root = storage_for(root)
     if root != "/" and root.endswith("/") and "://" not in root:
         root = root.rstrip("/")
+    with storage.listed(root, TREE_READS, TREE_REREAD):  # an object store: one listing, the small files at once
+        return _prune_tree(root, storage, max_to_keep=max_to_keep, keep_every_n_hours=keep_every_n_hours,
+                           keep_steps_every=keep_steps_every, min_age=min_age, keep=keep, exclude=exclude,
+                           scan=scan, dry_run=dry_run, now=now, progress=progress, discover_all=discover_all,
+                           clean_temp=clean_temp, one_file_system=one_file_system,
+                           follow_symlinks=follow_symlinks, best=best, verify=verify, series=series)
+
+
+def _prune_tree(root: str, storage: Storage, *, max_to_keep: Any, keep_every_n_hours: Any, keep_steps_every: Any,
+                min_age: Any, keep: tuple[str, ...], exclude: tuple[str, ...], scan: bool, dry_run: bool,
+                now: float | None, progress: Any, discover_all: bool, clean_temp: bool, one_file_system: bool,
+                follow_symlinks: bool, best: Any, verify: bool, series: str | None) -> TreeResult:
     if not storage.isdir(root):
         raise MissingError(f"{root}: no such directory")
     now = time.time() if now is None else now

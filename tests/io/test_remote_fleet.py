@@ -1,0 +1,161 @@
+"""A fleet of runs on an object store (issue 54): ``du``, ``prune --recursive`` and ``verify
+--recursive`` list ROOT once and read each small file once, in parallel, so the requests a run
+stay a few whatever the depth of the tree; the answers are those of the same tree on a local disk.
+
+moto's S3 server counts every request (conftest.Counter). Per run of 3 checkpoints: its state
+file and 3 indexes (whether each ``.index`` parses decides which checkpoints are whole), the
+root's ``.ckptool.toml`` once for the fleet, one listing per 1,000 objects.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+
+import pytest
+from test_remote import DATA, normalized, same_output, upload
+
+from ckptool.io.backends import remote
+
+RUNS = 20
+
+
+def _fleet(tmp_path, fs, root):
+    """RUNS runs of 3 checkpoints in groups, a policy at the root and one group's own."""
+    local = tmp_path / "fleet"
+    local.mkdir()
+    (local / ".ckptool.toml").write_text("max_to_keep = 2\n")
+    for i in range(RUNS):
+        shutil.copytree(DATA / "manager", local / f"team{i % 4}" / f"run{i:02d}",
+                        ignore=shutil.ignore_patterns("*.json"))
+    (local / "team1" / ".ckptool.toml").write_text("max_to_keep = 1\n")
+    upload(fs, local, root)
+    return local
+
+
+def _requests(counter, run, *argv) -> tuple[list[dict], str]:
+    remote.clear_cache()  # a fresh process's storage: nothing known before the command
+    counter.reset()
+    out, _ = run(*argv)
+    return counter.snapshot(), out
+
+
+@pytest.fixture
+def fleet(s3, tmp_path):
+    fs, root, counter = s3
+    return _fleet(tmp_path, fs, f"{root}/fleet"), f"{root}/fleet", counter
+
+
+@pytest.mark.parametrize("argv", [("du", "{}", "--json"),
+                                  ("prune", "{}", "--recursive", "--dry-run"),
+                                  ("prune", "{}", "--recursive", "--dry-run", "--json")])
+def test_fleet_reads_list_once_and_match_local(run, fleet, argv):
+    local, url, counter = fleet
+    if "--json" in argv:
+        same_output(run, str(local), url, *argv)
+    else:  # a table: its columns are as wide as the paths
+        lo, _ = run(*[a.format(local) for a in argv])
+        ro, _ = run(*[a.format(url) for a in argv])
+        assert ro.replace(url, str(local)).split() == lo.split() and len(lo.splitlines()) > RUNS
+    log, _ = _requests(counter, run, *[a.format(url) for a in argv])
+    lists = [r for r in log if "list-type=2" in r["query"]]
+    assert len(lists) == 1 and "delimiter=&" in lists[0]["query"] + "&"  # one flat listing
+    assert not [r for r in log if r["method"] == "HEAD"]  # the listing answered every lookup
+    gets = [r["path"] for r in log if r["method"] == "GET" and r not in lists]
+    assert len(gets) == len(set(gets))  # each file read once (the root's policy too)
+    assert len(log) <= 5 * RUNS  # state file, 3 indexes a run; the listing and policies shared
+
+
+def test_fleet_verify_recursive_matches_local(run, fleet):
+    local, url, counter = fleet
+    same_output(run, str(local), url, "verify", "{}", "--recursive")
+    log, _ = _requests(counter, run, "verify", url, "--recursive")
+    assert sum("list-type=2" in r["query"] for r in log) == 1 and not [r for r in log if r["method"] == "HEAD"]
+    # beyond the du reads, each run's 3 data files: the bytes verify checks
+    assert len(log) <= 8 * RUNS
+
+
+def test_fleet_prune_deletes_as_locally_in_few_requests_a_run(run, fleet):
+    local, url, counter = fleet
+    lo, _ = run("prune", str(local), "--recursive", "--json")
+    log, ro = _requests(counter, run, "prune", url, "--recursive", "--json")
+    assert normalized(json.loads(ro), url, str(local)) == normalized(json.loads(lo), str(local), str(local))
+    deletes = [r for r in log if r["method"] == "DELETE" and not r["path"].endswith((".ckptool.lock",
+                                                                                    ".ckptool-prune-pending"))]
+    deleted = sum(len(d["deleted"]) for d in json.loads(ro)["directories"])
+    assert deleted and len(deletes) == 2 * deleted  # index and data of each checkpoint gone, once each
+    others = len(log) - len(deletes)
+    print(f"prune: {len(log)} requests, {len(deletes)} deletions, {others / RUNS:.1f} other requests a run")
+    # a run: its state file (listed, again under the lock, again by the compare-and-swap), its 3
+    # indexes, the lock (PUT, DELETE), the journal (PUT, DELETE), the state's conditional PUT;
+    # once a process: the store's conditions checked (2 PUTs)
+    assert others <= 11 * RUNS + 6  # and the listing, the 2 policies  # listing, reads, and per run: lock, journal, state compare-and-swap
+    st = remote.storage_for_url(url)
+    for p in sorted(local.rglob("checkpoint")):
+        rel = p.parent.relative_to(local).as_posix()
+        assert st.listdir(f"{url}/{rel}") == sorted(n for n in (x.name for x in p.parent.iterdir())
+                                                      if n != ".ckptool.lock")
+
+
+def test_fleet_on_gcs_lists_once_and_matches_local(run, gs, gcs_server, tmp_path, monkeypatch):
+    """The same on GCS (gcp-storage-emulator): requests counted as the emulator parses them."""
+    fs, root = gs
+    local = _fleet(tmp_path, fs, f"{root}/fleet")
+    url = f"{root}/fleet"
+    from gcp_storage_emulator import server as gse
+
+    seen: list[str] = []
+    handler = gse.RequestHandler
+    parse = handler.parse_request
+
+    def counted(self):
+        ok = parse(self)
+        seen.append(f"{self.command} {self.path}")
+        return ok
+
+    monkeypatch.setattr(handler, "parse_request", counted)
+    for argv in (("du", "{}", "--json"), ("prune", "{}", "--recursive", "--dry-run", "--json")):
+        same_output(run, str(local), url, *argv)
+        remote.clear_cache()
+        seen.clear()
+        run(*[a.format(url) for a in argv])
+        lists = [s for s in seen if "/o?" in s]
+        assert len(lists) == 1 and not re.search(r"delimiter=[^&]", lists[0]), seen[:5]  # one flat listing
+        assert len(seen) <= 5 * RUNS, len(seen)
+
+
+def test_listing_answers_then_hands_back_what_the_command_changes(monkeypatch):
+    """memory:// with the filesystem's calls counted: below a listing, lookups and the named
+    reads cost nothing; what the command writes or deletes is asked of the store again; the
+    lock's bytes always are; a listing nested in another is the outer one."""
+    import uuid
+
+    fsspec = pytest.importorskip("fsspec")
+    fs, root = fsspec.filesystem("memory"), f"memory://fleet{uuid.uuid4().hex[:12]}"
+    for rel, data in {"a/checkpoint": b"state", "a/x.index": b"idx", "a/.ckptool.lock": b"{}",
+                      "b/c/.ckptool.toml": b"max_to_keep = 1\n"}.items():
+        fs.pipe_file(f"{root}/{rel}", data)
+    st = remote.storage_for_url(root)
+    calls: list[str] = []
+    for name in ("info", "ls", "cat_file", "find", "isdir"):
+        real = getattr(fs, name)
+        monkeypatch.setattr(fs, name, lambda *a, _n=name, _r=real, **k: (calls.append(_n), _r(*a, **k))[1])
+    with st.listed(root, ("checkpoint", ".ckptool.toml")):
+        assert sorted(calls) == ["cat_file", "cat_file", "find"]  # one listing, the 2 named reads
+        calls.clear()
+        with st.listed(f"{root}/a"):  # nested: the outer listing serves
+            assert st.listdir(root) == ["a", "b"] and st.listdir(f"{root}/a") == [".ckptool.lock", "checkpoint",
+                                                                                  "x.index"]
+            assert st.isdir(f"{root}/b/c") and not st.isdir(f"{root}/a/x.index") and not st.exists(f"{root}/zz")
+            assert st.size(f"{root}/a/x.index") == 3 and st.read_bytes(f"{root}/a/checkpoint") == b"state"
+            assert st.read_if_exists(f"{root}/b/c/.ckptool.toml") == b"max_to_keep = 1\n"
+            assert st.read_if_exists(f"{root}/b/none") is None
+        assert calls == []
+        assert st.read_if_exists(f"{root}/a/.ckptool.lock") == b"{}" and calls  # the lock: asked
+        st.write_bytes_atomic(f"{root}/a/new", b"n")
+        st.remove(f"{root}/a/x.index")
+        calls.clear()
+        assert st.listdir(f"{root}/a") == [".ckptool.lock", "checkpoint", "new"] and calls  # the store's
+    calls.clear()
+    assert st.listdir(f"{root}/b") == ["c"] and calls  # the listing ended with the command

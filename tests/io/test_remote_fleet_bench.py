@@ -1,0 +1,23 @@
+"""bench/fleet.py runs end to end on a toy fleet (8 runs): the modelled store serves the local tree,
+the requests a run are counted, and local and store answer alike (slow: 8 ckptool processes)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+pytest.importorskip("s3fs")
+BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "bench")
+
+
+@pytest.mark.slow
+def test_fleet_bench_rows_on_a_toy_fleet(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(BENCH)
+    import fleet
+
+    rows = fleet.measure([8], latency=0.0, repeat=1, work=str(tmp_path))
+    assert [r["command"] for r in rows] == list(fleet.COMMANDS)
+    assert all(r["same"] for r in rows)
+    assert all(r["requests"] <= 4 * 8 + 2 for r in rows), rows  # state file and 3 indexes a run; listing, policy
+    assert "| 8 | `du` |" in fleet.table(rows, 0.0, "0")
