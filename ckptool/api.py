@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from ckptool.ops.transform.convert.formats import ConvertResult
     from ckptool.ops.transform.convert.keras.bridge import KerasResult
     from ckptool.ops.transform.hf.export import HfResult
-    from ckptool.ops.transform.rename.plan import Plan as RenamePlan
+    from ckptool.ops.transform.rename.assignment import Plan as RenamePlan
     from ckptool.ops.transform.save import SaveResult
 
 

@@ -12,8 +12,8 @@ from test_export import DATA, body_only, case, completed
 
 from ckptool.ops.transform.hf import ARCHS
 from ckptool.ops.transform.hf.coverage import unfilled
-from ckptool.ops.transform.hf.engine import Arch, Rule, TableError, apply, describe, match, out_shape
 from ckptool.ops.transform.hf.steps import STEPS
+from ckptool.ops.transform.hf.weightmap import Arch, Rule, TableError, apply, describe, match, out_shape
 
 
 @pytest.mark.parametrize("op, needle", [
@@ -41,7 +41,7 @@ def test_a_bad_template_or_pattern_raises_when_built():
 
 def test_a_family_module_with_a_typo_fails_at_import(tmp_path):
     (tmp_path / "fam.py").write_text(textwrap.dedent("""
-        from ckptool.ops.transform.hf.engine import Arch, Rule
+        from ckptool.ops.transform.hf.weightmap import Arch, Rule
         ARCHS = [Arch("fam", "fam", "fam", "FamModel", (Rule("w", "w.weight", "T sqeeze"),), ("^w$",))]
     """))
     r = subprocess.run([sys.executable, "-c", "import fam"], cwd=tmp_path, capture_output=True, text=True,

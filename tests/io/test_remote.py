@@ -573,7 +573,7 @@ def test_a_leftover_of_a_killed_copy_is_never_taken_for_a_resaved_checkpoint(run
     fs, root = store
     from ckptool.io.control.state import CheckpointState
     from ckptool.io.layout import keptdir
-    from ckptool.ops.retain import engine
+    from ckptool.ops.retain import deletion
 
     class Killed(BaseException):
         pass
@@ -595,7 +595,7 @@ def test_a_leftover_of_a_killed_copy_is_never_taken_for_a_resaved_checkpoint(run
         return real_place(d, kept, name, kept_name, **kw)
 
     with monkeypatch.context() as mp:
-        mp.setattr(engine, "place_file", place)
+        mp.setattr(deletion, "place_file", place)
         with pytest.raises(Killed):
             run("prune", url, "--max-to-keep", "1", "--keep", "ckpt-3")
     st = remote.storage_for_url(url)

@@ -11,7 +11,7 @@ import ckptool
 from ckptool.errors import CkptError
 from ckptool.io.control.state import read_state
 from ckptool.io.safety.dirfd import LocalDir
-from ckptool.ops.retain import engine
+from ckptool.ops.retain import deletion
 from ckptool.ops.retain import prune as P
 from ckptool.ops.retain.rm import rm
 from ckptool.ops.retain.state import rebuild_state
@@ -89,10 +89,10 @@ def test_an_index_that_cannot_go_leaves_its_checkpoint_whole_and_not_deleted(tmp
     assert [f["path"] for f in r.failed] == [str(d / "ckpt-1.index")]
     assert r.bytes_freed == two  # nothing of ckpt-1 is claimed freed
     assert (d / "ckpt-1.index").exists() and (d / "ckpt-1.data-00000-of-00001").exists()  # whole
-    assert json.loads((d / engine.JOURNAL).read_text()) == ["ckpt-1"]
+    assert json.loads((d / deletion.JOURNAL).read_text()) == ["ckpt-1"]
     monkeypatch.undo()
     P.prune(str(d), max_to_keep=1, now=T0 + 11)  # the journal is finished
-    assert not (d / "ckpt-1.index").exists() and not (d / engine.JOURNAL).exists()
+    assert not (d / "ckpt-1.index").exists() and not (d / deletion.JOURNAL).exists()
 
 
 def test_rm_reports_a_checkpoint_it_could_not_delete(tmp_path, monkeypatch, capsys):
@@ -117,9 +117,9 @@ def test_an_interrupted_rm_is_finished_by_the_next_prune(tmp_path, monkeypatch):
         rm([str(d / "ckpt-1")])
     monkeypatch.undo()
     assert (d / "ckpt-1.index").exists() and "ckpt-1" not in read_state(str(d)).all_model_checkpoint_paths
-    assert json.loads((d / engine.JOURNAL).read_text()) == ["ckpt-1"]
+    assert json.loads((d / deletion.JOURNAL).read_text()) == ["ckpt-1"]
     P.prune(str(d), max_to_keep=10, now=T0 + 10)
-    assert not any(n.startswith("ckpt-1.") for n in names(d)) and not (d / engine.JOURNAL).exists()
+    assert not any(n.startswith("ckpt-1.") for n in names(d)) and not (d / deletion.JOURNAL).exists()
 
 
 def test_an_interrupted_rm_is_not_recorded_again_by_rebuild(tmp_path, monkeypatch):
@@ -142,14 +142,14 @@ def test_update_state_is_one_compare_and_swap(tmp_path):
             if len(calls) == 1:  # another writer changes the file between our read and replace
                 (d / "checkpoint").write_text((d / "checkpoint").read_text() + "\n")
             return st
-        engine.update_state(h, compute, "test")
+        deletion.update_state(h, compute, "test")
     assert len(calls) == 2 and calls[0] != calls[1]
     with LocalDir(str(d)) as h:
         def always(raw, st):
             (d / "checkpoint").write_text((d / "checkpoint").read_text() + " ")
             return st
         with pytest.raises(CkptError, match="changed 10 times"):
-            engine.update_state(h, always, "test")
+            deletion.update_state(h, always, "test")
 
 
 def test_prune_and_rm_share_one_engine():

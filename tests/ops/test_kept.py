@@ -13,7 +13,7 @@ import pytest
 import ckptool
 from ckptool.io.control.state import CheckpointState, read_state, write_state
 from ckptool.io.layout import keptdir
-from ckptool.ops.retain import engine
+from ckptool.ops.retain import deletion
 from ckptool.ops.retain import fleet as F
 from ckptool.ops.retain import prune as P
 from ckptool.ops.retain.du import du
@@ -117,7 +117,7 @@ def test_a_prune_killed_at_each_step_is_finished_by_the_next(tmp_path, monkeypat
                     raise Killed
                 return real_place(d_, kept, name, kept_name, **kw)
 
-            mp.setattr(engine, "place_file", place)
+            mp.setattr(deletion, "place_file", place)
         elif where == "delete":
             mp.setattr(P, "_delete_all", lambda *a, **k: (_ for _ in ()).throw(Killed()))
         else:
@@ -303,7 +303,7 @@ def test_a_leftover_of_a_killed_copy_is_never_taken_for_a_resaved_checkpoint(tmp
                 raise Killed
             return real_place(d_, kept, name, kept_name, **kw)
 
-        mp.setattr(engine, "place_file", place)
+        mp.setattr(deletion, "place_file", place)
         with pytest.raises(Killed):
             P.prune(str(d), max_to_keep=2, keep=("ckpt-2",), now=T0 + 9999)
     assert (d / "kept" / "ckpt-2.data-00000-of-00001").exists() and not (d / "kept" / "ckpt-2.index").exists()
@@ -360,7 +360,7 @@ def test_a_kill_between_the_links_never_leaves_an_index_without_its_data_in_kept
         return real_place(d_, kept, name, kept_name, **kw)
 
     with monkeypatch.context() as mp:
-        mp.setattr(engine, "place_file", place)
+        mp.setattr(deletion, "place_file", place)
         with pytest.raises(Killed):
             P.prune(str(d), max_to_keep=2, keep=("ckpt-2",), now=T0 + 9999)
     assert made == ["ckpt-2.data-00000-of-00001"] and not list((d / "kept").glob("*.index"))

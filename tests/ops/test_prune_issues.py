@@ -323,7 +323,7 @@ class _Counted(str):
 
 def _retention_ops(n):
     from ckptool.io.layout.listing import DirListing
-    from ckptool.ops.retain.plan import make_plan
+    from ckptool.ops.retain.prune_plan import make_plan
 
     names = [_Counted(f"ckpt-{i}") for i in range(1, n + 1)]
     st = CheckpointState(names[-1], names, [T0 + i for i in range(n)], T0 - 1)

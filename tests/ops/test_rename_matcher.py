@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ckptool.errors import UsageError
-from ckptool.ops.transform.rename.plan import plan_names
+from ckptool.ops.transform.rename.assignment import plan_names
 from ckptool.ops.transform.rename.rules import Renamer, make_rule, parse_rule
 
 

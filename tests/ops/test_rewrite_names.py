@@ -16,7 +16,7 @@ from ckptool.cli.main import main
 from ckptool.errors import CkptError
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, ObjectGraph
 from ckptool.format.slots import is_optimizer_name
-from ckptool.ops.transform.rename.plan import plan_names
+from ckptool.ops.transform.rename.assignment import plan_names
 from ckptool.ops.transform.rename.rules import Renamer, parse_map, parse_rule
 
 DATA = pathlib.Path(__file__).parents[1] / "data"

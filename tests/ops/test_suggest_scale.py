@@ -12,7 +12,7 @@ import ckptool
 from ckptool.errors import CkptError
 from ckptool.ops.read import suggest
 from ckptool.ops.read.suggest import SCAN_ALL, Suggester, listed, shorten
-from ckptool.ops.transform.rename.plan import plan_names
+from ckptool.ops.transform.rename.assignment import plan_names
 from ckptool.ops.transform.rename.rules import parse_map
 from clirun import completed
 

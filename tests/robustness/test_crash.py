@@ -334,7 +334,7 @@ def test_rewrite_names_killed_at_every_disk_event(tmp_path, compact):
 _FORK_PRELOAD = ["faults", "ckptool.cli.main", "ckptool.cli.commands.convert", "ckptool.ops.transform.convert.run",
                  "ckptool.cli.commands.save", "ckptool.ops.transform.save", "ckptool.cli.commands.prune",
                  "ckptool.ops.retain.prune", "ckptool.cli.commands.rewrite_names", "ckptool.ops.transform.rename.rewrite",
-                 "numpy", "ckptool.ops.retain.plan", "ckptool.ops.retain.retention", "ckptool.io.control.lock",
+                 "numpy", "ckptool.ops.retain.prune_plan", "ckptool.ops.retain.retention", "ckptool.io.control.lock",
                  "ckptool.ops.read.source", "ckptool.ops.read.reader", "ckptool.ops.write.writer", "zipfile"]
 _CTX = []
 

@@ -20,7 +20,7 @@ from ckptool.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from ckptool.ops.transform.rename.plan import Plan
+    from ckptool.ops.transform.rename.assignment import Plan
     from ckptool.ops.transform.rename.rules import Rule
 
 

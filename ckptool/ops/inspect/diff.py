@@ -21,7 +21,7 @@ from ckptool.format.json_numbers import json_float
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY
 from ckptool.format.objkeys import key_of
 from ckptool.ops.read.chunks import CHUNK_BYTES, tensor_chunks
-from ckptool.ops.read.plan import DEFAULT_JOBS, prefetch
+from ckptool.ops.read.prefetch import DEFAULT_JOBS, prefetch
 from ckptool.ops.read.select import compile_filter, filter_words, nothing_selected
 
 if TYPE_CHECKING:

@@ -28,7 +28,7 @@ from ckptool.format import dtypes
 from ckptool.format.bundle import Entry
 from ckptool.format.coding import crc32c, unmask_crc
 from ckptool.ops.read.chunks import CHUNK_BYTES, tensor_chunks
-from ckptool.ops.read.plan import prefetch
+from ckptool.ops.read.prefetch import prefetch
 from ckptool.ops.read.v2 import BundleCheckpoint
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ from ckptool.format import bundle, dtypes
 from ckptool.format.slices import key_text as _shown
 from ckptool.format.slices import tiling_problem
 from ckptool.ops.read.chunks import string_parts
-from ckptool.ops.read.plan import prefetch_entries
+from ckptool.ops.read.prefetch import prefetch_entries
 from ckptool.ops.read.v2 import BundleCheckpoint
 
 if TYPE_CHECKING:

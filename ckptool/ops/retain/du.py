@@ -15,10 +15,10 @@ from ckptool.io.layout.keptdir import is_kept_dir, kept_path
 from ckptool.io.layout.listing import scan
 from ckptool.io.layout.walk import TREE_READS
 from ckptool.io.safety.dirfd import open_dir
-from ckptool.ops.retain.engine import latest_base, newest_on_disk, read_dir_state
+from ckptool.ops.retain.deletion import latest_base, newest_on_disk, read_dir_state
 from ckptool.ops.retain.fleet import prune_tree
-from ckptool.ops.retain.plan import state_entries
 from ckptool.ops.retain.policy_args import UNSET
+from ckptool.ops.retain.prune_plan import state_entries
 
 if TYPE_CHECKING:
     from ckptool.io.base import Storage
@@ -93,8 +93,8 @@ def _du(root: str, storage: Storage, max_to_keep: Any, keep_every_n_hours: Any, 
         except CkptError as exc:
             out.append(RunUsage(d, 0, 0, None, None, None, None, str(exc)))
             continue
-        if not listing.complete:  # a Keras ModelCheckpoint series (ckptool.ops.retain.series)
-            from ckptool.ops.retain.series import series_usage
+        if not listing.complete:  # a Keras ModelCheckpoint series (ckptool.ops.retain.series_prune)
+            from ckptool.ops.retain.series_prune import series_usage
 
             row = series_usage(storage, d, r, now)
             if row is not None:

@@ -2,7 +2,7 @@
 about to do is written there first (the checkpoints to delete, those moving into ``DIR/kept/``
 with their name there, and a Keras series member's files by name, size and time);
 :func:`finish_journal`, run by every deleting command under the lock, completes an interrupted
-one through :mod:`ckptool.ops.retain.engine`."""
+one through :mod:`ckptool.ops.retain.deletion`."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from ckptool.format.json_doc import dump_json, load_json
 from ckptool.io.control.state import CheckpointState
 from ckptool.io.layout.checkpoints import resolve_recorded
 from ckptool.io.layout.listing import FileInfo, scan
-from ckptool.ops.retain.engine import JOURNAL, delete_checkpoint, delete_files, keep_into, release, warn
+from ckptool.ops.retain.deletion import JOURNAL, delete_checkpoint, delete_files, keep_into, release, warn
 
 if TYPE_CHECKING:
     from ckptool.io.base import Dir, Storage

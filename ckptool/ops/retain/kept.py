@@ -1,6 +1,6 @@
 """Kept means kept: which checkpoints prune puts into ``DIR/kept/`` and under which name, and
 the state file ``DIR/kept/checkpoint`` (no I/O but what the callers' listings hold; the
-engine, :mod:`ckptool.ops.retain.engine`, does the linking and the journal).
+engine, :mod:`ckptool.ops.retain.deletion`, does the linking and the journal).
 
 A checkpoint kept by a rule that lasts (pinned, best, steps-every, every-N-hours by
 ckptool's policy) gets a second name in ``kept/``: it *moves* there (its names in DIR go,

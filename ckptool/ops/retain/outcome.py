@@ -23,7 +23,7 @@ from ckptool.ops.retain.kept import LINK, MOVE
 if TYPE_CHECKING:
     from ckptool.io.base import Storage
     from ckptool.io.layout.listing import DirListing
-    from ckptool.ops.retain.plan import Plan
+    from ckptool.ops.retain.prune_plan import Plan
 
 
 @dataclass

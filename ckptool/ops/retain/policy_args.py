@@ -33,7 +33,7 @@ def policy_values(max_to_keep: Any = UNSET, keep_every_n_hours: Any = UNSET, kee
     if best is not None:  # --keep-best (a ckptool.ops.retain.keep_best.BestSpec): explicit, as the flags
         pol.update(keep_best=best.n, metric=best.metric, mode=best.mode, metrics=best.metrics)
         explicit |= {"keep_best", "metric", "mode"} | ({"metrics"} if best.metrics is not None else set())
-    if series is not None:  # a Keras ModelCheckpoint series (ckptool.ops.retain.series): explicit, as a flag
+    if series is not None:  # a Keras ModelCheckpoint series (ckptool.ops.retain.series_prune): explicit, as a flag
         pol["series"] = series
         explicit.add("series")
     if pol["max_to_keep"] is not None and pol["max_to_keep"] < 0:

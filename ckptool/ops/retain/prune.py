@@ -1,7 +1,7 @@
 """``prune`` and the retention step of ``save`` (:func:`record_save`).
 
 Decisions come from the pure engine (:mod:`ckptool.ops.retain.retention`) through
-:mod:`ckptool.ops.retain.plan`; this module applies them. Safety rules
+:mod:`ckptool.ops.retain.prune_plan`; this module applies them. Safety rules
 (README, ``prune``):
 
 - only a checkpoint's own files (:mod:`ckptool.io.layout.checkpoints`) directly inside DIR are
@@ -37,7 +37,7 @@ from ckptool.io.layout.keptdir import is_kept_dir, kept_path, write_clock
 from ckptool.io.layout.listing import DirListing, FileInfo, scan
 from ckptool.io.safety.dirfd import open_dir
 from ckptool.ops.retain import retention as R
-from ckptool.ops.retain.engine import (
+from ckptool.ops.retain.deletion import (
     JOURNAL,
     KEEP,
     STATE_ATTEMPTS,
@@ -58,8 +58,8 @@ from ckptool.ops.retain.keep_best import best_settings, spec_from_policy
 from ckptool.ops.retain.kept import MOVE
 from ckptool.ops.retain.metrics import metric_values
 from ckptool.ops.retain.outcome import PruneResult, describe, freed_bytes
-from ckptool.ops.retain.plan import Plan, make_plan, merge_state
 from ckptool.ops.retain.policy_args import UNSET, policy_values
+from ckptool.ops.retain.prune_plan import Plan, make_plan, merge_state
 
 if TYPE_CHECKING:
     from ckptool.io.base import Dir, Storage
@@ -308,7 +308,7 @@ def prune(directory: str, *, max_to_keep: Any = UNSET, keep_every_n_hours: Any =
     ``lock_timeout``: seconds to wait for the directory lock.
     ``progress(checkpoints_deleted, to_delete)`` as checkpoints are deleted.
     ``series``: a Keras ModelCheckpoint filepath template: prune that file series of DIR
-    instead (:mod:`ckptool.ops.retain.series`; also ``series = ...`` in ``.ckptool.toml``).
+    instead (:mod:`ckptool.ops.retain.series_prune`; also ``series = ...`` in ``.ckptool.toml``).
 
     What is kept is checked first (every file there, each data file as long as its index
     needs; with ``verify`` the CRCs too): a damaged checkpoint is not counted as one of
@@ -346,7 +346,7 @@ def prune_open(storage: Storage, d: Dir, pol: dict[str, Any], *, now: float, dry
     policy = R.Policy(pol.get("max_to_keep") or None, pol.get("keep_every_n_hours") or None,
                       pol.get("keep_steps_every"), pol.get("min_age"))
     if pol.get("series"):  # a Keras ModelCheckpoint file series, not a TF checkpoint directory
-        from ckptool.ops.retain.series import prune_series_open
+        from ckptool.ops.retain.series_prune import prune_series_open
 
         series = prune_series_open(storage, d, pol, now=now, dry_run=dry_run, pins=tuple(pins),
                                    strict_pins=strict_pins, lock_timeout=lock_timeout, progress=progress)

@@ -40,7 +40,7 @@ from ckptool.io.layout.checkpoints import (
     v1_files,
 )
 from ckptool.io.layout.listing import DirListing, scan
-from ckptool.ops.retain.engine import (
+from ckptool.ops.retain.deletion import (
     KEEP,
     delete_checkpoint,
     latest_base,
@@ -241,7 +241,7 @@ def _journaled_prefix(storage: Storage, path: str) -> str | None:
 
 def rm(checkpoints: list[str], *, force: bool = False, dry_run: bool = False) -> RmResult:
     """Delete each checkpoint of ``checkpoints`` (CHECKPOINT arguments) and its state entries,
-    through the deletion engine (:mod:`ckptool.ops.retain.engine`)."""
+    through the deletion engine (:mod:`ckptool.ops.retain.deletion`)."""
     groups = _resolve(list(checkpoints))
     out = RmResult(dry_run=dry_run)
     with contextlib.ExitStack() as stack:

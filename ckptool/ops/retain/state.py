@@ -16,7 +16,7 @@ from ckptool.io.control.lock import lock_open
 from ckptool.io.control.state import CheckpointState, read_state, resolve
 from ckptool.io.layout.checkpoints import checkpoint_exists, resolve_recorded, step_of
 from ckptool.io.layout.listing import scan
-from ckptool.ops.retain.engine import KEEP, read_dir_state, refuse_special, update_state, warn
+from ckptool.ops.retain.deletion import KEEP, read_dir_state, refuse_special, update_state, warn
 from ckptool.ops.retain.journal import finish_journal
 
 if TYPE_CHECKING:

@@ -24,7 +24,7 @@ from ckptool.errors import CkptError, UsageError
 from ckptool.format.dtypes import AVERAGED as FLOATS
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY
 from ckptool.format.objkeys import key_of
-from ckptool.ops.read.plan import DEFAULT_JOBS, prefetch
+from ckptool.ops.read.prefetch import DEFAULT_JOBS, prefetch
 
 if TYPE_CHECKING:
     import numpy as np

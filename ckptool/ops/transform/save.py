@@ -13,7 +13,7 @@ from ckptool.errors import CkptError
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, is_object_key, object_key
 from ckptool.io.backends.urls import storage_for
 from ckptool.io.safety.destination import checkpoint_identity
-from ckptool.ops.read.plan import prefetch
+from ckptool.ops.read.prefetch import prefetch
 from ckptool.ops.read.source import RawTensor, kind_of, open_specs
 from ckptool.ops.write.writer import BundleWriter
 

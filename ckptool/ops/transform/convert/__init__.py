@@ -2,7 +2,7 @@
 
 What it reads is a list of specs (:mod:`~ckptool.ops.read.source`; a ``.safetensors``
 file: :mod:`~ckptool.ops.read.stfile`), seen through ``--ema`` or
-``--strip-optimizer`` (:mod:`~ckptool.ops.transform.convert.ema`) and cast as asked
+``--strip-optimizer`` (:mod:`~ckptool.ops.transform.convert.averaged`) and cast as asked
 (:mod:`~ckptool.ops.transform.convert.cast`). :mod:`~ckptool.ops.transform.convert.run` checks the
 options and writes a TF checkpoint, ``.npz`` (:mod:`~ckptool.ops.transform.convert.to_npz`) or
 ``.safetensors`` (:mod:`~ckptool.ops.transform.convert.to_safetensors`); the format follows DST's

@@ -27,7 +27,7 @@ class ConvertResult:
     skipped: list[str] = field(default_factory=list)
     cast: dict[str, str] = field(default_factory=dict)  # tensor -> "from->to"
     overflow: dict[str, int] = field(default_factory=dict)  # tensor -> values that became inf (allowed)
-    ema: dict[str, Any] | None = None  # --ema: ckptool.ops.transform.convert.ema.EmaReport.to_json()
+    ema: dict[str, Any] | None = None  # --ema: ckptool.ops.transform.convert.averaged.EmaReport.to_json()
 
     def to_json(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"dst": self.dst, "format": self.format, "tensors": self.tensors, "bytes": self.nbytes,

@@ -46,12 +46,12 @@ def convert(src: str, dst: str, *, to: str | None = None, match: Sequence[str] =
     mapping stays in the metadata, so converting back restores the checkpoint's names.
     ``jobs``: ranged GETs in flight when ``src`` is on an object store (default 8; no effect on
     local files). ``ema``: each variable written with its moving average's value
-    (:mod:`ckptool.ops.transform.convert.ema`); ``strip_optimizer``: the optimizer's state (and the
+    (:mod:`ckptool.ops.transform.convert.averaged`); ``strip_optimizer``: the optimizer's state (and the
     averages) left out; ``template_config``: with ``ema``, the JSON file holding a Keras 3 source's
     model config (``model.to_json()``), which says what a ``.weights.h5`` does not (the layer order,
     whether the optimizer keeps averages).
     """
-    from ckptool.ops.read.plan import prefetch
+    from ckptool.ops.read.prefetch import prefetch
     from ckptool.ops.read.select import select
     from ckptool.ops.read.source import open_specs
     from ckptool.ops.transform.convert.keras.bridge import keras_target, no_template_message
@@ -66,7 +66,7 @@ def convert(src: str, dst: str, *, to: str | None = None, match: Sequence[str] =
     ema_report = None
     try:
         if ema or strip_optimizer:  # a view of the source: the writers below see the averages' values
-            from ckptool.ops.transform.convert.ema import ema_source
+            from ckptool.ops.transform.convert.averaged import ema_source
 
             opened, ema_report = ema_source(opened, ema=ema, strip_optimizer=strip_optimizer, where=src,
                                             keras_config=keras_config)

@@ -40,7 +40,7 @@ from ckptool.ops.transform.hf import (
     tapas,
     xlnet,
 )
-from ckptool.ops.transform.hf.engine import Arch
+from ckptool.ops.transform.hf.weightmap import Arch
 
 # in the order detection tries them; the families that share BERT's names before ELECTRA and BERT
 ARCHS: tuple[Arch, ...] = (*albert.ARCHS, *convbert.ARCHS, *funnel.ARCHS, *canine.ARCHS, *electra.ARCHS,

@@ -11,7 +11,7 @@ albert_layers.I``, ``attention_1/self`` and ``attention_1/output`` one ``attenti
 from __future__ import annotations
 
 from ckptool.ops.transform.hf.bert import CLASSIFIER, embedding_rules
-from ckptool.ops.transform.hf.engine import Arch, Rule, dense, norm
+from ckptool.ops.transform.hf.weightmap import Arch, Rule, dense, norm
 
 H, E, FF = "hidden_size", "embedding_size", "intermediate_size"
 _TF = "(?:module/)?bert"

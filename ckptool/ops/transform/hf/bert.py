@@ -16,7 +16,7 @@ transposed.
 
 from __future__ import annotations
 
-from ckptool.ops.transform.hf.engine import Arch, Rule, dense, norm
+from ckptool.ops.transform.hf.weightmap import Arch, Rule, dense, norm
 
 H, FF = "hidden_size", "intermediate_size"
 

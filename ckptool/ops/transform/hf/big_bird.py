@@ -18,7 +18,7 @@ from typing import Any
 
 from ckptool.ops.transform.hf.albert import ACTIVATIONS  # Google BERT modeling.py's get_activation
 from ckptool.ops.transform.hf.bert import PRETRAINING
-from ckptool.ops.transform.hf.engine import Arch, Plan, Rule, check_value, dense, norm
+from ckptool.ops.transform.hf.weightmap import Arch, Plan, Rule, check_value, dense, norm
 
 H, FF = "hidden_size", "intermediate_size"
 _LAY = r"bert/encoder/layer_(?P<n>\d+)"

@@ -21,7 +21,7 @@ from typing import Any
 
 from ckptool.ops.transform.hf.albert import ACTIVATIONS  # Google BERT modeling.py's get_activation
 from ckptool.ops.transform.hf.bert import layer_rules
-from ckptool.ops.transform.hf.engine import Arch, Plan, Rule, check_value, dense, norm
+from ckptool.ops.transform.hf.weightmap import Arch, Plan, Rule, check_value, dense, norm
 
 H = "hidden_size"
 _HEADS = "a pretraining head: 4.57's loader leaves it out"

@@ -11,8 +11,8 @@ from typing import Any
 
 from ckptool.errors import CkptError
 from ckptool.ops.read.spec import Spec
-from ckptool.ops.transform.hf.engine import Placed, Plan, short
 from ckptool.ops.transform.hf.steps import Ctx, parse_op
+from ckptool.ops.transform.hf.weightmap import Placed, Plan, short
 
 
 def batch_norm_counters(plan: Plan) -> list[Placed]:

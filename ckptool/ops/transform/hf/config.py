@@ -1,7 +1,7 @@
 """The model's config for ``convert --to hf``: read from the release's own file (BERT's
 ``bert_config.json``, GPT-2's ``hparams.json``, a GPT-Neo run's JSON, T5's ``operative_config.gin``)
 or an HF ``config.json`` (it has a ``model_type``), translated to transformers' names, then checked
-against and completed from the tensors (:func:`ckptool.ops.transform.hf.engine.complete`).
+against and completed from the tensors (:func:`ckptool.ops.transform.hf.weightmap.complete`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 from ckptool.errors import CkptError, MissingError
 from ckptool.format.json_doc import load_json
-from ckptool.ops.transform.hf.engine import Arch
+from ckptool.ops.transform.hf.weightmap import Arch
 
 #: the config files of the releases, looked for when --config names a directory
 RELEASE_FILES = ("config.json", "bert_config.json", "albert_config.json", "hparams.json", "operative_config.gin",

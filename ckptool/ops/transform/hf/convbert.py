@@ -21,7 +21,7 @@ from typing import Any
 
 from ckptool.errors import CkptError
 from ckptool.ops.transform.hf.bert import embedding_rules
-from ckptool.ops.transform.hf.engine import Arch, Plan, Rule, check_value, dense, norm
+from ckptool.ops.transform.hf.weightmap import Arch, Plan, Rule, check_value, dense, norm
 
 H, E, FF = "hidden_size", "embedding_size", "intermediate_size"
 _LAY = r"electra/encoder/layer_(?P<n>\d+)"

@@ -14,7 +14,7 @@ import itertools
 import re
 from collections.abc import Iterator
 
-from ckptool.ops.transform.hf.engine import Plan, Rule, fill
+from ckptool.ops.transform.hf.weightmap import Plan, Rule, fill
 
 _PLACEHOLDER = re.compile(r"\{([^}]+)\}")
 _GROUP_NAME = re.compile(r"(?:\d+\*)?(\w+)")

@@ -13,8 +13,8 @@ paper's for its own GPT-2, trained in PyTorch).
 
 from __future__ import annotations
 
-from ckptool.ops.transform.hf.engine import Arch
 from ckptool.ops.transform.hf.gpt2 import rules
+from ckptool.ops.transform.hf.weightmap import Arch
 
 KEYS = {"n_vocab": "vocab_size", "n_ctx": "n_positions", "n_embd": "hidden_size", "n_head": "n_head",
         "n_layer": "n_layer", "n_positions": "n_positions", "vocab_size": "vocab_size", "hidden_size": "hidden_size",

@@ -35,7 +35,7 @@ from typing import Any
 
 from ckptool.errors import CkptError
 from ckptool.ops.transform.hf.common import batch_norm_counters
-from ckptool.ops.transform.hf.engine import Arch, Plan, Rule, check_value
+from ckptool.ops.transform.hf.weightmap import Arch, Plan, Rule, check_value
 
 _BN = (("gamma", "weight"), ("beta", "bias"), ("moving_mean", "running_mean"), ("moving_variance", "running_var"))
 _CONV = "perm:3,2,0,1"  # [h, w, in, out] -> [out, in, h, w]

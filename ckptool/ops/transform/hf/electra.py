@@ -13,7 +13,7 @@ the word embeddings). Each leaves the other model's variables out, by name.
 from __future__ import annotations
 
 from ckptool.ops.transform.hf.bert import embedding_rules, encoder_rules
-from ckptool.ops.transform.hf.engine import Arch, Rule, dense, norm
+from ckptool.ops.transform.hf.weightmap import Arch, Rule, dense, norm
 
 H, E = "hidden_size", "embedding_size"
 _GENERATOR = "the generator's (--arch electra-generator exports it)"

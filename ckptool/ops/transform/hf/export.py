@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, UsageError
 from ckptool.ops.transform.hf import ARCHS
-from ckptool.ops.transform.hf.engine import AVERAGE, Arch, Plan, complete, describe, match, plan, short
+from ckptool.ops.transform.hf.weightmap import AVERAGE, Arch, Plan, complete, describe, match, plan, short
 
 if TYPE_CHECKING:
     from ckptool.ops.read.spec import Opened, Spec
@@ -163,8 +163,8 @@ def convert_hf(src: str, dst: str, *, arch: str | None = None, config: str | Non
                jobs: int | None = None, opened: Opened | None = None, ema: bool = False) -> HfResult:
     """Write ``src`` as a Hugging Face folder ``dst`` (see the package doc); ``opened`` is an open
     view of ``src`` to export instead of opening it (it is not closed here). ``ema``: each
-    variable exported with its moving average's value (:func:`ckptool.ops.transform.convert.ema.ema_source`)."""
-    from ckptool.ops.read.plan import prefetch
+    variable exported with its moving average's value (:func:`ckptool.ops.transform.convert.averaged.ema_source`)."""
+    from ckptool.ops.read.prefetch import prefetch
     from ckptool.ops.read.source import open_specs
     from ckptool.ops.transform.hf.config import beside
     from ckptool.ops.transform.hf.folder import parse_size, write_folder
@@ -177,7 +177,7 @@ def convert_hf(src: str, dst: str, *, arch: str | None = None, config: str | Non
     reads: dict[str, str] = {}  # an exported name -> the tensor it reads (--ema: its average)
     try:
         if ema:
-            from ckptool.ops.transform.convert.ema import ema_source
+            from ckptool.ops.transform.convert.averaged import ema_source
 
             source, report = ema_source(source, where=src)
             reads = report.source if report is not None else {}

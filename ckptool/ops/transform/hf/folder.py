@@ -26,8 +26,8 @@ from ckptool.format.json_doc import dump_json
 from ckptool.io.safety.atomic import AtomicFile, make_output_dir, publish
 from ckptool.io.safety.destination import check_destination
 from ckptool.ops.read.hffolder import HF_INDEX, HF_SINGLE
-from ckptool.ops.transform.hf.engine import Placed, Plan, apply
 from ckptool.ops.transform.hf.tokenizer import Data
+from ckptool.ops.transform.hf.weightmap import Placed, Plan, apply
 
 if TYPE_CHECKING:
     from ckptool.io.base import Storage

@@ -25,7 +25,7 @@ import re
 from typing import Any
 
 from ckptool.errors import CkptError, UnsupportedError
-from ckptool.ops.transform.hf.engine import Arch, Plan, Rule, check_value, norm
+from ckptool.ops.transform.hf.weightmap import Arch, Plan, Rule, check_value, norm
 
 D = "d_model"
 _LAY = r"model/(?P<part>encoder|decoder)/layer_(?P<n>\d+)"

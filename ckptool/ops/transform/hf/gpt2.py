@@ -7,7 +7,7 @@ as transformers 4.57's ``load_tf_weights_in_gpt2`` places it: every value squeez
 
 from __future__ import annotations
 
-from ckptool.ops.transform.hf.engine import Arch, Rule
+from ckptool.ops.transform.hf.weightmap import Arch, Rule
 
 E = "n_embd"
 _H = r"model/h(?P<i>\d+)"

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ckptool.errors import CkptError
-from ckptool.ops.transform.hf.engine import Arch, Plan, Rule
+from ckptool.ops.transform.hf.weightmap import Arch, Plan, Rule
 
 H = "hidden_size"
 _H = r"gpt2/h(?P<i>\d+)"

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from ckptool.ops.transform.hf.common import Join, joiner, zero_biases
-from ckptool.ops.transform.hf.engine import Arch, Plan, Rule, check_value
+from ckptool.ops.transform.hf.weightmap import Arch, Plan, Rule, check_value
 
 E = "n_embd"
 _H = r"model/h(?P<i>\d+)"

@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 
 from ckptool.ops.transform.hf.bert import PRETRAINING, embedding_rules
-from ckptool.ops.transform.hf.engine import Arch, Rule, dense, norm
+from ckptool.ops.transform.hf.weightmap import Arch, Rule, dense, norm
 
 H, FF = "hidden_size", "intermediate_size"
 _E = "lxmert/encoder"

@@ -12,7 +12,7 @@ head only (it has no pooler: a pooler is left out), ``MegatronBertModel`` with n
 from __future__ import annotations
 
 from ckptool.ops.transform.hf.bert import PRETRAINING
-from ckptool.ops.transform.hf.engine import Arch, Rule, dense, norm
+from ckptool.ops.transform.hf.weightmap import Arch, Rule, dense, norm
 
 H, FF = "hidden_size", "intermediate_size"
 _MLM = PRETRAINING[:5]  # cls/predictions: transform dense, its norm, output_bias

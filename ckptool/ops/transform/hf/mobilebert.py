@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ckptool.ops.transform.hf.engine import Arch, Plan, Rule, check_value, dense
+from ckptool.ops.transform.hf.weightmap import Arch, Plan, Rule, check_value, dense
 
 H, E, B, FF = "hidden_size", "embedding_size", "intra_bottleneck_size", "intermediate_size"  # B: the layers' width
 _NORM = "(?:Fake)?LayerNorm"

@@ -23,7 +23,7 @@ from typing import Any
 
 from ckptool.errors import CkptError
 from ckptool.ops.transform.hf.common import batch_norm_counters
-from ckptool.ops.transform.hf.engine import Arch, Plan, Rule
+from ckptool.ops.transform.hf.weightmap import Arch, Plan, Rule
 
 _BN = (("gamma", "weight"), ("beta", "bias"), ("moving_mean", "running_mean"), ("moving_variance", "running_var"))
 _M = "MobilenetV2"

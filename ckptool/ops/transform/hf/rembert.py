@@ -12,7 +12,7 @@ transformers class is known to take them: they are left out, saying so.
 from __future__ import annotations
 
 from ckptool.ops.transform.hf.bert import embedding_rules, encoder_rules
-from ckptool.ops.transform.hf.engine import Arch, Rule, dense
+from ckptool.ops.transform.hf.weightmap import Arch, Rule, dense
 
 H, E = "hidden_size", "input_embedding_size"
 _OUTPUT = "the pretraining output side: 4.57's loader leaves it out (reset when fine-tuned)"

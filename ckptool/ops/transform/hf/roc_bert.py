@@ -18,7 +18,7 @@ from typing import Any
 
 from ckptool.errors import CkptError
 from ckptool.ops.transform.hf.bert import PRETRAINING, embedding_rules, encoder_rules
-from ckptool.ops.transform.hf.engine import Arch, Plan, Rule, check_value, dense
+from ckptool.ops.transform.hf.weightmap import Arch, Plan, Rule, check_value, dense
 
 H = "hidden_size"
 _MLM = PRETRAINING[:5]

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ckptool.ops.transform.hf.bert import encoder_rules
-from ckptool.ops.transform.hf.engine import Arch, Placed, Plan, Rule, dense, norm
+from ckptool.ops.transform.hf.weightmap import Arch, Placed, Plan, Rule, dense, norm
 
 if TYPE_CHECKING:
     import numpy as np

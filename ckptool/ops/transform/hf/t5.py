@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from ckptool.errors import CkptError
-from ckptool.ops.transform.hf.engine import Arch, Plan, Rule, check_value
+from ckptool.ops.transform.hf.weightmap import Arch, Plan, Rule, check_value
 
 D, FF, INNER = "d_model", "d_ff", "num_heads*d_kv"
 _BLOCK = r"(?P<s>encoder|decoder)/block_(?P<b>\d+)"

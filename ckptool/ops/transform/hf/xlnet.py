@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from ckptool.errors import CkptError
-from ckptool.ops.transform.hf.engine import Arch, Plan, Rule, dense, norm
+from ckptool.ops.transform.hf.weightmap import Arch, Plan, Rule, dense, norm
 
 D, FF, HEADS = "d_model", "d_inner", ("d_model", "n_head", "d_head")
 _T = "model/transformer"

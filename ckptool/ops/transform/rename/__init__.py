@@ -20,7 +20,7 @@ checkpoint gets an object graph rebuilt from its new keys (slot references
 included), written to one extra small data shard.
 
 The package: :mod:`~ckptool.ops.transform.rename.rules` (the rules and the matcher),
-:mod:`~ckptool.ops.transform.rename.plan` (which SRC name goes where, and the object graph brought
+:mod:`~ckptool.ops.transform.rename.assignment` (which SRC name goes where, and the object graph brought
 in line), :mod:`~ckptool.ops.transform.rename.transfer` (how the tensor bytes reach DST: linked or
 copied), :mod:`~ckptool.ops.transform.rename.template` (``--template``) and
 :mod:`~ckptool.ops.transform.rename.rewrite` (:func:`~ckptool.ops.transform.rename.rewrite.rewrite_names`,

@@ -1,5 +1,5 @@
 """``rewrite_names``: SRC's tensors written at DST under new names, through a plan
-(:mod:`~ckptool.ops.transform.rename.plan`), a template
+(:mod:`~ckptool.ops.transform.rename.assignment`), a template
 (:mod:`~ckptool.ops.transform.rename.template`) or the tensor bytes linked or copied
 (:mod:`~ckptool.ops.transform.rename.transfer`)."""
 
@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import UsageError
 from ckptool.format import bundle
-from ckptool.ops.transform.rename.plan import Plan, graph_for, plan_names
+from ckptool.ops.transform.rename.assignment import Plan, graph_for, plan_names
 from ckptool.ops.transform.rename.transfer import copy_tensors, link_files
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ from ckptool.ops.transform.rename.transfer import copy_raw
 
 if TYPE_CHECKING:
     from ckptool.io.base import Storage
-    from ckptool.ops.transform.rename.plan import Plan
+    from ckptool.ops.transform.rename.assignment import Plan
 
 
 @dataclass

@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 from ckptool.format import bundle
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY
 from ckptool.format.objkeys import key_of
-from ckptool.ops.read.plan import prefetch
+from ckptool.ops.read.prefetch import prefetch
 
 if TYPE_CHECKING:
     from ckptool.format.bundle import Entry
     from ckptool.io.base import Storage
-    from ckptool.ops.transform.rename.plan import Plan
+    from ckptool.ops.transform.rename.assignment import Plan
     from ckptool.ops.write.writer import BundleWriter
 
 

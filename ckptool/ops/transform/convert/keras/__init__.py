@@ -6,5 +6,5 @@ TF checkpoint and a Keras 3 file, both ways.
 layer order of :mod:`~ckptool.ops.transform.convert.keras.order` and the optimizer state of
 :mod:`~ckptool.ops.transform.convert.keras.optim`; without a template,
 :mod:`~ckptool.ops.transform.convert.keras.synth` lays out a ``.weights.h5`` from a SavedModel's
-``keras_metadata.pb``; ``--ema`` reads through :mod:`~ckptool.ops.transform.convert.keras.ema`.
+``keras_metadata.pb``; ``--ema`` reads through :mod:`~ckptool.ops.transform.convert.keras.averaged_weights`.
 """

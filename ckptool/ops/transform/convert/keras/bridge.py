@@ -23,8 +23,8 @@ from ckptool.io.readerfile import ReaderFile
 from ckptool.io.safety.atomic import AtomicFile, make_output_dir, publish
 from ckptool.io.safety.destination import check_destination, checkpoint_identity
 from ckptool.ops.read.keras import WEIGHTS_MEMBER, KerasCheckpoint, import_h5py, is_keras_path, read_model_config
-from ckptool.ops.transform.convert.ema import EmaReport
-from ckptool.ops.transform.convert.keras.ema import averaged
+from ckptool.ops.transform.convert.averaged import EmaReport
+from ckptool.ops.transform.convert.keras.averaged_weights import averaged
 from ckptool.ops.transform.convert.keras.mapping import Mapping, describe, map_keras
 from ckptool.ops.transform.convert.keras.optim import HYPER
 
@@ -106,7 +106,7 @@ def convert_keras(src: str, dst: str, template: str | None, *, dry_run: bool = F
     """Convert ``src`` into ``dst`` shaped like ``template``; see the module doc. ``template_config``:
     a JSON file holding the Keras 3 model's config (``model.to_json()``), which records the layer
     order a ``.weights.h5`` does not; ``skip_optimizer``: carry the weights alone. ``ema``: each
-    weight takes its moving average's value (:mod:`~ckptool.ops.transform.convert.keras.ema`);
+    weight takes its moving average's value (:mod:`~ckptool.ops.transform.convert.keras.averaged_weights`);
     ``strip_optimizer``: no optimizer state of the source's goes across (as ``skip_optimizer``)."""
     from ckptool.ops.read.reader import open as open_checkpoint
 

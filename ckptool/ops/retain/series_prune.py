@@ -9,7 +9,7 @@ as for TF directories (max_to_keep, keep-every-n-hours by file time, pins, keep-
 and the same safety:
 
 - only members' own files go, through the one deletion engine
-  (:func:`ckptool.ops.retain.engine.delete_files`: the file that unmakes a member first; the
+  (:func:`ckptool.ops.retain.deletion.delete_files`: the file that unmakes a member first; the
   journal names each member's files by size and time first, so a killed prune is finished by
   the next one and a name Keras rewrote since is left alone), under DIR's lock;
 - the latest member (the newest complete one by order), the state file's latest (a TF-format
@@ -39,7 +39,7 @@ from ckptool.io.layout.series_listing import YOUNG, Member, SeriesListing, class
 from ckptool.io.layout.series_names import Template, parse_template
 from ckptool.ops.read.series import list_series
 from ckptool.ops.retain import retention as R
-from ckptool.ops.retain.engine import (
+from ckptool.ops.retain.deletion import (
     delete_files,
     latest_base,
     read_dir_state,

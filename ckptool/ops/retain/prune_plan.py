@@ -14,8 +14,8 @@ from ckptool.io.control.state import STATE_FILENAME, CheckpointState
 from ckptool.io.layout.checkpoints import resolve_recorded, step_of
 from ckptool.io.layout.listing import DirListing
 from ckptool.ops.retain import retention as R
-from ckptool.ops.retain.engine import latest_base as _latest_of
-from ckptool.ops.retain.engine import warn
+from ckptool.ops.retain.deletion import latest_base as _latest_of
+from ckptool.ops.retain.deletion import warn
 from ckptool.ops.retain.health import Health
 from ckptool.ops.retain.keep_best import mark_best
 from ckptool.ops.retain.kept import kept_moves

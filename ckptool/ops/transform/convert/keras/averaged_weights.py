@@ -1,7 +1,7 @@
 """``convert --ema`` through the Keras 3 bridge: which tensor of the source each weight reads.
 
 The bridge maps variables by structure and reads each one's value from the source; with
-``--ema`` the source is seen through :func:`ckptool.ops.transform.convert.ema.ema_source`, the view every
+``--ema`` the source is seen through :func:`ckptool.ops.transform.convert.averaged.ema_source`, the view every
 ``convert`` target uses: a variable with a moving average reads the average (same dtype and
 shape, checked there), the averages themselves and everything else read as they are. A tf_keras
 ``use_ema`` checkpoint (or SavedModel) thus goes to Keras 3 with the averages as its weights, and a
@@ -18,7 +18,7 @@ from typing import Any
 from ckptool.errors import CkptError
 from ckptool.ops.read.checkpoint import Checkpoint
 from ckptool.ops.read.source import Opened, Spec
-from ckptool.ops.transform.convert.ema import EmaReport, ema_source
+from ckptool.ops.transform.convert.averaged import EmaReport, ema_source
 
 
 def averaged(ck: Checkpoint, where: str, config: Any = None) -> EmaReport:
