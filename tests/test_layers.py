@@ -645,3 +645,14 @@ def test_the_structural_checks_see_what_they_claim_to():
     assert [w for _, w in _file_calls(calls)] == ["open", "os.remove", "os.unlink", "os.rename"]
     assert sorted(w for _, w in _locality_checks(src)) == sorted([
         "is LOCAL", "isinstance(..., Local...)", "isinstance(..., Local...)", "hasattr(..., 'lstat')", ".local"])
+
+
+def test_one_name_one_concept_inside_ops():
+    """Inside ops/, no two modules share a name: one concept, one name (a second ``plan.py`` is a
+    second concept wearing the first one's name, or the first one's copy)."""
+    seen: dict[str, list[str]] = {}
+    for name, path in MODULES.items():
+        if name.startswith("ckptool.ops.") and path.name != "__init__.py":
+            seen.setdefault(path.stem, []).append(name)
+    bad = [f"{stem}: {', '.join(sorted(names))}" for stem, names in sorted(seen.items()) if len(names) > 1]
+    assert not bad, _report("modules of ops/ sharing a name (give each concept its own)", bad)

@@ -72,10 +72,11 @@ def command(checkpoint: str, as_json: bool, tensors: tuple[str, ...], all_tensor
         if verify:
             _verify(ck, jobs, as_json)
             return
-        from ckptool.ops.inspect import inspection
+        from ckptool.ops.inspect.summary import summary
+        from ckptool.ops.inspect.tree import tree as object_tree
 
         if tree:
-            root = inspection.tree(ck)
+            root = object_tree(ck)
             if as_json:
                 emit_json(root.to_json())
             else:
@@ -89,7 +90,7 @@ def command(checkpoint: str, as_json: bool, tensors: tuple[str, ...], all_tensor
         elif tensors or all_tensors:
             _values(ck, names, bool(tensors), len(tensors) == 1, full, as_json)
         else:
-            doc = inspection.summary(ck, checkpoint)
+            doc = summary(ck, checkpoint)
             if as_json:
                 emit_json(doc)
             else:
@@ -138,11 +139,11 @@ def _stats(ck, names, jobs, as_json) -> None:
     """--stats: each tensor's row written (or kept) as it is done."""
     from ckptool.cli import render
     from ckptool.cli.progress import increments, progress_bar
-    from ckptool.ops.inspect import inspection
+    from ckptool.ops.inspect.stats import iter_tensors_stats
 
     with progress_bar("statistics") as bar:
         add = increments(bar, sum(v.nbytes for v in map(ck.variable, names) if v.dtype not in ("string", "variant")))
-        rows = inspection.iter_tensors_stats(ck, names, jobs=jobs, on_bytes=add)
+        rows = iter_tensors_stats(ck, names, jobs=jobs, on_bytes=add)
         if as_json:
             emit_json_rows(rows, names)
         else:
@@ -152,19 +153,21 @@ def _stats(ck, names, jobs, as_json) -> None:
 def _values(ck, names, named, one, full, as_json) -> None:
     """--tensor (``named``; ``one``: given once) or --all-tensors: the values of ``names``."""
     from ckptool.cli import render
-    from ckptool.ops.inspect import inspection
+    from ckptool.format.objgraph import OBJECT_GRAPH_KEY
+    from ckptool.ops.inspect.tree import tree
+    from ckptool.ops.inspect.values import tensor_json
 
     if as_json:
-        docs = [inspection.tensor_json(ck, n) for n in names]
+        docs = [tensor_json(ck, n) for n in names]
         emit_json(docs[0] if one else docs)
         return
     for i, n in enumerate(names):
         v = ck.variable(n)
         if i:
             click.echo("")
-        if n == inspection.OBJECT_GRAPH_KEY:  # serialized bytes: drawn as --tree draws it
+        if n == OBJECT_GRAPH_KEY:  # serialized bytes: drawn as --tree draws it
             render.print_object_graph_value(v.name, v.dtype, v.shape, v.nbytes,
-                                            inspection.tree(ck) if named else None, _title(ck.prefix))
+                                            tree(ck) if named else None, _title(ck.prefix))
             continue
         render.print_tensor(v.name, v.dtype, v.shape, ck.read(n), full)
 

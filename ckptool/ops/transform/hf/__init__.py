@@ -3,10 +3,10 @@ or its shards and index, tokenizer files) that transformers 5 loads with ``from_
 weight equal to what transformers 4.57's own TF loader (``load_tf_weights_in_*``) put there.
 
 Each architecture is a table of rules (TF name pattern -> HF name, transform) in its family's module
-(``bert``, ``albert``, ``electra``, ``t5``, ``gpt2``, ``gpt_neo``, ``mobilenet``; issue 51's ``roformer``,
-``megatron_bert``, ``roc_bert``, ``tapas``, ``rembert``, ``convbert``, ``mobilebert``, ``funnel``,
-``canine``, ``big_bird``), written as
-``engine``'s docstring says; ``engine`` (the one weight-map engine) checks a table when it is built,
+(``albert``, ``bert``, ``big_bird``, ``canine``, ``convbert``, ``decision_transformer``, ``efficientnet``,
+``electra``, ``funnel``, ``gpt2``, ``gpt_neo``, ``imagegpt``, ``lxmert``, ``megatron_bert``, ``mobilebert``,
+``mobilenet``, ``mobilenet_v2``, ``rembert``, ``roc_bert``, ``roformer``, ``t5``, ``tapas``, ``xlnet``), written as
+``weightmap``'s docstring says; ``weightmap`` (the one weight-map engine) checks a table when it is built,
 matches and checks the config, ``steps`` is its table of transform steps, ``coverage`` finds the
 model's weights no variable fills, ``config`` reads the release's config, ``tokenizer`` writes the
 tokenizer files, ``export`` picks the architecture and ``folder`` writes the folder. :data:`ARCHS`
