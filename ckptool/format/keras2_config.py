@@ -203,6 +203,36 @@ def _sequential_input(layers: list[Any]) -> list[Any]:
     return [inp, *layers]
 
 
+def _no_slashes(cfg: dict[str, Any], where: str) -> None:
+    """Keras 3 refuses a layer name holding ``/`` (tf_keras's DenseNet: ``conv1/conv``): each is
+    renamed with ``_`` (Keras 3's own DenseNet says ``conv1_conv``), its references too."""
+    names = {str(e["name"]) for e in cfg["layers"]}
+    new = {n: n.replace("/", "_") for n in names if "/" in n}
+    if not new:
+        return
+    if len(set(new.values()) | (names - set(new))) != len(names):
+        raise RefusedError(f"{where}: layer names holding '/' would collide with others once renamed for Keras 3")
+
+    def ren(x: Any) -> Any:
+        if isinstance(x, dict):
+            if x.get("class_name") == "__keras_tensor__":
+                hist = x["config"]["keras_history"]
+                x["config"]["keras_history"] = [new.get(hist[0], hist[0]), *hist[1:]]
+                return x
+            return {k: ren(v) for k, v in x.items()}
+        if isinstance(x, list):
+            if _is_ref(x):
+                return [new.get(x[0], x[0]), *x[1:]]
+            return [ren(v) for v in x]
+        return x
+
+    for e in cfg["layers"]:
+        e["name"] = new.get(e["name"], e["name"])
+        e["config"]["name"] = new.get(e["config"].get("name"), e["config"].get("name"))
+        e["inbound_nodes"] = ren(e["inbound_nodes"])
+    cfg["input_layers"], cfg["output_layers"] = ren(cfg["input_layers"]), ren(cfg["output_layers"])
+
+
 def model(doc: Any, where: str) -> dict[str, Any]:
     """A tf_keras model config (``{"class_name", "config"}``) as Keras 3's: a Functional or
     Sequential model, nested ones too; a subclassed model is refused (its code is the model)."""
@@ -225,6 +255,7 @@ def model(doc: Any, where: str) -> dict[str, Any]:
     out["layers"] = [layer(e, here, shift) for e in cfg["layers"]]
     out["input_layers"] = _io(cfg.get("input_layers"), shift)
     out["output_layers"] = _io(cfg.get("output_layers"), shift)
+    _no_slashes(out, here)
     return obj("keras.src.models.functional", "Functional", out)
 
 

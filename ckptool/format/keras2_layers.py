@@ -47,10 +47,17 @@ _GONE = {"input_length", "time_major", "zero_output_for_mask", "query_shape", "k
          "fused", "virtual_batch_size", "adjustment", "batch_input_shape"}
 #: arguments Keras 3 dropped that must hold tf_keras's default for the layer to be the same
 _DEFAULTS = {"groups": 1, "softmax_robust_masking": False, "renorm": False}
+_NO_GROUPS = {"DepthwiseConv1D", "DepthwiseConv2D", "SeparableConv1D", "SeparableConv2D", "Conv1DTranspose",
+              "Conv2DTranspose", "Conv3DTranspose"}
+#: Keras 3 layers whose constructor takes these arguments only (no ``**kwargs``: not even ``trainable``)
+_ONLY = {"Discretization": {"bin_boundaries", "dtype", "epsilon", "name", "num_bins", "output_mode", "sparse"},
+         "SpatialDropout1D": {"dtype", "name", "rate", "seed"},
+         "SpatialDropout2D": {"data_format", "dtype", "name", "rate", "seed"},
+         "SpatialDropout3D": {"data_format", "dtype", "name", "rate", "seed"}}
 #: arguments tf_keras records that the class never used (SeparableConv's kernel_*: it has depthwise and pointwise)
 _UNUSED = {"SeparableConv1D": ("kernel_initializer", "kernel_regularizer", "kernel_constraint"),
            "SeparableConv2D": ("kernel_initializer", "kernel_regularizer", "kernel_constraint")}
-_GROUPS = {"Conv1D", "Conv2D", "Conv3D"}
+
 _RNN = {"LSTM", "GRU", "SimpleRNN", "RNN", "ConvLSTM1D", "ConvLSTM2D", "ConvLSTM3D"}
 
 
@@ -83,14 +90,22 @@ def fix_layer(cls: str, cfg: dict[str, Any], where: str) -> dict[str, Any]:
     for key in _UNUSED.get(cls, ()):
         cfg.pop(key, None)
     for key, default in _DEFAULTS.items():
-        if key == "groups" and cls in _GROUPS or key not in cfg:
+        if key == "groups" and cls not in _NO_GROUPS or key not in cfg:
             continue
         value = cfg.pop(key)
         if value != default:
             raise RefusedError(f"{where}: {key}={value!r}: Keras 3's {cls} has no such argument, only "
                                f"the behaviour of {key}={default!r}")
+    for key in ("activation", "recurrent_activation"):
+        if cfg.get(key) == "hard_sigmoid":
+            raise RefusedError(f"{where}: {key}='hard_sigmoid': tf_keras's is clip(0.2x + 0.5) and Keras 3's "
+                               "relu6(x + 3) / 6, and Keras 3 has no activation computing tf_keras's")
     if cls == "BatchNormalization":
         _one_axis(cls, cfg, where)
+    for key in set(cfg) - _ONLY.get(cls, set(cfg)):
+        value = cfg.pop(key)
+        if key != "trainable" and value is not None:
+            raise RefusedError(f"{where}: {key}={value!r}: Keras 3's {cls} takes no such argument")
     return cfg
 
 

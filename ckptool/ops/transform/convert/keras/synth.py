@@ -26,8 +26,8 @@ from ckptool.ops.transform.convert.keras.optim import expected_kinds, source_kin
 
 SIMPLE = {"Dense", "Conv1D", "Conv2D", "Conv3D", "Conv1DTranspose", "Conv2DTranspose", "Conv3DTranspose",
           "DepthwiseConv1D", "DepthwiseConv2D", "SeparableConv1D", "SeparableConv2D", "BatchNormalization",
-          "LayerNormalization", "Embedding", "PReLU", "Normalization", "EinsumDense", "LSTMCell", "GRUCell",
-          "SimpleRNNCell"}
+          "LayerNormalization", "GroupNormalization", "Embedding", "PReLU", "Normalization", "EinsumDense",
+          "LSTMCell", "GRUCell", "SimpleRNNCell"}
 RNN = {"LSTM", "GRU", "SimpleRNN", "RNN", "ConvLSTM1D", "ConvLSTM2D", "ConvLSTM3D"}
 #: layers made of named sublayers, each saved at the name Keras 3 gives it (tf.keras's attribute -> Keras 3's)
 NESTED = {"MultiHeadAttention": {"_query_dense": "query_dense", "_key_dense": "key_dense",
@@ -162,6 +162,22 @@ class _Layout:
         got = [(self.ck.variable(self.var_key[v]).dtype, tuple(self.ck.variable(self.var_key[v]).shape)) for v in vs]
         return len(set(got)) == len(got)
 
+    def stacked(self, cells: int | None, held: set[int], group: str, label: str) -> bool:
+        """A StackedRNNCells: tf_keras's ``cells/K``, Keras 3's list ``cells`` (items named by class,
+        ``lstm_cell``, ``lstm_cell_1``)."""
+        items = sorted((int(n), c) for n, c in self.g.nodes[cells].children if n.isdigit()) if cells is not None else []
+        if not items or held != set().union(*(self.reach(c) for _, c in items)):
+            return False
+        self.out.groups.append((group, label))
+        used: dict[str, int] = {}
+        for _, c in items:
+            sub_cls, sub_label = self.named(c)
+            base = snake_case(sub_cls) if sub_cls else "cell"
+            used[base] = used.get(base, -1) + 1
+            name = base + (f"_{used[base]}" if used[base] else "")
+            self.layer(c, sub_cls, f"{group}/cells/{name}", sub_label or name)
+        return True
+
     def model(self, mid: int, cls_name: str, prefix: str) -> None:
         layers = sorted((int(m.group(1)), c) for n, c in self.g.nodes[mid].children if (m := _LAYER_K.match(n)))
         used: dict[str, int] = {}
@@ -200,6 +216,8 @@ class _Layout:
             for c, name in found:
                 sub_cls, sub_label = self.named(c)
                 self.layer(c, sub_cls or ("cell" if name == "cell" else ""), f"{group}/{name}", sub_label or name)
+            return
+        if cls == "StackedRNNCells" and not own and self.stacked(kids.get("cells"), held, group, label):
             return
         raise UsageError(f"{self.src}: layer {label!r} ({cls or 'unknown class'}): its Keras 3 layout is not known "
                          f"without the model; {NEEDS_TEMPLATE}")

@@ -53,6 +53,8 @@ def nodes_from_config(doc: Any) -> list[KerasNode]:
             stack.append((cfg.get(key) or (cfg.get("layer") if key == "backward_layer" else None), f"{path}.{child}"))
         if cls in _CELLS:
             stack.append(({"class_name": _CELLS[cls], "config": {"name": "cell"}}, f"{path}.cell"))
+        if cls == "StackedRNNCells" and isinstance(cfg.get("cells"), list):
+            stack += [(c, f"{path}.cells.{k}") for k, c in enumerate(cfg["cells"])]
         if cls == "MultiHeadAttention":
             stack += [({"class_name": "EinsumDense", "config": {"name": a[1:]}}, f"{path}.{a}") for a in _MHA]
     return out

@@ -41,8 +41,7 @@ def fill_vocabularies(doc: dict[str, Any], src: str, saved_model_dir: str | None
             continue
         cfg = entry["config"]
         label = f"{src}: layer {cfg.get('name')!r} ({entry['class_name']})"
-        for key in ("vocabulary_size", "has_input_vocabulary"):
-            cfg.pop(key, None)
+        size_, has_input = cfg.pop("vocabulary_size", None), cfg.pop("has_input_vocabulary", False)
         vocab = cfg.get("vocabulary")
         if isinstance(vocab, list):
             notes.append(f"{label}: its vocabulary ({len(vocab)} tokens) is in its config")
@@ -51,11 +50,13 @@ def fill_vocabularies(doc: dict[str, Any], src: str, saved_model_dir: str | None
             notes.append(f"{label}: its vocabulary ({len(cfg['vocabulary'])} tokens) read from the SavedModel's "
                          f"assets/{posixpath.basename(vocab.replace(chr(92), '/'))}")
         else:
-            where = "in no file ckptool reads" if vocab is None else f"in {vocab!r}, not in the SavedModel's assets"
-            raise RefusedError(f"{label}: its vocabulary was learnt by adapt() and is {where} (tf_keras keeps an "
-                               "adapted vocabulary in saved_model.pb's graph); Keras 3 would load the layer empty: "
-                               "nothing written. Give the layer its vocabulary as a list or file (vocabulary=...) "
-                               "in tf_keras and save again")
+            how = "given as a list" if has_input else "learnt by adapt()"
+            size = f" of {size_} tokens" if isinstance(size_, int) else ""
+            raise RefusedError(f"{label}: its vocabulary{size} ({how}) is not in the model config nor in the "
+                               "SavedModel's assets/: tf_keras keeps it only as a table in saved_model.pb's graph, "
+                               "which ckptool does not read, and Keras 3 would load the layer empty: nothing written. "
+                               "Give the layer its vocabulary as a file (vocabulary='vocab.txt') in tf_keras and save "
+                               "again")
     return notes
 
 
