@@ -77,6 +77,15 @@ def _input(cfg: dict[str, Any], where: str) -> None:
     cfg.pop("ragged", None)
 
 
+def _bidirectional(cfg: dict[str, Any], where: str) -> None:
+    back = cfg.get("backward_layer")
+    units = [c.get("config", {}).get("units") if isinstance(c, dict) else None for c in (cfg.get("layer"), back)]
+    if back is not None and units[0] != units[1] and cfg.get("merge_mode") == "concat":
+        raise RefusedError(f"{where}: a backward layer of {units[1]} units beside a forward one of {units[0]}: "
+                           "Keras 3's "
+                           "Bidirectional takes the forward layer's output size for both directions")
+
+
 def fix_layer(cls: str, cfg: dict[str, Any], where: str) -> dict[str, Any]:
     """``cfg`` (a tf_keras ``cls`` layer's config, its parts already translated) as Keras 3's
     constructor takes it."""
@@ -100,6 +109,8 @@ def fix_layer(cls: str, cfg: dict[str, Any], where: str) -> dict[str, Any]:
         if cfg.get(key) == "hard_sigmoid":
             raise RefusedError(f"{where}: {key}='hard_sigmoid': tf_keras's is clip(0.2x + 0.5) and Keras 3's "
                                "relu6(x + 3) / 6, and Keras 3 has no activation computing tf_keras's")
+    if cls == "Bidirectional":
+        _bidirectional(cfg, where)
     if cls == "BatchNormalization":
         _one_axis(cls, cfg, where)
     for key in set(cfg) - _ONLY.get(cls, set(cfg)):
