@@ -82,8 +82,7 @@ def _bidirectional(cfg: dict[str, Any], where: str) -> None:
     units = [c.get("config", {}).get("units") if isinstance(c, dict) else None for c in (cfg.get("layer"), back)]
     if back is not None and units[0] != units[1] and cfg.get("merge_mode") == "concat":
         raise RefusedError(f"{where}: a backward layer of {units[1]} units beside a forward one of {units[0]}: "
-                           "Keras 3's "
-                           "Bidirectional takes the forward layer's output size for both directions")
+                           "Keras 3's Bidirectional takes the forward layer's output size for both directions")
 
 
 def fix_layer(cls: str, cfg: dict[str, Any], where: str) -> dict[str, Any]:
