@@ -34,12 +34,12 @@ def optimizer(doc: Any, where: str) -> dict[str, Any]:
     if not isinstance(doc, dict) or not isinstance(doc.get("config"), dict):
         raise RefusedError(f"{where}: no optimizer config to carry")
     cls, cfg = _bare(doc.get("class_name")), dict(doc["config"])
-    if cls == "LossScaleOptimizer":
+    if cls in ("LossScaleOptimizer", "LossScaleOptimizerV3"):  # mixed precision (tf_keras 2.11+ says V3)
         if cfg.get("dynamic") is False:
             raise RefusedError(f"{where}: a fixed loss scale: Keras 3's LossScaleOptimizer is dynamic only")
         inner = optimizer(cfg.get("inner_optimizer"), where)
         return obj("keras.optimizers", "LossScaleOptimizer",
-                   {"name": cfg.get("name", "loss_scale_optimizer"), "inner_optimizer": inner,
+                   {"name": "loss_scale_optimizer", "inner_optimizer": inner,
                     "initial_scale": cfg.get("initial_scale", 32768.0),
                     "dynamic_growth_steps": cfg.get("dynamic_growth_steps", 2000)})
     if cfg.get("is_legacy_optimizer") or cls not in OPTIMIZERS:

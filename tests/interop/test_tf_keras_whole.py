@@ -188,3 +188,16 @@ def test_applications_model_on_torch(saved, tmp_path):
                        env={**os.environ, "KERAS_BACKEND": "torch"}, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     assert float(r.stdout.strip().splitlines()[-1]) < 1e-4
+
+
+def test_with_optimizer_mixed_precision_keeps_the_loss_scale(tmp_path):
+    """tf_keras's LossScaleOptimizerV3 becomes Keras 3's LossScaleOptimizer, its state loaded."""
+    src = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "keras_whole", "mixed")
+    dst = str(tmp_path / "mixed.keras")
+    convert(src, dst, with_optimizer=True)
+    k3 = keras.saving.load_model(dst)
+    assert type(k3.optimizer).__name__ == "LossScaleOptimizer"
+    assert int(k3.optimizer.iterations.numpy()) == 1  # loaded, not a fresh optimizer
+    xs, ys = _io(src)
+    k3.train_on_batch(xs[0], ys[0])
+    assert int(k3.optimizer.iterations.numpy()) == 2

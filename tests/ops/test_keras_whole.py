@@ -72,6 +72,16 @@ def test_with_optimizer_carries_compile_config_and_state(tmp_path):
         assert len(h5["optimizer/vars"]) == res.mapping.optimizer_pairs
 
 
+def test_with_optimizer_mixed_precision(tmp_path):
+    dst = str(tmp_path / "m.keras")
+    convert(os.path.join(DATA, "mixed"), dst, with_optimizer=True)
+    _, config, _ = _members(dst)
+    opt = config["compile_config"]["optimizer"]
+    assert opt["class_name"] == "LossScaleOptimizer" and opt["config"]["inner_optimizer"]["class_name"] == "Adam"
+    with zipfile.ZipFile(dst) as z, z.open("model.weights.h5") as f, h5py.File(f, "r") as h5:
+        assert int(h5["optimizer/inner_optimizer/vars/0"][()]) == 1
+
+
 def test_dry_run_and_misplaced_options_write_nothing(tmp_path):
     src = os.path.join(DATA, "sequential")
     r = completed("convert", src, tmp_path / "m.keras", "--dry-run")
