@@ -24,7 +24,7 @@ def data_dir():
 # must start). There, a test of the tier that skips, or a module of it skipped whole at import, is a
 # failure that says why, and a tier that ran none of its tests fails the session.
 
-TIERS = {"interop": "tests/interop/", "remote": "tests/io/test_remote"}
+TIERS = {"interop": "tests/interop/", "remote": "tests/io/test_remote", "kerastorch": "tests/kerastorch/"}
 
 
 def _required() -> list[str]:

@@ -6,7 +6,6 @@ tests/tf_fixtures/generate_keras_whole.py (keras.applications among them); tf_ke
 
 import json
 import os
-import subprocess
 import sys
 import zipfile
 
@@ -25,7 +24,6 @@ from ckptool.api import convert  # noqa: E402
 from clirun import completed  # noqa: E402
 
 pytestmark = pytest.mark.interop
-TORCH_PY = os.environ.get("CKPTOOL_KERAS_TORCH_PYTHON", "/root/v/ktorch/bin/python")
 
 
 @pytest.fixture(scope="module")
@@ -174,20 +172,6 @@ def test_lookup_vocabulary_from_assets_or_refused(tmp_path):
     src = _save(tf_keras.Model(inp, tf_keras.layers.Embedding(4, 2)(lk(inp))), tmp_path / "lk")
     r = completed("convert", src, tmp_path / "lk.keras")
     assert r.returncode == 1 and "vocabulary of 3 tokens" in r.stderr and "empty" in r.stderr, r.stderr
-
-
-@pytest.mark.skipif(not os.path.exists(TORCH_PY), reason="no Keras 3 + torch venv (CKPTOOL_KERAS_TORCH_PYTHON)")
-def test_applications_model_on_torch(saved, tmp_path):
-    """MobileNetV2 (not committed: written here) on Keras 3's torch backend, in a venv without TF."""
-    src = saved("mobilenet_v2")
-    dst = str(tmp_path / "m.keras")
-    assert completed("convert", src, dst).returncode == 0
-    code = ("import sys, numpy as np, keras; z = np.load(sys.argv[2]); m = keras.saving.load_model(sys.argv[1]); "
-            "y = np.asarray(m.predict(z['x0'], verbose=0)); print(float(np.abs(y - z['y0']).max()))")
-    r = subprocess.run([TORCH_PY, "-c", code, dst, os.path.join(src, "io.npz")], capture_output=True, text=True,
-                       env={**os.environ, "KERAS_BACKEND": "torch"}, timeout=600)
-    assert r.returncode == 0, r.stderr[-2000:]
-    assert float(r.stdout.strip().splitlines()[-1]) < 1e-4
 
 
 def test_with_optimizer_mixed_precision_keeps_the_loss_scale(tmp_path):

@@ -3,7 +3,9 @@ tests/tf_fixtures/generate_keras_whole.py) converted by ckptool to ``.keras`` fi
 loads with ``KERAS_BACKEND=torch`` and no TensorFlow installed, and which predict what tf_keras
 predicted (the ``io.npz`` beside each). Run in a venv with keras, h5py and torch==2.13.0 (no TF):
 
-    KERAS_BACKEND=torch CKPTOOL_KERAS_TORCH_TIER=1 python -m pytest -q -m kerastorch tests/kerastorch
+    KERAS_BACKEND=torch CKPTOOL_REQUIRE=kerastorch python -m pytest -q -m kerastorch tests/kerastorch
+
+(CKPTOOL_REQUIRE=kerastorch: a skipped test fails the run, tests/conftest.py.)
 """
 
 from __future__ import annotations
@@ -24,16 +26,9 @@ MODELS = ("sequential", "shared", "nested", "recurrent", "masking", "attention",
 @pytest.fixture(scope="module")
 def keras():
     if os.environ.get("KERAS_BACKEND") != "torch":
-        if os.environ.get("CKPTOOL_KERAS_TORCH_TIER"):
-            pytest.fail("KERAS_BACKEND=torch is not set: this tier checks Keras 3 on torch")
         pytest.skip("the keras-torch tier runs with KERAS_BACKEND=torch")
-    try:
-        import keras as k
-        import torch  # noqa: F401
-    except ImportError as exc:
-        if os.environ.get("CKPTOOL_KERAS_TORCH_TIER"):
-            raise
-        pytest.skip(f"needs keras and torch: {exc}")
+    k = pytest.importorskip("keras")
+    pytest.importorskip("torch")
     assert k.backend.backend() == "torch"
     return k
 
