@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from ckptool.errors import RefusedError
-from ckptool.format.keras2_layers import LAYERS, MODELS, NOT_IN_KERAS3, fix_layer
+from ckptool.format.keras2_layers import APPLICATION_LAYERS, LAYERS, MODELS, NOT_IN_KERAS3, fix_layer
 
 #: the stock classes of each kind of object a layer config holds (tf_keras and Keras 3 share the names)
 INITIALIZERS = {"Constant", "GlorotNormal", "GlorotUniform", "HeNormal", "HeUniform", "Identity", "LecunNormal",
@@ -35,6 +35,10 @@ _ALIASES = {"glorot_uniform": "GlorotUniform", "glorot_normal": "GlorotNormal", 
             "random_uniform": "RandomUniform", "truncated_normal": "TruncatedNormal", "constant": "Constant",
             "identity": "Identity", "l1": "L1", "l2": "L2", "l1_l2": "L1L2", "max_norm": "MaxNorm",
             "min_max_norm": "MinMaxNorm", "non_neg": "NonNeg", "unit_norm": "UnitNorm"}
+
+
+#: the arguments every layer takes
+_BASE = {"name", "trainable", "dtype", "batch_input_shape"}
 
 
 def untuple(x: Any) -> Any:
@@ -99,6 +103,10 @@ def layer(entry: Any, where: str, shift: dict[str, int] | None = None) -> dict[s
         out = model({"class_name": cls, "config": cfg}, where)
     elif cls in NOT_IN_KERAS3:
         raise RefusedError(f"{here}: Keras 3 cannot express it: {NOT_IN_KERAS3[cls]}")
+    elif cls in APPLICATION_LAYERS and set(cfg) <= APPLICATION_LAYERS[cls][1] | _BASE:
+        new = {k: v for k, v in cfg.items() if k != "batch_input_shape"}
+        new["dtype"] = policy(new.get("dtype"), here) if new.get("dtype") is not None else None
+        out = obj(APPLICATION_LAYERS[cls][0], cls, new)
     elif cls not in LAYERS:
         raise RefusedError(f"{here}: not a stock Keras layer (a custom class): Keras 3 cannot rebuild it without "
                            "its code")

@@ -26,6 +26,12 @@ LAYERS = {
     "SpatialDropout3D", "SpectralNormalization", "StackedRNNCells", "StringLookup", "Subtract", "TextVectorization",
     "TimeDistributed", "UnitNormalization", "UpSampling1D", "UpSampling2D", "UpSampling3D", "ZeroPadding1D",
     "ZeroPadding2D", "ZeroPadding3D"}
+#: layers of tf_keras's keras.applications that Keras 3 keeps, unexported, in its own applications'
+#: modules (which its loader imports: ``keras.*`` modules only), with the arguments both take
+APPLICATION_LAYERS = {
+    "LayerScale": ("keras.src.applications.convnext", {"init_values", "projection_dim"}),
+    "StochasticDepth": ("keras.src.applications.convnext", {"drop_path_rate"}),
+    "CustomScaleLayer": ("keras.src.applications.inception_resnet_v2", {"scale"})}
 #: tf_keras layers Keras 3 has no way to express, and why
 NOT_IN_KERAS3 = {
     "Lambda": "its function is Python bytecode of the interpreter that saved it, which Keras 3 does not run "
@@ -119,4 +125,4 @@ def fix_layer(cls: str, cfg: dict[str, Any], where: str) -> dict[str, Any]:
     return cfg
 
 
-__all__ = ["LAYERS", "MODELS", "NOT_IN_KERAS3", "fix_layer"]
+__all__ = ["APPLICATION_LAYERS", "LAYERS", "MODELS", "NOT_IN_KERAS3", "fix_layer"]

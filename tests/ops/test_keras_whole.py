@@ -171,3 +171,14 @@ def test_compile_config_translation():
 def test_untuple():
     assert untuple({"a": {"class_name": "__tuple__", "items": [1, {"class_name": "__tuple__", "items": []}]},
                     "shared_object_id": 4}) == {"a": [1, []]}
+
+
+def test_applications_own_layers_resolve_to_keras3s_modules():
+    """tf_keras's InceptionResNetV2 and ConvNeXt define layers of their own; Keras 3 keeps the same
+    classes in its applications' modules (InceptionResNetV2 converted exactly, observed)."""
+    out = translate(_functional(_layer("CustomScaleLayer", "d", scale=0.17)), "m.json")
+    scale = out["config"]["layers"][1]
+    assert (scale["module"], scale["class_name"]) == ("keras.src.applications.inception_resnet_v2", "CustomScaleLayer")
+    assert scale["config"]["scale"] == 0.17
+    with pytest.raises(RefusedError, match="custom class"):  # same name, other arguments: someone else's
+        translate(_functional(_layer("LayerScale", "d", init_values=1e-6, projection_dim=4, gain=2)), "m.json")
