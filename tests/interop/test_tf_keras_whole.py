@@ -185,3 +185,26 @@ def test_with_optimizer_mixed_precision_keeps_the_loss_scale(tmp_path):
     xs, ys = _io(src)
     k3.train_on_batch(xs[0], ys[0])
     assert int(k3.optimizer.iterations.numpy()) == 2
+
+
+def test_template_path_leaves_token_counts_out_by_name(tmp_path):
+    """--template: the always-empty token_counts table needs no --allow-unused, and the note says
+    that the .keras keeps its template's vocabulary."""
+    inp = tf_keras.Input((1,), dtype="string")
+    tv = tf_keras.layers.TextVectorization(output_sequence_length=3)
+    tv.adapt(["the cat sat", "the cat", "the"])  # adapt() makes the token_counts table
+    vocab = tv.get_vocabulary()[2:]
+    k2 = tf_keras.Model(inp, tf_keras.layers.Dense(2)(tf_keras.layers.Embedding(5, 3)(tv(inp))))
+    k2.save_weights(str(tmp_path / "ckpt"))
+    inp3 = keras.Input((1,), dtype="string")
+    tv3 = keras.layers.TextVectorization(vocabulary=vocab, output_sequence_length=3)
+    k3 = keras.Model(inp3, keras.layers.Dense(2)(keras.layers.Embedding(5, 3)(tv3(inp3))))
+    k3.save(str(tmp_path / "template.keras"))
+    res = convert(str(tmp_path / "ckpt"), str(tmp_path / "out.keras"), template=str(tmp_path / "template.keras"))
+    assert any("token_counts" in n for n in res.mapping.notes)
+    assert any("template's assets" in n for n in res.mapping.notes)
+    import tensorflow as tf
+
+    x = tf.constant([["the cat"], ["sat on"]])
+    got = keras.saving.load_model(str(tmp_path / "out.keras"))(x)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(k2(x)), atol=1e-6)

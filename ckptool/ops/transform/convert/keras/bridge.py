@@ -146,6 +146,8 @@ def convert_keras(src: str, dst: str, template: str | None, *, dry_run: bool = F
             raise UsageError(f"{template}: not a Keras 3 file")
         config = read_config(template_config) if template_config is not None else None
         mapping = map_keras(tf, kc, to_keras, config=config, skip_optimizer=skip_optimizer)
+        if to_keras:
+            _leave_token_counts(mapping, s, kind)
         missing, unused = (mapping.keras_left, mapping.tf_left) if to_keras else (mapping.tf_left, mapping.keras_left)
         _check(mapping, src, template, missing, unused, allow_missing, allow_unused)
         report = averaged(s, src, None if to_keras else config) if ema else None
@@ -172,6 +174,23 @@ def convert_keras(src: str, dst: str, template: str | None, *, dry_run: bool = F
         else:
             result.files = _write_keras(dst, kind, kc, values, force, ids, sync)
     return result
+
+
+def _leave_token_counts(mapping: Mapping, ck: Any, kind: str | None) -> None:
+    """tf_keras lookup layers' always-empty ``token_counts`` tables are left out by name, and said;
+    a lookup layer's vocabulary is in none of the variables, so a ``.keras`` keeps its template's."""
+    from ckptool.ops.transform.convert.keras.synth import TOKEN_COUNTS
+
+    empty = [n for n in mapping.tf_left if n.endswith(TOKEN_COUNTS) and not any(ck.variable(n).shape)]
+    if not empty:
+        return
+    mapping.tf_left = [n for n in mapping.tf_left if n not in set(empty)]
+    mapping.ignored += empty
+    mapping.notes.append(f"left out {len(empty)} tensors of lookup layers' token_counts tables: tf_keras writes them "
+                         "always empty, and Keras 3 keeps no such table")
+    if kind == KERAS_ZIP:
+        mapping.notes.append("lookup layers: their vocabularies are not variables of the source; the .keras keeps its "
+                             "template's assets/ (the template model's vocabularies)")
 
 
 class _Zeros:
