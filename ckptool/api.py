@@ -95,14 +95,16 @@ def convert(src: str, dst: str, *, template: str | None = None, allow_missing: b
     tf.keras checkpoint); variables are placed by structure. ``allow_missing`` keeps the
     template's value where ``src`` fills nothing, ``allow_unused`` leaves out ``src``
     variables the template has no place for (by default both are errors). A ``.weights.h5``
-    ``dst`` without ``template`` takes the layout from a SavedModel's ``keras_metadata.pb``.
+    ``dst`` without ``template`` takes the layout from a SavedModel's ``keras_metadata.pb``; a
+    ``.keras`` ``dst`` without it is the whole model, its tf_keras config translated to Keras 3's
+    (``with_optimizer=True``: its compile config and optimizer state too).
     ``template_config`` names a JSON file holding the Keras 3 model's config (``model.to_json()``),
     which records the layer order and the optimizer a ``.weights.h5`` does not; where the order
     or the optimizer state cannot be proved to fit, the conversion is refused.
     ``skip_optimizer`` carries the weights alone (Keras starts the optimizer fresh).
     ``ema`` gives each weight its moving average's value there too (a Keras 3 ``.weights.h5``
     source needs ``template_config``); ``strip_optimizer`` there is ``skip_optimizer``.
-    The bridge takes ``dry_run``, ``force``, ``sync``, ``ema`` and ``strip_optimizer`` of the
+    The bridge takes ``dry_run``, ``force``, ``sync``, ``ema``, ``strip_optimizer`` and ``with_optimizer`` of the
     options and returns a
     :class:`~ckptool.ops.transform.convert.keras.bridge.KerasResult` (``.filled``, ``.kept``,
     ``.unused``, ``.mapping``; ``.to_json()``); the other options are refused with it.

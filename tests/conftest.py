@@ -21,10 +21,13 @@ def data_dir():
 #
 # CI runs each tier with CKPTOOL_REQUIRE naming it (.ci/run): "interop" (every test marked interop:
 # TensorFlow must import), "remote" (tests/io/test_remote*.py: moto's S3 server and the GCS emulator
-# must start) and "hf" (every test marked hf: transformers 5, torch and sentencepiece must import). There, a test of the tier that skips, or a module of it skipped whole at import, is a
-# failure that says why, and a tier that ran none of its tests fails the session.
+# must start), "hf" (every test marked hf: transformers 5, torch and sentencepiece must import) and
+# "kerastorch" (tests/kerastorch: Keras 3 on torch, no TensorFlow). There, a test of the tier that skips,
+# or a module of it skipped whole at import, is a failure that says why, and a tier that ran none of its
+# tests fails the session.
 
-TIERS = {"interop": "tests/interop/", "remote": "tests/io/test_remote", "hf": "tests/hf/"}
+TIERS = {"interop": "tests/interop/", "remote": "tests/io/test_remote", "hf": "tests/hf/",
+         "kerastorch": "tests/kerastorch/"}
 
 
 def _required() -> list[str]:

@@ -22,6 +22,9 @@ class KerasNode:
     class_name: str
     name: str
     optimizer: dict[str, Any] | None = None  # the root's training_config.optimizer_config, if any
+    model_config: dict[str, Any] | None = None  # the root's: the whole model's config (legacy serialization)
+    training_config: dict[str, Any] | None = None  # the root's: what model.compile was given
+    config: dict[str, Any] | None = None  # the layer's own config
 
 
 def _fields(buf: memoryview, where: str) -> list[tuple[int, int | memoryview]]:
@@ -48,6 +51,10 @@ def _fields(buf: memoryview, where: str) -> list[tuple[int, int | memoryview]]:
     return out
 
 
+def _obj(x: Any) -> dict[str, Any] | None:
+    return x if isinstance(x, dict) else None
+
+
 def parse(data: bytes, where: str = "keras_metadata.pb") -> list[KerasNode]:
     """The nodes of a ``keras_metadata.pb``, in file order."""
     nodes = []
@@ -62,12 +69,13 @@ def parse(data: bytes, where: str = "keras_metadata.pb") -> list[KerasNode]:
                 text = bytes(v).decode("utf-8", "replace")
                 path, ident, meta = (text, ident, meta) if n == 3 else (path, text, meta) if n == 4 \
                     else (path, ident, text)
-        doc = load_json(meta, f"{where}: node {path!r}: metadata", what="JSON") if meta else {}
-        cls = doc.get("class_name", "") if isinstance(doc, dict) else ""
-        name = doc.get("name", "") if isinstance(doc, dict) else ""
-        train = doc.get("training_config") if isinstance(doc, dict) else None
+        doc = load_json(meta, f"{where}: node {path!r}", what="metadata JSON") if meta else {}
+        doc = doc if isinstance(doc, dict) else {}
+        cls, name = doc.get("class_name", ""), doc.get("name", "")
+        train, mc, cfg = (doc.get(k) for k in ("training_config", "model_config", "config"))
         opt = train.get("optimizer_config") if isinstance(train, dict) else None
-        nodes.append(KerasNode(node_id, path, ident, str(cls), str(name), opt if isinstance(opt, dict) else None))
+        nodes.append(KerasNode(node_id, path, ident, str(cls), str(name), opt if isinstance(opt, dict) else None,
+                               _obj(mc), _obj(train), _obj(cfg)))
     return nodes
 
 

@@ -262,8 +262,8 @@ def test_no_template_from_keras_metadata(tmp_path, name):
 def test_no_template_says_plainly_when_one_is_needed(tmp_path):
     r = completed("convert", os.path.join(DATA, "functional", "tf", "ckpt"), tmp_path / "x.weights.h5")
     assert r.returncode == 2 and "keras_metadata.pb" in r.stderr and "--template" in r.stderr
-    r = completed("convert", os.path.join(DATA, "functional", "savedmodel"), tmp_path / "x.keras")
-    assert r.returncode == 2 and "--template" in r.stderr
+    r = completed("convert", os.path.join(DATA, "functional", "tf", "ckpt"), tmp_path / "x.keras")
+    assert r.returncode == 2 and "keras_metadata.pb" in r.stderr and "--template-config" in r.stderr
     assert not os.listdir(tmp_path)
 
 

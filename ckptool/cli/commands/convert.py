@@ -61,11 +61,18 @@ from ckptool.cli.common import (
               help="Keras 3 bridge: TF checkpoint -> DST.weights.h5 / DST.keras shaped like TEMPLATE (what the "
                    "Keras 3 model saved), or Keras 3 SRC -> TF checkpoint DST shaped like TEMPLATE (the old "
                    "tf.keras checkpoint). Variables are placed by structure. Without it, a Functional or Sequential "
-                   "SavedModel converts to DST.weights.h5 from its keras_metadata.pb.")
+                   "tf_keras SavedModel converts to DST.weights.h5 from its keras_metadata.pb, or to DST.keras: the "
+                   "whole model (its config translated to Keras 3's), which keras.saving.load_model loads on any "
+                   "backend without the model's code.")
 @click.option("--template-config", metavar="JSON",
               help="With a Keras 3 .weights.h5 template or SRC: the Keras 3 model's config as model.to_json() "
                    "writes it, which records the layer order and the optimizer a .weights.h5 does not (a .keras "
-                   "file carries its own); `convert X.weights.h5 out.safetensors --ema --template-config M.json`.")
+                   "file carries its own); `convert X.weights.h5 out.safetensors --ema --template-config M.json`. "
+                   "Without --template, with a .keras DST: the tf_keras model's model.to_json(), for a TF-format "
+                   "checkpoint (a SavedModel carries its own).")
+@click.option("--with-optimizer", is_flag=True,
+              help="A .keras DST without --template: also the compile config (optimizer, loss, metrics) and the "
+                   "optimizer's state, so that training resumes (default: the model and its weights alone).")
 @click.option("--skip-optimizer", is_flag=True,
               help="With --template: carry the weights alone; the output has no optimizer state of the source's, "
                    "and Keras starts the optimizer fresh (default: refuse when the target cannot hold the source's "
@@ -91,7 +98,8 @@ from ckptool.cli.common import (
 def command(src: str, dst: str, to: str | None, arch: str | None, hf_config: str | None, vocab: str | None,
             max_shard_size: str | None, match: tuple[str, ...], exclude: tuple[str, ...],
             casts: tuple[str, ...], allow_overflow: bool, names: str, shards: int, keep_slices: bool,
-            skip_unsupported: bool, template: str | None, template_config: str | None, skip_optimizer: bool,
+            skip_unsupported: bool, template: str | None, template_config: str | None, with_optimizer: bool,
+            skip_optimizer: bool,
             dry_run: bool, allow_missing: bool, allow_unused: bool, ema: bool, strip_optimizer: bool, force: bool,
             jobs: int | None, no_sync: bool, as_json: bool) -> None:
     """Convert SRC (a checkpoint, .npz or .safetensors) to DST.
@@ -137,7 +145,8 @@ def command(src: str, dst: str, to: str | None, arch: str | None, hf_config: str
                        ("--allow-overflow", allow_overflow), ("--names", names != "full"), ("--shards", shards != 1),
                        ("--keep-slices", keep_slices), ("--skip-unsupported", skip_unsupported),
                        ("--allow-missing", allow_missing), ("--strip-optimizer", strip_optimizer),
-                       ("--template-config", template_config), ("--skip-optimizer", skip_optimizer)), "--to hf")
+                       ("--template-config", template_config), ("--skip-optimizer", skip_optimizer),
+                       ("--with-optimizer", with_optimizer)), "--to hf")
         export(src, dst, hf, dry_run, allow_unused, force, jobs, not no_sync, as_json, ema=ema)
         return
     if any(hf.values()):
@@ -152,10 +161,11 @@ def command(src: str, dst: str, to: str | None, arch: str | None, hf_config: str
                       "written")
         _bridge(src, dst, template, dry_run, allow_missing, allow_unused, force, no_sync, as_json,
                 keras_options={"template_config": template_config, "skip_optimizer": skip_optimizer, "ema": ema,
-                               "strip_optimizer": strip_optimizer})
+                               "strip_optimizer": strip_optimizer, "with_optimizer": with_optimizer})
         return
-    if dry_run or allow_missing or allow_unused or skip_optimizer:
-        raise click.UsageError("--dry-run, --allow-missing, --allow-unused and --skip-optimizer go with --template")
+    if dry_run or allow_missing or allow_unused or skip_optimizer or with_optimizer:
+        raise click.UsageError("--dry-run, --allow-missing, --allow-unused, --skip-optimizer and --with-optimizer go "
+                               "with --template or a Keras 3 DST")
     _convert(src, dst, casts, as_json, to=to, match=match, exclude=exclude, num_shards=shards, keep_slices=keep_slices,
              force=force, skip_unsupported=skip_unsupported, allow_overflow=allow_overflow, names=names,
              sync=not no_sync, jobs=jobs, ema=ema, strip_optimizer=strip_optimizer, template_config=template_config)

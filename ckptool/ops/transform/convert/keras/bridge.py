@@ -63,7 +63,8 @@ def is_bridge(dst: str, template: str | None, to: str | None) -> bool:
 
 
 #: what :func:`convert_keras` takes besides its paths and allow flags (the rest goes with plain conversion)
-BRIDGE_OPTIONS = ("dry_run", "force", "sync", "template_config", "skip_optimizer", "ema", "strip_optimizer")
+BRIDGE_OPTIONS = ("dry_run", "force", "sync", "template_config", "skip_optimizer", "ema", "strip_optimizer",
+                  "with_optimizer")
 #: how Keras 3 takes the optimizer state of a converted .weights.h5 (it skips it into an unbuilt optimizer)
 LOAD_HINT = ("Keras 3 loads the optimizer state only into a built optimizer: model.optimizer.build("
              "model.trainable_variables) before model.load_weights(...)")
@@ -102,8 +103,10 @@ def _check(mapping: Mapping, src: str, template: str, missing: list[str], unused
 def convert_keras(src: str, dst: str, template: str | None, *, dry_run: bool = False, allow_missing: bool = False,
                   allow_unused: bool = False, force: bool = False, sync: bool = True,
                   template_config: str | None = None, skip_optimizer: bool = False, ema: bool = False,
-                  strip_optimizer: bool = False) -> KerasResult:
-    """Convert ``src`` into ``dst`` shaped like ``template``; see the module doc. ``template_config``:
+                  strip_optimizer: bool = False, with_optimizer: bool = False) -> KerasResult:
+    """Convert ``src`` into ``dst`` shaped like ``template``; see the module doc. Without a template, a
+    ``.keras`` DST is the whole model (:mod:`~ckptool.ops.transform.convert.keras.whole`; its
+    optimizer only ``with_optimizer``). ``template_config``:
     a JSON file holding the Keras 3 model's config (``model.to_json()``), which records the layer
     order a ``.weights.h5`` does not; ``skip_optimizer``: carry the weights alone. ``ema``: each
     weight takes its moving average's value (:mod:`~ckptool.ops.transform.convert.keras.averaged_weights`);
@@ -113,12 +116,20 @@ def convert_keras(src: str, dst: str, template: str | None, *, dry_run: bool = F
     kind = keras_target(dst)
     skip_optimizer = skip_optimizer or strip_optimizer
     if template is None:
-        if kind != KERAS_H5:
+        if kind is None:
             raise UsageError(no_template_message(src, dst))
-        if template_config is not None:
-            raise UsageError("--template-config describes a Keras 3 --template, or a Keras 3 SRC with --ema; a "
-                             ".weights.h5 DST without --template is laid out from a SavedModel's keras_metadata.pb")
-        return _from_metadata(src, dst, dry_run, allow_unused, force, sync, skip_optimizer, ema)
+        if template_config is not None and kind != KERAS_ZIP:
+            raise UsageError("--template-config goes with --template (the Keras 3 file it describes), a Keras 3 SRC "
+                             "with --ema, or a .keras DST (the tf_keras model's model.to_json())")
+        if with_optimizer and (kind != KERAS_ZIP or skip_optimizer):
+            raise UsageError("--with-optimizer goes with a .keras DST without --template (a .weights.h5 carries the "
+                             "optimizer state unless --skip-optimizer)")
+        skip_optimizer = skip_optimizer or (kind == KERAS_ZIP and not with_optimizer)
+        return _from_metadata(src, dst, kind, dry_run, allow_unused, force, sync, skip_optimizer, ema,
+                              (template_config, with_optimizer))
+    if with_optimizer:
+        raise UsageError("--with-optimizer goes with a .keras DST without --template (with --template the optimizer "
+                         "state goes across unless --skip-optimizer)")
     to_keras = is_keras_path(template)
     if kind is not None and not to_keras:
         raise UsageError(f"{dst}: a Keras 3 DST needs a Keras 3 --template (NEW.weights.h5 or NEW.keras, "
@@ -135,6 +146,8 @@ def convert_keras(src: str, dst: str, template: str | None, *, dry_run: bool = F
             raise UsageError(f"{template}: not a Keras 3 file")
         config = read_model_config(template_config) if template_config is not None else None
         mapping = map_keras(tf, kc, to_keras, config=config, skip_optimizer=skip_optimizer)
+        if to_keras:
+            _leave_token_counts(mapping, s, kind)
         missing, unused = (mapping.keras_left, mapping.tf_left) if to_keras else (mapping.tf_left, mapping.keras_left)
         _check(mapping, src, template, missing, unused, allow_missing, allow_unused)
         report = averaged(s, src, None if to_keras else config) if ema else None
@@ -161,6 +174,23 @@ def convert_keras(src: str, dst: str, template: str | None, *, dry_run: bool = F
         else:
             result.files = _write_keras(dst, kind, kc, values, force, ids, sync)
     return result
+
+
+def _leave_token_counts(mapping: Mapping, ck: Any, kind: str | None) -> None:
+    """tf_keras lookup layers' always-empty ``token_counts`` tables are left out by name, and said;
+    a lookup layer's vocabulary is in none of the variables, so a ``.keras`` keeps its template's."""
+    from ckptool.ops.transform.convert.keras.synth import TOKEN_COUNTS
+
+    empty = [n for n in mapping.tf_left if n.endswith(TOKEN_COUNTS) and not any(ck.variable(n).shape)]
+    if not empty:
+        return
+    mapping.tf_left = [n for n in mapping.tf_left if n not in set(empty)]
+    mapping.ignored += empty
+    mapping.notes.append(f"left out {len(empty)} tensors of lookup layers' token_counts tables: tf_keras writes them "
+                         "always empty, and Keras 3 keeps no such table")
+    if kind == KERAS_ZIP:
+        mapping.notes.append("lookup layers: their vocabularies are not variables of the source; the .keras keeps its "
+                             "template's assets/ (the template model's vocabularies)")
 
 
 class _Zeros:
@@ -280,17 +310,22 @@ def _write_tf(dst: str, template: Any, values: dict[str, Any], drop: set[str], f
     return list(res.files)
 
 
-def _from_metadata(src: str, dst: str, dry_run: bool, allow_unused: bool, force: bool, sync: bool,
-                   skip_optimizer: bool, ema: bool) -> KerasResult:
+def _from_metadata(src: str, dst: str, kind: str, dry_run: bool, allow_unused: bool, force: bool, sync: bool,
+                   skip_optimizer: bool, ema: bool, whole_args: tuple[str | None, bool]) -> KerasResult:
     """No template: the layout from a SavedModel's keras_metadata.pb
-    (:mod:`~ckptool.ops.transform.convert.keras.synth`)."""
+    (:mod:`~ckptool.ops.transform.convert.keras.synth`); a .keras DST with the model's config
+    (:mod:`~ckptool.ops.transform.convert.keras.whole`)."""
     from ckptool.format.objkeys import OBJECT_GRAPH_KEY
     from ckptool.io.backends.urls import storage_for
     from ckptool.ops.read.reader import open as open_checkpoint
     from ckptool.ops.transform.convert.keras.synth import plan, write_h5
+    from ckptool.ops.transform.convert.keras.whole.source import prepare
+    from ckptool.ops.transform.convert.keras.whole.write import write_keras
 
     with open_checkpoint(src) as ck:
-        p = plan(ck, src, skip_optimizer)
+        whole = prepare(ck, src, *whole_args) if kind == KERAS_ZIP else None
+        p = plan(ck, src, skip_optimizer, nodes=whole.nodes if whole is not None else None)
+        p.notes += whole.notes if whole is not None else []
         mapping = Mapping(pairs=p.pairs, shapes={k: list(ck.variable(t).shape) for t, k in p.pairs},
                           not_carried=p.dropped, notes=p.notes, optimizer_pairs=p.optimizer)
         mapped = {t for t, _ in p.pairs} | set(p.dropped)
@@ -307,10 +342,10 @@ def _from_metadata(src: str, dst: str, dry_run: bool, allow_unused: bool, force:
         if report is not None:  # each weight reads its average
             p.pairs = [(report.source.get(t, t), k) for t, k in p.pairs]
             report.dropped = len(p.dropped) if skip_optimizer else 0
-        result = KerasResult(dst, KERAS_H5, mapping, dry_run, unused=list(mapping.tf_left), ema=report)
+        result = KerasResult(dst, kind, mapping, dry_run, unused=list(mapping.tf_left), ema=report)
         result.filled = len(p.pairs) + len(p.consts)
         if p.optimizer:
-            result.hints.append(LOAD_HINT)
+            result.hints.append(LOAD_HINT if whole is None else KERAS_HINT)
         ids = checkpoint_identity(ck)
         storage, path = storage_for(dst)
         check_destination(storage, [path], force=force, sources=ids, label=dst)
@@ -319,7 +354,10 @@ def _from_metadata(src: str, dst: str, dry_run: bool, allow_unused: bool, force:
         make_output_dir(storage, storage.dirname(path))
         f = AtomicFile(storage, path, sync=sync)
         try:  # h5py writes the temporary by its own name; the AtomicFile syncs and renames it
-            write_h5(f.name, ck, p)
+            if whole is None:
+                write_h5(f.name, ck, p)
+            else:
+                write_keras(f, storage, ck, p, whole.config)
             publish([f])
         except BaseException:
             f.discard()

@@ -26,13 +26,16 @@ from ckptool.ops.transform.convert.keras.optim import expected_kinds, source_kin
 
 SIMPLE = {"Dense", "Conv1D", "Conv2D", "Conv3D", "Conv1DTranspose", "Conv2DTranspose", "Conv3DTranspose",
           "DepthwiseConv1D", "DepthwiseConv2D", "SeparableConv1D", "SeparableConv2D", "BatchNormalization",
-          "LayerNormalization", "Embedding", "PReLU", "Normalization", "EinsumDense", "LSTMCell", "GRUCell",
-          "SimpleRNNCell"}
-RNN = {"LSTM", "GRU", "SimpleRNN"}
+          "LayerNormalization", "GroupNormalization", "Embedding", "PReLU", "Normalization", "EinsumDense",
+          "LSTMCell", "GRUCell", "SimpleRNNCell"}
+RNN = {"LSTM", "GRU", "SimpleRNN", "RNN", "ConvLSTM1D", "ConvLSTM2D", "ConvLSTM3D"}
 #: layers made of named sublayers, each saved at the name Keras 3 gives it (tf.keras's attribute -> Keras 3's)
 NESTED = {"MultiHeadAttention": {"_query_dense": "query_dense", "_key_dense": "key_dense",
                                  "_value_dense": "value_dense", "_output_dense": "output_dense"},
-          "Bidirectional": {"forward_layer": "forward_layer", "backward_layer": "backward_layer"}}
+          "Bidirectional": {"forward_layer": "forward_layer", "backward_layer": "backward_layer"},
+          "TimeDistributed": {"layer": "layer"}}
+#: tf_keras lookup layers' always-empty ``token_counts`` table (its keys and values): Keras 3 keeps none
+TOKEN_COUNTS = ("/token_counts/.ATTRIBUTES/table-keys", "/token_counts/.ATTRIBUTES/table-values")
 _LAYER_K = re.compile(r"^layer-(\d+)$")
 NEEDS_TEMPLATE = ("give --template NEW.weights.h5 (what the Keras 3 model saves: "
                   "model.save_weights('NEW.weights.h5'), untrained is fine)")
@@ -81,33 +84,40 @@ class Plan:
     optimizer: int = 0  # how many datasets hold optimizer state
 
 
-def plan(ck: Checkpoint, src: str, skip_optimizer: bool = False) -> Plan:
+def plan(ck: Checkpoint, src: str, skip_optimizer: bool = False, nodes: list[Any] | None = None) -> Plan:
     """The layout of ``ck`` (a SavedModel's variables) as Keras 3 writes it; a UsageError saying
-    why when a template is needed."""
-    g, by_node, root = _model_nodes(ck, src)
+    why when a template is needed. ``nodes``: each object's class and name as
+    ``keras_metadata.pb`` would give them (from a model config), for a checkpoint without one."""
+    g, by_node, root = _model_nodes(ck, src, nodes)
     layout = _Layout(ck, g, by_node, src, Plan(groups=[("", root.name)]))
     layout.model(0, root.class_name, "")
     opt = dict(g.nodes[0].children).get("optimizer")
     if opt is not None:
         _optimizer(layout.out, g, opt, layout.order, layout.var_key, root.optimizer, ck, src, skip_optimizer)
+    empty = [v.name for v in ck.variables() if v.name.endswith(TOKEN_COUNTS) and not any(v.shape)]
+    if empty:
+        layout.out.dropped += empty
+        layout.out.notes.append(f"left out {len(empty)} tensors of lookup layers' token_counts tables: tf_keras writes "
+                                "them always empty, and Keras 3 keeps no such table")
     return layout.out
 
 
-def _model_nodes(ck: Checkpoint, src: str) -> tuple[ObjectGraph, dict[int, Any], Any]:
+def _model_nodes(ck: Checkpoint, src: str, nodes: list[Any] | None) -> tuple[ObjectGraph, dict[int, Any], Any]:
     """The object graph, the ``keras_metadata.pb`` node of each object it names, and the model's
     own node (a Functional or Sequential model's, else a UsageError)."""
     from ckptool.format.keras_metadata import parse
 
     meta = metadata_path(ck)
-    if meta is None:
+    if meta is None and nodes is None:
         raise UsageError(f"{src}: converting to Keras 3 without --template works from a SavedModel's "
                          f"keras_metadata.pb, and {src} has none; {NEEDS_TEMPLATE}")
     g = ck.object_graph()
     if g is None:  # pragma: no cover - a SavedModel's variables are object-based
         raise UsageError(f"{src}: no object graph; {NEEDS_TEMPLATE}")
-    nodes = parse(ck.storage.read_bytes(meta), meta)
+    if nodes is None and meta is not None:
+        nodes = parse(ck.storage.read_bytes(meta), meta)
     by_node: dict[int, Any] = {}
-    for n in nodes:
+    for n in nodes or []:
         nid = _resolve(g, n.path)
         if nid is not None:
             by_node.setdefault(nid, n)
@@ -152,6 +162,22 @@ class _Layout:
         got = [(self.ck.variable(self.var_key[v]).dtype, tuple(self.ck.variable(self.var_key[v]).shape)) for v in vs]
         return len(set(got)) == len(got)
 
+    def stacked(self, cells: int | None, held: set[int], group: str, label: str) -> bool:
+        """A StackedRNNCells: tf_keras's ``cells/K``, Keras 3's list ``cells`` (items named by class,
+        ``lstm_cell``, ``lstm_cell_1``)."""
+        items = sorted((int(n), c) for n, c in self.g.nodes[cells].children if n.isdigit()) if cells is not None else []
+        if not items or held != set().union(*(self.reach(c) for _, c in items)):
+            return False
+        self.out.groups.append((group, label))
+        used: dict[str, int] = {}
+        for _, c in items:
+            sub_cls, sub_label = self.named(c)
+            base = snake_case(sub_cls) if sub_cls else "cell"
+            used[base] = used.get(base, -1) + 1
+            name = base + (f"_{used[base]}" if used[base] else "")
+            self.layer(c, sub_cls, f"{group}/cells/{name}", sub_label or name)
+        return True
+
     def model(self, mid: int, cls_name: str, prefix: str) -> None:
         layers = sorted((int(m.group(1)), c) for n, c in self.g.nodes[mid].children if (m := _LAYER_K.match(n)))
         used: dict[str, int] = {}
@@ -190,6 +216,8 @@ class _Layout:
             for c, name in found:
                 sub_cls, sub_label = self.named(c)
                 self.layer(c, sub_cls or ("cell" if name == "cell" else ""), f"{group}/{name}", sub_label or name)
+            return
+        if cls == "StackedRNNCells" and not own and self.stacked(kids.get("cells"), held, group, label):
             return
         raise UsageError(f"{self.src}: layer {label!r} ({cls or 'unknown class'}): its Keras 3 layout is not known "
                          f"without the model; {NEEDS_TEMPLATE}")

@@ -1,0 +1,7 @@
+"""A whole tf_keras model as a Keras 3 ``.keras`` file, without its code (``convert model_dir/
+model.keras``): :mod:`~ckptool.ops.transform.convert.keras.whole.source` reads what tf_keras recorded
+of the model (a SavedModel's ``keras_metadata.pb``, or ``--template-config``) and translates it with
+:mod:`ckptool.format.keras2_config` (lookup layers' vocabularies from the SavedModel's ``assets/``:
+:mod:`~ckptool.ops.transform.convert.keras.whole.vocab`);
+:mod:`~ckptool.ops.transform.convert.keras.whole.write` writes the zip, whose weights are laid out by
+:mod:`~ckptool.ops.transform.convert.keras.synth`."""

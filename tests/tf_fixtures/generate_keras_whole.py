@@ -1,0 +1,186 @@
+#!/usr/bin/env python
+"""tf_keras 2.21 models for issue 52 (a tf_keras SavedModel becomes a Keras 3 ``.keras`` file).
+
+    /root/v/tf/bin/python tests/tf_fixtures/generate_keras_whole.py [--out tests/data/keras_whole] [--only NAME ...]
+
+Each model of :data:`MODELS` is built with tf_keras, compiled (Adam, mse), trained one step and
+saved with ``model.save(dir)``. What is committed under ``--out`` is what ckptool reads of each
+SavedModel (``keras_metadata.pb`` and ``variables/``; ``saved_model.pb`` is the TF graph, which it
+does not read, and is tens of KB) plus ``io.npz``: the inputs (``x0``, ``x1``, ...) and what
+tf_keras predicted for them (``y0``, ...). The torch tier (tests/kerastorch) converts these and
+loads them in Keras 3 without TensorFlow. The interop tier imports :func:`build` and
+:func:`save` to write these models and larger ones (:data:`LARGE`: keras.applications, not
+committed) at test time.
+"""
+
+import argparse
+import os
+import shutil
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_OUT = os.path.normpath(os.path.join(HERE, "..", "data", "keras_whole"))
+
+
+def _models():
+    import numpy as np
+    import tf_keras as k
+
+    L = k.layers
+    rng = np.random.default_rng(52)
+
+    def r(*shape, scale=1.0):
+        return (rng.random(shape) * scale).astype("float32")
+
+    def sequential():
+        m = k.Sequential([L.Dense(5, activation="relu", input_shape=(6,), kernel_regularizer="l2"),
+                          L.BatchNormalization(), L.Dropout(0.1), L.Dense(3, activation="softmax")])
+        return m, [r(4, 6)]
+
+    def shared():  # a shared layer, two inputs, two outputs, merges
+        a, b = k.Input((5,), name="a"), k.Input((5,), name="b")
+        sh = L.Dense(4, name="shared", kernel_constraint=k.constraints.MaxNorm(2.0))
+        x = L.Concatenate()([sh(a), sh(b)])
+        o1 = L.Dense(2, name="o1")(x)
+        o2 = L.Dense(3, activation="sigmoid", name="o2")(L.Add()([sh(a), sh(b)]))
+        return k.Model([a, b], [o1, o2]), [r(3, 5), r(3, 5)]
+
+    def nested():  # a Sequential and a Functional model as layers, and a Sequential holding one
+        inner = k.Sequential([L.Dense(4, activation="tanh"), L.Dense(4)], name="inner")
+        inner.build((None, 3))
+        i2 = k.Input((4,))
+        f = k.Model(i2, L.LayerNormalization()(L.Dense(4)(i2)), name="innerf")
+        inp = k.Input((3,))
+        mid = k.Model(inp, f(inner(inp)), name="mid")
+        return k.Sequential([k.Input((3,)), mid, L.Dense(2)]), [r(3, 3)]
+
+    def recurrent():  # masking, LSTM, Bidirectional (its own backward layer), TimeDistributed, stacked cells
+        inp = k.Input((7,), dtype="int32")
+        x = L.Embedding(20, 6, mask_zero=True)(inp)
+        x = L.LSTM(5, return_sequences=True)(x)
+        x = L.Bidirectional(L.GRU(4, return_sequences=True),
+                            backward_layer=L.LSTM(4, return_sequences=True, go_backwards=True))(x)
+        x = L.TimeDistributed(L.Dense(3))(x)
+        x = L.RNN([L.GRUCell(4), L.SimpleRNNCell(3)], return_sequences=True)(x)
+        x = L.GRU(3, reset_after=False)(x)
+        ids = rng.integers(1, 20, (3, 7)).astype("int32")
+        ids[:, 5:] = 0
+        return k.Model(inp, x), [ids]
+
+    def masking():
+        inp = k.Input((6, 4))
+        x = L.Masking(0.0)(inp)
+        x = L.RNN(L.LSTMCell(3), return_sequences=True)(x)
+        x = L.SimpleRNN(3)(x)
+        d = r(2, 6, 4)
+        d[:, 4:] = 0
+        return k.Model(inp, x), [d]
+
+    def attention():
+        q, v = k.Input((5, 8)), k.Input((4, 8))
+        x = L.MultiHeadAttention(2, 4)(q, v)
+        x = L.LayerNormalization()(L.Add()([x, q]))
+        x = L.Attention()([x, q])
+        x = L.AdditiveAttention()([x, q])
+        return k.Model([q, v], x), [r(2, 5, 8), r(2, 4, 8)]
+
+    def convolutional():
+        inp = k.Input((12, 12, 3))
+        x = L.Rescaling(1 / 255.0, offset=-0.5)(inp)
+        x = L.Conv2D(4, 3, padding="same", activation="relu")(x)
+        x = L.DepthwiseConv2D(3, padding="same")(x)
+        x = L.SeparableConv2D(5, 3)(x)
+        x = L.BatchNormalization(center=False)(x)
+        x = L.MaxPooling2D()(x)
+        x = L.Conv2DTranspose(3, 3, strides=2)(x)
+        x = L.GroupNormalization(3)(x)
+        x = L.UpSampling2D(interpolation="bilinear")(x)
+        x = L.Cropping2D(1)(x)
+        x = L.SpatialDropout2D(0.2)(x)
+        y = L.Conv1D(4, 3, padding="causal", dilation_rate=2)(L.Reshape((-1, 3))(x))
+        y = L.GlobalMaxPooling1D()(L.PReLU()(y))
+        x = L.GlobalAveragePooling2D()(x)
+        return k.Model(inp, L.Dense(2)(L.Concatenate()([x, y]))), [r(2, 12, 12, 3, scale=255.0)]
+
+    def mixed():
+        k.mixed_precision.set_global_policy("mixed_float16")
+        try:
+            inp = k.Input((4,))
+            x = L.Dense(8, activation="relu")(inp)
+            m = k.Model(inp, L.Dense(2, dtype="float32")(x))
+        finally:
+            k.mixed_precision.set_global_policy("float32")
+        return m, [r(3, 4)]
+
+    return {f.__name__: f for f in (sequential, shared, nested, recurrent, masking, attention, convolutional,
+                                    mixed)}
+
+
+def _large():
+    import numpy as np
+    import tf_keras as k
+
+    def mobilenet_v2():
+        m = k.applications.MobileNetV2(input_shape=(32, 32, 3), alpha=0.35, weights=None, classes=5)
+        return m, [np.random.default_rng(1).random((2, 32, 32, 3)).astype("float32")]
+
+    def densenet121():  # tf_keras names layers 'conv1/conv': Keras 3 refuses '/'
+        m = k.applications.DenseNet121(input_shape=(32, 32, 3), weights=None, classes=3)
+        return m, [np.random.default_rng(2).random((1, 32, 32, 3)).astype("float32")]
+
+    return {"mobilenet_v2": mobilenet_v2, "densenet121": densenet121}
+
+
+MODELS = ("sequential", "shared", "nested", "recurrent", "masking", "attention", "convolutional", "mixed")
+LARGE = ("mobilenet_v2", "densenet121")
+
+
+def build(name):
+    """The tf_keras model ``name`` (compiled, one training step taken) and its inputs."""
+    import numpy as np
+
+    table = {**_models(), **_large()}
+    model, xs = table[name]()
+    model.compile(optimizer="adam", loss="mse")
+    y = model.predict(xs if len(xs) > 1 else xs[0], verbose=0)
+    model.train_on_batch(xs if len(xs) > 1 else xs[0], [np.zeros_like(t) for t in y] if isinstance(y, list)
+                         else np.zeros_like(y))
+    return model, xs
+
+
+def save(name, out_dir, full=True):
+    """Save model ``name`` as a SavedModel in ``out_dir/name`` (``full``: as tf_keras writes it; else
+    only ``keras_metadata.pb`` and ``variables/``) with ``io.npz``; returns the directory."""
+    import numpy as np
+
+    model, xs = build(name)
+    ys = model.predict(xs if len(xs) > 1 else xs[0], verbose=0)
+    ys = ys if isinstance(ys, list) else [ys]
+    d = os.path.join(out_dir, name)
+    shutil.rmtree(d, ignore_errors=True)
+    model.save(d)
+    if not full:
+        for item in os.listdir(d):
+            if item not in ("keras_metadata.pb", "variables"):
+                p = os.path.join(d, item)
+                shutil.rmtree(p) if os.path.isdir(p) else os.remove(p)
+    arrays = {f"x{i}": x for i, x in enumerate(xs)}
+    arrays.update({f"y{i}": np.asarray(y) for i, y in enumerate(ys)})
+    np.savez(os.path.join(d, "io.npz"), **arrays)
+    return d
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=DEFAULT_OUT)
+    ap.add_argument("--only", nargs="*", default=list(MODELS))
+    args = ap.parse_args(argv)
+    os.makedirs(args.out, exist_ok=True)
+    for name in args.only:
+        print(save(name, args.out, full=False))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
