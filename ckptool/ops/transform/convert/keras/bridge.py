@@ -319,7 +319,7 @@ def _from_metadata(src: str, dst: str, kind: str, dry_run: bool, allow_unused: b
     from ckptool.io.backends.urls import storage_for
     from ckptool.ops.read.reader import open as open_checkpoint
     from ckptool.ops.transform.convert.keras.synth import plan, write_h5
-    from ckptool.ops.transform.convert.keras.whole.source import prepare
+    from ckptool.ops.transform.convert.keras.whole.model_config import prepare
     from ckptool.ops.transform.convert.keras.whole.write import write_keras
 
     with open_checkpoint(src) as ck:

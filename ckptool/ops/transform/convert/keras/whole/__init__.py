@@ -1,5 +1,5 @@
 """A whole tf_keras model as a Keras 3 ``.keras`` file, without its code (``convert model_dir/
-model.keras``): :mod:`~ckptool.ops.transform.convert.keras.whole.source` reads what tf_keras recorded
+model.keras``): :mod:`~ckptool.ops.transform.convert.keras.whole.model_config` reads what tf_keras recorded
 of the model (a SavedModel's ``keras_metadata.pb``, or ``--template-config``) and translates it with
 :mod:`ckptool.format.keras2_config` (lookup layers' vocabularies from the SavedModel's ``assets/``:
 :mod:`~ckptool.ops.transform.convert.keras.whole.vocab`);
