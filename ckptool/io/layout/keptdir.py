@@ -223,6 +223,7 @@ class _Ranged:
 #: (a Saver rewrites DIR's state file at every save, without timestamps: the clock cannot live there).
 CLOCK_FILENAME = ".ckptool-clock"
 _CLOCK_KEY = "tf1_last_preserved_timestamp"
+_CLOCK_MAX_BYTES = 4096
 
 
 def read_clock(storage: Storage, d: Dir) -> tuple[float, str | None] | None:
@@ -235,8 +236,10 @@ def read_clock(storage: Storage, d: Dir) -> tuple[float, str | None] | None:
         if kept is None:
             return None
         with kept:
-            raw = kept.read(CLOCK_FILENAME)
-        doc = load_json(raw, kept.join(CLOCK_FILENAME), max_bytes=4096, what="a clock file") if raw else None
+            st = kept.lstat(CLOCK_FILENAME)  # a file over the bound is not read at all
+            raw = kept.read(CLOCK_FILENAME) if st is not None and st.st_size <= _CLOCK_MAX_BYTES else None
+        where = kept.join(CLOCK_FILENAME)
+        doc = load_json(raw, where, max_bytes=_CLOCK_MAX_BYTES, what="a clock file") if raw else None
     except (OSError, CkptError):
         return None
     t = doc.get(_CLOCK_KEY) if isinstance(doc, dict) else None

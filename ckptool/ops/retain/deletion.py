@@ -234,9 +234,8 @@ def _keep_one(d: Dir, kept: Dir, klisting: DirListing, files: list[FileInfo], ba
     try:
         for f in sorted(bad, key=lambda f: (f.name != base + INDEX_SUFFIX, f.name)):  # the index goes first
             kept.unlink(names[f.name])
-    except (OSError, CkptError) as exc:
-        failed.append({"path": d.join(base), "action": "keep", "error": f"{kept.path}: {_why(exc)}"})
-        return None
+    except (OSError, CkptError):
+        return _TAKEN  # a leftover that cannot be replaced (a directory, no permission): the next name is used
     keep = {f.name for f in there} - {f.name for f in bad}
     missing = [f for f in files if f.name not in keep]
     return _place(d, kept, missing, base, kbase, failed)

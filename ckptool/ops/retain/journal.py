@@ -10,7 +10,7 @@ import stat as _stat
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from ckptool.errors import CkptError
+from ckptool.errors import CkptError, CorruptError
 from ckptool.format.json_doc import dump_json, load_json
 from ckptool.io.control.state import CheckpointState
 from ckptool.io.layout.checkpoints import resolve_recorded
@@ -80,10 +80,15 @@ def finish_journal(storage: Storage, d: Dir, state: CheckpointState | None) -> N
     """Complete the deletions and moves of an earlier prune or rm (killed, or stopped by a file
     it could not delete): the checkpoints it journaled that the state file does not list, and
     its groups of files (:func:`write_journal`) that are still as journaled."""
-    raw = d.read(JOURNAL)
-    if raw is None:
+    st = d.lstat(JOURNAL)
+    if st is None:
         return
     try:
+        if st.st_size > JOURNAL_MAX_BYTES:  # never read whole: one a hostile hand made 3 GB cost 6 GB and 24 s
+            raise CorruptError(f"{d.join(JOURNAL)}: over {JOURNAL_MAX_BYTES} bytes, more than a prune journal")
+        raw = d.read(JOURNAL)
+        if raw is None:
+            return
         names, moves = _read_journal(raw, d.join(JOURNAL))
     except (ValueError, CkptError) as exc:
         why = str(exc).removeprefix(d.join(JOURNAL) + ": ") if isinstance(exc, CkptError) else "not a journal"

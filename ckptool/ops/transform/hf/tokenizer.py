@@ -191,6 +191,14 @@ def _bpe_size(storage: Storage, path: str, vocab: str, config: dict[str, Any], n
     if not isinstance(doc, dict):
         raise CkptError(f"{vocab}: not GPT-2's encoder.json (a JSON object token -> id)")
     _check_size(len(doc), vocab, config, notes)
+    rows = config.get("vocab_size")
+    bound = rows if isinstance(rows, int) and rows > 0 else len(doc)
+    seen: set[int] = set()
+    for token, i in doc.items():  # copied as vocab.json: an id a tokenizer cannot take is said here
+        if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < bound or i in seen:
+            why = "taken twice" if i in seen else f"not an integer 0..{bound - 1}"
+            raise CkptError(f"{vocab}: not GPT-2's encoder.json: token {token[:40]!r} has id {str(i)[:40]} ({why})")
+        seen.add(i)
 
 
 __all__ = ["tokenizer_files"]
