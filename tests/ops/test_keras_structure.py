@@ -173,7 +173,7 @@ def test_deep_json_in_a_keras_input_is_one_error_line(tmp_path, capsys):
         return bytes([number << 3 | 2]) + bytes(n) + payload
 
     data = field(1, field(3, b"root") + field(5, meta))
-    with pytest.raises(CorruptError, match="metadata: not JSON: nested too deep"):
+    with pytest.raises(CorruptError, match="not metadata JSON: nested too deep"):
         parse(data, "keras_metadata.pb")
     assert parse(field(1, field(3, b"root") + field(5, b'{"class_name": "Functional"}')))[0].class_name == "Functional"
 
