@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ckptool.errors import CorruptError, UsageError
+from ckptool.errors import CorruptError, UnsupportedError
 from ckptool.format.objgraph import ObjectGraph
 from ckptool.ops.read.keras import KerasCheckpoint, is_keras_path
 from ckptool.ops.read.keras_zip import JSON_LIMIT
@@ -57,7 +57,7 @@ class LegacyH5Checkpoint(KerasCheckpoint):
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise CorruptError(f"{self.path}: damaged tf_keras .h5 model: {exc}") from None
         if "model_config" not in attrs or group is None:
-            raise UsageError(f"{self.path}: not a tf_keras whole-model .h5 file (model.save('model.h5')): no "
+            raise UnsupportedError(f"{self.path}: not a tf_keras whole-model .h5 file (model.save('model.h5')): no "
                              f"{'model_config attribute' if 'model_config' not in attrs else 'model_weights group'}")
         docs = []
         for key in ("model_config", "training_config"):
