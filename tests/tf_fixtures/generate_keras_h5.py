@@ -26,7 +26,6 @@ MODELS = ("sequential", "shared", "nested", "recurrent", "masking", "attention",
 def save(name, out_dir):
     """Save model ``name`` as ``out_dir/name/model.h5`` with ``io.npz``; returns the directory."""
     import numpy as np
-
     from generate_keras_whole import build
 
     model, xs = build(name)
