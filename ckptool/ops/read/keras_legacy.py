@@ -17,7 +17,7 @@ from ckptool.ops.read.keras_zip import JSON_LIMIT
 
 MODEL_WEIGHTS = "model_weights"
 OPTIMIZER_WEIGHTS = "optimizer_weights"
-SUFFIXES = (".h5", ".hdf5", ".keras2.h5")
+SUFFIXES = (".h5", ".hdf5")
 
 
 def is_legacy_path(path: str) -> bool:
