@@ -208,3 +208,25 @@ def test_template_path_leaves_token_counts_out_by_name(tmp_path):
     x = tf.constant([["the cat"], ["sat on"]])
     got = keras.saving.load_model(str(tmp_path / "out.keras"))(x)
     np.testing.assert_allclose(np.asarray(got), np.asarray(k2(x)), atol=1e-6)
+
+
+@pytest.mark.parametrize("name", gen.MODELS + ("mobilenet_v2",))
+def test_tf_keras_h5_model_becomes_a_keras3_model_predicting_the_same(name, tmp_path):
+    """model.save("model.h5") (a tf_keras whole-model HDF5 file) takes the SavedModel's path: the
+    .keras loads in Keras 3 and predicts what tf_keras predicted; a .weights.h5 DST loads into it."""
+    k2, xs = gen.build(name)
+    want = _predict(k2, xs)
+    src = str(tmp_path / "model.h5")
+    k2.save(src)
+    dst = str(tmp_path / f"{name}.keras")
+    r = completed("convert", src, dst)
+    assert r.returncode == 0, r.stderr
+    model = keras.saving.load_model(dst)
+    _same(_predict(model, xs), want)
+    wdst = str(tmp_path / "w.weights.h5")
+    assert completed("convert", src, wdst).returncode == 0
+    fresh = keras.saving.load_model(dst)
+    for w in fresh.weights:
+        w.assign(np.zeros(w.shape, w.dtype))
+    fresh.load_weights(wdst)
+    _same(_predict(fresh, xs), want)

@@ -72,3 +72,24 @@ def test_with_optimizer_resumes_training(keras, tmp_path):
     model.train_on_batch([io["x0"], io["x1"]], [np.zeros_like(io["y0"]), np.zeros_like(io["y1"])])
     assert int(model.optimizer.iterations.numpy()) == 2
     assert any(not np.array_equal(a, b) for a, b in zip(before, model.get_weights()))
+
+
+H5_DATA = os.path.join(os.path.dirname(__file__), "..", "data", "keras_h5")
+
+
+@pytest.mark.parametrize("name", ("sequential", "shared", "nested", "recurrent", "masking", "attention",
+                                  "convolutional"))
+def test_converted_h5_model_predicts_as_tf_keras_did(keras, name, tmp_path):
+    """A tf_keras whole-model .h5 (tests/data/keras_h5, generate_keras_h5.py) takes the same path."""
+    d = os.path.join(H5_DATA, name)
+    dst = str(tmp_path / f"{name}.keras")
+    assert convert(os.path.join(d, "model.h5"), dst).files == [dst]
+    model = keras.saving.load_model(dst)
+    io = np.load(os.path.join(d, "io.npz"))
+    xs = [io[f"x{i}"] for i in range(sum(k.startswith("x") for k in io.files))]
+    ys = [io[f"y{i}"] for i in range(sum(k.startswith("y") for k in io.files))]
+    got = model.predict(xs if len(xs) > 1 else xs[0], verbose=0)
+    got = list(got) if isinstance(got, (list, tuple)) else [got]
+    assert len(got) == len(ys)
+    for g, y in zip(got, ys):
+        np.testing.assert_allclose(np.asarray(g), y, rtol=1e-4, atol=1e-5)

@@ -223,6 +223,7 @@ def _refuse_suffix_typo(dst: str) -> None:
 
 def _bridge(src: str, dst: str, template: str | None, dry_run: bool, allow_missing: bool, allow_unused: bool,
             force: bool, no_sync: bool, as_json: bool, keras_options: dict[str, Any]) -> None:
+    from ckptool.ops.read.keras_legacy import is_legacy_path
     from ckptool.ops.transform.convert.keras.bridge import convert_keras
 
     result = convert_keras(src, dst, template, dry_run=dry_run, allow_missing=allow_missing,
@@ -259,7 +260,8 @@ def _bridge(src: str, dst: str, template: str | None, dry_run: bool, allow_missi
     if result.ema is not None:
         _ema_note(result.ema.to_json())
     kept = f", {len(result.kept)} kept from the template" if result.kept else ""
-    shaped = f"shaped like {template}" if template else "layout from keras_metadata.pb"
+    shaped = f"shaped like {template}" if template else "layout from its model_config" if is_legacy_path(src) \
+        else "layout from keras_metadata.pb"
     note(f"converted {src} -> {dst} ({result.format}, {shaped}): {plural(result.filled, 'tensor')}{kept}")
     for hint in result.hints:
         note(f"hint: {hint}")

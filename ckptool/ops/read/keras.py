@@ -289,7 +289,7 @@ class KerasCheckpoint(Checkpoint):
     def read(self, name: str, verify: bool = True) -> np.ndarray:
         import numpy as np
 
-        e = self.entries.get(name[:-2] if name.endswith(":0") else name)
+        e = self.entries.get(name) or self.entries.get(name[:-2] if name.endswith(":0") else name)
         if e is None:
             raise self._not_found(name)
         h5 = self._h5[e.file]

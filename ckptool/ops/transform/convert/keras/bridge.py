@@ -317,14 +317,16 @@ def _from_metadata(src: str, dst: str, kind: str, dry_run: bool, allow_unused: b
     (:mod:`~ckptool.ops.transform.convert.keras.whole`)."""
     from ckptool.format.objkeys import OBJECT_GRAPH_KEY
     from ckptool.io.backends.urls import storage_for
-    from ckptool.ops.read.reader import open as open_checkpoint
     from ckptool.ops.transform.convert.keras.synth import plan, write_h5
+    from ckptool.ops.transform.convert.keras.whole.h5_source import left_out, open_source, source_nodes
     from ckptool.ops.transform.convert.keras.whole.model_config import prepare
     from ckptool.ops.transform.convert.keras.whole.write import write_keras
 
-    with open_checkpoint(src) as ck:
+    with open_source(src) as ck:
+        nodes = source_nodes(ck, src)
         whole = prepare(ck, src, *whole_args) if kind == KERAS_ZIP else None
-        p = plan(ck, src, skip_optimizer, nodes=whole.nodes if whole is not None else None)
+        p = plan(ck, src, skip_optimizer, nodes=whole.nodes if whole is not None else nodes)
+        left_out(ck, p)
         p.notes += whole.notes if whole is not None else []
         mapping = Mapping(pairs=p.pairs, shapes={k: list(ck.variable(t).shape) for t, k in p.pairs},
                           not_carried=p.dropped, notes=p.notes, optimizer_pairs=p.optimizer)

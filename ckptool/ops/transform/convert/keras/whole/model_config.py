@@ -13,6 +13,7 @@ from ckptool.format.keras2_compile import compile_config
 from ckptool.format.keras2_config import model as translate_model
 from ckptool.format.keras_metadata import KerasNode
 from ckptool.ops.read.checkpoint import Checkpoint
+from ckptool.ops.read.keras_legacy import LegacyH5Checkpoint
 from ckptool.ops.transform.convert.keras.whole.vocab import fill_vocabularies
 
 
@@ -90,6 +91,11 @@ def prepare(ck: Checkpoint, src: str, template_config: str | None, with_optimize
 
     meta = metadata_path(ck)
     root, config, smdir = None, None, None
+    if isinstance(ck, LegacyH5Checkpoint):  # a tf_keras .h5 model (whole.h5_source): its own model_config
+        if template_config is not None or with_optimizer:
+            raise UsageError(f"{src}: a tf_keras .h5 model carries its own model config (no --template-config), and "
+                             "its optimizer_weights are not carried (no --with-optimizer): convert the weights alone")
+        config = ck.model_config
     if template_config is not None:
         config = read_model_json(template_config)
     if meta is not None:
