@@ -161,12 +161,17 @@ class RemoteStorage(PathCapabilities, ListedStorage):
         listed = self.listed_info(path)
         if listed is not UNLISTED:
             return listed
+        outside = self._snap_outside(path)  # above ROOT: asked once while the command runs
+        if outside is not None and path in outside.outside:
+            return outside.outside[path]
         with request_errors(path, "look up"):
             try:
-                info: dict[str, Any] = self.fs.info(path)
+                info: dict[str, Any] | None = self.fs.info(path)
             except FileNotFoundError:
-                return None
-        if info.get("type") == "file":
+                info = None
+        if outside is not None:
+            outside.outside[path] = info
+        if info is not None and info.get("type") == "file":
             self._listed[path] = (time.monotonic(), info)
         return info
 
@@ -291,8 +296,14 @@ class RemoteStorage(PathCapabilities, ListedStorage):
                 data = bytes(self.fs.cat_file(path, start=0)) if int(self._file_info(path)["size"]) else b""
             snap.keep(path, data)
             return data
+        outside = self._snap_outside(path)
+        if outside is not None and outside.content(path) is not None:
+            return outside.content(path) or b""
         with request_errors(path, "read"):
-            return bytes(self.fs.cat_file(path))
+            data = bytes(self.fs.cat_file(path))
+        if outside is not None and path in outside.outside:  # a file looked up above ROOT: read once
+            outside.keep(path, data)
+        return data
 
     def open_reader(self, path: str) -> RemoteReader:
         snap = self._snap_file(path)

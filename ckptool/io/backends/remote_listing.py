@@ -64,6 +64,9 @@ class Listing:
         self.touched_dirs: set[str] = set()  # directories holding one of them
         self.reread: tuple[str, ...] = ()  # names read again once their directory is locked
         self.depth = 0  # commands nested in the one that listed (du runs prune's plan) share it
+        #: lookups of paths above ROOT (the ``.ckptool.toml`` files up to the bucket's root), asked once
+        #: per command: the command writes nothing there
+        self.outside: dict[str, dict[str, Any] | None] = {}
         self.lock = threading.Lock()
 
     def _add(self, url: str) -> None:
@@ -113,6 +116,10 @@ class Listing:
                 break
             out.append((u, self.files[u]))
         return out
+
+    def answers_outside(self, path: str) -> bool:
+        """Whether ``path`` (above ROOT, or beside it) is one the listing remembers lookups of."""
+        return not self.below(path) and path not in self.touched
 
     def content(self, path: str) -> bytes | None:
         with self.lock:
@@ -246,6 +253,11 @@ class ListedStorage:
         snap = self._snap
         return snap if snap is not None and snap.answers_file(path) else None
 
+    def _snap_outside(self, path: str) -> Listing | None:
+        """The listing when it remembers what the store said of ``path`` outside ROOT."""
+        snap, p = self._snap, path.rstrip("/")
+        return snap if snap is not None and snap.answers_outside(p) else None
+
     def _snap_dir(self, path: str) -> Listing | None:
         snap = self._snap
         return snap if snap is not None and snap.answers_dir(path.rstrip("/")) else None
@@ -281,7 +293,7 @@ class ListedStorage:
 
     def forget_listed(self, path: str) -> None:
         """``path`` is being written or deleted (the store answers for it from now on)."""
-        if self._snap is not None and self._snap.below(path):
+        if self._snap is not None:  # below ROOT or above it (a lookup remembered there)
             self._snap.touch(path)
 
 
