@@ -63,6 +63,9 @@ class Listing:
         self.written: set[str] = set()  # of them, those this command wrote whole last
         self.touched_dirs: set[str] = set()  # directories holding one of them
         self.reread: tuple[str, ...] = ()  # names read again once their directory is locked
+        #: of them, those read again under the lock: their bytes and the store's version token of them,
+        #: which the next conditional write of the file compares against instead of reading it a third time
+        self.versions: dict[str, tuple[bytes | None, Any]] = {}
         self.depth = 0  # commands nested in the one that listed (du runs prune's plan) share it
         #: lookups of paths above ROOT (the ``.ckptool.toml`` files up to the bucket's root), asked once
         #: per command: the command writes nothing there
@@ -137,6 +140,7 @@ class Listing:
         with self.lock:
             self.touched.add(path)
             self.written.discard(path)
+            self.versions.pop(path, None)
             data = self.contents.pop(path, None)
             if data is not None:
                 self.kept_bytes -= len(data)
@@ -144,6 +148,10 @@ class Listing:
             while "/" in d and self.below(d):
                 d = d.rsplit("/", 1)[0]
                 self.touched_dirs.add(d)
+
+    def rereads(self, path: str) -> bool:
+        """Whether ``path`` is a file named by ``reread`` (its directory's state file)."""
+        return any(fnmatch.fnmatchcase(posixpath.basename(path), g) for g in self.reread)
 
     def forget_contents(self, directory: str) -> None:
         """A lock on ``directory`` was just taken: what was read of its files named by a glob of
