@@ -127,6 +127,30 @@ def test_fleet_prune_deletes_as_locally_in_few_requests_a_run(run, fleet):
                                                       if n != ".ckptool.lock")
 
 
+def test_a_sharded_checkpoint_goes_index_first_then_its_data_in_one_batch(run, s3, tmp_path):
+    """S3's DeleteObjects: a checkpoint of 5 data shards costs 2 deletions (its index alone, first,
+    then the 5 data files at once), where one by one it cost 6; local and remote agree."""
+    fs, root, counter = s3
+    local = tmp_path / "run"
+    local.mkdir()
+    for step in (1, 2, 3):
+        for f in (DATA / "dtensor").glob("ckpt-1.*"):
+            shutil.copy(f, local / f.name.replace("ckpt-1", f"ckpt-{step}"))
+    (local / "checkpoint").write_text("".join(f'all_model_checkpoint_paths: "ckpt-{s}"\n' for s in (1, 2, 3))
+                                      + 'model_checkpoint_path: "ckpt-3"\n')
+    url = f"{root}/run"
+    upload(fs, local, url)
+    lo, _ = run("prune", str(local), "--max-to-keep", "1", "--json")
+    log, ro = _requests(counter, run, "prune", url, "--max-to-keep", "1", "--json")
+    assert normalized(json.loads(ro), url, str(local)) == normalized(json.loads(lo), str(local), str(local))
+    gone = [r for r in log if (r["method"] == "DELETE" and ".ckptool" not in r["path"])
+            or (r["method"] == "POST" and "delete" in r["query"])]
+    assert [("index" if r["method"] == "DELETE" else "batch") for r in gone] == ["index", "batch"] * 2, gone
+    assert gone[0]["path"].endswith("/ckpt-1.index") and gone[2]["path"].endswith("/ckpt-2.index")
+    st = remote.storage_for_url(url)
+    assert st.listdir(url) == sorted(p.name for p in local.iterdir() if p.name != ".ckptool.lock")
+
+
 def test_fleet_on_gcs_lists_once_and_matches_local(run, gs, gcs_server, tmp_path, monkeypatch):
     """The same on GCS (gcp-storage-emulator): requests counted as the emulator parses them."""
     fs, root = gs

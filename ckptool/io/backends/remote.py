@@ -370,6 +370,33 @@ class RemoteStorage(PathCapabilities, ListedStorage):
         with request_errors(path, "delete"):
             self.fs.rm_file(path)
 
+    def remove_many(self, paths: list[str]) -> dict[str, BaseException | None]:
+        """Delete several files, by the store's batch delete where it has one (S3: one request a
+        thousand keys), else one by one: path -> None when it went, or the error (MissingError
+        for one that was not there)."""
+        out: dict[str, BaseException | None] = {}
+        there = []
+        for p in paths:
+            known = self.listed_exists(p)
+            if not (self.isfile(p) if known is None else known):
+                out[p] = MissingError(f"{p}: no such file")
+            else:
+                there.append(p)
+        for p in there:
+            self._forget(p)
+        failed = remote_cas.delete_many(self, there)
+        for p in there:
+            if failed is None:
+                try:
+                    with request_errors(p, "delete"):
+                        self.fs.rm_file(p)
+                    out[p] = None
+                except CkptError as exc:
+                    out[p] = exc
+            else:
+                out[p] = RemoteError(f"{p}: cannot delete: {failed[p]}") if p in failed else None
+        return out
+
     def write_bytes_atomic(self, path: str, data: bytes, expect: object = ANY) -> bool:
         """One PUT, atomic on an object store; with ``expect`` (bytes read before, None: absent) a
         conditional one (:mod:`ckptool.io.backends.remote_cas`): False when the object changed since."""

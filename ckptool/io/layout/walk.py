@@ -161,5 +161,5 @@ def walk_paths(storage: Storage, files: Iterable[str], root: str, *, exclude: It
             continue
 
 
-__all__ = ["TREE_READS", "TREE_REREAD", "TREE_STATE_READS", "excluded", "is_run", "run_paths", "walk_local", "walk_local_dirs",
-           "walk_paths"]
+__all__ = ["TREE_READS", "TREE_REREAD", "TREE_STATE_READS", "excluded", "is_run", "run_paths", "walk_local",
+           "walk_local_dirs", "walk_paths"]
