@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ckptool.errors import CkptError
-from ckptool.format.bundle import INDEX_SUFFIX
 from ckptool.ops.read.integrity import damage
 from ckptool.ops.retain.retention import BROKEN, GONE, INTACT
 
@@ -28,7 +27,9 @@ class Health:
     def __init__(self, storage: Storage, directory: str, listing: DirListing, verify: bool = False,
                  read_indexes: bool = True):
         self.storage, self.directory, self.listing, self.verify = storage, directory, listing, verify
-        self.read_indexes = read_indexes  # False (du): only what the listing tells (an index missing)
+        #: False (du): a checkpoint the listing calls complete (its index there, a table's footer long at
+        #: least) is intact unread; one it does not (index missing or shorter) is checked as ever
+        self.read_indexes = read_indexes
         self._problems: dict[str, str | None] = {}
 
     def __call__(self, base: str) -> str:
@@ -50,8 +51,8 @@ class Health:
                    if f.name == base or (base in self.listing.v1 and not f.name.endswith(".meta")))
         if base in self.listing.v1 and not v1:
             return None
-        if not self.read_indexes and (base in self.listing.v1 or any(f.name == base + INDEX_SUFFIX for f in files)):
-            return None  # what only the files' contents could tell is not asked
+        if not self.read_indexes and base in self.listing.complete:
+            return None  # its index there, as long as a table's footer: what only the contents could tell is not asked
         found = damage(self.storage, prefix, v1_files=v1 if base in self.listing.v1 else (),
                        sizes={f.name: f.size for f in files})
         if found is not None or not self.verify:
