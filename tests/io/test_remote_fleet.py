@@ -151,6 +151,39 @@ def test_a_sharded_checkpoint_goes_index_first_then_its_data_in_one_batch(run, s
     assert st.listdir(url) == sorted(p.name for p in local.iterdir() if p.name != ".ckptool.lock")
 
 
+def test_a_data_file_the_batch_could_not_delete_is_reported_and_journaled(run, s3, tmp_path, monkeypatch):
+    """One key of the batch refused by the store: that file is reported, its checkpoint is not
+    called deleted and stays in the journal (the next prune finishes it); the other keys went."""
+    from ckptool.io.backends import remote_cas
+
+    fs, root, _ = s3
+    local = tmp_path / "run"
+    shutil.copytree(DATA / "dtensor", local)
+    for f in list(local.glob("ckpt-1.*")):
+        shutil.copy(f, local / f.name.replace("ckpt-1", "ckpt-2"))
+    (local / "checkpoint").write_text('all_model_checkpoint_paths: "ckpt-1"\nall_model_checkpoint_paths: "ckpt-2"\n'
+                                      'model_checkpoint_path: "ckpt-2"\n')
+    url = f"{root}/run"
+    upload(fs, local, url)
+    real = remote_cas.delete_many
+
+    def refusing(st, paths):
+        stuck = [p for p in paths if p.endswith("data-00003-of-00005")]
+        got = real(st, [p for p in paths if p not in stuck])
+        return {**(got or {}), **{p: "AccessDenied: refused" for p in stuck}}
+
+    monkeypatch.setattr(remote_cas, "delete_many", refusing)
+    out, err = run("prune", url, "--max-to-keep", "1", "--json", code=1)
+    doc = json.loads(out)
+    assert doc["deleted"] == [] and [f["path"] for f in doc["failed"]] == [f"{url}/ckpt-1.data-00003-of-00005"]
+    st = remote.storage_for_url(url)
+    assert [n for n in st.listdir(url) if n.startswith("ckpt-1")] == ["ckpt-1.data-00003-of-00005"]
+    assert json.loads(st.read_bytes(f"{url}/.ckptool-prune-pending")) == ["ckpt-1"]
+    monkeypatch.setattr(remote_cas, "delete_many", real)
+    run("prune", url, "--max-to-keep", "1")  # the journal finished: the last file goes, the journal too
+    assert st.listdir(url) == sorted(p.name for p in local.iterdir() if not p.name.startswith("ckpt-1."))
+
+
 def test_fleet_on_gcs_lists_once_and_matches_local(run, gs, gcs_server, tmp_path, monkeypatch):
     """The same on GCS (gcp-storage-emulator): requests counted as the emulator parses them."""
     fs, root = gs
