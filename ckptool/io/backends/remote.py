@@ -161,12 +161,17 @@ class RemoteStorage(PathCapabilities, ListedStorage):
         listed = self.listed_info(path)
         if listed is not UNLISTED:
             return listed
+        outside = self._snap_outside(path)  # above ROOT: asked once while the command runs
+        if outside is not None and path in outside.outside:
+            return outside.outside[path]
         with request_errors(path, "look up"):
             try:
-                info: dict[str, Any] = self.fs.info(path)
+                info: dict[str, Any] | None = self.fs.info(path)
             except FileNotFoundError:
-                return None
-        if info.get("type") == "file":
+                info = None
+        if outside is not None:
+            outside.outside[path] = info
+        if info is not None and info.get("type") == "file":
             self._listed[path] = (time.monotonic(), info)
         return info
 
@@ -287,12 +292,25 @@ class RemoteStorage(PathCapabilities, ListedStorage):
             data = snap.content(path)
             if data is not None:
                 return data
+            if snap.rereads(path) and remote_cas.supported(self.protocol):  # under the lock: with its version
+                data, token = remote_cas.read(self, path)
+                if data is None:
+                    raise MissingError(f"{path}: no such file")
+                snap.versions[path] = (data, token)
+                snap.keep(path, data)
+                return data
             with request_errors(path, "read"):  # "bytes=0-": one GET, no HEAD for the size first
                 data = bytes(self.fs.cat_file(path, start=0)) if int(self._file_info(path)["size"]) else b""
             snap.keep(path, data)
             return data
+        outside = self._snap_outside(path)
+        if outside is not None and outside.content(path) is not None:
+            return outside.content(path) or b""
         with request_errors(path, "read"):
-            return bytes(self.fs.cat_file(path))
+            data = bytes(self.fs.cat_file(path))
+        if outside is not None and path in outside.outside:  # a file looked up above ROOT: read once
+            outside.keep(path, data)
+        return data
 
     def open_reader(self, path: str) -> RemoteReader:
         snap = self._snap_file(path)
@@ -352,26 +370,60 @@ class RemoteStorage(PathCapabilities, ListedStorage):
         with request_errors(path, "delete"):
             self.fs.rm_file(path)
 
+    def remove_many(self, paths: list[str]) -> dict[str, BaseException | None]:
+        """Delete several files, by the store's batch delete where it has one (S3: one request a
+        thousand keys), else one by one: path -> None when it went, or the error (MissingError
+        for one that was not there)."""
+        out: dict[str, BaseException | None] = {}
+        there = []
+        for p in paths:
+            known = self.listed_exists(p)
+            if not (self.isfile(p) if known is None else known):
+                out[p] = MissingError(f"{p}: no such file")
+            else:
+                there.append(p)
+        for p in there:
+            self._forget(p)
+        failed = remote_cas.delete_many(self, there)
+        for p in there:
+            if failed is None:
+                try:
+                    with request_errors(p, "delete"):
+                        self.fs.rm_file(p)
+                    out[p] = None
+                except CkptError as exc:
+                    out[p] = exc
+            else:
+                out[p] = RemoteError(f"{p}: cannot delete: {failed[p]}") if p in failed else None
+        return out
+
     def write_bytes_atomic(self, path: str, data: bytes, expect: object = ANY) -> bool:
         """One PUT, atomic on an object store; with ``expect`` (bytes read before, None: absent) a
         conditional one (:mod:`ckptool.io.backends.remote_cas`): False when the object changed since."""
+        known = self._snap.versions.pop(path, None) if self._snap is not None else None
         self._forget(path)
         if expect is ANY:
             with request_errors(path, "write", NO_PARENT):
                 self.fs.pipe_file(path, bytes(data))
             return self.note_written(path)
-        raw, token = self._versioned(path, "replacing it")
+        raw, token = self._versioned(path, "replacing it", known)
         return raw == expect and remote_cas.put(self, path, bytes(data), token) is not None
 
     def remove_if(self, path: str, expect: bytes) -> bool:  # the store's conditional delete
         raw, token = self._versioned(path, "deleting it")
         return raw == expect and remote_cas.delete(self, path, token)
 
-    def _versioned(self, path: str, what: str) -> tuple[bytes | None, Any]:
-        self._forget(path)  # the object's bytes and version for a conditional write, where there is one
+    def _versioned(self, path: str, what: str, known: tuple[bytes | None, Any] | None = None
+                   ) -> tuple[bytes | None, Any]:
+        """The object's bytes and version for a conditional write, where there is one: ``known``,
+        those read under the lock when this is the first write since (the version names those
+        bytes or an older one, so a change since still fails the write), else read now."""
+        if known is None and self._snap is not None:
+            known = self._snap.versions.pop(path, None)
+        self._forget(path)
         if not remote_cas.supported(self.protocol):
             raise remote_cas.refuse(self.protocol, path, what)
-        return remote_cas.read(self, path)
+        return known if known is not None else remote_cas.read(self, path)
 
     def lock(self, directory: str, **options: Any) -> RemoteLock:  # the object DIR/.ckptool.lock
         if self._snap is not None:  # what is read under the lock is read again

@@ -144,6 +144,41 @@ def delete(st: Any, path: str, token: Any) -> bool:
     return True
 
 
+#: Keys a store's batch delete takes at once (S3's DeleteObjects).
+BATCH = 1000
+
+
+def delete_many(st: Any, paths: list[str]) -> dict[str, str] | None:
+    """Delete ``paths`` (one bucket) by the store's batch delete: S3's ``DeleteObjects``, a
+    request per :data:`BATCH` keys; path -> the store's error for each that did not go. None
+    when the store has no batch delete here (the caller deletes them one by one)."""
+    if st.protocol not in ("s3", "s3a") or not paths:
+        return None
+    import fsspec.asyn
+
+    fs = st.fs
+    bucket = fs.split_path(paths[0])[0]
+    if any(fs.split_path(p)[0] != bucket for p in paths):
+        return None
+    by_key = {fs.split_path(p)[1]: p for p in paths}
+    failed: dict[str, str] = {}
+    keys = list(by_key)
+    for i in range(0, len(keys), BATCH):
+        chunk = keys[i:i + BATCH]
+        try:
+            with request_errors(by_key[chunk[0]], "delete"):
+                out = fsspec.asyn.sync(fs.loop, s3_call, fs, "delete_objects", Bucket=bucket,
+                                       Delete={"Objects": [{"Key": k} for k in chunk], "Quiet": True})
+        finally:
+            for k in chunk:
+                fs.invalidate_cache(by_key[k])
+        for err in out.get("Errors") or ():
+            key = err.get("Key")
+            if key in by_key:
+                failed[by_key[key]] = f"{err.get('Code') or 'error'}: {err.get('Message') or ''}".rstrip(": ")
+    return failed
+
+
 def _s3_conditions_known(fs: Any, path: str) -> None:
     """botocore too old to send If-Match would drop it silently (s3fs filters unknown keywords)."""
     import fsspec.asyn
@@ -179,4 +214,4 @@ def _wrong(protocol: str, token: Any) -> str:
     return '"00000000000000000000000000000000"' if token != '"00000000000000000000000000000000"' else '"1"'
 
 
-__all__ = ["CONDITIONAL", "check_honoured", "delete", "put", "read", "refuse", "supported"]
+__all__ = ["BATCH", "CONDITIONAL", "check_honoured", "delete", "delete_many", "put", "read", "refuse", "supported"]

@@ -63,7 +63,13 @@ class Listing:
         self.written: set[str] = set()  # of them, those this command wrote whole last
         self.touched_dirs: set[str] = set()  # directories holding one of them
         self.reread: tuple[str, ...] = ()  # names read again once their directory is locked
+        #: of them, those read again under the lock: their bytes and the store's version token of them,
+        #: which the next conditional write of the file compares against instead of reading it a third time
+        self.versions: dict[str, tuple[bytes | None, Any]] = {}
         self.depth = 0  # commands nested in the one that listed (du runs prune's plan) share it
+        #: lookups of paths above ROOT (the ``.ckptool.toml`` files up to the bucket's root), asked once
+        #: per command: the command writes nothing there
+        self.outside: dict[str, dict[str, Any] | None] = {}
         self.lock = threading.Lock()
 
     def _add(self, url: str) -> None:
@@ -114,6 +120,10 @@ class Listing:
             out.append((u, self.files[u]))
         return out
 
+    def answers_outside(self, path: str) -> bool:
+        """Whether ``path`` (above ROOT, or beside it) is one the listing remembers lookups of."""
+        return not self.below(path) and path not in self.touched
+
     def content(self, path: str) -> bytes | None:
         with self.lock:
             return self.contents.get(path)
@@ -130,6 +140,7 @@ class Listing:
         with self.lock:
             self.touched.add(path)
             self.written.discard(path)
+            self.versions.pop(path, None)
             data = self.contents.pop(path, None)
             if data is not None:
                 self.kept_bytes -= len(data)
@@ -137,6 +148,10 @@ class Listing:
             while "/" in d and self.below(d):
                 d = d.rsplit("/", 1)[0]
                 self.touched_dirs.add(d)
+
+    def rereads(self, path: str) -> bool:
+        """Whether ``path`` is a file named by ``reread`` (its directory's state file)."""
+        return any(fnmatch.fnmatchcase(posixpath.basename(path), g) for g in self.reread)
 
     def forget_contents(self, directory: str) -> None:
         """A lock on ``directory`` was just taken: what was read of its files named by a glob of
@@ -246,6 +261,11 @@ class ListedStorage:
         snap = self._snap
         return snap if snap is not None and snap.answers_file(path) else None
 
+    def _snap_outside(self, path: str) -> Listing | None:
+        """The listing when it remembers what the store said of ``path`` outside ROOT."""
+        snap, p = self._snap, path.rstrip("/")
+        return snap if snap is not None and snap.answers_outside(p) else None
+
     def _snap_dir(self, path: str) -> Listing | None:
         snap = self._snap
         return snap if snap is not None and snap.answers_dir(path.rstrip("/")) else None
@@ -281,7 +301,7 @@ class ListedStorage:
 
     def forget_listed(self, path: str) -> None:
         """``path`` is being written or deleted (the store answers for it from now on)."""
-        if self._snap is not None and self._snap.below(path):
+        if self._snap is not None:  # below ROOT or above it (a lookup remembered there)
             self._snap.touch(path)
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ckptool.format.bundle import INDEX_SUFFIX
+from ckptool.format.table import FOOTER_SIZE
 from ckptool.io.layout import checkpoints as L
 
 if TYPE_CHECKING:
@@ -124,8 +125,19 @@ def _is_staging(d: Dir, name: str) -> bool:
     return L.is_staging_dir(entries)
 
 
-def scan(d: Dir) -> DirListing:
-    """Group the files of the open directory ``d`` (:mod:`ckptool.io.safety.dirfd`) by checkpoint."""
+def _indexed(d: Dir, storage: Storage, name: str, read_indexes: bool) -> bool:
+    """Whether the ``.index`` file ``name`` makes its checkpoint complete: it parses as one
+    (:func:`ckptool.io.layout.checkpoints.is_index`), or without ``read_indexes`` (``du``: sizes need
+    no index's contents) a regular file at least a table's footer long, as the listing says."""
+    if read_indexes:
+        return L.is_index(storage, d.join(name))
+    st = d.stat(name)
+    return st is not None and _stat.S_ISREG(st.st_mode) and st.st_size >= FOOTER_SIZE
+
+
+def scan(d: Dir, read_indexes: bool = True) -> DirListing:
+    """Group the files of the open directory ``d`` (:mod:`ckptool.io.safety.dirfd`) by checkpoint;
+    ``read_indexes`` False: an index's presence and size, not its contents, make a checkpoint complete."""
     from ckptool.io.backends.local import LOCAL
     from ckptool.io.backends.urls import storage_for
 
@@ -164,7 +176,7 @@ def scan(d: Dir) -> DirListing:
         out.temps.append(info)
         out.temp_owner[n] = owner
     for n, (base, kind) in roles.items():
-        if kind == L.INDEX and L.is_index(storage, d.join(n)):
+        if kind == L.INDEX and _indexed(d, storage, n, read_indexes):
             out.complete.add(base)
         elif kind == L.V1_FILE and base not in out.v1:
             out.v1.add(base)

@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 #: indexes): an object store fetches them at once, in parallel, beside its one listing
 #: (:meth:`ckptool.io.base.Storage.listed`).
 TREE_READS = (STATE_FILENAME, ".ckptool.toml", "*" + INDEX_SUFFIX)
+#: Of them, those a command that reads no index needs (``du``: the listing gives the sizes).
+TREE_STATE_READS = (STATE_FILENAME, ".ckptool.toml")
 #: Of them, what a command reads again once it holds the run's lock: the state file (an
 #: index, once written, is not rewritten in place).
 TREE_REREAD = (STATE_FILENAME,)
@@ -159,5 +161,5 @@ def walk_paths(storage: Storage, files: Iterable[str], root: str, *, exclude: It
             continue
 
 
-__all__ = ["TREE_READS", "TREE_REREAD", "excluded", "is_run", "run_paths", "walk_local", "walk_local_dirs",
-           "walk_paths"]
+__all__ = ["TREE_READS", "TREE_REREAD", "TREE_STATE_READS", "excluded", "is_run", "run_paths", "walk_local",
+           "walk_local_dirs", "walk_paths"]

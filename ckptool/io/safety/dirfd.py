@@ -242,6 +242,15 @@ class PathDir:
     def unlink_if(self, name: str, expect: bytes) -> bool:
         return self.storage.remove_if(self.join(name), expect)
 
+    def unlink_many(self, names: list[str]) -> dict[str, BaseException | None] | None:
+        """Delete ``names`` at once where the storage can (an object store's batch delete): name ->
+        None or the error; None when it cannot (the caller unlinks them one by one)."""
+        many = getattr(self.storage, "remove_many", None)
+        if many is None:
+            return None
+        got = many([self.join(n) for n in names])
+        return {n: got[self.join(n)] for n in names}
+
     def rmtree(self, name: str) -> None:
         for n in self.storage.listdir(self.join(name)):
             p = self.storage.join(self.join(name), n)

@@ -114,18 +114,33 @@ def delete_files(d: Dir, files: list[FileInfo], failed: list[dict[str, str]],
     file, the one whose going unmakes it). When ``marker`` cannot go, nothing after it does."""
     done: list[FileInfo] = []
     ok = True
-    for f in files:
+    for i, f in enumerate(files):
+        if f.name != marker and len(files) - i > 1:  # the marker gone (it goes first, alone): the rest at once
+            many = getattr(d, "unlink_many", None)
+            got = many([g.name for g in files[i:]]) if many is not None else None
+            if got is not None:
+                for g in files[i:]:
+                    ok = _gone(d, g, got[g.name], done, failed) and ok
+                return done, ok
         try:
             d.unlink(f.name)
-            done.append(f)
-        except FileNotFoundError:
-            pass
         except (OSError, CkptError) as exc:
-            ok = False
-            failed.append({"path": d.join(f.name), "error": _why(exc)})
-            if f.name == marker:
+            ok = _gone(d, f, exc, done, failed) and ok
+            if f.name == marker and not isinstance(exc, FileNotFoundError):
                 break
+            continue
+        done.append(f)
     return done, ok
+
+
+def _gone(d: Dir, f: FileInfo, exc: BaseException | None, done: list[FileInfo], failed: list[dict[str, str]]) -> bool:
+    """Record the deletion of ``f``: done, already gone, or failed (False)."""
+    if exc is None:
+        done.append(f)
+    elif not isinstance(exc, FileNotFoundError):
+        failed.append({"path": d.join(f.name), "error": _why(exc)})
+        return False
+    return True
 
 
 def _why(exc: BaseException) -> str:

@@ -13,7 +13,7 @@ from ckptool.io.control.state import STATE_FILENAME
 from ckptool.io.layout.checkpoints import step_of
 from ckptool.io.layout.keptdir import is_kept_dir, kept_path
 from ckptool.io.layout.listing import scan
-from ckptool.io.layout.walk import TREE_READS
+from ckptool.io.layout.walk import TREE_STATE_READS
 from ckptool.io.safety.dirfd import open_dir
 from ckptool.ops.retain.deletion import latest_base, newest_on_disk, read_dir_state
 from ckptool.ops.retain.fleet import prune_tree
@@ -57,7 +57,7 @@ def du(root: str, *, max_to_keep: Any = UNSET, keep_every_n_hours: Any = UNSET, 
     (``kept_checkpoints``, ``kept_bytes``), never a row of its own. Sorted by bytes, largest first."""
     if storage is None:
         storage, root = storage_for(root)
-    with storage.listed(root, TREE_READS):  # an object store: one listing, the small files at once
+    with storage.listed(root, TREE_STATE_READS):  # an object store: one listing, the state files at once
         return _du(root, storage, max_to_keep, keep_every_n_hours, keep_steps_every, min_age, exclude, now)
 
 
@@ -66,7 +66,7 @@ def _du(root: str, storage: Storage, max_to_keep: Any, keep_every_n_hours: Any, 
     now = time.time() if now is None else now
     plan = prune_tree(root, max_to_keep=max_to_keep, keep_every_n_hours=keep_every_n_hours,
                       keep_steps_every=keep_steps_every, min_age=min_age, exclude=exclude,
-                      dry_run=True, now=now, storage=storage, discover_all=True)
+                      dry_run=True, now=now, storage=storage, discover_all=True, read_indexes=False)
     seen_inodes: set[Any] = set()
     out = []
     kept_dirs = [d for d in list(plan.runs) + list(plan.errors) + plan.kept_dirs if is_kept_dir(storage, d)]
@@ -80,7 +80,7 @@ def _du(root: str, storage: Storage, max_to_keep: Any, keep_every_n_hours: Any, 
                 listing, latest, stamps = r.listing, r.latest, r.timestamps
             else:
                 with open_dir(storage, d) as h:
-                    listing = scan(h)
+                    listing = scan(h, read_indexes=False)
                     try:
                         _, state = read_dir_state(h)
                     except CkptError:
@@ -109,7 +109,7 @@ def _du(root: str, storage: Storage, max_to_keep: Any, keep_every_n_hours: Any, 
         if kept_dir in kept_dirs or storage.isdir(kept_dir):
             try:
                 with open_dir(storage, kept_dir) as h:
-                    klisting = scan(h)
+                    klisting = scan(h, read_indexes=False)
                 kept_n, kept_total = len(klisting.complete), _bytes(kept_dir, klisting, seen_inodes)
             except CkptError:
                 pass

@@ -19,7 +19,7 @@ from ckptool.io.backends.urls import storage_for
 from ckptool.io.control.policy import read_policy, resolve_policy
 from ckptool.io.control.state import STATE_FILENAME
 from ckptool.io.layout.keptdir import is_kept_dir
-from ckptool.io.layout.walk import TREE_READS, TREE_REREAD
+from ckptool.io.layout.walk import TREE_READS, TREE_REREAD, TREE_STATE_READS
 from ckptool.io.oserrors import os_error
 from ckptool.ops.retain.outcome import PruneResult
 from ckptool.ops.retain.policy_args import UNSET, policy_values
@@ -92,30 +92,35 @@ def prune_tree(root: str, *, max_to_keep: Any = UNSET, keep_every_n_hours: Any =
                exclude: tuple[str, ...] = (), scan: bool = False, dry_run: bool = False, now: float | None = None,
                storage: Storage | None = None, progress: Any = None, discover_all: bool = False,
                clean_temp: bool = False, one_file_system: bool = False, follow_symlinks: bool = False,
-               best: Any = None, verify: bool = False, series: str | None = None) -> TreeResult:
+               best: Any = None, verify: bool = False, series: str | None = None,
+               read_indexes: bool = True) -> TreeResult:
     """``prune --recursive``: each run directory below ROOT pruned as :func:`prune` would, with
     its effective policy (io/control/policy.resolve_policy: an argument given beats the nearest
     ``.ckptool.toml``, which beats the default); a directory's failure is recorded and the
     others still run. Without any policy argument, only runs with a ``.ckptool.toml`` at or
     above them (from ROOT down) are pruned; the others are listed in ``no_policy``, untouched.
     A run's ``kept/`` is no run of its own: neither flags nor an inherited file prune it, only a
-    ``kept/.ckptool.toml`` (alone); else it is listed in ``kept_dirs``, untouched."""
+    ``kept/.ckptool.toml`` (alone); else it is listed in ``kept_dirs``, untouched. ``read_indexes``
+    False (``du``'s dry run): no index is read (:func:`ckptool.ops.retain.prune.run`)."""
     if storage is None:
         storage, root = storage_for(root)
     if root != "/" and root.endswith("/") and "://" not in root:
         root = root.rstrip("/")
-    with storage.listed(root, TREE_READS, TREE_REREAD):  # an object store: one listing, the small files at once
+    reads = TREE_READS if read_indexes or not dry_run else TREE_STATE_READS
+    with storage.listed(root, reads, TREE_REREAD):  # an object store: one listing, the small files at once
         return _prune_tree(root, storage, max_to_keep=max_to_keep, keep_every_n_hours=keep_every_n_hours,
                            keep_steps_every=keep_steps_every, min_age=min_age, keep=keep, exclude=exclude,
                            scan=scan, dry_run=dry_run, now=now, progress=progress, discover_all=discover_all,
                            clean_temp=clean_temp, one_file_system=one_file_system,
-                           follow_symlinks=follow_symlinks, best=best, verify=verify, series=series)
+                           follow_symlinks=follow_symlinks, best=best, verify=verify, series=series,
+                           read_indexes=read_indexes)
 
 
 def _prune_tree(root: str, storage: Storage, *, max_to_keep: Any, keep_every_n_hours: Any, keep_steps_every: Any,
                 min_age: Any, keep: tuple[str, ...], exclude: tuple[str, ...], scan: bool, dry_run: bool,
                 now: float | None, progress: Any, discover_all: bool, clean_temp: bool, one_file_system: bool,
-                follow_symlinks: bool, best: Any, verify: bool, series: str | None) -> TreeResult:
+                follow_symlinks: bool, best: Any, verify: bool, series: str | None,
+                read_indexes: bool = True) -> TreeResult:
     if not storage.isdir(root):
         raise MissingError(f"{root}: no such directory")
     now = time.time() if now is None else now
@@ -140,7 +145,7 @@ def _prune_tree(root: str, storage: Storage, *, max_to_keep: Any, keep_every_n_h
                 return
             run_scan = scan or STATE_FILENAME not in d.names()
             res = prune_open(storage, d, eff.policy, now=now, dry_run=dry_run, scan_all=run_scan,
-                             clean_temp=clean_temp, verify=verify)
+                             clean_temp=clean_temp, verify=verify, read_indexes=read_indexes)
             res.sources = eff.sources
             out.runs[d.path] = res
         except (CkptError, OSError) as exc:

@@ -146,17 +146,19 @@ def preflight(storage: Storage, d: Dir, *, scan_all: bool, pins: tuple[str, ...]
 def run(storage: Storage, d: Dir, policy: R.Policy, *, now: float, dry_run: bool, scan_all: bool,
         new_entry: str | None = None, pins: tuple[str, ...] = (), strict_pins: bool = False, clean_temp: bool = False,
         soft_pins: tuple[str, ...] = (), best: Any = None, verify: bool = False,
-        progress: Callable[[int, int], None] | None = None) -> PruneResult:
+        progress: Callable[[int, int], None] | None = None, read_indexes: bool = True) -> PruneResult:
     """One prune of the open directory ``d`` (the caller holds its lock unless ``dry_run``).
     ``pins`` name checkpoints never deleted (an error, with ``strict_pins``, when one names
     none of DIR); ``soft_pins`` (a policy file's) may name checkpoints of other runs.
-    ``verify``: what is kept is also checked by its CRCs, not only by the cheap check."""
+    ``verify``: what is kept is also checked by its CRCs, not only by the cheap check.
+    ``read_indexes`` False (a dry run for ``du``): no index is read; a checkpoint is complete and
+    intact by what the listing tells (its index there), see :func:`ckptool.io.layout.listing.scan`."""
     res = PruneResult(d.path, dry_run=dry_run)
     refuse_special(d)
     raw, state = read_dir_state(d)
     if not dry_run:
         finish_journal(storage, d, state)
-    listing = scan(d)
+    listing = scan(d) if read_indexes else scan(d, read_indexes=False)
     refuse_special(d, listing)
     res.listing = listing
     if state is None and not scan_all and new_entry is None:
@@ -169,7 +171,7 @@ def run(storage: Storage, d: Dir, policy: R.Policy, *, now: float, dry_run: bool
     res.policy = policy.to_json()
     clock, hold = carried_clock(storage, d, state, listing) if policy.keep_every_n_hours else (None, None)
     plan = _settled_plan(storage, d, raw, state, listing, policy, now, scan_all, new_entry, best,
-                         Health(storage, d.path, listing, verify), clock)
+                         Health(storage, d.path, listing, verify, read_indexes), clock)
     _report_plan(res, storage, plan, listing)
     if not dry_run:
         _apply(storage, d, listing, state, plan, res, new_entry=new_entry, scan_all=scan_all, progress=progress)
@@ -195,7 +197,7 @@ def _settled_plan(storage: Storage, d: Dir, raw: bytes | None, state: Checkpoint
         raise
     if plan.damaged:  # a trainer's sweep, mid-way, looks like damage: look again shortly
         time.sleep(SETTLE)
-        again = scan(d)
+        again = scan(d) if health.read_indexes else scan(d, read_indexes=False)
         if d.read(STATE_FILENAME) != raw or any(again.files.get(b) != listing.files.get(b) for b in plan.damaged):
             raise _stale(d)
     return plan
@@ -339,7 +341,7 @@ def prune(directory: str, *, max_to_keep: Any = UNSET, keep_every_n_hours: Any =
 def prune_open(storage: Storage, d: Dir, pol: dict[str, Any], *, now: float, dry_run: bool, scan_all: bool,
                clean_temp: bool = False, pins: tuple[str, ...] = (), strict_pins: bool = False,
                lock_timeout: float | None = 0.0, verify: bool = False,
-               progress: Callable[[int, int], None] | None = None) -> PruneResult:
+               progress: Callable[[int, int], None] | None = None, read_indexes: bool = True) -> PruneResult:
     """Prune the open directory ``d`` with the policy dict ``pol`` (the keys of a policy
     file; its ``keep`` pins are lenient), under the directory lock unless ``dry_run``
     (taken only once :func:`preflight` finds nothing that refuses the run)."""
@@ -357,7 +359,7 @@ def prune_open(storage: Storage, d: Dir, pol: dict[str, Any], *, now: float, dry
     with lock:
         res = run(storage, d, policy, now=now, dry_run=dry_run, scan_all=scan_all, pins=tuple(pins),
                   strict_pins=strict_pins, clean_temp=clean_temp, soft_pins=tuple(pol.get("keep") or ()),
-                  best=best, verify=verify, progress=progress)
+                  best=best, verify=verify, progress=progress, read_indexes=read_indexes or not dry_run)
     res.policy.update(best_settings(pol))
     return res
 
