@@ -76,13 +76,14 @@ def _attributes(node: Node, renames: dict[str, str], dropped: Collection[str], s
 
 def edit_records(data: bytes, renames: dict[str, str], dropped: Collection[str] = frozenset(),
                  strip_optimizer: bool = False, where: str = "object graph"
-                 ) -> tuple[bytes, dict[str, str | None]]:
-    """``ObjectGraph.parse(data).edited(renames, dropped, strip_optimizer)``, serialized; the keys
-    map holds only the planned keys whose final key differs (None: left the graph)."""
+                 ) -> tuple[bytearray, dict[str, str | None]]:
+    """``ObjectGraph.parse(data).edited(renames, dropped, strip_optimizer)``, serialized (a
+    bytearray: not copied again here); the keys map holds only the planned keys whose final key
+    differs (None: left the graph)."""
     g = RecordGraph(data, where)
     n = g.n
     if not n:
-        return b"", {}
+        return bytearray(), {}
     flags = bytearray(n)
     edges = Edges(n)
     movers = array("i")
@@ -155,7 +156,7 @@ def _reach(g: RecordGraph, edges: Edges, flags: bytearray, slots_kept: bool) -> 
 
 
 def _compacted(g: RecordGraph, edges: Edges, flags: bytearray, own: bytearray, renames: dict[str, str],
-               dropped: Collection[str], slots_kept: bool) -> tuple[bytes, dict[str, str | None]]:
+               dropped: Collection[str], slots_kept: bool) -> tuple[bytearray, dict[str, str | None]]:
     n, size = g.n, edges.size
     seen = _reach(g, edges, flags, slots_kept)
     new_id = array("i", [-1]) * size
@@ -196,7 +197,7 @@ def _compacted(g: RecordGraph, edges: Edges, flags: bytearray, own: bytearray, r
                     [SlotVariable(new_id[s.original_variable_node_id], s.slot_name, new_id[s.slot_variable_node_id])
                      for s in _slots(g, i, flags, slots_kept)], src.registered_saver, bool(valued[i]))
         out += serialize_nodes([node])
-    return bytes(out), keys
+    return out, keys
 
 
 def _path(i: int, parent: array[int], pname: list[str]) -> str:

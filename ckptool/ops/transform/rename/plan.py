@@ -97,7 +97,7 @@ def _unmatched(renamer: Renamer, unmatched: list[str], names: list[str]) -> str:
 
 
 def graph_for(src_graph: bytes | None, plan: Plan, strip_optimizer: bool, where: str = OBJECT_GRAPH_KEY
-              ) -> bytes | None:
+              ) -> bytes | bytearray | None:
     """DST's object graph, serialized, and ``plan`` brought in line with it.
 
     An object-based SRC (``src_graph``: its serialized graph) has its graph edited

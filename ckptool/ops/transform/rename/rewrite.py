@@ -78,7 +78,8 @@ def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop: Sequence[str] 
         plan.fast_path = bundle_src and not compact and (link or not plan.dropped)
         if dry_run:
             return plan
-        rebuilt = graph if plan.object_graph == "rebuilt" else None
+        rebuilt = [graph] if plan.object_graph == "rebuilt" and graph is not None else []
+        del graph  # held by ``rebuilt`` alone, let go once written
         if plan.fast_path:
             plan.files, plan.linked = link_files(ck, plan, dprefix, storage, rebuilt, force, sync, progress)
         else:
