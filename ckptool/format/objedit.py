@@ -115,6 +115,7 @@ def edit_records(data: bytes, renames: dict[str, str], dropped: Collection[str] 
         old = _move(g, i, renames, dropped)
         if old[0] and edges.walk(old[0]) == i:
             edges.detach(edges.walk(old[0][:-1]), old[0][-1], i)  # type: ignore[arg-type]  # a walked prefix walks
+    edges.index = {}  # the old scopes' indexes (rebuilt where a walk passes again)
     for i in movers:
         _, path, new = _move(g, i, renames, dropped)
         edges.attach(i, tuple(g.shared.setdefault(name, name) for name in path), new)

@@ -79,7 +79,7 @@ def link_files(ck: Any, plan: Plan, dprefix: str, storage: Storage, graph: list[
     if plan.object_graph == "kept":
         k = key_of(OBJECT_GRAPH_KEY)
         extra.append((k, ck.raw_entry(k)))
-    from ckptool.io.safety.atomic import AtomicFile, link_or_copy, make_output_dir, publish
+    from ckptool.io.safety.atomic import link_or_copy, make_output_dir, publish
     from ckptool.ops.write.writer import index_file, retire_index
 
     make_output_dir(storage, storage.dirname(dprefix))
@@ -91,17 +91,8 @@ def link_files(ck: Any, plan: Plan, dprefix: str, storage: Storage, graph: list[
             if progress:
                 progress(sum(sizes[:i + 1]), sum(sizes))
         if graph:
-            from ckptool.format.coding import mask_crc
-            from ckptool.ops.write.writer import encode_tensor
-
-            dt, shape, data, crc = encode_tensor(key_of(OBJECT_GRAPH_KEY), graph.pop())
-            blob = bytes(data)
-            f = AtomicFile(storage, bundle.data_filename(dprefix, n_src, n_dst), sync=sync)
-            made.append(f)
-            f.write(blob)
-            extra.append((key_of(OBJECT_GRAPH_KEY),
-                          bundle.encode_entry(dt, shape, n_src, 0, len(blob), mask_crc(crc))))
-            del blob, data
+            extra.append(_write_graph(storage, bundle.data_filename(dprefix, n_src, n_dst), n_src, graph.pop(),
+                                      sync, made))
         linked = all(f.file is None for f in made[:n_src])  # a link has nothing to write
         made.append(index_file(storage, dprefix, n_dst, _entries(ck, plan, extra), ck.header.endianness, sync))
         finals = [f.target for f in made[:-1]]
@@ -111,6 +102,24 @@ def link_files(ck: Any, plan: Plan, dprefix: str, storage: Storage, graph: list[
             f.discard()
         raise
     return [f.target for f in made], linked
+
+
+def _write_graph(storage: Storage, path: str, shard: int, value: bytes | bytearray, sync: bool,
+                 made: list[Any]) -> tuple[bytes, bytes]:
+    """The object graph, a string scalar, alone in shard ``shard`` (its head, then its bytes: not
+    copied into one buffer); its index entry."""
+    from ckptool.format import dtypes
+    from ckptool.format.coding import crc32c, mask_crc
+    from ckptool.format.tensors import string_scalar_head
+    from ckptool.io.safety.atomic import AtomicFile
+
+    head, crc = string_scalar_head(len(value))
+    f = AtomicFile(storage, path, sync=sync)
+    made.append(f)
+    f.write(head)
+    f.write(value)
+    return key_of(OBJECT_GRAPH_KEY), bundle.encode_entry(dtypes.STRING_DTYPE, (), shard, 0, len(head) + len(value),
+                                                         mask_crc(crc32c(value, crc)))
 
 
 def _entries(ck: Any, plan: Plan, extra: list[tuple[bytes, bytes]]) -> Iterator[tuple[bytes, bytes]]:
