@@ -87,6 +87,7 @@ def edit_records(data: bytes, renames: dict[str, str], dropped: Collection[str] 
     flags = bytearray(n)
     edges = Edges(n)
     movers = array("i")
+    moved_to: list[str] = []  # each mover's new key (the renames' own string)
     for i in range(n):
         node = g.node(i)
         f = (ATTRS if node.attributes else 0) | (SLOTS if node.slot_variables else 0) | (
@@ -108,6 +109,7 @@ def edit_records(data: bytes, renames: dict[str, str], dropped: Collection[str] 
                 flags[i] |= ATTRS_KEPT
             if move is not None:
                 movers.append(i)
+                moved_to.append(move[2])
     before = edges.valued(bytearray(bool(f & (ATTRS | SLOTS | SAVER)) for f in flags))
     if strip_optimizer:
         edges.cut(lambda c: c < n and bool(flags[c] & OPTIMIZER))
@@ -116,8 +118,9 @@ def edit_records(data: bytes, renames: dict[str, str], dropped: Collection[str] 
         if old[0] and edges.walk(old[0]) == i:
             edges.detach(edges.walk(old[0][:-1]), old[0][-1], i)  # type: ignore[arg-type]  # a walked prefix walks
     edges.index = {}  # the old scopes' indexes (rebuilt where a walk passes again)
-    for i in movers:
-        _, path, new = _move(g, i, renames, dropped)
+    for i, new in zip(movers, moved_to):
+        parsed = parse_object_key(new)  # a mover's new key parses
+        path = parsed[0] if parsed else ()
         edges.attach(i, tuple(g.shared.setdefault(name, name) for name in path), new)
     slots_kept = not strip_optimizer
     own = bytearray(bool(f & (ATTRS_KEPT | SAVER)) or (slots_kept and bool(f & SLOTS)) for f in flags)
