@@ -97,3 +97,26 @@ def test_many_objects_under_one_parent(tmp_path):
                         ([f"model/block_002/layer_03/b{suffix}=solo/x{suffix}"], ()), (["/=top/"], ())):
         out = _compare(data, names, rules, drop, False)
         assert isinstance(out, tuple) and out[0] != data
+
+
+@pytest.mark.parametrize("data", [b"\x0a\xff", b"\x0a\x05\x0a\x03\x08\x09", b"\xff\xff\xff", b"\x0a\x02\x0a"])
+def test_unparsable_graphs_are_one_error(data):
+    """Records running past the end, a child that is no node, bytes that are no graph: the
+    CorruptError ObjectGraph.parse gives, naming the graph."""
+    with pytest.raises(CkptError) as old:
+        ObjectGraph.parse(data, "g").edited({"a/.ATTRIBUTES/V": "b/.ATTRIBUTES/V"})
+    with pytest.raises(CkptError) as new:
+        edit_records(data, {"a/.ATTRIBUTES/V": "b/.ATTRIBUTES/V"}, where="g")
+    assert type(new.value) is type(old.value) and str(new.value) == str(old.value)
+
+
+def test_a_graph_with_other_top_level_fields_is_edited_as_parsed(tmp_path):
+    """A top level holding more than node records (an unknown field) is parsed whole, as
+    protobuf reads it, then edited the same way."""
+    prefix = str(tmp_path / "ckpt")
+    ckptool.write(prefix, {"m/a/.ATTRIBUTES/VARIABLE_VALUE": np.zeros(2, np.float32)}, sync=False)
+    with ckptool.open(prefix) as ck:
+        data = graph_bytes(ck) + b"\x10\x07"  # field 2, a varint: unknown to TrackableObjectGraph
+    renames = {"m/a/.ATTRIBUTES/VARIABLE_VALUE": "n/a/.ATTRIBUTES/VARIABLE_VALUE"}
+    graph, _ = ObjectGraph.parse(data).edited(renames)
+    assert bytes(edit_records(data, renames)[0]) == graph.serialize()
