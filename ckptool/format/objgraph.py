@@ -25,7 +25,7 @@ from ckptool.format.objkeys import object_key as object_key
 from ckptool.format.objkeys import parse_object_key as parse_object_key
 from ckptool.format.objkeys import unescape as unescape
 from ckptool.format.objnodes import Attribute as Attribute  # X as X: defined there, named here
-from ckptool.format.objnodes import ChildIndex, copy_node
+from ckptool.format.objnodes import ChildIndex, copy_node, node_from_proto, node_spans, parse_node, serialize_nodes
 from ckptool.format.objnodes import Node as Node
 from ckptool.format.objnodes import SlotVariable as SlotVariable
 from ckptool.format.protos.tensor_bundle_pb2 import TrackableObjectGraph
@@ -39,46 +39,21 @@ class ObjectGraph:
 
     @classmethod
     def parse(cls, data: bytes, where: str = OBJECT_GRAPH_KEY) -> ObjectGraph:
-        try:
-            proto = TrackableObjectGraph.FromString(bytes(data))
-        except DecodeError:
-            raise CorruptError(f"{where}: unparsable object graph") from None
-        n = len(proto.nodes)
-        nodes = []
-        for i, p in enumerate(proto.nodes):
-            node = Node(i, registered_saver=p.registered_saver.name,
-                        has_checkpoint_values=(p.has_checkpoint_values.value
-                                               if p.HasField("has_checkpoint_values") else None))
-            for c in p.children:
-                if not 0 <= c.node_id < n:
-                    raise CorruptError(f"{where}: node {i} has child {c.local_name!r} -> missing node {c.node_id}")
-                node.children.append((c.local_name, c.node_id))
-            node.attributes = [Attribute(a.name, a.full_name, a.checkpoint_key) for a in p.attributes]
-            for s in p.slot_variables:
-                for ref in (s.original_variable_node_id, s.slot_variable_node_id):
-                    if not 0 <= ref < n:
-                        raise CorruptError(f"{where}: node {i} has a slot variable referring to missing node {ref}")
-                node.slot_variables.append(
-                    SlotVariable(s.original_variable_node_id, s.slot_name, s.slot_variable_node_id))
-            nodes.append(node)
-        return cls(nodes)
+        data = bytes(data)
+        spans = node_spans(data, where)
+        shared: dict[str, str] = {}
+        if spans is None:  # not only node records at the top level: parsed whole
+            try:
+                protos = list(TrackableObjectGraph.FromString(data).nodes)
+            except DecodeError:
+                raise CorruptError(f"{where}: unparsable object graph") from None
+            return cls([node_from_proto(i, p, len(protos), where, shared) for i, p in enumerate(protos)])
+        n = len(spans) // 2
+        return cls([node_from_proto(i, parse_node(data[spans[2 * i]:spans[2 * i + 1]], where), n, where, shared)
+                    for i in range(n)])
 
     def serialize(self) -> bytes:
-        proto = TrackableObjectGraph()
-        for node in self.nodes:
-            p = proto.nodes.add()
-            for name, nid in node.children:
-                p.children.add(node_id=nid, local_name=name)
-            for a in node.attributes:
-                p.attributes.add(name=a.name, full_name=a.full_name, checkpoint_key=a.checkpoint_key)
-            for s in node.slot_variables:
-                p.slot_variables.add(original_variable_node_id=s.original_variable_node_id,
-                                     slot_name=s.slot_name, slot_variable_node_id=s.slot_variable_node_id)
-            if node.registered_saver:
-                p.registered_saver.name = node.registered_saver
-            if node.has_checkpoint_values is not None:
-                p.has_checkpoint_values.value = node.has_checkpoint_values
-        return proto.SerializeToString()  # type: ignore[no-any-return]  # protobuf messages are untyped
+        return serialize_nodes(self.nodes)
 
     def paths(self) -> dict[int, str]:
         """The object path ('model/layer') of every node reachable from the root, breadth first."""

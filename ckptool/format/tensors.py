@@ -170,6 +170,15 @@ def encode_string(values: Iterable[Buffer]) -> tuple[bytes, int]:
     return head + stored + body, crc
 
 
+def string_scalar_head(length: int) -> tuple[bytes, int]:
+    """What a string scalar of ``length`` bytes is stored after, and the CRC to go on from:
+    ``encode_string([x])`` is ``(head + x, crc32c(x, crc))``; a large value (an object graph) is
+    written after its head without being copied."""
+    lcrc = _length_checksum([length], False)
+    stored = FIXED32.pack(mask_crc(lcrc))
+    return encode_varint(length) + stored, crc32c(stored, lcrc)
+
+
 def decode_variant(buf: BytesLike, entry: Entry, where: str, verify: bool = True) -> np.ndarray:
     """A DT_VARIANT tensor as an object array (see :func:`variant_values`)."""
     return object_array(variant_values(buf, entry, where, verify), entry.shape)

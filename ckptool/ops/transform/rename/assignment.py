@@ -8,7 +8,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ckptool.errors import CkptError
+from ckptool.errors import CkptError, CorruptError
+from ckptool.format.objedit import edit_records
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, ObjectGraph, is_object_key
 from ckptool.format.slots import is_optimizer_name
 from ckptool.ops.transform.rename.rules import EXACT, Renamer, Rule
@@ -95,21 +96,23 @@ def _unmatched(renamer: Renamer, unmatched: list[str], names: list[str]) -> str:
     return listed(shown, len(unmatched))
 
 
-def graph_for(src_graph: ObjectGraph | None, plan: Plan, strip_optimizer: bool) -> ObjectGraph | None:
-    """DST's object graph, and ``plan`` brought in line with it.
+def graph_for(src_graph: bytes | None, plan: Plan, strip_optimizer: bool, where: str = OBJECT_GRAPH_KEY
+              ) -> bytes | bytearray | None:
+    """DST's object graph, serialized, and ``plan`` brought in line with it.
 
-    An object-based SRC has its graph edited (objects moved, other paths and
-    slot references kept, optimizers cut out with ``strip_optimizer``): what
-    left the graph is dropped and re-keyed variables take their new key. A
+    An object-based SRC (``src_graph``: its serialized graph) has its graph edited
+    (objects moved, other paths and slot references kept, optimizers cut out with
+    ``strip_optimizer``), a node record at a time (:func:`~ckptool.format.objedit.edit_records`):
+    what left the graph is dropped and re-keyed variables take their new key. A
     name-based SRC gets a graph synthesized when new names are object keys.
     """
     if src_graph is None:
         if not any(is_object_key(n) for _, n in plan.renames):
             return None
         plan.object_graph = "rebuilt"
-        return ObjectGraph.from_keys([n for _, n in plan.renames])
-    graph, keys = src_graph.edited({o: n for o, n in plan.renames if o != n}, set(plan.dropped),
-                                   strip_optimizer=strip_optimizer)
+        return ObjectGraph.from_keys([n for _, n in plan.renames]).serialize()
+    graph, keys = edit_records(src_graph, {o: n for o, n in plan.renames if o != n}, set(plan.dropped),
+                               strip_optimizer=strip_optimizer, where=where)
     targets: dict[str, str]
     renames, targets = [], {}
     for old, new in plan.renames:
@@ -130,4 +133,15 @@ def graph_for(src_graph: ObjectGraph | None, plan: Plan, strip_optimizer: bool) 
     return graph
 
 
-__all__ = ["Plan", "graph_for", "plan_names"]
+def graph_bytes(ck: Any) -> bytes | None:
+    """An object-based checkpoint's serialized object graph (a string scalar), else None."""
+    if not ck.is_object_based:
+        return None
+    value = ck.read(OBJECT_GRAPH_KEY)
+    if value.dtype != object or value.size != 1:
+        raise CorruptError(f"{ck.prefix}: {OBJECT_GRAPH_KEY} is not a string scalar "
+                           f"({value.dtype} {list(value.shape)})")
+    return bytes(value.ravel()[0])
+
+
+__all__ = ["Plan", "graph_bytes", "graph_for", "plan_names"]

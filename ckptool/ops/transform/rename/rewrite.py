@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import UsageError
 from ckptool.format import bundle
-from ckptool.ops.transform.rename.assignment import Plan, graph_for, plan_names
+from ckptool.format.objkeys import OBJECT_GRAPH_KEY
+from ckptool.ops.transform.rename.assignment import Plan, graph_bytes, graph_for, plan_names
 from ckptool.ops.transform.rename.transfer import copy_tensors, link_files
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop: Sequence[str] 
 
             return with_template(ck, plan, template, dprefix, storage, strict, dry_run, force, allow_missing,
                                  sync)
-        graph = graph_for(ck.object_graph() if ck.is_object_based else None, plan, strip_optimizer)
+        graph = graph_for(graph_bytes(ck), plan, strip_optimizer, f"{ck.prefix}: {OBJECT_GRAPH_KEY}")
         if plan.dropped and not plan.renames:  # dropped everything: a mistake, as a filter selecting nothing
             from ckptool.ops.read.select import filter_words, nothing_selected
 
@@ -77,11 +78,12 @@ def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop: Sequence[str] 
         plan.fast_path = bundle_src and not compact and (link or not plan.dropped)
         if dry_run:
             return plan
-        graph_bytes = graph.serialize() if plan.object_graph == "rebuilt" and graph is not None else None
+        rebuilt = [graph] if plan.object_graph == "rebuilt" and graph is not None else []
+        del graph  # held by ``rebuilt`` alone, let go once written
         if plan.fast_path:
-            plan.files, plan.linked = link_files(ck, plan, dprefix, storage, graph_bytes, force, sync, progress)
+            plan.files, plan.linked = link_files(ck, plan, dprefix, storage, rebuilt, force, sync, progress)
         else:
-            plan.files = copy_tensors(ck, plan, dprefix, storage, graph_bytes, force, sync, progress, jobs)
+            plan.files = copy_tensors(ck, plan, dprefix, storage, rebuilt, force, sync, progress, jobs)
         return plan
 
 

@@ -4,7 +4,7 @@ so DST holds only what is kept."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ckptool.format import bundle
@@ -32,10 +32,10 @@ def copy_raw(ck: Any, e: Entry, new: str, w: BundleWriter) -> None:
         w.add_raw(bundle.encode_tensor_name_slice(nk, sl), part, ck.read_raw(part))
 
 
-def copy_tensors(ck: Any, plan: Plan, dprefix: str, storage: Storage, graph_bytes: bytes | None, force: bool,
+def copy_tensors(ck: Any, plan: Plan, dprefix: str, storage: Storage, graph: list[bytes | bytearray], force: bool,
                  sync: bool, progress: Callable[[int, int], None] | None, jobs: int | None) -> list[str]:
     """Write DST anew: each renamed tensor's stored bytes (a V1 SRC's values, encoded), then the object
-    graph (rebuilt, or SRC's copied as it is); the files written."""
+    graph (rebuilt: taken out of ``graph``, else SRC's copied as it is); the files written."""
     from ckptool.ops.read.reader import BundleCheckpoint
     from ckptool.ops.write.writer import BundleWriter
 
@@ -54,8 +54,8 @@ def copy_tensors(ck: Any, plan: Plan, dprefix: str, storage: Storage, graph_byte
                 if progress:
                     done += ck.variable(old).nbytes
                     progress(done, total)
-        if graph_bytes is not None:
-            w.add(OBJECT_GRAPH_KEY, graph_bytes)
+        if graph:
+            w.add(OBJECT_GRAPH_KEY, graph.pop())
         elif plan.object_graph == "kept":
             if isinstance(ck, BundleCheckpoint):  # the graph's stored bytes, copied as they are
                 e = ck.entry(key_of(OBJECT_GRAPH_KEY))
@@ -66,24 +66,20 @@ def copy_tensors(ck: Any, plan: Plan, dprefix: str, storage: Storage, graph_byte
     return res.files
 
 
-def link_files(ck: Any, plan: Plan, dprefix: str, storage: Storage, graph_bytes: Any, force: Any, sync: bool,
-               progress: Callable[[int, int], None] | None = None) -> tuple[list[str], bool]:
-    """Link (or copy whole) SRC's data files, write the index; (files, whether all were linked)."""
+def link_files(ck: Any, plan: Plan, dprefix: str, storage: Storage, graph: list[bytes | bytearray], force: Any,
+               sync: bool, progress: Callable[[int, int], None] | None = None) -> tuple[list[str], bool]:
+    """Link (or copy whole) SRC's data files, write the index; (files, whether all were linked).
+    A rebuilt object graph, in ``graph``, is taken out of it and written to a shard of its own
+    (let go before the index is made)."""
     n_src = ck.header.num_shards
-    n_dst = n_src + (1 if graph_bytes is not None else 0)
-    entries = []
-    for old, new in plan.renames:
-        ok = key_of(old)
-        nk = key_of(new)
-        e = ck.entry(ok)
-        entries.append((nk, ck.raw_entry(ok)))
-        for sl in e.slices:
-            sk = bundle.encode_tensor_name_slice(ok, sl)
-            entries.append((bundle.encode_tensor_name_slice(nk, sl), ck.raw_entry(sk)))
+    n_dst = n_src + (1 if graph else 0)
+    for _ in _entries(ck, plan, []):  # every SRC entry found before anything is written
+        pass
+    extra: list[tuple[bytes, bytes]] = []  # the object graph's entry (kept or written anew)
     if plan.object_graph == "kept":
         k = key_of(OBJECT_GRAPH_KEY)
-        entries.append((k, ck.raw_entry(k)))
-    from ckptool.io.safety.atomic import AtomicFile, link_or_copy, make_output_dir, publish
+        extra.append((k, ck.raw_entry(k)))
+    from ckptool.io.safety.atomic import link_or_copy, make_output_dir, publish
     from ckptool.ops.write.writer import index_file, retire_index
 
     make_output_dir(storage, storage.dirname(dprefix))
@@ -94,19 +90,11 @@ def link_files(ck: Any, plan: Plan, dprefix: str, storage: Storage, graph_bytes:
             made.append(link_or_copy(storage, ck.shard_path(i), bundle.data_filename(dprefix, i, n_dst), sync=sync))
             if progress:
                 progress(sum(sizes[:i + 1]), sum(sizes))
-        if graph_bytes is not None:
-            from ckptool.format.coding import mask_crc
-            from ckptool.ops.write.writer import encode_tensor
-
-            dt, shape, data, crc = encode_tensor(key_of(OBJECT_GRAPH_KEY), graph_bytes)
-            blob = bytes(data)
-            f = AtomicFile(storage, bundle.data_filename(dprefix, n_src, n_dst), sync=sync)
-            made.append(f)
-            f.write(blob)
-            entries.append((key_of(OBJECT_GRAPH_KEY),
-                            bundle.encode_entry(dt, shape, n_src, 0, len(blob), mask_crc(crc))))
+        if graph:
+            extra.append(_write_graph(storage, bundle.data_filename(dprefix, n_src, n_dst), n_src, graph.pop(),
+                                      sync, made))
         linked = all(f.file is None for f in made[:n_src])  # a link has nothing to write
-        made.append(index_file(storage, dprefix, n_dst, entries, ck.header.endianness, sync))
+        made.append(index_file(storage, dprefix, n_dst, _entries(ck, plan, extra), ck.header.endianness, sync))
         finals = [f.target for f in made[:-1]]
         publish(made, check=(lambda: retire_index(storage, dprefix, finals, sync)) if force else None)
     except BaseException:
@@ -114,6 +102,37 @@ def link_files(ck: Any, plan: Plan, dprefix: str, storage: Storage, graph_bytes:
             f.discard()
         raise
     return [f.target for f in made], linked
+
+
+def _write_graph(storage: Storage, path: str, shard: int, value: bytes | bytearray, sync: bool,
+                 made: list[Any]) -> tuple[bytes, bytes]:
+    """The object graph, a string scalar, alone in shard ``shard`` (its head, then its bytes: not
+    copied into one buffer); its index entry."""
+    from ckptool.format import dtypes
+    from ckptool.format.coding import crc32c, mask_crc
+    from ckptool.format.tensors import string_scalar_head
+    from ckptool.io.safety.atomic import AtomicFile
+
+    head, crc = string_scalar_head(len(value))
+    f = AtomicFile(storage, path, sync=sync)
+    made.append(f)
+    f.write(head)
+    f.write(value)
+    return key_of(OBJECT_GRAPH_KEY), bundle.encode_entry(dtypes.STRING_DTYPE, (), shard, 0, len(head) + len(value),
+                                                         mask_crc(crc32c(value, crc)))
+
+
+def _entries(ck: Any, plan: Plan, extra: list[tuple[bytes, bytes]]) -> Iterator[tuple[bytes, bytes]]:
+    """DST's index entries: SRC's, under the new names (slices included), then ``extra``; made as
+    the index is sorted, not held in a second list."""
+    for old, new in plan.renames:
+        ok = key_of(old)
+        nk = key_of(new)
+        e = ck.entry(ok)
+        yield nk, ck.raw_entry(ok)
+        for sl in e.slices:
+            yield bundle.encode_tensor_name_slice(nk, sl), ck.raw_entry(bundle.encode_tensor_name_slice(ok, sl))
+    yield from extra
 
 
 __all__ = ["copy_raw", "copy_tensors", "link_files"]
