@@ -152,16 +152,20 @@ class Checkpoint:
     def is_object_based(self) -> bool:
         return OBJECT_GRAPH_KEY in self
 
-    def object_graph(self) -> ObjectGraph | None:
-        """The parsed object graph of an object-based checkpoint, else None."""
+    def object_graph_bytes(self) -> bytes | None:
+        """The serialized object graph (a string scalar) of an object-based checkpoint, else None."""
         if not self.is_object_based:
             return None
         value = self.read(OBJECT_GRAPH_KEY)
         if value.dtype != object or value.size != 1:
             raise CorruptError(f"{self.prefix}: {OBJECT_GRAPH_KEY} is not a string scalar "
                                f"({value.dtype} {list(value.shape)})")
-        return ObjectGraph.parse(value.item() if value.shape == () else value.ravel()[0],
-                                 f"{self.prefix}: {OBJECT_GRAPH_KEY}")
+        return bytes(value.item() if value.shape == () else value.ravel()[0])
+
+    def object_graph(self) -> ObjectGraph | None:
+        """The parsed object graph of an object-based checkpoint, else None."""
+        raw = self.object_graph_bytes()
+        return None if raw is None else ObjectGraph.parse(raw, f"{self.prefix}: {OBJECT_GRAPH_KEY}")
 
     def total_bytes(self) -> int:
         return sum(v.nbytes for v in self.variables())

@@ -22,7 +22,7 @@ from ckptool.format import bundle, dtypes, tensors
 from ckptool.format.bundle import Entry
 from ckptool.format.bundle_heads import group_entries, members, picked
 from ckptool.format.coding import crc32c
-from ckptool.format.objgraph import OBJECT_GRAPH_KEY, ObjectGraph
+from ckptool.format.objgraph import OBJECT_GRAPH_KEY
 from ckptool.format.slices import key_text, slice_text
 from ckptool.format.table import read_table
 from ckptool.io.layout.checkpoints import Located
@@ -354,17 +354,16 @@ class BundleCheckpoint(Checkpoint):
             raise UnsupportedError(f"{reader.path}: big-endian variant tensor {key_text(e.key)!r}")
         return tensors.variant_values(buf, e, reader.path, verify)
 
-    def object_graph(self) -> ObjectGraph | None:
-        """The parsed object graph of an object-based checkpoint, else None; its string
-        scalar is decoded without numpy (as :meth:`varlen_values` reads strings)."""
+    def object_graph_bytes(self) -> bytes | None:
+        """The serialized object graph of an object-based checkpoint, else None; its string scalar
+        is decoded without numpy (as :meth:`varlen_values` reads strings)."""
         if not self.is_object_based:
             return None
         e = self.lookup(OBJECT_GRAPH_KEY)
         if e.dtype.kind != dtypes.STRING or e.slices or e.numel != 1:
             raise CorruptError(f"{self.prefix}: {OBJECT_GRAPH_KEY} is not a string scalar "
                                f"({e.dtype.name} {list(e.shape)})")
-        value = self.varlen_values(e, True)[0]
-        return ObjectGraph.parse(value, f"{self.prefix}: {OBJECT_GRAPH_KEY}")
+        return self.varlen_values(e, True)[0]
 
     def read(self, name: str, verify: bool = True) -> np.ndarray:
         e = self.lookup(name)

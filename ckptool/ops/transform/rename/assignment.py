@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ckptool.errors import CkptError, CorruptError
+from ckptool.errors import CkptError
 from ckptool.format.objedit import edit_records
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, ObjectGraph, is_object_key
 from ckptool.format.slots import is_optimizer_name
@@ -135,13 +135,8 @@ def graph_for(src_graph: bytes | None, plan: Plan, strip_optimizer: bool, where:
 
 def graph_bytes(ck: Any) -> bytes | None:
     """An object-based checkpoint's serialized object graph (a string scalar), else None."""
-    if not ck.is_object_based:
-        return None
-    value = ck.read(OBJECT_GRAPH_KEY)
-    if value.dtype != object or value.size != 1:
-        raise CorruptError(f"{ck.prefix}: {OBJECT_GRAPH_KEY} is not a string scalar "
-                           f"({value.dtype} {list(value.shape)})")
-    return bytes(value.ravel()[0])
+    raw: bytes | None = ck.object_graph_bytes()
+    return raw
 
 
 __all__ = ["Plan", "graph_bytes", "graph_for", "plan_names"]
