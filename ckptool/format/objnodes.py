@@ -11,7 +11,7 @@ from typing import Any, cast
 from google.protobuf.message import DecodeError
 
 from ckptool.errors import CkptError, CorruptError
-from ckptool.format.coding import encode_varint
+from ckptool.format.coding import decode_varint, encode_varint
 from ckptool.format.protos.tensor_bundle_pb2 import TrackableObjectGraph
 
 _NODE = TrackableObjectGraph.TrackableObject
@@ -128,29 +128,15 @@ def node_spans(data: bytes, where: str) -> array[int] | None:
         while pos < end:
             if data[pos] != _NODES_TAG:
                 return None
-            size, start = _varint(data, pos + 1, end)
+            size, start = decode_varint(data, pos + 1, end)
             pos = start + size
             if pos > end:
                 raise CorruptError(f"{where}: unparsable object graph")
             spans.append(start)
             spans.append(pos)
-    except IndexError:
+    except CorruptError:
         raise CorruptError(f"{where}: unparsable object graph") from None
     return spans
-
-
-def _varint(data: bytes, pos: int, end: int) -> tuple[int, int]:
-    value = shift = 0
-    while shift < 64:
-        if pos >= end:
-            raise IndexError
-        b = data[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            return value, pos
-        shift += 7
-    raise IndexError
 
 
 def parse_node(record: bytes, where: str) -> Any:
