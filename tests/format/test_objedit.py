@@ -13,7 +13,6 @@ import ckptool
 from ckptool.errors import CkptError
 from ckptool.format.objedit import edit_records
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, ObjectGraph
-from ckptool.ops.transform.rename.assignment import graph_bytes
 from ckptool.ops.transform.rename.rules import Renamer, parse_rule
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
@@ -73,7 +72,7 @@ def _compare(data, names, rules, drop, strip):
 def test_edited_records_are_the_edited_graph(prefix):
     with ckptool.open(prefix) as ck:
         names = ck.names()
-        data = graph_bytes(ck)
+        data = ck.object_graph_bytes()
     results = [_compare(data, names, *case) for case in _cases(names).values()]
     assert any(isinstance(r, tuple) and r[0] != data for r in results)  # the graph did change
 
@@ -92,7 +91,7 @@ def test_many_objects_under_one_parent(tmp_path):
                            np.full(2, i, np.float32) for i in range(3000)}, sync=False)
     with ckptool.open(prefix) as ck:
         names = ck.names()
-        data = graph_bytes(ck)
+        data = ck.object_graph_bytes()
     for rules, drop in ((["model/=net/"], ()), (["model/block_001/=other/"], ("*/layer_1*",)),
                         ([f"model/block_002/layer_03/b{suffix}=solo/x{suffix}"], ()), (["/=top/"], ())):
         out = _compare(data, names, rules, drop, False)
@@ -116,7 +115,7 @@ def test_a_graph_with_other_top_level_fields_is_edited_as_parsed(tmp_path):
     prefix = str(tmp_path / "ckpt")
     ckptool.write(prefix, {"m/a/.ATTRIBUTES/VARIABLE_VALUE": np.zeros(2, np.float32)}, sync=False)
     with ckptool.open(prefix) as ck:
-        data = graph_bytes(ck) + b"\x10\x07"  # field 2, a varint: unknown to TrackableObjectGraph
+        data = ck.object_graph_bytes() + b"\x10\x07"  # field 2, a varint: unknown to TrackableObjectGraph
     renames = {"m/a/.ATTRIBUTES/VARIABLE_VALUE": "n/a/.ATTRIBUTES/VARIABLE_VALUE"}
     graph, _ = ObjectGraph.parse(data).edited(renames)
     assert bytes(edit_records(data, renames)[0]) == graph.serialize()

@@ -133,10 +133,4 @@ def graph_for(src_graph: bytes | None, plan: Plan, strip_optimizer: bool, where:
     return graph
 
 
-def graph_bytes(ck: Any) -> bytes | None:
-    """An object-based checkpoint's serialized object graph (a string scalar), else None."""
-    raw: bytes | None = ck.object_graph_bytes()
-    return raw
-
-
-__all__ = ["Plan", "graph_bytes", "graph_for", "plan_names"]
+__all__ = ["Plan", "graph_for", "plan_names"]

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ckptool.errors import UsageError
 from ckptool.format import bundle
 from ckptool.format.objkeys import OBJECT_GRAPH_KEY
-from ckptool.ops.transform.rename.assignment import Plan, graph_bytes, graph_for, plan_names
+from ckptool.ops.transform.rename.assignment import Plan, graph_for, plan_names
 from ckptool.ops.transform.rename.transfer import copy_tensors, link_files
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ def rewrite_names(src: str, dst: str, rules: list[Rule], *, drop: Sequence[str] 
 
             return with_template(ck, plan, template, dprefix, storage, strict, dry_run, force, allow_missing,
                                  sync)
-        graph = graph_for(graph_bytes(ck), plan, strip_optimizer, f"{ck.prefix}: {OBJECT_GRAPH_KEY}")
+        graph = graph_for(ck.object_graph_bytes(), plan, strip_optimizer, f"{ck.prefix}: {OBJECT_GRAPH_KEY}")
         if plan.dropped and not plan.renames:  # dropped everything: a mistake, as a filter selecting nothing
             from ckptool.ops.read.select import filter_words, nothing_selected
 
