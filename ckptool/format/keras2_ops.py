@@ -45,12 +45,12 @@ def _binary(cls: str) -> Op:
 _REDUCE = {"axis": ("axis", None), "keepdims": ("keepdims", False)}
 _MATMUL = {k: False for k in ("transpose_a", "transpose_b", "adjoint_a", "adjoint_b", "a_is_sparse", "b_is_sparse")}
 
-#: TF function (as tf_keras names it) -> the Keras 3 operation computing it
+#: TF function (as tf_keras 2.21 names it: ``tf.divide`` is ``math.truediv``, ``tf.transpose``
+#: ``compat.v1.transpose``) -> the Keras 3 operation computing it
 OPS: dict[str, Op] = {
     "__operators__.add": _binary("Add"), "math.add": _binary("Add"), "math.subtract": _binary("Subtract"),
-    "math.multiply": _binary("Multiply"), "math.truediv": _binary("Divide"), "math.divide": _binary("Divide"),
-    "math.floordiv": _binary("FloorDivide"), "compat.v1.floor_div": _binary("FloorDivide"),
-    "math.pow": _binary("Power"), "math.maximum": _binary("Maximum"),
+    "math.multiply": _binary("Multiply"), "math.truediv": _binary("Divide"),
+    "compat.v1.floor_div": _binary("FloorDivide"), "math.pow": _binary("Power"), "math.maximum": _binary("Maximum"),
     "math.minimum": _binary("Minimum"), "linalg.matmul": Op("numpy", "Matmul", ("a", "b"), fixed={
         **_MATMUL, "output_type": None}),
     "math.negative": Op("numpy", "Negative"), "math.abs": Op("numpy", "Absolute"), "math.sqrt": Op("numpy", "Sqrt"),
@@ -67,11 +67,9 @@ OPS: dict[str, Op] = {
     "concat": Op("numpy", "Concatenate", ("values",), init={"axis": ("axis", REQUIRED)}),
     "stack": Op("numpy", "Stack", ("values",), init={"axis": ("axis", 0)}),
     "reshape": Op("numpy", "Reshape", ("tensor",), init={"shape": ("newshape", REQUIRED)}),
-    "transpose": Op("numpy", "Transpose", ("a",), init={"perm": ("axes", None)}, fixed={"conjugate": False}),
     "compat.v1.transpose": Op("numpy", "Transpose", ("a",), init={"perm": ("axes", None)},
                               fixed={"conjugate": False}),
     "expand_dims": Op("numpy", "ExpandDims", ("input",), init={"axis": ("axis", REQUIRED)}),
-    "squeeze": Op("numpy", "Squeeze", ("input",), init={"axis": ("axis", None)}),
     "compat.v1.squeeze": Op("numpy", "Squeeze", ("input",), init={"axis": ("axis", None)},
                             fixed={"squeeze_dims": None}),
     "clip_by_value": Op("numpy", "Clip", ("t",), init={"clip_value_min": ("x_min", REQUIRED),

@@ -129,16 +129,23 @@ def _models():
                 a ** 2, tf.clip_by_value(a, -1.0, 1.0), tf.cast(tf.cast(a, "float16"), "float32"),
                 tf.math.floordiv(tf.reshape(tf.concat([inp, inp], -1), (-1, 48)), 0.3)]
         y = tf.stack(acts, axis=1)
-        y = tf.reduce_mean(y, axis=1) + tf.reduce_sum(y, axis=[1]) * 0.01 + tf.reduce_max(y, 1) - \
+        red = tf.reduce_mean(y, axis=1) + tf.reduce_sum(y, axis=[1]) * 0.01 + tf.reduce_max(y, 1) - \
             tf.reduce_min(y, 1, keepdims=False)
         m = tf.squeeze(tf.expand_dims(tf.matmul(inp, tf.transpose(inp, perm=[0, 2, 1])), -1), axis=-1)
         sl = [inp[:, 0], tf.reshape(x[..., 1:3], (-1, 8)), tf.reshape(inp[:, ::2, tf.newaxis, 1], (-1, 2)),
               -inp[:, -1, :], tf.reshape(m, (-1, 16))]
-        out = L.Dense(3)(tf.concat([y, *sl], axis=-1))
-        return k.Model(inp, [out, sl[0]]), [r(3, 4, 6, scale=2.0) - 1.0]
+        each = tf.concat([tf.reshape(y, (-1, len(acts) * 48)), red, *sl], axis=-1)  # every operation's own values
+        return k.Model(inp, [L.Dense(3)(red), each]), [r(3, 4, 6, scale=2.0) - 1.0]
+
+    def einsum():  # EinsumDense output shapes holding None (a length the input gives), on variable-length input
+        inp = k.Input((None, 4))
+        x = L.EinsumDense("abc,cd->abd", output_shape=(None, 6), bias_axes="d")(inp)
+        x = L.EinsumDense("abc,cde->abde", output_shape=(None, 2, 3), bias_axes="de")(x)
+        x = L.EinsumDense("...b,bc->...c", output_shape=2)(L.Reshape((-1, 6))(x))
+        return k.Model(inp, x), [r(2, 5, 4)]
 
     return {f.__name__: f for f in (sequential, shared, nested, recurrent, masking, attention, convolutional,
-                                    mixed, ops)}
+                                    mixed, ops, einsum)}
 
 
 def _large():
@@ -161,7 +168,8 @@ def _large():
     return {"mobilenet_v2": mobilenet_v2, "densenet121": densenet121, "mobilenet_v3_small": mobilenet_v3_small}
 
 
-MODELS = ("sequential", "shared", "nested", "recurrent", "masking", "attention", "convolutional", "mixed", "ops")
+MODELS = ("sequential", "shared", "nested", "recurrent", "masking", "attention", "convolutional", "mixed", "ops",
+          "einsum")
 LARGE = ("mobilenet_v2", "densenet121", "mobilenet_v3_small")
 
 
