@@ -141,6 +141,17 @@ def test_what_keras3_cannot_express_is_refused_with_the_reason(tmp_path):
     assert r.returncode == 1 and "hard_sigmoid" in r.stderr, r.stderr
 
 
+def test_a_tf_function_without_a_keras3_operation_is_refused_naming_it(tmp_path):
+    import tensorflow as tf
+
+    inp = tf_keras.Input((3,))
+    src = _save(tf_keras.Model(inp, tf.math.cumsum(inp * 2.0, axis=1)), tmp_path / "cs")
+    r = completed("convert", src, tmp_path / "cs.keras")
+    assert r.returncode == 1 and not (tmp_path / "cs.keras").exists()
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "'tf.math.cumsum'" in lines[0] and "TFOpLambda" in lines[0], r.stderr
+
+
 def _convlstm():
     inp = tf_keras.Input((2, 5, 3))
     return tf_keras.Model(inp, tf_keras.layers.ConvLSTM1D(2, 3)(inp))
