@@ -6,7 +6,9 @@ SavedModel's ``keras_metadata.pb`` or of a whole-model ``.h5`` (legacy serializa
 marks). The output is what Keras 3 writes in a ``.keras`` file's ``config.json``: every object
 with ``module``, ``class_name``, ``config`` and ``registered_name``; dtypes as ``DTypePolicy``;
 a Functional model's call nodes as ``{"args", "kwargs"}`` with ``__keras_tensor__`` references;
-each layer's arguments as Keras 3's constructor takes them (:mod:`ckptool.format.keras2_layers`).
+each layer's arguments as Keras 3's constructor takes them (:mod:`ckptool.format.keras2_layers`);
+a TF operation called on a Keras tensor (``TFOpLambda``, ``SlicingOpLambda``) as the Keras 3
+operation computing it (:mod:`ckptool.format.keras2_ops`).
 
 A class that is not stock Keras (a custom layer, initializer, regularizer, constraint) or that
 Keras 3 cannot express (:data:`~ckptool.format.keras2_layers.NOT_IN_KERAS3`, with the reason) is
@@ -19,6 +21,7 @@ from typing import Any
 
 from ckptool.errors import RefusedError
 from ckptool.format.keras2_layers import APPLICATION_LAYERS, LAYERS, MODELS, NOT_IN_KERAS3, fix_layer
+from ckptool.format.keras2_ops import op_call
 
 #: the stock classes of each kind of object a layer config holds (tf_keras and Keras 3 share the names)
 INITIALIZERS = {"Constant", "GlorotNormal", "GlorotUniform", "HeNormal", "HeUniform", "Identity", "LecunNormal",
@@ -101,6 +104,8 @@ def layer(entry: Any, where: str, shift: dict[str, int] | None = None) -> dict[s
     here = f"{where}: layer {name!r} ({cls})"
     if cls in MODELS:
         out = model({"class_name": cls, "config": cfg}, where)
+    elif cls in _OP_LAYERS:
+        return _op_layer(entry, cfg, here, shift)
     elif cls in NOT_IN_KERAS3:
         raise RefusedError(f"{here}: Keras 3 cannot express it: {NOT_IN_KERAS3[cls]}")
     elif cls in APPLICATION_LAYERS and set(cfg) <= APPLICATION_LAYERS[cls][1] | _BASE:
@@ -171,6 +176,53 @@ def _node(node: Any, where: str, shift: dict[str, int]) -> dict[str, Any]:
     if isinstance(args, list) and len(args) == 1:
         args = args[0]
     return {"args": [args], "kwargs": _refs(kwargs, shift)}
+
+
+_OP_LAYERS = {"TFOpLambda", "SlicingOpLambda"}
+_CONSTANT = "_CONSTANT_VALUE"
+
+
+def _op_first(x: Any, where: str, shift: dict[str, int], kwargs: list[Any]) -> Any:
+    """A TF operation's first argument as tf_keras records it (a tensor ``[layer, node, tensor,
+    kwargs]``, a constant ``["_CONSTANT_VALUE", -1, value, kwargs]``, or a list of them) with
+    Keras 3's tensors; each element's kwargs (the same dict) appended to ``kwargs``."""
+    if isinstance(x, list) and len(x) == 4 and x[0] == _CONSTANT and isinstance(x[3], dict):
+        kwargs.append(x[3])
+        if not all(isinstance(v, (int, float)) for v in _leaves(x[2])):
+            raise RefusedError(f"{where}: a constant argument Keras 3 cannot take: {x[2]!r}")
+        return x[2]
+    if _is_ref(x):
+        kwargs.append(x[3] if len(x) == 4 else {})
+        return _tensor(x, shift)
+    if isinstance(x, list):
+        return [_op_first(v, where, shift, kwargs) for v in x]
+    raise RefusedError(f"{where}: a call node Keras 3 cannot take: {x!r}")
+
+
+def _leaves(x: Any) -> list[Any]:
+    return [y for v in x for y in _leaves(v)] if isinstance(x, list) else [x]
+
+
+def _op_layer(entry: dict[str, Any], cfg: dict[str, Any], where: str, shift: dict[str, int] | None) -> dict[str, Any]:
+    """A ``TFOpLambda``/``SlicingOpLambda`` (a TF function called on a Keras tensor) as the Keras 3
+    operation computing it (:func:`ckptool.format.keras2_ops.op_call`), its call nodes kept."""
+    if shift is None:
+        raise RefusedError(f"{where}: a TensorFlow operation outside a Functional graph: Keras 3 holds operations "
+                           "in Functional graphs only")
+    made, nodes = None, []
+    for node in entry.get("inbound_nodes") or []:
+        kwargs: list[Any] = []
+        first = _op_first(node, where, shift, kwargs)
+        op, init, args = op_call(str(cfg.get("function")), first, _refs(kwargs[0] if kwargs else {}, shift), where)
+        if made is not None and made != (op, init):
+            raise RefusedError(f"{where}: one operation layer called with other arguments at each call")
+        made = (op, init)
+        nodes.append({"args": args, "kwargs": {}})
+    if made is None:
+        raise RefusedError(f"{where}: a TensorFlow operation never called in the graph")
+    return {"module": f"keras.src.ops.{made[0].module}", "class_name": made[0].cls,
+            "config": {"name": cfg.get("name", entry.get("name")), **made[1]}, "registered_name": made[0].cls,
+            "name": entry.get("name", cfg.get("name")), "inbound_nodes": nodes}
 
 
 def _io(spec: Any, shift: dict[str, int]) -> Any:

@@ -36,10 +36,6 @@ APPLICATION_LAYERS = {
 NOT_IN_KERAS3 = {
     "Lambda": "its function is Python bytecode of the interpreter that saved it, which Keras 3 does not run "
               "(unsafe to deserialize, and tied to that Python version)",
-    "TFOpLambda": "it is a raw TensorFlow operation in the graph (tf.* called on a Keras tensor); Keras 3 graphs hold "
-                  "only layers and keras.ops, on every backend",
-    "SlicingOpLambda": "it is a TensorFlow slicing operation in the graph; Keras 3 graphs hold only layers and "
-                       "keras.ops",
     "DenseFeatures": "feature columns (tf.feature_column) are TensorFlow-only and gone from Keras 3",
     "LocallyConnected1D": "Keras 3 removed locally connected layers",
     "LocallyConnected2D": "Keras 3 removed locally connected layers",

@@ -20,7 +20,8 @@ from ckptool.api import convert
 pytestmark = pytest.mark.kerastorch
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "data", "keras_whole")
-MODELS = ("sequential", "shared", "nested", "recurrent", "masking", "attention", "convolutional", "mixed")
+MODELS = ("sequential", "shared", "nested", "recurrent", "masking", "attention", "convolutional", "mixed", "ops",
+          "einsum")
 
 
 @pytest.fixture(scope="module")

@@ -133,7 +133,7 @@ def test_nested_model_nodes_renumbered_and_slashes_renamed():
 @pytest.mark.parametrize("layer, words", [
     (_layer("MyBlock", "blk"), ["'blk'", "MyBlock", "custom"]),
     (_layer("Lambda", "fn", function="..."), ["'fn'", "Lambda", "bytecode"]),
-    (_layer("TFOpLambda", "tf.math.add"), ["TFOpLambda", "TensorFlow operation"]),
+    (_layer("TFOpLambda", "tf.math.cumsum", function="math.cumsum"), ["'tf.math.cumsum'", "TFOpLambda", "keras.ops"]),
     (_layer("LSTM", "r", units=2, recurrent_activation="hard_sigmoid"), ["'r'", "hard_sigmoid", "0.2x"]),
     (_layer("Dense", "k", units=2, kernel_regularizer={"class_name": "MyReg", "config": {}}), ["MyReg", "'k'"]),
     (_layer("BatchNormalization", "bn", axis=[1, 2]), ["'bn'", "one axis"]),

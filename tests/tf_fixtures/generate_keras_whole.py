@@ -114,8 +114,38 @@ def _models():
             k.mixed_precision.set_global_policy("float32")
         return m, [r(3, 4)]
 
+    def ops():  # TF operations on Keras tensors (TFOpLambda, SlicingOpLambda): one of each translated function
+        import tensorflow as tf
+
+        inp = k.Input((4, 6), name="x")
+        x = L.Dense(6)(inp)
+        hs = x * (L.ReLU(6.0)(x + 3.0) * (1.0 / 6.0))  # MobileNetV3's hard_swish
+        a = tf.reshape(tf.concat([hs, inp], axis=-1), (-1, 48))
+        pos = tf.abs(a) + 1.0
+        acts = [tf.nn.relu(a), tf.math.sigmoid(a), tf.nn.relu6(a), tf.nn.softmax(a), tf.nn.gelu(a), tf.nn.silu(a),
+                tf.nn.leaky_relu(a, 0.1), tf.nn.elu(a), tf.nn.selu(a), tf.math.softplus(a), tf.tanh(a), tf.math.erf(a),
+                tf.sqrt(pos), tf.math.rsqrt(pos), tf.exp(-tf.square(a)), tf.math.log(pos), 1.0 - a, a / 2.0,
+                tf.divide(a, 3.0), tf.add(a, a), tf.subtract(a, 0.5), tf.maximum(a, 0.5), tf.minimum(a, 0.5),
+                a ** 2, tf.clip_by_value(a, -1.0, 1.0), tf.cast(tf.cast(a, "float16"), "float32"),
+                tf.math.floordiv(tf.reshape(tf.concat([inp, inp], -1), (-1, 48)), 0.3)]
+        y = tf.stack(acts, axis=1)
+        red = tf.reduce_mean(y, axis=1) + tf.reduce_sum(y, axis=[1]) * 0.01 + tf.reduce_max(y, 1) - \
+            tf.reduce_min(y, 1, keepdims=False)
+        m = tf.squeeze(tf.expand_dims(tf.matmul(inp, tf.transpose(inp, perm=[0, 2, 1])), -1), axis=-1)
+        sl = [inp[:, 0], tf.reshape(x[..., 1:3], (-1, 8)), tf.reshape(inp[:, ::2, tf.newaxis, 1], (-1, 2)),
+              -inp[:, -1, :], tf.reshape(m, (-1, 16))]
+        each = tf.concat([tf.reshape(y, (-1, len(acts) * 48)), red, *sl], axis=-1)  # every operation's own values
+        return k.Model(inp, [L.Dense(3)(red), each]), [r(3, 4, 6, scale=2.0) - 1.0]
+
+    def einsum():  # EinsumDense output shapes holding None (a length the input gives), on variable-length input
+        inp = k.Input((None, 4))
+        x = L.EinsumDense("abc,cd->abd", output_shape=(None, 6), bias_axes="d")(inp)
+        x = L.EinsumDense("abc,cde->abde", output_shape=(None, 2, 3), bias_axes="de")(x)
+        x = L.EinsumDense("...b,bc->...c", output_shape=2)(L.Reshape((-1, 6))(x))
+        return k.Model(inp, x), [r(2, 5, 4)]
+
     return {f.__name__: f for f in (sequential, shared, nested, recurrent, masking, attention, convolutional,
-                                    mixed)}
+                                    mixed, ops, einsum)}
 
 
 def _large():
@@ -130,11 +160,17 @@ def _large():
         m = k.applications.DenseNet121(input_shape=(32, 32, 3), weights=None, classes=3)
         return m, [np.random.default_rng(2).random((1, 32, 32, 3)).astype("float32")]
 
-    return {"mobilenet_v2": mobilenet_v2, "densenet121": densenet121}
+    def mobilenet_v3_small():  # hard_sigmoid is x + 3.0 and * (1 / 6) on Keras tensors: TF operations
+        m = k.applications.MobileNetV3Small(input_shape=(32, 32, 3), alpha=0.75, weights=None, classes=4,
+                                            classifier_activation=None)
+        return m, [np.random.default_rng(3).random((2, 32, 32, 3)).astype("float32") * 255.0]
+
+    return {"mobilenet_v2": mobilenet_v2, "densenet121": densenet121, "mobilenet_v3_small": mobilenet_v3_small}
 
 
-MODELS = ("sequential", "shared", "nested", "recurrent", "masking", "attention", "convolutional", "mixed")
-LARGE = ("mobilenet_v2", "densenet121")
+MODELS = ("sequential", "shared", "nested", "recurrent", "masking", "attention", "convolutional", "mixed", "ops",
+          "einsum")
+LARGE = ("mobilenet_v2", "densenet121", "mobilenet_v3_small")
 
 
 def build(name):
