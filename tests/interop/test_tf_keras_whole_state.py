@@ -1,0 +1,78 @@
+"""Issue 52, the state beside the weights: a tf_keras whole-model ``.h5``'s optimizer (``convert
+model.h5 model.keras --with-optimizer``), and lookup layers' vocabularies given as a list or learnt by
+``adapt()``. tf_keras is the oracle: Keras 3 (TF backend; torch in tests/kerastorch) takes one more
+training step and lands on the weights tf_keras's next step gives, or maps the same strings to the
+same outputs."""
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tensorflow")
+pytest.importorskip("h5py")
+keras = pytest.importorskip("keras")
+tf_keras = pytest.importorskip("tf_keras")
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "tf_fixtures"))
+import generate_keras_whole as gen  # noqa: E402
+
+from ckptool.api import convert  # noqa: E402
+from clirun import completed  # noqa: E402
+
+pytestmark = pytest.mark.interop
+
+
+def _optimizer(kind):
+    o = tf_keras.optimizers
+    return {"adam": lambda: o.Adam(0.01), "adam_amsgrad": lambda: o.Adam(0.01, amsgrad=True),
+            "sgd_momentum": lambda: o.SGD(0.05, momentum=0.9, nesterov=True), "sgd": lambda: o.SGD(0.05),
+            "rmsprop": lambda: o.RMSprop(0.01, momentum=0.5, centered=True), "adamw": lambda: o.AdamW(0.01),
+            "adam_schedule": lambda: o.Adam(o.schedules.ExponentialDecay(0.01, 2, 0.5))}[kind]()
+
+
+def _outputs(model, xs):
+    y = model.predict(xs if len(xs) > 1 else xs[0], verbose=0)
+    return [np.ones_like(t) for t in y] if isinstance(y, list) else np.ones_like(y)
+
+
+@pytest.mark.parametrize("name,kind", [("shared", "adam"), ("nested", "adam_amsgrad"), ("recurrent", "sgd_momentum"),
+                                       ("shared", "rmsprop"), ("attention", "adamw"), ("masking", "adam_schedule"),
+                                       ("nested", "sgd")])
+def test_h5_with_optimizer_training_resumes_as_in_tf_keras(tmp_path, name, kind):
+    """tf_keras compiles, fits three steps, saves model.h5; the .keras Keras 3 loads holds the same
+    iterations, learning rate and slots: one more step gives tf_keras's next weights."""
+    k2, xs = gen._models()[name]()
+    k2.compile(optimizer=_optimizer(kind), loss="mse")
+    x = xs if len(xs) > 1 else xs[0]
+    y = _outputs(k2, xs)
+    k2.fit(x, y, epochs=3, batch_size=len(xs[0]), verbose=0)
+    src, dst = str(tmp_path / "model.h5"), str(tmp_path / "m.keras")
+    k2.save(src)
+    r = completed("convert", src, dst, "--with-optimizer")
+    assert r.returncode == 0, r.stderr
+    k3 = keras.saving.load_model(dst)
+    assert type(k3.optimizer).__name__ == type(k2.optimizer).__name__
+    assert int(k3.optimizer.iterations.numpy()) == int(k2.optimizer.iterations.numpy()) == 3
+    if kind.endswith("schedule"):  # tf_keras's learning_rate says the last step's rate, Keras 3's the next one's
+        assert float(k3.optimizer.learning_rate.numpy()) == pytest.approx(0.01 * 0.5 ** 1.5)
+    else:
+        assert float(k3.optimizer.learning_rate.numpy()) == pytest.approx(float(k2.optimizer.learning_rate.numpy()))
+    k2.train_on_batch(x, y)
+    k3.train_on_batch(x, y)
+    for a, b in zip(k2.get_weights(), k3.get_weights()):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+
+
+def test_h5_without_with_optimizer_starts_fresh_and_a_legacy_optimizer_is_refused(tmp_path):
+    k2, xs = gen._models()["shared"]()
+    k2.compile(optimizer=tf_keras.optimizers.legacy.Adam(0.01), loss="mse")
+    k2.train_on_batch(xs, _outputs(k2, xs))
+    src = str(tmp_path / "legacy.h5")
+    k2.save(src)
+    r = completed("convert", src, tmp_path / "a.keras", "--with-optimizer")
+    assert r.returncode != 0 and r.stderr.count("\n") == 1 and "legacy" in r.stderr, r.stderr
+    assert not (tmp_path / "a.keras").exists()
+    res = convert(src, str(tmp_path / "b.keras"))
+    assert any("optimizer_weights" in n and "--with-optimizer" in n for n in res.mapping.notes)
