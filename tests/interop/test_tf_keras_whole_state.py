@@ -76,3 +76,60 @@ def test_h5_without_with_optimizer_starts_fresh_and_a_legacy_optimizer_is_refuse
     assert not (tmp_path / "a.keras").exists()
     res = convert(src, str(tmp_path / "b.keras"))
     assert any("optimizer_weights" in n and "--with-optimizer" in n for n in res.mapping.notes)
+
+
+def _lookup_model():
+    """TextVectorization learnt by adapt(), StringLookup given a list (a mask token, two OOV
+    indices), StringLookup learnt by adapt() counting, IntegerLookup given a list: tf_keras writes
+    none of these vocabularies outside saved_model.pb."""
+    import tensorflow as tf
+
+    L = tf_keras.layers
+    text, words, ids = (tf_keras.Input((1,), dtype="string"), tf_keras.Input((2,), dtype="string"),
+                        tf_keras.Input((2,), dtype="int64"))
+    tv = L.TextVectorization(output_sequence_length=5, name="tv")
+    tv.adapt(["The cat sat on the mat.", "the dog ran", "a cat, a dog"])
+    sl = L.StringLookup(vocabulary=["b", "a", "\u00e9"], mask_token="[MASK]", num_oov_indices=2, name="sl")
+    il = L.IntegerLookup(vocabulary=[7, -3, 9], name="il")
+    counts = L.StringLookup(output_mode="count", name="counts")
+    counts.adapt(["x", "y", "y", "z"])
+    e = L.Embedding(12, 3, name="emb")
+    x = L.Concatenate()([L.Flatten()(e(tv(text))), L.Flatten()(e(sl(words))), L.Flatten()(e(il(ids))),
+                         counts(words)])
+    model = tf_keras.Model([text, words, ids], L.Dense(2, name="out")(x))
+    xs = [tf.constant([["The cat sat"], ["a DOG, a bird"]]), tf.constant([["a", "\u00e9"], ["zz", "[MASK]"]]),
+          tf.constant([[7, 8], [9, -3]], dtype="int64")]
+    return model, xs
+
+
+def test_list_and_adapted_vocabularies_come_from_saved_model_pb(tmp_path):
+    """Each vocabulary is read from the constants saved_model.pb initializes the layer's table from;
+    Keras 3 maps the same strings and integers to the same outputs. Without saved_model.pb the
+    conversion is refused in one line, nothing written."""
+    import shutil
+
+    k2, xs = _lookup_model()
+    src = str(tmp_path / "sm")
+    k2.save(src)
+    dst = str(tmp_path / "lk.keras")
+    res = convert(src, dst)
+    assert sum("saved_model.pb" in n for n in res.mapping.notes) == 4, res.mapping.notes
+    k3 = keras.saving.load_model(dst)
+    for name in ("tv", "sl", "il", "counts"):
+        assert k3.get_layer(name).get_vocabulary() == k2.get_layer(name).get_vocabulary(), name
+    np.testing.assert_allclose(np.asarray(k3(xs)), np.asarray(k2(xs)), rtol=1e-6, atol=1e-6)
+    os.remove(os.path.join(src, "saved_model.pb"))
+    r = completed("convert", src, tmp_path / "gone.keras")
+    assert r.returncode == 1 and r.stderr.count("\n") == 1 and "learnt by adapt()" in r.stderr, r.stderr
+    assert "saved_model.pb" in r.stderr and not (tmp_path / "gone.keras").exists()
+    shutil.rmtree(src)
+
+
+def test_a_tf_idf_vocabulary_is_refused_with_the_reason(tmp_path):
+    inp = tf_keras.Input((1,), dtype="string")
+    tv = tf_keras.layers.TextVectorization(output_mode="tf_idf", name="tfidf")
+    tv.adapt(["a b", "b c"])
+    src = str(tmp_path / "sm")
+    tf_keras.Model(inp, tf_keras.layers.Dense(2)(tv(inp))).save(src)
+    r = completed("convert", src, tmp_path / "t.keras")
+    assert r.returncode == 1 and "idf_weights" in r.stderr and r.stderr.count("\n") == 1, r.stderr
