@@ -133,3 +133,55 @@ def test_a_tf_idf_vocabulary_is_refused_with_the_reason(tmp_path):
     tf_keras.Model(inp, tf_keras.layers.Dense(2)(tv(inp))).save(src)
     r = completed("convert", src, tmp_path / "t.keras")
     assert r.returncode == 1 and "idf_weights" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
+_TORCH_SIDE = """
+import json, sys
+import numpy as np
+import keras
+import tensorflow as tf
+
+assert keras.backend.backend() == "torch"
+ints = keras.saving.load_model(sys.argv[1])
+out = {"ints": np.asarray(ints.predict(np.array(json.loads(sys.argv[3])), verbose=0)).tolist()}
+strings = keras.saving.load_model(sys.argv[2])
+for name, x in json.loads(sys.argv[4]).items():
+    out[name] = np.asarray(strings.get_layer(name)(tf.constant(x))).tolist()
+print(json.dumps(out))
+"""
+
+
+def test_torch_backend_takes_the_vocabularies_where_keras3_takes_lookups_on_torch(tmp_path):
+    """KERAS_BACKEND=torch (TensorFlow installed: Keras 3's lookup layers need it on any backend): an
+    integer model with IntegerLookup layers (a list, adapt()) predicts what tf_keras does; the string
+    lookup layers map strings as tf_keras's do when called on them (a Functional model with string
+    inputs is refused by Keras 3 on torch: 'Invalid dtype')."""
+    import json
+    import subprocess
+
+    pytest.importorskip("torch")
+    L = tf_keras.layers
+    ids = tf_keras.Input((2,), dtype="int64")
+    ia = L.IntegerLookup(name="ia")
+    ia.adapt(np.array([4, 4, 5, 6]))
+    x = L.Concatenate()([L.Flatten()(L.Embedding(6, 3)(L.IntegerLookup(vocabulary=[7, -3, 9])(ids))),
+                         L.Flatten()(L.Embedding(6, 3)(ia(ids)))])
+    k2i = tf_keras.Model(ids, L.Dense(2)(x))
+    k2i.save(str(tmp_path / "ints"))
+    k2s, _ = _lookup_model()
+    k2s.save(str(tmp_path / "strings"))
+    for name in ("ints", "strings"):
+        convert(str(tmp_path / name), str(tmp_path / f"{name}.keras"))
+    xi = [[7, 4], [9, -3]]
+    xs = {"tv": [["The cat sat"], ["a DOG, a bird"]], "sl": [["a", "\u00e9"], ["zz", "[MASK]"]],
+          "counts": [["x", "y"], ["w", "z"]]}
+    env = dict(os.environ, KERAS_BACKEND="torch", TF_CPP_MIN_LOG_LEVEL="3")
+    r = subprocess.run([sys.executable, "-c", _TORCH_SIDE, str(tmp_path / "ints.keras"), str(tmp_path / "strings.keras"),
+                        json.dumps(xi), json.dumps(xs)], env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    import tensorflow as tf
+
+    np.testing.assert_allclose(got["ints"], np.asarray(k2i(np.array(xi))), rtol=1e-6, atol=1e-6)
+    for name, x in xs.items():
+        np.testing.assert_array_equal(got[name], np.asarray(k2s.get_layer(name)(tf.constant(x))), err_msg=name)

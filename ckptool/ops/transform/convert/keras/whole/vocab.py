@@ -85,7 +85,8 @@ class _Tables:
         self.dir = saved_model_dir
         self.objs: SavedObjects | None = None
         self.paths: dict[str, list[str]] = {}
-        self.why = "in saved_model.pb (none beside keras_metadata.pb)"
+        self.why = ("in saved_model.pb (none beside keras_metadata.pb)" if saved_model_dir is not None else
+                    "in a SavedModel's saved_model.pb (this source is not a SavedModel)")
 
     def _load(self) -> SavedObjects | None:
         from ckptool.format.keras_metadata import parse as parse_metadata
