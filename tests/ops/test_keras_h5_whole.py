@@ -180,3 +180,17 @@ def test_a_subclassed_model_is_refused(tmp_path):
         f.attrs["model_config"] = json.dumps(doc)
     r = completed("convert", p, tmp_path / "m.weights.h5")
     assert r.returncode == 2 and "MyModel" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_with_optimizer_refuses_a_mixed_precision_h5_which_holds_no_loss_scale(tmp_path):
+    p = _copy(tmp_path)
+    with h5py.File(p, "r+") as f:
+        doc = json.loads(f.attrs["training_config"])
+        inner = doc["optimizer_config"]
+        doc["optimizer_config"] = {"class_name": "LossScaleOptimizerV3",
+                                   "config": {"inner_optimizer": inner, "dynamic": True}}
+        f.attrs["training_config"] = json.dumps(doc)
+    r = completed("convert", p, tmp_path / "m.keras", "--with-optimizer")
+    assert r.returncode == 2 and "loss scale" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    assert not (tmp_path / "m.keras").exists()
+    assert completed("convert", p, tmp_path / "m.keras").returncode == 0  # the weights alone

@@ -170,6 +170,11 @@ def source_nodes(ck: Checkpoint, src: str, with_optimizer: bool = False) -> list
                          "model: a subclassed model's layout cannot be known without its code")
     g.model(0, ck.model_config, [], ck.layer_weights)
     if with_optimizer:
+        opt = ck.training_config.get("optimizer_config") if isinstance(ck.training_config, dict) else None
+        if ck.optimizer_names and "LossScaleOptimizer" in str(_split(opt)[0]):
+            raise UsageError(f"{src}: a mixed-precision optimizer, whose loss scale tf_keras does not write in a .h5 "
+                             "file (its inner optimizer's variables only): its state cannot be carried exactly; "
+                             "convert without --with-optimizer, or from a SavedModel (model.save('dir'))")
         g.optimizer(ck.optimizer_names)
     ck.graph = ObjectGraph(g.nodes)
     return nodes_from_config(ck.model_config, ck.training_config)
