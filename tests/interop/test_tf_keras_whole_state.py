@@ -37,18 +37,20 @@ def _outputs(model, xs):
     return [np.ones_like(t) for t in y] if isinstance(y, list) else np.ones_like(y)
 
 
-@pytest.mark.parametrize("name,kind", [("shared", "adam"), ("nested", "adam_amsgrad"), ("recurrent", "sgd_momentum"),
-                                       ("shared", "rmsprop"), ("attention", "adamw"), ("masking", "adam_schedule"),
-                                       ("nested", "sgd")])
-def test_h5_with_optimizer_training_resumes_as_in_tf_keras(tmp_path, name, kind):
-    """tf_keras compiles, fits three steps, saves model.h5; the .keras Keras 3 loads holds the same
-    iterations, learning rate and slots: one more step gives tf_keras's next weights."""
+@pytest.mark.parametrize("name,kind,fmt", [
+    ("shared", "adam", "h5"), ("nested", "adam_amsgrad", "h5"), ("recurrent", "sgd_momentum", "h5"),
+    ("shared", "rmsprop", "h5"), ("attention", "adamw", "h5"), ("masking", "adam_schedule", "h5"), ("nested", "sgd", "h5"),
+    ("masking", "adam_schedule", "sm")])
+def test_h5_with_optimizer_training_resumes_as_in_tf_keras(tmp_path, name, kind, fmt):
+    """tf_keras compiles, fits three steps, saves model.h5 (or, for a schedule, a SavedModel too);
+    the .keras Keras 3 loads holds the same iterations, learning rate and slots: one more step gives
+    tf_keras's next weights."""
     k2, xs = gen._models()[name]()
     k2.compile(optimizer=_optimizer(kind), loss="mse")
     x = xs if len(xs) > 1 else xs[0]
     y = _outputs(k2, xs)
     k2.fit(x, y, epochs=3, batch_size=len(xs[0]), verbose=0)
-    src, dst = str(tmp_path / "model.h5"), str(tmp_path / "m.keras")
+    src, dst = str(tmp_path / ("model.h5" if fmt == "h5" else "sm")), str(tmp_path / "m.keras")
     k2.save(src)
     r = completed("convert", src, dst, "--with-optimizer")
     assert r.returncode == 0, r.stderr
