@@ -58,15 +58,16 @@ class SavedObjects:
     bound: dict[str, list[int]] = field(default_factory=dict)
     tensors: dict[str, memoryview] = field(default_factory=dict)
 
+    def kids(self, nid: int | None) -> dict[str, int]:
+        """Object ``nid``'s children by name (none for an id the graph does not hold)."""
+        return self.children[nid] if nid is not None and 0 <= nid < len(self.children) else {}
+
     def resolve(self, path: str) -> int | None:
         """The object at a dotted path from the root (``root.layer-3.lookup_table``), or None."""
-        nid = 0
+        nid: int | None = 0
         for seg in path.split(".")[1:]:
-            nxt = self.children[nid].get(seg) if nid < len(self.children) else None
-            if nxt is None:
-                return None
-            nid = nxt
-        return nid
+            nid = self.kids(nid).get(seg)
+        return nid if nid is not None and 0 <= nid < len(self.children) else None
 
     def captured(self, fn: int) -> list[Any] | None:
         """The constants the one concrete function of function object ``fn`` captures, in order,

@@ -117,8 +117,7 @@ class _Tables:
             return None
         nid = objs.resolve(paths[0])
         for step in ("_lookup_layer", "lookup_table", "_initialize"):
-            kids = objs.children[nid] if nid is not None else {}
-            nid = kids.get(step, nid) if step == "_lookup_layer" else kids.get(step)
+            nid = objs.kids(nid).get(step, nid) if step == "_lookup_layer" else objs.kids(nid).get(step)
         got = objs.captured(nid) if nid is not None else None
         if got is None or len(got) != 2 or None in got or len(got[0]) != len(got[1]):
             return None
