@@ -55,7 +55,8 @@ def optimizer(doc: Any, where: str) -> dict[str, Any]:
         sched = _bare(lr.get("class_name"))
         if sched not in SCHEDULES:
             raise RefusedError(f"{where}: the learning-rate schedule {sched} is not a stock Keras schedule")
-        cfg["learning_rate"] = obj("keras.optimizers.schedules", sched, dict(lr.get("config") or {}))
+        scfg = {k: v for k, v in dict(lr.get("config") or {}).items() if not (k == "name" and v is None)}
+        cfg["learning_rate"] = obj("keras.optimizers.schedules", sched, scfg)  # name None: Keras 3 refuses it
     return obj("keras.optimizers", cls, cfg)
 
 

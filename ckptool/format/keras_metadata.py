@@ -27,7 +27,9 @@ class KerasNode:
     config: dict[str, Any] | None = None  # the layer's own config
 
 
-def _fields(buf: memoryview, where: str) -> list[tuple[int, int | memoryview]]:
+def proto_fields(buf: memoryview, where: str) -> list[tuple[int, int | memoryview]]:
+    """A protobuf message's fields as ``(number, value)``: varints as ints, length-delimited ones as
+    views; fixed-size ones skipped; a field running past the end or a group is a CorruptError."""
     out: list[tuple[int, int | memoryview]] = []
     pos, end = 0, len(buf)
     while pos < end:
@@ -58,11 +60,11 @@ def _obj(x: Any) -> dict[str, Any] | None:
 def parse(data: bytes, where: str = "keras_metadata.pb") -> list[KerasNode]:
     """The nodes of a ``keras_metadata.pb``, in file order."""
     nodes = []
-    for number, value in _fields(memoryview(data), where):
+    for number, value in proto_fields(memoryview(data), where):
         if number != 1 or isinstance(value, int):
             continue
         node_id, path, ident, meta = 0, "", "", ""
-        for n, v in _fields(value, where):
+        for n, v in proto_fields(value, where):
             if n == 2 and isinstance(v, int):
                 node_id = v
             elif isinstance(v, memoryview) and n in (3, 4, 5):
@@ -79,4 +81,4 @@ def parse(data: bytes, where: str = "keras_metadata.pb") -> list[KerasNode]:
     return nodes
 
 
-__all__ = ["KerasNode", "parse"]
+__all__ = ["KerasNode", "parse", "proto_fields"]

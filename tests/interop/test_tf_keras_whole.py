@@ -159,8 +159,8 @@ def _convlstm():
 
 def test_lookup_vocabulary_from_assets_or_refused(tmp_path):
     """A vocabulary file is carried from the SavedModel's assets into the .keras file; the always-
-    empty token_counts table is left out by name (no --allow-unused); a vocabulary only the graph
-    holds is refused, never written empty."""
+    empty token_counts table is left out by name (no --allow-unused); a list vocabulary without the
+    saved_model.pb that holds it is refused, never written empty."""
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("the\ncat\nsat\nmat\n")
     inp = tf_keras.Input((1,), dtype="string")
@@ -182,6 +182,7 @@ def test_lookup_vocabulary_from_assets_or_refused(tmp_path):
     inp = tf_keras.Input((1,), dtype="string")
     lk = tf_keras.layers.StringLookup(vocabulary=["a", "b"])
     src = _save(tf_keras.Model(inp, tf_keras.layers.Embedding(4, 2)(lk(inp))), tmp_path / "lk")
+    os.remove(os.path.join(src, "saved_model.pb"))  # where a list vocabulary lives (test_tf_keras_whole_state)
     r = completed("convert", src, tmp_path / "lk.keras")
     assert r.returncode == 1 and "vocabulary of 3 tokens" in r.stderr and "empty" in r.stderr, r.stderr
 

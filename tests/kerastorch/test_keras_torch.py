@@ -94,3 +94,27 @@ def test_converted_h5_model_predicts_as_tf_keras_did(keras, name, tmp_path):
     assert len(got) == len(ys)
     for g, y in zip(got, ys):
         np.testing.assert_allclose(np.asarray(g), y, rtol=1e-4, atol=1e-5)
+
+
+def test_h5_with_optimizer_loads_the_state_on_torch(keras, tmp_path):
+    """A tf_keras .h5 with --with-optimizer: on torch Keras 3's optimizer holds the .h5's iteration,
+    the training config's learning rate and each of its optimizer_weights; one more step trains."""
+    import h5py
+
+    src = os.path.join(H5_DATA, "shared", "model.h5")
+    with h5py.File(src, "r") as f:
+        g = f["optimizer_weights"]
+        want = [g[n.decode() if isinstance(n, bytes) else n][()] for n in g.attrs["weight_names"]]
+    dst = str(tmp_path / "shared.keras")
+    convert(src, dst, with_optimizer=True)
+    model = keras.saving.load_model(dst)
+    opt = model.optimizer
+    assert opt.__class__.__name__ == "Adam" and int(opt.iterations.numpy()) == int(want[0]) == 1
+    assert float(opt.learning_rate.numpy()) == pytest.approx(0.001)
+    slots = [np.asarray(v.numpy()) for v in opt.variables[2:]]
+    assert len(slots) == len(want) - 1
+    for got, w in zip(slots, want[1:]):
+        np.testing.assert_array_equal(got, w)
+    io = np.load(os.path.join(H5_DATA, "shared", "io.npz"))
+    model.train_on_batch([io["x0"], io["x1"]], [np.zeros_like(io["y0"]), np.zeros_like(io["y1"])])
+    assert int(opt.iterations.numpy()) == 2

@@ -86,12 +86,53 @@ def test_nested_and_attention_sublayers(tmp_path):
         out["attention"]
 
 
-@pytest.mark.parametrize("flag", [["--with-optimizer"], ["--template-config", "x.json"]])
-def test_what_an_h5_model_does_not_take_is_refused_in_one_line(tmp_path, flag):
+def test_an_h5_model_takes_no_template_config(tmp_path):
     dst = tmp_path / "m.keras"
-    r = completed("convert", os.path.join(DATA, "shared", "model.h5"), dst, *flag)
+    r = completed("convert", os.path.join(DATA, "shared", "model.h5"), dst, "--template-config", "x.json")
     assert r.returncode == 2 and r.stderr.startswith("ckptool: error: ") and r.stderr.count("\n") == 1, r.stderr
     assert "tf_keras .h5" in r.stderr and not dst.exists()
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_with_optimizer_lays_out_iterations_learning_rate_then_the_slots(tmp_path, name):
+    """Keras 3's optimizer/vars: the .h5's iteration:0, the training config's learning rate (tf_keras
+    writes no variable of it), then the optimizer_weights in their weight_names order."""
+    src = os.path.join(DATA, name, "model.h5")
+    with h5py.File(src, "r") as f:
+        g = f["optimizer_weights"]
+        names = [n.decode() if isinstance(n, bytes) else n for n in g.attrs["weight_names"]]
+        want = [g[n][()] for n in names]
+        rate = json.loads(f.attrs["training_config"])["optimizer_config"]["config"]["learning_rate"]
+    dst = str(tmp_path / "m.keras")
+    res = convert(src, dst, with_optimizer=True)
+    assert res.mapping.optimizer_pairs == len(names) + 1 and names[0] == "iteration:0"
+    with zipfile.ZipFile(dst) as z:
+        config = json.loads(z.read("config.json"))
+        with z.open("model.weights.h5") as f, h5py.File(f, "r") as h5:
+            vg = h5["optimizer/vars"]
+            got = [vg[str(i)][()] for i in range(len(vg))]
+            assert vg.attrs["name"] == "adam"
+    assert config["compile_config"]["optimizer"]["class_name"] == "Adam"
+    assert len(got) == len(want) + 1 and got[1].dtype == np.float32 and got[1] == np.float32(rate)
+    for i, (g, w) in enumerate(zip([got[0]] + got[2:], want)):
+        np.testing.assert_array_equal(g, w, err_msg=names[i])
+    assert not any("optimizer_weights" in n for n in res.mapping.notes)
+
+
+def test_with_optimizer_refuses_what_it_cannot_place(tmp_path):
+    """A slot the optimizer_weights name but whose variable no layer holds is left over, and refused."""
+    p = _copy(tmp_path)
+    with h5py.File(p, "r+") as f:
+        g = f["optimizer_weights"]
+        names = [n.decode() if isinstance(n, bytes) else n for n in g.attrs["weight_names"]]
+        g.attrs["weight_names"] = np.array(names[:1] + ["Adam/m/nowhere/kernel:0"] + names[2:], dtype="S")
+        g["Adam/m/nowhere/kernel:0"] = g[names[1]][()]
+    r = completed("convert", p, tmp_path / "m.keras", "--with-optimizer")
+    assert r.returncode != 0 and r.stderr.count("\n") == 1 and not (tmp_path / "m.keras").exists(), r.stderr
+    with h5py.File(p, "r+") as f:
+        del f["optimizer_weights/Adam/m/nowhere/kernel:0"]
+    r = completed("convert", p, tmp_path / "m.keras", "--with-optimizer")
+    assert r.returncode == 1 and "nowhere/kernel:0" in r.stderr and r.stderr.count("\n") == 1, r.stderr
 
 
 def _copy(tmp_path, name="shared"):
@@ -139,3 +180,17 @@ def test_a_subclassed_model_is_refused(tmp_path):
         f.attrs["model_config"] = json.dumps(doc)
     r = completed("convert", p, tmp_path / "m.weights.h5")
     assert r.returncode == 2 and "MyModel" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_with_optimizer_refuses_a_mixed_precision_h5_which_holds_no_loss_scale(tmp_path):
+    p = _copy(tmp_path)
+    with h5py.File(p, "r+") as f:
+        doc = json.loads(f.attrs["training_config"])
+        inner = doc["optimizer_config"]
+        doc["optimizer_config"] = {"class_name": "LossScaleOptimizerV3",
+                                   "config": {"inner_optimizer": inner, "dynamic": True}}
+        f.attrs["training_config"] = json.dumps(doc)
+    r = completed("convert", p, tmp_path / "m.keras", "--with-optimizer")
+    assert r.returncode == 2 and "loss scale" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    assert not (tmp_path / "m.keras").exists()
+    assert completed("convert", p, tmp_path / "m.keras").returncode == 0  # the weights alone

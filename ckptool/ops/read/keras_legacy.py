@@ -32,7 +32,8 @@ def _text_list(value: Any) -> list[str]:
 class LegacyH5Checkpoint(KerasCheckpoint):
     """A tf_keras ``.h5`` model: ``model_config``/``training_config`` (parsed JSON, or None),
     ``layers`` (each of ``layer_names`` with its ``weight_names``, as HDF5 dataset paths) and
-    ``optimizer`` (the ``optimizer_weights`` datasets). ``graph``: the object graph a converter
+    ``optimizer`` (the ``optimizer_weights`` datasets; ``optimizer_names``: those its ``weight_names``
+    attribute lists, in the optimizer's order). ``graph``: the object graph a converter
     says this file stands for (:meth:`object_graph` returns it)."""
 
     def __init__(self, path: str):
@@ -73,6 +74,15 @@ class LegacyH5Checkpoint(KerasCheckpoint):
             if gone:
                 raise CorruptError(f"{self.path}: layer {n!r} names weight {gone[0]!r}, which the file lacks")
         self.optimizer = [k for k in self.entries if k.startswith(OPTIMIZER_WEIGHTS + "/")]
+        try:
+            opt = h5.get(OPTIMIZER_WEIGHTS)
+            named = _text_list(opt.attrs.get("weight_names", [])) if opt is not None else []
+        except (OSError, ValueError, TypeError) as exc:
+            raise CorruptError(f"{self.path}: damaged tf_keras .h5 model: {exc}") from None
+        self.optimizer_names = [f"{OPTIMIZER_WEIGHTS}/{n}" for n in named]
+        gone = [k for k in self.optimizer_names if k not in self.entries]
+        if gone:
+            raise CorruptError(f"{self.path}: optimizer_weights names {gone[0]!r}, which the file lacks")
 
     def object_graph(self) -> ObjectGraph | None:
         return self.graph

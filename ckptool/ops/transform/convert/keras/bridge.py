@@ -323,7 +323,7 @@ def _from_metadata(src: str, dst: str, kind: str, dry_run: bool, allow_unused: b
     from ckptool.ops.transform.convert.keras.whole.write import write_keras
 
     with open_source(src) as ck:
-        nodes = source_nodes(ck, src)
+        nodes = source_nodes(ck, src, kind == KERAS_ZIP and whole_args[1])
         whole = prepare(ck, src, *whole_args) if kind == KERAS_ZIP else None
         p = plan(ck, src, skip_optimizer, nodes=whole.nodes if whole is not None else nodes)
         left_out(ck, p)

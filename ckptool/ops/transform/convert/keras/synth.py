@@ -73,8 +73,9 @@ class Plan:
     """What :func:`write_h5` writes: ``pairs`` (TF key, Keras dataset path) in write order,
     ``groups`` (group path, the ``name`` attribute of its ``vars``), ``consts`` (Keras datasets
     with no TF counterpart: a loss scaler's own iterations and learning rate, which Keras 3 keeps at
-    0), TF keys Keras 3 keeps no place for (``dropped``: a plain SGD's unused momentum slots, or the
-    optimizer with ``skip_optimizer``), and notes."""
+    0; the learning rate of a tf_keras ``.h5``, from its training config), TF keys Keras 3 keeps no
+    place for (``dropped``: a plain SGD's unused momentum slots, or the optimizer with
+    ``skip_optimizer``), and notes."""
 
     pairs: list[tuple[str, str]] = field(default_factory=list)
     groups: list[tuple[str, str]] = field(default_factory=list)
@@ -255,7 +256,12 @@ def _optimizer(out: Plan, g: ObjectGraph, opt: int, order: list[int], var_key: d
     if why:
         raise UsageError(f"{src}: {why}")
     state = [t for t in (tfo.it, tfo.lr) if t is not None] + slots + extra
-    keys = [var_key[t] for t in state]
+    keys: list[Any] = [var_key[t] for t in state]
+    rate = (inner.get("config") or {}).get("learning_rate") if isinstance(inner, dict) else None
+    if tfo.lr is None and tfo.it is not None and isinstance(rate, (int, float)) and not isinstance(rate, bool):
+        keys.insert(1, np.float32(rate))  # a tf_keras .h5 writes no learning rate; Keras 3 keeps one (not a schedule)
+        out.notes.append(f"optimizer: the learning rate ({rate:g}) is the training config's: the source holds no "
+                         "variable of it")
     name = snake_case(str(inner.get("class_name", "optimizer")).rsplit(">", 1)[-1]) if isinstance(inner, dict) \
         else "optimizer"
     if lso:
@@ -264,18 +270,27 @@ def _optimizer(out: Plan, g: ObjectGraph, opt: int, order: list[int], var_key: d
         out.groups += [("optimizer", "loss_scale_optimizer"), ("optimizer/inner_optimizer", name)]
         out.consts += [("optimizer/vars/0", np.int64(0)), ("optimizer/vars/1", np.float32(0.0))]
         outer = [var_key[t] for t in tfo.loss_scale] + keys
-        out.pairs += [(k, f"optimizer/vars/{2 + i}") for i, k in enumerate(outer)]
-        out.pairs += [(k, f"optimizer/inner_optimizer/vars/{i}") for i, k in enumerate(keys)]
+        _place(out, outer, "optimizer/vars", 2)
+        _place(out, keys, "optimizer/inner_optimizer/vars", 0)
         out.optimizer = 2 + len(outer) + len(keys)
     else:
         if tfo.loss_scale is not None:
             raise UsageError(f"{src}: a loss scale without a LossScaleOptimizer in keras_metadata.pb; {NEEDS_TEMPLATE}")
         out.groups.append(("optimizer", name))
-        out.pairs += [(k, f"optimizer/vars/{i}") for i, k in enumerate(keys)]
+        _place(out, keys, "optimizer/vars", 0)
         out.optimizer = len(keys)
     out.notes.append(f"optimizer: written as Keras 3's {'mixed-precision ' if lso else ''}{what} state; Keras loads it "
                      "only into a built optimizer of the same kind (model.optimizer.build(model.trainable_variables) "
                      "before load_weights) and skips it, with a warning, otherwise")
+
+
+def _place(out: Plan, items: list[Any], group: str, start: int) -> None:
+    """``items`` (TF keys, or constants Keras 3 keeps) as ``group/start``, ``group/start+1``, ..."""
+    for i, x in enumerate(items, start):
+        if isinstance(x, str):
+            out.pairs.append((x, f"{group}/{i}"))
+        else:
+            out.consts.append((f"{group}/{i}", x))
 
 
 def write_h5(path: str, ck: Checkpoint, p: Plan) -> None:

@@ -4,9 +4,11 @@
 ``model_weights`` stand for: each of ``layer_names`` a ``layer-K`` of the model, its
 ``weight_names`` (``lstm/lstm_cell/kernel:0``) placed on the sublayers tf_keras named them by (an
 RNN's ``cell``, a Bidirectional's ``forward_*``/``backward_*``, a MultiHeadAttention's ``query``,
-``key``, ``value``, ``attention_output``, a nested model's layers by their names). Its
-``optimizer_weights`` are not carried: ``--with-optimizer`` is refused, and a ``.weights.h5`` DST
-says it left them out."""
+``key``, ``value``, ``attention_output``, a nested model's layers by their names). With
+``--with-optimizer`` its ``optimizer_weights`` (``iteration:0``, then the slots, ``Adam/m/dense/kernel:0``,
+in the optimizer's order) stand for a tf_keras >= 2.11 optimizer's ``_iterations`` and ``_variables``;
+the learning rate, which tf_keras does not write there, comes from the training config
+(:mod:`~ckptool.ops.transform.convert.keras.synth`). Otherwise they are left out, and said so."""
 
 from __future__ import annotations
 
@@ -73,8 +75,26 @@ class _Graph:
                 n += 1
                 name = f"{short}_{n}"
             used.add(name)
-            v = self.new(nid, name)
-            self.nodes[v].attributes.append(Attribute(VARIABLE_VALUE, key.rsplit("/", 1)[-1], key))
+            self.var(self.new(nid, name), key, key.split("/", 2)[2])  # full name: the weight's, as slots name it
+
+    def var(self, nid: int, key: str, full_name: str) -> None:
+        self.nodes[nid].attributes.append(Attribute(VARIABLE_VALUE, full_name, key))
+
+    def optimizer(self, names: list[str]) -> None:
+        """The ``optimizer_weights`` (HDF5 paths, in their ``weight_names`` order) as a tf_keras
+        optimizer's ``_iterations`` and ``_variables`` (the slots, numbered from 1)."""
+        if not names:
+            return
+        head = names[0].split("/", 1)[1]
+        if head != "iteration:0":
+            raise UsageError(f"{self.src}: its optimizer_weights start with {head!r}, not iteration:0 (a legacy "
+                             "optimizer, before tf_keras 2.11?): their Keras 3 layout is not matched; convert without "
+                             "--with-optimizer")
+        opt = self.new(0, "optimizer")
+        self.var(self.new(opt, "_iterations"), names[0], head)
+        slots = self.new(opt, "_variables")
+        for k, key in enumerate(names[1:], 1):
+            self.var(self.new(slots, str(k)), key, key.split("/", 1)[1])
 
     def refuse(self, label: str, what: str) -> UsageError:
         return UsageError(f"{self.src}: layer {label!r}: {what}; its weights cannot be placed in Keras 3's layout")
@@ -135,9 +155,10 @@ class _Graph:
             raise self.refuse(label, "a stacked RNN cell's weights not named by its cells")
 
 
-def source_nodes(ck: Checkpoint, src: str) -> list[KerasNode] | None:
-    """For a tf_keras ``.h5`` model: the object graph its weights stand for (set on ``ck``) and its
-    layers' ``keras_metadata.pb`` nodes (from its model config); None for any other source."""
+def source_nodes(ck: Checkpoint, src: str, with_optimizer: bool = False) -> list[KerasNode] | None:
+    """For a tf_keras ``.h5`` model: the object graph its weights (and ``with_optimizer`` its
+    ``optimizer_weights``) stand for (set on ``ck``) and its layers' ``keras_metadata.pb`` nodes (from
+    its model and training configs); None for any other source."""
     if not isinstance(ck, LegacyH5Checkpoint):
         return None
     from ckptool.ops.transform.convert.keras.whole.model_config import nodes_from_config
@@ -148,16 +169,25 @@ def source_nodes(ck: Checkpoint, src: str) -> list[KerasNode] | None:
         raise UsageError(f"{src}: the model is a {cls or 'model of no class'}, not a Functional or Sequential "
                          "model: a subclassed model's layout cannot be known without its code")
     g.model(0, ck.model_config, [], ck.layer_weights)
+    if with_optimizer:
+        opt = ck.training_config.get("optimizer_config") if isinstance(ck.training_config, dict) else None
+        if ck.optimizer_names and "LossScaleOptimizer" in str(_split(opt)[0]):
+            raise UsageError(f"{src}: a mixed-precision optimizer, whose loss scale tf_keras does not write in a .h5 "
+                             "file (its inner optimizer's variables only): its state cannot be carried exactly; "
+                             "convert without --with-optimizer, or from a SavedModel (model.save('dir'))")
+        g.optimizer(ck.optimizer_names)
     ck.graph = ObjectGraph(g.nodes)
-    return nodes_from_config(ck.model_config)
+    return nodes_from_config(ck.model_config, ck.training_config)
 
 
 def left_out(ck: Checkpoint, p: Plan) -> None:
-    """A tf_keras ``.h5`` model's ``optimizer_weights``: not carried, and said so."""
-    if isinstance(ck, LegacyH5Checkpoint) and ck.optimizer:
+    """A tf_keras ``.h5`` model's ``optimizer_weights`` when not carried: said so."""
+    if not isinstance(ck, LegacyH5Checkpoint) or not ck.optimizer:
+        return
+    if ck.graph is None or "optimizer" not in dict(ck.graph.nodes[0].children):
         p.dropped += ck.optimizer
-        p.notes.append(f"left out the {len(ck.optimizer)} optimizer_weights of the tf_keras .h5 file (their Keras 3 "
-                       "layout is not matched): Keras starts the optimizer fresh")
+        p.notes.append(f"left out the {len(ck.optimizer)} optimizer_weights of the tf_keras .h5 file (--with-optimizer "
+                       "carries them to a .keras file): Keras starts the optimizer fresh")
 
 
 __all__ = ["left_out", "open_source", "source_nodes"]

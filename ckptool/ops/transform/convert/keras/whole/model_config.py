@@ -35,9 +35,10 @@ _CELLS = {"LSTM": "LSTMCell", "GRU": "GRUCell", "SimpleRNN": "SimpleRNNCell"}
 _MHA = ("_query_dense", "_key_dense", "_value_dense", "_output_dense")
 
 
-def nodes_from_config(doc: Any) -> list[KerasNode]:
+def nodes_from_config(doc: Any, training: Any = None) -> list[KerasNode]:
     """The ``keras_metadata.pb`` nodes a tf_keras model config implies: ``root.layer-K`` for the
-    K-th of ``model.layers`` (a Sequential model's InputLayer is not one), and sublayers."""
+    K-th of ``model.layers`` (a Sequential model's InputLayer is not one), and sublayers; the root's
+    optimizer from ``training`` (a tf_keras training config), if given."""
     out: list[KerasNode] = []
     stack: list[tuple[Any, str]] = [(doc, "root")]
     while stack:
@@ -46,6 +47,8 @@ def nodes_from_config(doc: Any) -> list[KerasNode]:
             continue
         cls, cfg = str(d.get("class_name", "")).rsplit(">", 1)[-1], d["config"]
         out.append(KerasNode(0, path, "", cls, str(cfg.get("name", ""))))
+        if path == "root" and isinstance(training, dict) and isinstance(training.get("optimizer_config"), dict):
+            out[-1].optimizer, out[-1].training_config = training["optimizer_config"], training
         layers = cfg.get("layers") if isinstance(cfg.get("layers"), list) else []
         if cls == "Sequential":
             layers = [e for e in layers if not (isinstance(e, dict) and e.get("class_name") == "InputLayer")]
@@ -90,12 +93,11 @@ def prepare(ck: Checkpoint, src: str, template_config: str | None, with_optimize
     from ckptool.ops.transform.convert.keras.synth import metadata_path
 
     meta = metadata_path(ck)
-    root, config, smdir = None, None, None
-    if isinstance(ck, LegacyH5Checkpoint):  # a tf_keras .h5 model (whole.h5_source): its own model_config
-        if template_config is not None or with_optimizer:
-            raise UsageError(f"{src}: a tf_keras .h5 model carries its own model config (no --template-config), and "
-                             "its optimizer_weights are not carried (no --with-optimizer): convert the weights alone")
-        config = ck.model_config
+    root, config, smdir, training = None, None, None, None
+    if isinstance(ck, LegacyH5Checkpoint):  # a tf_keras .h5 model (whole.h5_source): its own model config
+        if template_config is not None:
+            raise UsageError(f"{src}: a tf_keras .h5 model carries its own model config: no --template-config")
+        config, training = ck.model_config, ck.training_config
     if template_config is not None:
         config = read_model_json(template_config)
     if meta is not None:
@@ -108,16 +110,17 @@ def prepare(ck: Checkpoint, src: str, template_config: str | None, with_optimize
         raise UsageError(f"{src}: converting to a .keras file without --template takes the model's config from a "
                          "tf_keras SavedModel's keras_metadata.pb, and there is none: give --template-config "
                          "model.json (the tf_keras model's model.to_json())")
-    out = model_config(root, src, smdir, with_optimizer, config)
+    out = model_config(root, src, smdir, with_optimizer, config, training)
     if meta is None:
-        out.nodes = nodes_from_config(config)
+        out.nodes = nodes_from_config(config, training)
     return out
 
 
 def model_config(root: KerasNode | None, src: str, saved_model_dir: str | None, with_optimizer: bool,
-                 config: Any = None) -> WholeConfig:
+                 config: Any = None, training: Any = None) -> WholeConfig:
     """The Keras 3 ``config.json`` of the model ``root`` (the ``keras_metadata.pb`` root node) or
-    ``config`` (a tf_keras ``model.to_json()`` document) describes."""
+    ``config`` (a tf_keras ``model.to_json()`` document, or a ``.h5`` model's ``model_config`` with its
+    ``training`` config) describes."""
     doc = config if config is not None else (root.model_config if root is not None else None)
     if doc is None:
         raise UsageError(f"{src}: no model config: a tf_keras SavedModel's keras_metadata.pb holds one "
@@ -125,10 +128,10 @@ def model_config(root: KerasNode | None, src: str, saved_model_dir: str | None, 
     out = translate_model(doc, src)
     notes = fill_vocabularies(out, src, saved_model_dir)
     if with_optimizer:
-        training = root.training_config if root is not None else None
+        training = root.training_config if root is not None else training
         if config is not None and training is None:
             raise UsageError(f"{src}: --with-optimizer needs the training config, which a SavedModel's "
-                             "keras_metadata.pb holds and model.to_json() does not")
+                             "keras_metadata.pb or a compiled model's .h5 holds and model.to_json() does not")
         out["compile_config"] = compile_config(training, src)
     return WholeConfig(out, notes)
 
