@@ -196,7 +196,9 @@ def save(name, out_dir, full=True):
     ys = ys if isinstance(ys, list) else [ys]
     d = os.path.join(out_dir, name)
     shutil.rmtree(d, ignore_errors=True)
-    model.save(d)
+    # keras.applications graphs without their traced functions (ckptool reads keras_metadata.pb and
+    # variables/, never the traces; the small models keep them): DenseNet121 saves in 21 s, not 52 s
+    model.save(d, save_traces=name not in LARGE)
     if not full:
         for item in os.listdir(d):
             if item not in ("keras_metadata.pb", "variables"):
