@@ -18,7 +18,7 @@ from collections.abc import Collection
 
 from ckptool.errors import CkptError, CorruptError
 from ckptool.format.objkeys import ATTRIBUTES, escape, parse_object_key
-from ckptool.format.objnodes import Attribute, Node, SlotVariable, node_from_proto, node_spans, parse_node
+from ckptool.format.objnodes import Attribute, Node, SlotVariable, node_from_proto, node_spans, parse_node, record_at
 from ckptool.format.objnodes import serialize_nodes as serialize_nodes
 from ckptool.format.objstruct import Edges
 
@@ -40,11 +40,11 @@ class RecordGraph:
             if spans is None:
                 raise CorruptError(f"{where}: unparsable object graph")
         self.spans = spans
-        self.n = len(spans) // 2
+        self.n = len(spans) - 1
         self.shared: dict[str, str] = {}
 
     def node(self, i: int) -> Node:
-        rec = self.data[self.spans[2 * i]:self.spans[2 * i + 1]]
+        rec = record_at(self.data, self.spans, i)
         return node_from_proto(i, parse_node(rec, self.where), self.n, self.where, self.shared)
 
 
@@ -175,6 +175,7 @@ def _compacted(g: RecordGraph, edges: Edges, flags: bytearray, own: bytearray, r
             for s in _slots(g, i, flags, slots_kept):
                 slot_node[s.slot_variable_node_id] = 1
     parent, pname = edges.first_paths()
+    paths = parent, pname, edges.distinct_names()
     keys: dict[str, str | None] = {}
     for i in range(n):  # what left the graph, unless a node kept finds it again
         if not seen[i] and flags[i] & ATTRS_KEPT:
@@ -190,7 +191,7 @@ def _compacted(g: RecordGraph, edges: Edges, flags: bytearray, own: bytearray, r
         for k, a in enumerate(attrs):
             parsed = parse_object_key(a.checkpoint_key)
             key = a.checkpoint_key
-            if not slot_node[i] and parent[i] != -2 and (parsed is None or edges.walk(parsed[0]) != i):
+            if not slot_node[i] and parent[i] != -2 and (parsed is None or not _walks(parsed[0], i, paths, edges)):
                 key = f"{_path(i, parent, pname)}/{ATTRIBUTES}/{escape(a.name)}"
                 attrs[k] = Attribute(a.name, a.full_name, key)
             if key != a.checkpoint_key:
@@ -202,6 +203,17 @@ def _compacted(g: RecordGraph, edges: Edges, flags: bytearray, own: bytearray, r
                      for s in _slots(g, i, flags, slots_kept)], src.registered_saver, bool(valued[i]))
         out += serialize_nodes([node])
     return out, keys
+
+
+def _walks(path: tuple[str, ...], i: int, paths: tuple[array[int], list[str], bytearray], edges: Edges) -> bool:
+    """Whether ``path`` walks to node ``i`` (``edges.walk``): read off ``i``'s first path where
+    it is ``path`` through parents whose children's names are all distinct (no index of names
+    built: it held ~60 bytes a child); else walked."""
+    parent, pname, distinct = paths
+    j, k = i, len(path)
+    while k and j > 0 and pname[j] == path[k - 1] and distinct[parent[j]]:
+        j, k = parent[j], k - 1
+    return (j == 0 and k == 0) or edges.walk(path) == i
 
 
 def _path(i: int, parent: array[int], pname: list[str]) -> str:

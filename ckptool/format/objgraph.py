@@ -25,7 +25,15 @@ from ckptool.format.objkeys import object_key as object_key
 from ckptool.format.objkeys import parse_object_key as parse_object_key
 from ckptool.format.objkeys import unescape as unescape
 from ckptool.format.objnodes import Attribute as Attribute  # X as X: defined there, named here
-from ckptool.format.objnodes import ChildIndex, copy_node, node_from_proto, node_spans, parse_node, serialize_nodes
+from ckptool.format.objnodes import (
+    ChildIndex,
+    copy_node,
+    node_from_proto,
+    node_spans,
+    parse_node,
+    record_at,
+    serialize_nodes,
+)
 from ckptool.format.objnodes import Node as Node
 from ckptool.format.objnodes import SlotVariable as SlotVariable
 from ckptool.format.protos.tensor_bundle_pb2 import TrackableObjectGraph
@@ -48,8 +56,8 @@ class ObjectGraph:
             except DecodeError:
                 raise CorruptError(f"{where}: unparsable object graph") from None
             return cls([node_from_proto(i, p, len(protos), where, shared) for i, p in enumerate(protos)])
-        n = len(spans) // 2
-        return cls([node_from_proto(i, parse_node(data[spans[2 * i]:spans[2 * i + 1]], where), n, where, shared)
+        n = len(spans) - 1
+        return cls([node_from_proto(i, parse_node(record_at(data, spans, i), where), n, where, shared)
                     for i in range(n)])
 
     def serialize(self) -> bytes:

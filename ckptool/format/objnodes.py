@@ -118,25 +118,32 @@ class ChildIndex:
 
 
 def node_spans(data: bytes, where: str) -> array[int] | None:
-    """Where each node's serialized record lies in a TrackableObjectGraph (start and end, in
-    turn), so that each is parsed on its own, not the whole graph at once (its Python objects
-    and the protobuf's all held together cost kilobytes a node); None when the top level holds
-    anything else (the caller parses the whole message, as protobuf would)."""
-    spans = array("q")
+    """Where each node's serialized record lies in a TrackableObjectGraph: the offset of each
+    record's tag, then the end of the data (:func:`record_at` reads record ``i``), so that each
+    is parsed on its own, not the whole graph at once (its Python objects and the protobuf's
+    all held together cost kilobytes a node); 4 bytes a node below 4 GiB. None when the top
+    level holds anything else (the caller parses the whole message, as protobuf would)."""
+    spans = array("I" if len(data) < 1 << 32 else "q")
     pos, end = 0, len(data)
     try:
         while pos < end:
             if data[pos] != _NODES_TAG:
                 return None
+            spans.append(pos)
             size, start = decode_varint(data, pos + 1, end)
             pos = start + size
             if pos > end:
                 raise CorruptError(f"{where}: unparsable object graph")
-            spans.append(start)
-            spans.append(pos)
     except CorruptError:
         raise CorruptError(f"{where}: unparsable object graph") from None
+    spans.append(end)
     return spans
+
+
+def record_at(data: bytes, spans: array[int], i: int) -> bytes:
+    """Node ``i``'s record (checked by :func:`node_spans`), its tag and length skipped."""
+    start = decode_varint(data, spans[i] + 1, spans[i + 1])[1]
+    return data[start:spans[i + 1]]
 
 
 def parse_node(record: bytes, where: str) -> Any:

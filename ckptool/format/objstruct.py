@@ -158,6 +158,15 @@ class Edges:
                     queue.append(p)
         return out
 
+    def distinct_names(self) -> bytearray:
+        """Which nodes have no two children of one name (a walk through them takes the only child
+        of each name)."""
+        out = bytearray(self.size)
+        for p in range(self.size):
+            names = [name for name, _ in self.children(p)]
+            out[p] = len(names) < 2 or len(set(names)) == len(names)
+        return out
+
     def first_paths(self) -> tuple[array[int], list[str]]:
         """Breadth first from the root: each node's parent on its first path (-2: not reached,
         -1: the root) and the name of the edge from it (``ObjectGraph.paths``)."""
