@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from array import array
 from collections import deque
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 
 from ckptool.errors import CkptError, CorruptError
 from ckptool.format.objkeys import ATTRIBUTES, escape, parse_object_key
@@ -48,7 +48,7 @@ class RecordGraph:
         return node_from_proto(i, parse_node(rec, self.where), self.n, self.where, self.shared)
 
 
-def _attributes(node: Node, renames: dict[str, str], dropped: Collection[str], slot: bool
+def _attributes(node: Node, renames: Mapping[str, str], dropped: Collection[str], slot: bool
                 ) -> tuple[list[Attribute], Move | None]:
     """``node``'s attributes renamed and dropped, and where the node moves (as ``edited``)."""
     kept, move = [], None
@@ -74,7 +74,7 @@ def _attributes(node: Node, renames: dict[str, str], dropped: Collection[str], s
     return kept, move
 
 
-def edit_records(data: bytes, renames: dict[str, str], dropped: Collection[str] = frozenset(),
+def edit_records(data: bytes, renames: Mapping[str, str], dropped: Collection[str] = frozenset(),
                  strip_optimizer: bool = False, where: str = "object graph"
                  ) -> tuple[bytearray, dict[str, str | None]]:
     """``ObjectGraph.parse(data).edited(renames, dropped, strip_optimizer)``, serialized (a
@@ -122,6 +122,7 @@ def edit_records(data: bytes, renames: dict[str, str], dropped: Collection[str] 
         parsed = parse_object_key(new)  # a mover's new key parses
         path = parsed[0] if parsed else ()
         edges.attach(i, tuple(g.shared.setdefault(name, name) for name in path), new)
+    edges.index = {}  # let go: a walk left to do indexes only the nodes it passes
     slots_kept = not strip_optimizer
     own = bytearray(bool(f & (ATTRS_KEPT | SAVER)) or (slots_kept and bool(f & SLOTS)) for f in flags)
     own += bytes(edges.size - n)
@@ -132,7 +133,7 @@ def edit_records(data: bytes, renames: dict[str, str], dropped: Collection[str] 
     return _compacted(g, edges, flags, own, renames, dropped, slots_kept)
 
 
-def _move(g: RecordGraph, i: int, renames: dict[str, str], dropped: Collection[str]) -> Move:
+def _move(g: RecordGraph, i: int, renames: Mapping[str, str], dropped: Collection[str]) -> Move:
     move = _attributes(g.node(i), renames, dropped, False)[1]
     if move is None:
         raise CorruptError(f"{g.where}: node {i} changed while edited")
@@ -159,7 +160,7 @@ def _reach(g: RecordGraph, edges: Edges, flags: bytearray, slots_kept: bool) -> 
     return seen
 
 
-def _compacted(g: RecordGraph, edges: Edges, flags: bytearray, own: bytearray, renames: dict[str, str],
+def _compacted(g: RecordGraph, edges: Edges, flags: bytearray, own: bytearray, renames: Mapping[str, str],
                dropped: Collection[str], slots_kept: bool) -> tuple[bytearray, dict[str, str | None]]:
     n, size = g.n, edges.size
     seen = _reach(g, edges, flags, slots_kept)
