@@ -1,13 +1,14 @@
-"""An object graph edited as its serialized node records (``rewrite-names`` of an object-based
-checkpoint): what :meth:`ObjectGraph.edited <ckptool.format.objgraph.ObjectGraph.edited>` then
-``serialize`` give, byte for byte, in well under a kilobyte a variable.
+"""The object graph's edit (renames, drops, optimizers cut out), done on its serialized node
+records: the one editor, behind ``rewrite-names`` and :meth:`ObjectGraph.edited
+<ckptool.format.objgraph.ObjectGraph.edited>` (convert, average, the Keras bridge, the slots'
+strip), in well under a kilobyte a variable.
 
 The graph's structure is held in arrays (each node's first edge, the edges' child ids and
 shared local names, flags a byte a node); a node's record is decoded when it is read, and the
-new graph is written a node at a time. The steps and their order are ``edited``'s: attributes
-renamed and dropped (objects moving with their keys), optimizers cut out, movers detached then
-attached, emptied objects cut, the unreachable removed and the rest renumbered, keys through
-removed paths re-keyed, ``has_checkpoint_values`` marked.
+new graph is written a node at a time. The steps, in order: attributes renamed and dropped
+(objects moving with their keys), optimizers cut out, movers detached then attached, emptied
+objects cut, the unreachable removed and the rest renumbered, keys through removed paths
+re-keyed, ``has_checkpoint_values`` marked.
 """
 
 from __future__ import annotations
@@ -18,7 +19,16 @@ from collections.abc import Collection, Mapping
 
 from ckptool.errors import CkptError, CorruptError
 from ckptool.format.objkeys import ATTRIBUTES, escape, parse_object_key
-from ckptool.format.objnodes import Attribute, Node, SlotVariable, node_from_proto, node_spans, parse_node, record_at
+from ckptool.format.objnodes import (
+    Attribute,
+    Node,
+    SlotVariable,
+    node_from_proto,
+    node_spans,
+    parse_node,
+    parse_nodes,
+    record_at,
+)
 from ckptool.format.objnodes import serialize_nodes as serialize_nodes
 from ckptool.format.objstruct import Edges
 
@@ -33,9 +43,7 @@ class RecordGraph:
         self.data, self.where = bytes(data), where
         spans = node_spans(self.data, where)
         if spans is None:  # anything but node records at the top level: written anew, node by node
-            from ckptool.format.objgraph import ObjectGraph
-
-            self.data = ObjectGraph.parse(self.data, where).serialize()
+            self.data = serialize_nodes(parse_nodes(self.data, where))
             spans = node_spans(self.data, where)
             if spans is None:
                 raise CorruptError(f"{where}: unparsable object graph")

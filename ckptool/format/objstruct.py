@@ -1,7 +1,7 @@
 """The structure of an object graph in arrays (:mod:`ckptool.format.objedit`): each node's
 children as SRC lists them (edges cut marked -1), the edges added after them, in order, and an
 index of names for the nodes with many children (a walk is a dict probe there, a short scan
-elsewhere). What :class:`~ckptool.format.objnodes.ChildIndex` does on nodes, in a few bytes an edge."""
+elsewhere): a few bytes an edge."""
 
 from __future__ import annotations
 
