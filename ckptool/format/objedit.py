@@ -58,7 +58,7 @@ class RecordGraph:
 
 def _attributes(node: Node, renames: Mapping[str, str], dropped: Collection[str], slot: bool
                 ) -> tuple[list[Attribute], Move | None]:
-    """``node``'s attributes renamed and dropped, and where the node moves (as ``edited``)."""
+    """``node``'s attributes renamed and dropped, and where the node moves."""
     kept, move = [], None
     for a in node.attributes:
         key = a.checkpoint_key
@@ -85,9 +85,11 @@ def _attributes(node: Node, renames: Mapping[str, str], dropped: Collection[str]
 def edit_records(data: bytes, renames: Mapping[str, str], dropped: Collection[str] = frozenset(),
                  strip_optimizer: bool = False, where: str = "object graph"
                  ) -> tuple[bytearray, dict[str, str | None]]:
-    """``ObjectGraph.parse(data).edited(renames, dropped, strip_optimizer)``, serialized (a
-    bytearray: not copied again here); the keys map holds only the planned keys whose final key
-    differs (None: left the graph)."""
+    """The serialized graph ``data`` with keys renamed and dropped, each renamed object moved,
+    optimizers cut out with ``strip_optimizer`` (the rules: :meth:`ObjectGraph.edited
+    <ckptool.format.objgraph.ObjectGraph.edited>`), serialized (a bytearray: not copied again
+    here); the keys map holds only the planned keys whose final key differs (None: left the
+    graph)."""
     g = RecordGraph(data, where)
     n = g.n
     if not n:
