@@ -1,24 +1,34 @@
-"""An object graph edited as its serialized node records (``rewrite-names`` of an object-based
-checkpoint): what :meth:`ObjectGraph.edited <ckptool.format.objgraph.ObjectGraph.edited>` then
-``serialize`` give, byte for byte, in well under a kilobyte a variable.
+"""The object graph's edit (renames, drops, optimizers cut out), done on its serialized node
+records: the one editor, behind ``rewrite-names`` and :meth:`ObjectGraph.edited
+<ckptool.format.objgraph.ObjectGraph.edited>` (convert, average, the Keras bridge, the slots'
+strip), in well under a kilobyte a variable.
 
 The graph's structure is held in arrays (each node's first edge, the edges' child ids and
 shared local names, flags a byte a node); a node's record is decoded when it is read, and the
-new graph is written a node at a time. The steps and their order are ``edited``'s: attributes
-renamed and dropped (objects moving with their keys), optimizers cut out, movers detached then
-attached, emptied objects cut, the unreachable removed and the rest renumbered, keys through
-removed paths re-keyed, ``has_checkpoint_values`` marked.
+new graph is written a node at a time. The steps, in order: attributes renamed and dropped
+(objects moving with their keys), optimizers cut out, movers detached then attached, emptied
+objects cut, the unreachable removed and the rest renumbered, keys through removed paths
+re-keyed, ``has_checkpoint_values`` marked.
 """
 
 from __future__ import annotations
 
 from array import array
 from collections import deque
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 
 from ckptool.errors import CkptError, CorruptError
 from ckptool.format.objkeys import ATTRIBUTES, escape, parse_object_key
-from ckptool.format.objnodes import Attribute, Node, SlotVariable, node_from_proto, node_spans, parse_node
+from ckptool.format.objnodes import (
+    Attribute,
+    Node,
+    SlotVariable,
+    node_from_proto,
+    node_spans,
+    parse_node,
+    parse_nodes,
+    record_at,
+)
 from ckptool.format.objnodes import serialize_nodes as serialize_nodes
 from ckptool.format.objstruct import Edges
 
@@ -33,24 +43,22 @@ class RecordGraph:
         self.data, self.where = bytes(data), where
         spans = node_spans(self.data, where)
         if spans is None:  # anything but node records at the top level: written anew, node by node
-            from ckptool.format.objgraph import ObjectGraph
-
-            self.data = ObjectGraph.parse(self.data, where).serialize()
+            self.data = serialize_nodes(parse_nodes(self.data, where))
             spans = node_spans(self.data, where)
             if spans is None:
                 raise CorruptError(f"{where}: unparsable object graph")
         self.spans = spans
-        self.n = len(spans) // 2
+        self.n = len(spans) - 1
         self.shared: dict[str, str] = {}
 
     def node(self, i: int) -> Node:
-        rec = self.data[self.spans[2 * i]:self.spans[2 * i + 1]]
+        rec = record_at(self.data, self.spans, i)
         return node_from_proto(i, parse_node(rec, self.where), self.n, self.where, self.shared)
 
 
-def _attributes(node: Node, renames: dict[str, str], dropped: Collection[str], slot: bool
+def _attributes(node: Node, renames: Mapping[str, str], dropped: Collection[str], slot: bool
                 ) -> tuple[list[Attribute], Move | None]:
-    """``node``'s attributes renamed and dropped, and where the node moves (as ``edited``)."""
+    """``node``'s attributes renamed and dropped, and where the node moves."""
     kept, move = [], None
     for a in node.attributes:
         key = a.checkpoint_key
@@ -74,12 +82,14 @@ def _attributes(node: Node, renames: dict[str, str], dropped: Collection[str], s
     return kept, move
 
 
-def edit_records(data: bytes, renames: dict[str, str], dropped: Collection[str] = frozenset(),
+def edit_records(data: bytes, renames: Mapping[str, str], dropped: Collection[str] = frozenset(),
                  strip_optimizer: bool = False, where: str = "object graph"
                  ) -> tuple[bytearray, dict[str, str | None]]:
-    """``ObjectGraph.parse(data).edited(renames, dropped, strip_optimizer)``, serialized (a
-    bytearray: not copied again here); the keys map holds only the planned keys whose final key
-    differs (None: left the graph)."""
+    """The serialized graph ``data`` with keys renamed and dropped, each renamed object moved,
+    optimizers cut out with ``strip_optimizer`` (the rules: :meth:`ObjectGraph.edited
+    <ckptool.format.objgraph.ObjectGraph.edited>`), serialized (a bytearray: not copied again
+    here); the keys map holds only the planned keys whose final key differs (None: left the
+    graph)."""
     g = RecordGraph(data, where)
     n = g.n
     if not n:
@@ -122,6 +132,7 @@ def edit_records(data: bytes, renames: dict[str, str], dropped: Collection[str] 
         parsed = parse_object_key(new)  # a mover's new key parses
         path = parsed[0] if parsed else ()
         edges.attach(i, tuple(g.shared.setdefault(name, name) for name in path), new)
+    edges.index = {}  # let go: a walk left to do indexes only the nodes it passes
     slots_kept = not strip_optimizer
     own = bytearray(bool(f & (ATTRS_KEPT | SAVER)) or (slots_kept and bool(f & SLOTS)) for f in flags)
     own += bytes(edges.size - n)
@@ -132,7 +143,7 @@ def edit_records(data: bytes, renames: dict[str, str], dropped: Collection[str] 
     return _compacted(g, edges, flags, own, renames, dropped, slots_kept)
 
 
-def _move(g: RecordGraph, i: int, renames: dict[str, str], dropped: Collection[str]) -> Move:
+def _move(g: RecordGraph, i: int, renames: Mapping[str, str], dropped: Collection[str]) -> Move:
     move = _attributes(g.node(i), renames, dropped, False)[1]
     if move is None:
         raise CorruptError(f"{g.where}: node {i} changed while edited")
@@ -159,7 +170,7 @@ def _reach(g: RecordGraph, edges: Edges, flags: bytearray, slots_kept: bool) -> 
     return seen
 
 
-def _compacted(g: RecordGraph, edges: Edges, flags: bytearray, own: bytearray, renames: dict[str, str],
+def _compacted(g: RecordGraph, edges: Edges, flags: bytearray, own: bytearray, renames: Mapping[str, str],
                dropped: Collection[str], slots_kept: bool) -> tuple[bytearray, dict[str, str | None]]:
     n, size = g.n, edges.size
     seen = _reach(g, edges, flags, slots_kept)
@@ -175,6 +186,7 @@ def _compacted(g: RecordGraph, edges: Edges, flags: bytearray, own: bytearray, r
             for s in _slots(g, i, flags, slots_kept):
                 slot_node[s.slot_variable_node_id] = 1
     parent, pname = edges.first_paths()
+    paths = parent, pname, edges.distinct_names()
     keys: dict[str, str | None] = {}
     for i in range(n):  # what left the graph, unless a node kept finds it again
         if not seen[i] and flags[i] & ATTRS_KEPT:
@@ -190,7 +202,7 @@ def _compacted(g: RecordGraph, edges: Edges, flags: bytearray, own: bytearray, r
         for k, a in enumerate(attrs):
             parsed = parse_object_key(a.checkpoint_key)
             key = a.checkpoint_key
-            if not slot_node[i] and parent[i] != -2 and (parsed is None or edges.walk(parsed[0]) != i):
+            if not slot_node[i] and parent[i] != -2 and (parsed is None or not _walks(parsed[0], i, paths, edges)):
                 key = f"{_path(i, parent, pname)}/{ATTRIBUTES}/{escape(a.name)}"
                 attrs[k] = Attribute(a.name, a.full_name, key)
             if key != a.checkpoint_key:
@@ -202,6 +214,17 @@ def _compacted(g: RecordGraph, edges: Edges, flags: bytearray, own: bytearray, r
                      for s in _slots(g, i, flags, slots_kept)], src.registered_saver, bool(valued[i]))
         out += serialize_nodes([node])
     return out, keys
+
+
+def _walks(path: tuple[str, ...], i: int, paths: tuple[array[int], list[str], bytearray], edges: Edges) -> bool:
+    """Whether ``path`` walks to node ``i`` (``edges.walk``): read off ``i``'s first path where
+    it is ``path`` through parents whose children's names are all distinct (no index of names
+    built: it held ~60 bytes a child); else walked."""
+    parent, pname, distinct = paths
+    j, k = i, len(path)
+    while k and j > 0 and pname[j] == path[k - 1] and distinct[parent[j]]:
+        j, k = parent[j], k - 1
+    return (j == 0 and k == 0) or edges.walk(path) == i
 
 
 def _path(i: int, parent: array[int], pname: list[str]) -> str:

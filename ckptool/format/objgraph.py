@@ -9,12 +9,9 @@ recorded on the optimizer's node.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Collection, Iterable, Sequence
-from typing import cast
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
-from google.protobuf.message import DecodeError
-
-from ckptool.errors import CkptError, CorruptError
+from ckptool.format.objedit import edit_records
 from ckptool.format.objkeys import ATTRIBUTES as ATTRIBUTES  # X as X: the key grammar, re-exported
 from ckptool.format.objkeys import OBJECT_GRAPH_KEY as OBJECT_GRAPH_KEY
 from ckptool.format.objkeys import OPTIMIZER_SLOT as OPTIMIZER_SLOT
@@ -25,10 +22,10 @@ from ckptool.format.objkeys import object_key as object_key
 from ckptool.format.objkeys import parse_object_key as parse_object_key
 from ckptool.format.objkeys import unescape as unescape
 from ckptool.format.objnodes import Attribute as Attribute  # X as X: defined there, named here
-from ckptool.format.objnodes import ChildIndex, copy_node, node_from_proto, node_spans, parse_node, serialize_nodes
 from ckptool.format.objnodes import Node as Node
 from ckptool.format.objnodes import SlotVariable as SlotVariable
-from ckptool.format.protos.tensor_bundle_pb2 import TrackableObjectGraph
+from ckptool.format.objnodes import parse_nodes, serialize_nodes
+from ckptool.format.objstruct import Edges
 
 
 class ObjectGraph:
@@ -39,18 +36,7 @@ class ObjectGraph:
 
     @classmethod
     def parse(cls, data: bytes, where: str = OBJECT_GRAPH_KEY) -> ObjectGraph:
-        data = bytes(data)
-        spans = node_spans(data, where)
-        shared: dict[str, str] = {}
-        if spans is None:  # not only node records at the top level: parsed whole
-            try:
-                protos = list(TrackableObjectGraph.FromString(data).nodes)
-            except DecodeError:
-                raise CorruptError(f"{where}: unparsable object graph") from None
-            return cls([node_from_proto(i, p, len(protos), where, shared) for i, p in enumerate(protos)])
-        n = len(spans) // 2
-        return cls([node_from_proto(i, parse_node(data[spans[2 * i]:spans[2 * i + 1]], where), n, where, shared)
-                    for i in range(n)])
+        return cls(parse_nodes(data, where))
 
     def serialize(self) -> bytes:
         return serialize_nodes(self.nodes)
@@ -81,7 +67,7 @@ class ObjectGraph:
     def keys(self) -> list[str]:
         return [a.checkpoint_key for node in self.nodes for a in node.attributes]
 
-    # -- editing (rewrite-names) ----------------------------------------------
+    # -- editing (rewrite-names, convert, average, strip) ----------------------
 
     def optimizer_nodes(self) -> set[int]:
         """The optimizers: nodes that record slot variables, and the root's ``optimizer`` child."""
@@ -92,9 +78,12 @@ class ObjectGraph:
 
     def _walk(self, path: Sequence[str]) -> int | None:
         """The node ``path`` reaches from the root (the first child of each name), or None."""
-        return ChildIndex(self.nodes).walk(path)
+        edges = Edges(len(self.nodes))
+        for node in self.nodes:
+            edges.add_node(node.id, node.children)
+        return edges.walk(path)
 
-    def edited(self, renames: dict[str, str], dropped: Collection[str] = frozenset(),
+    def edited(self, renames: Mapping[str, str], dropped: Collection[str] = frozenset(),
                strip_optimizer: bool = False) -> tuple[ObjectGraph, dict[str, str | None]]:
         """A copy with keys renamed and dropped, each renamed object moved to its new path.
 
@@ -104,60 +93,16 @@ class ObjectGraph:
         optimizer. ``strip_optimizer`` cuts the optimizers out (their edges and
         slot records). Nodes no longer reachable from the root are removed.
 
-        Returns ``(graph, keys)``: ``keys`` maps every key the caller planned
-        (after ``renames``) to the key the graph now uses for it, or to None when
-        it left the graph with an unreachable node. A kept variable whose key ran
-        through a removed path is re-keyed by its first path breadth first, as TF
-        would key it.
+        Returns ``(graph, keys)``: ``keys`` maps each key the caller planned
+        (after ``renames``) that the graph does not keep as it is to the key the
+        graph now uses for it, or to None when it left the graph with an
+        unreachable node (a key not in it stays: ``keys.get(k, k)``). A kept
+        variable whose key ran through a removed path is re-keyed by its first
+        path breadth first, as TF would key it. The edit is
+        :func:`~ckptool.format.objedit.edit_records`'s, on the serialized nodes.
         """
-        nodes = [copy_node(n) for n in self.nodes]
-        g = ObjectGraph(nodes)
-        if not nodes:
-            return g, {}
-        if strip_optimizer:
-            opt = self.optimizer_nodes()
-            for n in nodes:
-                n.slot_variables = []
-                if any(i in opt for _, i in n.children):
-                    n.children = [(c, i) for c, i in n.children if i not in opt]
-        slot_nodes = set(self.slot_owners())
-        # node -> (old path, new path, new key)
-        moves: dict[int, tuple[tuple[str, ...] | None, tuple[str, ...], str]] = {}
-        for n in nodes:
-            kept = []
-            for a in n.attributes:
-                key = a.checkpoint_key
-                if key in dropped:
-                    continue
-                new = renames.get(key, key)
-                if new != key:
-                    parsed = parse_object_key(new)
-                    if parsed is None:  # now a plain tensor, outside the graph
-                        continue
-                    path, attr, slot = parsed
-                    a.checkpoint_key, a.name = new, attr
-                    old = parse_object_key(key)
-                    if slot is None and n.id not in slot_nodes and (old is None or old[0] != path):
-                        prev = moves.setdefault(n.id, (old[0] if old else None, path, new))
-                        if prev[1] != path:
-                            raise CkptError(f"{key!r} -> {new!r} splits one object between "
-                                            f"{'/'.join(prev[1])!r} and {'/'.join(path)!r}")
-                kept.append(a)
-            n.attributes = kept
-        edit = ChildIndex(nodes)  # one index of names per node: each step of a walk is a dict probe
-        for nid, (old_path, _, _) in moves.items():  # detach every mover first: swaps work
-            if old_path and edit.walk(old_path) == nid:
-                parent = cast(int, edit.walk(old_path[:-1]))  # a walked path's prefix walks too
-                edit.detach(parent, old_path[-1], nid)
-        for nid, (_, path, new) in moves.items():
-            edit.attach(nid, path, new)
-        edit.commit()  # each parent's children list rewritten once
-        emptied = self._valued() - g._valued()  # objects whose values all moved or went
-        if emptied:
-            for n in nodes:
-                if any(i in emptied for _, i in n.children):
-                    n.children = [(c, i) for c, i in n.children if i not in emptied]
-        return g._compacted()
+        data, keys = edit_records(self.serialize(), renames, dropped, strip_optimizer)
+        return ObjectGraph.parse(bytes(data)), keys
 
     def _valued(self) -> set[int]:
         """Nodes with attributes, slot records or a registered saver, or reaching such a node
@@ -174,48 +119,6 @@ class ObjectGraph:
                     out.add(p)
                     queue.append(p)
         return out
-
-    def _compacted(self) -> tuple[ObjectGraph, dict[str, str | None]]:
-        reach: list[int] = []
-        seen = {0}
-        queue = deque([0])
-        while queue:
-            nid = queue.popleft()
-            reach.append(nid)
-            node = self.nodes[nid]
-            refs = [c for _, c in node.children]
-            for s in node.slot_variables:
-                refs += [s.original_variable_node_id, s.slot_variable_node_id]
-            for r in refs:
-                if r not in seen:
-                    seen.add(r)
-                    queue.append(r)
-        keys: dict[str, str | None] = {a.checkpoint_key: None for n in self.nodes for a in n.attributes}
-        order = sorted(reach)
-        new_id = {old: i for i, old in enumerate(order)}
-        nodes = []
-        for old in order:
-            n = self.nodes[old]
-            n.id = new_id[old]
-            n.children = [(c, new_id[i]) for c, i in n.children]
-            n.slot_variables = [SlotVariable(new_id[s.original_variable_node_id], s.slot_name,
-                                             new_id[s.slot_variable_node_id]) for s in n.slot_variables]
-            nodes.append(n)
-        g = ObjectGraph(nodes)
-        slots = set(g.slot_owners())
-        paths = g.paths()
-        walk = ChildIndex(nodes).walk
-        for n in nodes:
-            for a in n.attributes:
-                parsed = parse_object_key(a.checkpoint_key)
-                if n.id not in slots and n.id in paths and (parsed is None or walk(parsed[0]) != n.id):
-                    key = f"{paths[n.id]}/{ATTRIBUTES}/{escape(a.name)}"
-                    keys[a.checkpoint_key] = key
-                    a.checkpoint_key = key
-                else:
-                    keys[a.checkpoint_key] = a.checkpoint_key
-        g._mark_values()
-        return g, keys
 
     # -- synthesis -----------------------------------------------------------
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 from google.protobuf.message import DecodeError
 
-from ckptool.errors import CkptError, CorruptError
+from ckptool.errors import CorruptError
 from ckptool.format.coding import decode_varint, encode_varint
 from ckptool.format.protos.tensor_bundle_pb2 import TrackableObjectGraph
 
@@ -42,101 +42,49 @@ class Node:
     has_checkpoint_values: bool | None = None  # None: the field is absent
 
 
-def copy_node(n: Node) -> Node:
-    """A copy of ``n`` that :meth:`ObjectGraph.edited` may change (its lists and attributes its own)."""
-    return Node(n.id, list(n.children), [Attribute(a.name, a.full_name, a.checkpoint_key) for a in n.attributes],
-                [SlotVariable(s.original_variable_node_id, s.slot_name, s.slot_variable_node_id)
-                 for s in n.slot_variables], n.registered_saver, n.has_checkpoint_values)
-
-
-class ChildIndex:
-    """The children of each node by local name, indexed when a walk first passes through the
-    node: a walk costs a dict probe per step, not a scan of the children (a parent of 30,000
-    objects made a rename of each quadratic). Editing goes through it too: :meth:`detach` and
-    :meth:`attach` keep the index as the children lists would be, and :meth:`commit` rewrites
-    each changed list once. As the lists are read, the first child of a name is the one walked."""
-
-    def __init__(self, nodes: list[Node]):
-        self.nodes = nodes
-        self.names: dict[int, dict[str, list[int]]] = {}
-        self.removed: dict[int, set[tuple[str, int]]] = {}
-        self.added: dict[int, list[tuple[str, int]]] = {}
-
-    def _of(self, nid: int) -> dict[str, list[int]]:
-        index = self.names.get(nid)
-        if index is None:
-            index = self.names[nid] = {}
-            for name, child in self.nodes[nid].children:
-                index.setdefault(name, []).append(child)
-        return index
-
-    def child(self, nid: int, name: str) -> int | None:
-        ids = self._of(nid).get(name)
-        return ids[0] if ids else None
-
-    def walk(self, path: Sequence[str]) -> int | None:
-        nid: int | None = 0
-        for name in path:
-            nid = self.child(cast(int, nid), name)
-            if nid is None:
-                return None
-        return nid
-
-    def detach(self, parent: int, name: str, nid: int) -> None:
-        """Remove every ``(name, nid)`` edge of ``parent``."""
-        index = self._of(parent)
-        index[name] = [i for i in index.get(name, ()) if i != nid]
-        self.removed.setdefault(parent, set()).add((name, nid))
-
-    def _append(self, parent: int, name: str, nid: int) -> None:
-        self._of(parent).setdefault(name, []).append(nid)
-        self.added.setdefault(parent, []).append((name, nid))
-
-    def attach(self, nid: int, path: tuple[str, ...], key: str) -> None:
-        """Give ``nid`` the path ``path``, making the objects on the way that do not exist."""
-        cur = 0
-        for depth, name in enumerate(path):
-            last = depth == len(path) - 1
-            child = self.child(cur, name)
-            if child is None:
-                if last:
-                    self._append(cur, name, nid)
-                    return
-                child = len(self.nodes)
-                self.nodes.append(Node(child))
-                self._append(cur, name, child)
-            elif last and child != nid:
-                raise CkptError(f"cannot rename to {key!r}: another object already has that path")
-            cur = child
-
-    def commit(self) -> None:
-        """The children lists as the edits left them: what was removed gone, what was added at the end."""
-        for nid in self.removed.keys() | self.added.keys():
-            node, gone = self.nodes[nid], self.removed.get(nid, set())
-            node.children = [c for c in node.children if c not in gone] + self.added.get(nid, [])
-        self.removed, self.added = {}, {}
+def parse_nodes(data: bytes, where: str) -> list[Node]:
+    """Every node of a serialized TrackableObjectGraph, each record parsed on its own (the
+    whole message parsed at once only when its top level holds anything but node records)."""
+    data = bytes(data)
+    spans = node_spans(data, where)
+    shared: dict[str, str] = {}
+    if spans is None:
+        try:
+            protos = list(TrackableObjectGraph.FromString(data).nodes)
+        except DecodeError:
+            raise CorruptError(f"{where}: unparsable object graph") from None
+        return [node_from_proto(i, p, len(protos), where, shared) for i, p in enumerate(protos)]
+    n = len(spans) - 1
+    return [node_from_proto(i, parse_node(record_at(data, spans, i), where), n, where, shared) for i in range(n)]
 
 
 def node_spans(data: bytes, where: str) -> array[int] | None:
-    """Where each node's serialized record lies in a TrackableObjectGraph (start and end, in
-    turn), so that each is parsed on its own, not the whole graph at once (its Python objects
-    and the protobuf's all held together cost kilobytes a node); None when the top level holds
-    anything else (the caller parses the whole message, as protobuf would)."""
-    spans = array("q")
+    """Where each node's serialized record lies in a TrackableObjectGraph: the offset of each
+    record's tag, then the end of the data (:func:`record_at` reads record ``i``), so that each
+    is parsed on its own, not the whole graph at once (its Python objects and the protobuf's
+    all held together cost kilobytes a node); 4 bytes a node below 4 GiB. None when the top
+    level holds anything else (the caller parses the whole message, as protobuf would)."""
+    spans = array("I" if len(data) < 1 << 32 else "q")
     pos, end = 0, len(data)
     try:
         while pos < end:
             if data[pos] != _NODES_TAG:
                 return None
+            spans.append(pos)
             size, start = decode_varint(data, pos + 1, end)
             pos = start + size
             if pos > end:
                 raise CorruptError(f"{where}: unparsable object graph")
-            spans.append(start)
-            spans.append(pos)
     except CorruptError:
         raise CorruptError(f"{where}: unparsable object graph") from None
+    spans.append(end)
     return spans
+
+
+def record_at(data: bytes, spans: array[int], i: int) -> bytes:
+    """Node ``i``'s record (checked by :func:`node_spans`), its tag and length skipped."""
+    start = decode_varint(data, spans[i] + 1, spans[i + 1])[1]
+    return data[start:spans[i + 1]]
 
 
 def parse_node(record: bytes, where: str) -> Any:

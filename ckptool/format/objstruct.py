@@ -1,7 +1,7 @@
 """The structure of an object graph in arrays (:mod:`ckptool.format.objedit`): each node's
 children as SRC lists them (edges cut marked -1), the edges added after them, in order, and an
 index of names for the nodes with many children (a walk is a dict probe there, a short scan
-elsewhere). What :class:`~ckptool.format.objnodes.ChildIndex` does on nodes, in a few bytes an edge."""
+elsewhere): a few bytes an edge."""
 
 from __future__ import annotations
 
@@ -156,6 +156,15 @@ class Edges:
                 if not out[p]:
                     out[p] = 1
                     queue.append(p)
+        return out
+
+    def distinct_names(self) -> bytearray:
+        """Which nodes have no two children of one name (a walk through them takes the only child
+        of each name)."""
+        out = bytearray(self.size)
+        for p in range(self.size):
+            names = [name for name, _ in self.children(p)]
+            out[p] = len(names) < 2 or len(set(names)) == len(names)
         return out
 
     def first_paths(self) -> tuple[array[int], list[str]]:

@@ -144,6 +144,13 @@ class BundleCheckpoint(Checkpoint):
                 self._slice_keys = {enc(e.key, sl) for e in self._all_entries() if e.slices for sl in e.slices}
         return self._slice_keys
 
+    def names(self) -> list[str]:
+        """The variable names, sorted: an index without slice keys lists them itself (no
+        :class:`Variable` made for each, as a rename of 100,000 needs none)."""
+        if self._may_slice or self._variables is not None:
+            return super().names()
+        return list(self._table.names)
+
     def variables(self) -> list[Variable]:
         if self._variables is None:
             with gc_paused(keep=True):

@@ -31,6 +31,7 @@ from ckptool.format.encode import as_dtype, encode_tensor, key_bytes, np
 from ckptool.format.objgraph import OBJECT_GRAPH_KEY, ObjectGraph, is_object_key
 from ckptool.format.objkeys import key_of, name_of, shown
 from ckptool.format.table_build import TableBuilder
+from ckptool.format.table_sort import PackedEntries
 from ckptool.io.backends.urls import storage_for
 from ckptool.io.safety.atomic import AtomicFile, make_output_dir, publish
 from ckptool.io.safety.destination import check_destination
@@ -333,12 +334,14 @@ def index_file(storage: Storage, prefix: str, num_shards: int, entries: Iterable
     """``PREFIX.index`` (the header and ``entries``, sorted here) written in full under a
     temporary name, not yet published: pass it last to :func:`ckptool.io.safety.atomic.publish`."""
     path = bundle.index_filename(prefix)
-    items = sorted((bytes(k), bytes(v)) for k, v in entries)
-    for i, (k, _) in enumerate(items):
+    items = PackedEntries(entries)  # held packed, not as a list of pairs (a few bytes an entry)
+    prev = None
+    for k in items.keys():
         if not k:
             raise CkptError(f"{path}: the empty key is reserved for the bundle header")
-        if i and items[i - 1][0] == k:
+        if prev == k:
             raise CkptError(f"{path}: duplicate key {shown(k)!r}")
+        prev = k
     make_output_dir(storage, storage.dirname(prefix))
     f = AtomicFile(storage, path, sync=sync)
     try:

@@ -123,11 +123,15 @@ def _write_graph(storage: Storage, path: str, shard: int, value: bytes | bytearr
 
 
 def _entries(ck: Any, plan: Plan, extra: list[tuple[bytes, bytes]]) -> Iterator[tuple[bytes, bytes]]:
-    """DST's index entries: SRC's, under the new names (slices included), then ``extra``; made as
-    the index is sorted, not held in a second list."""
+    """DST's index entries: SRC's, under the new names (slices included), with ``extra`` among
+    them in key order; in key order as a whole when the plan's names sort as their keys (the
+    index is then written as they come: nothing sorted), made as the index takes them."""
+    extra = sorted(extra)
     for old, new in plan.renames:
         ok = key_of(old)
         nk = key_of(new)
+        while extra and extra[0][0] < nk:
+            yield extra.pop(0)
         e = ck.entry(ok)
         yield nk, ck.raw_entry(ok)
         for sl in e.slices:
