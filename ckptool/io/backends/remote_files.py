@@ -67,6 +67,7 @@ def default_options(protocol: str) -> dict[str, Any]:
     if protocol in ("s3", "s3a"):
         # Listings are not cached: another process may add or remove checkpoints at any time.
         opts["use_listings_cache"] = False
+        opts["config_kwargs"] = {"max_pool_connections": 64}
         endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
         if endpoint and not botocore_reads_endpoint_env():
             opts["client_kwargs"] = {"endpoint_url": endpoint}
