@@ -127,7 +127,11 @@ def test_fleet_prune_deletes_as_locally_in_few_requests_a_run(run, fleet):
     assert not [r for r in log if r["path"].endswith(".ckptool-prune-pending")]
     kept = sum(len(d["kept"]) for d in json.loads(ro)["directories"])
     assert sum(r["path"].endswith(".index") and r["method"] == "GET" for r in log) == kept
-    assert len(log) <= 6 * RUNS + len(deletes), len(log)
+    once = [r for r in log if r in _outside(log, url) or "list-type=2" in r["query"]
+            or r["path"].endswith("/.ckptool.toml")]  # the listing and the policies, once a command
+    checks = sum(r["method"] == "PUT" and r["path"].endswith("/.ckptool.lock") for r in log) - RUNS  # conditions
+    assert len(once) <= 7 and checks == 2, (once, checks)
+    assert len(log) - len(deletes) - len(once) - checks <= 6 * RUNS, len(log)
     st = remote.storage_for_url(url)
     for p in sorted(local.rglob("checkpoint")):
         rel = p.parent.relative_to(local).as_posix()
@@ -209,16 +213,31 @@ def test_fleet_on_gcs_lists_once_and_matches_local(run, gs, gcs_server, tmp_path
         return ok
 
     monkeypatch.setattr(handler, "parse_request", counted)
-    for argv in (("du", "{}", "--json"), ("prune", "{}", "--recursive", "--dry-run", "--json")):
-        same_output(run, str(local), url, *argv)
+    for argv in (("du", "{}", "--json"), ("prune", "{}", "--recursive", "--dry-run", "--json"),
+                 ("prune", "{}", "--recursive", "--json")):
+        deleting = "--dry-run" not in argv and argv[0] == "prune"
+        if not deleting:
+            same_output(run, str(local), url, *argv)
         remote.clear_cache()
         seen.clear()
-        run(*[a.format(url) for a in argv])
+        ro, _ = run(*[a.format(url) for a in argv])
+        if deleting:
+            lo, _ = run(*[a.format(local) for a in argv])
+            assert normalized(json.loads(ro), url, str(local)) == normalized(json.loads(lo), str(local), str(local))
+        print(f"gcs {argv[0]}{' --dry-run' if '--dry-run' in argv else ''}: {len(seen)} requests")
         top = url.split("/", 3)[3] + "/"  # the fleet's prefix in its bucket
         lists = [s for s in seen if "/o?" in s and f"prefix={top}" in s.replace("%2F", "/")]
         assert len(lists) == 1 and not re.search(r"delimiter=[^&]", lists[0]), seen[:5]  # one flat listing
-        assert not [s for s in seen if "/o?" in s and s not in lists and ".ckptool.toml" not in s], seen
-        assert len(seen) <= (2 if argv[0] == "du" else 6) * RUNS, len(seen)
+        assert not [s for s in seen if s.startswith("GET") and "/o?" in s and s not in lists
+                    and ".ckptool.toml" not in s], seen
+        if not deleting:
+            assert len(seen) <= (2 if argv[0] == "du" else 6) * RUNS, len(seen)
+            continue
+        # prune: 6 a run beside its deletions (no batch delete on GCS: a request a file) and what a
+        # command asks once (the listing, the policies, the lookups above ROOT, the conditions' check)
+        dels = [s for s in seen if s.startswith("DELETE") and ".ckptool" not in s]
+        assert len(dels) == 50 and not [s for s in seen if ".ckptool-prune-pending" in s], seen
+        assert len(seen) - len(dels) <= 6 * RUNS + 10, len(seen)
 
 
 def test_listing_answers_then_hands_back_what_the_command_changes(monkeypatch):
@@ -341,3 +360,45 @@ def test_a_run_with_nothing_to_delete_takes_no_lock_and_writes_nothing(run, flee
     assert json.loads(out)["total"]["deleted"] == 0
     assert not [r for r in log if r["method"] in ("PUT", "DELETE", "POST")], log
     assert len(log) <= 3 * RUNS + 10, len(log)
+
+
+def test_a_trainer_saving_during_a_fleet_prune_keeps_its_checkpoint_and_entry(run, store, tmp_path, monkeypatch):
+    """A trainer saves ckpt-6 (files, then a plain write of the state file) after the fleet's listing
+    read the state file, before prune's conditional write: the store refuses that write (the version
+    the plan read is gone), the run is planned again under its lock from the directory as it is now:
+    ckpt-6 keeps its entry and its files, and the policy applies to the new list."""
+    from ckptool.io.backends import remote_cas
+
+    fs, root = store
+    local = tmp_path / "fleet"
+    shutil.copytree(DATA / "manager", local / "run", ignore=shutil.ignore_patterns("*.json"))
+    (local / ".ckptool.toml").write_text("max_to_keep = 2\n")
+    url = f"{root}/fleet"
+    upload(fs, local, url)
+    real_put = remote_cas.put
+    saved = []
+
+    def trainer_saves_first(st, path, data, token):
+        if path.endswith("/run/checkpoint") and not saved:
+            saved.append(path)
+            for n in ("index", "data-00000-of-00001"):
+                fs.pipe_file(f"{url}/run/ckpt-6.{n}", (local / "run" / f"ckpt-5.{n}").read_bytes())
+            text = (local / "run" / "checkpoint").read_text().replace('model_checkpoint_path: "ckpt-5"',
+                                                                     'model_checkpoint_path: "ckpt-6"')
+            text = text.replace('all_model_checkpoint_paths: "ckpt-5"\n',
+                                'all_model_checkpoint_paths: "ckpt-5"\nall_model_checkpoint_paths: "ckpt-6"\n')
+            text = text.replace("last_preserved", f"all_model_checkpoint_timestamps: {time.time()}\nlast_preserved")
+            fs.pipe_file(path, text.encode())
+        return real_put(st, path, data, token)
+
+    monkeypatch.setattr(remote_cas, "put", trainer_saves_first)
+    remote.clear_cache()
+    out, err = run("prune", url, "--recursive", "--json")
+    assert saved
+    doc = json.loads(out)["directories"][0]
+    assert [p.rsplit("/", 1)[1] for p in doc["kept"]] == ["ckpt-5", "ckpt-6"] and not doc["damaged"], (doc, err)
+    st = remote.storage_for_url(url)
+    state = st.read_bytes(f"{url}/run/checkpoint").decode()
+    assert 'model_checkpoint_path: "ckpt-6"' in state and '"ckpt-5"' in state and '"ckpt-4"' not in state
+    assert st.listdir(f"{url}/run") == ["checkpoint", "ckpt-5.data-00000-of-00001", "ckpt-5.index",
+                                        "ckpt-6.data-00000-of-00001", "ckpt-6.index"]

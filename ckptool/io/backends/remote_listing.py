@@ -64,6 +64,7 @@ class Listing:
         self.touched: set[str] = set()  # files written or deleted since the listing
         self.written: set[str] = set()  # of them, those this command wrote whole last
         self.touched_dirs: set[str] = set()  # directories holding one of them
+        self.stale: set[str] = set()  # directories the store answers for again, their files too (relisted)
         self.reread: tuple[str, ...] = ()  # names read again once their directory is locked
         #: of them, those read again under the lock: their bytes and the store's version token of them,
         #: which the next conditional write of the file compares against instead of reading it a third time
@@ -87,8 +88,10 @@ class Listing:
         return path == self.root or path.startswith(self.root + "/")
 
     def answers_file(self, path: str) -> bool:
-        """Whether the listing answers for the file ``path`` (below ROOT, untouched)."""
-        return path.startswith(self.root + "/") and path not in self.touched
+        """Whether the listing answers for the file ``path`` (below ROOT, untouched, not in a
+        directory listed again)."""
+        return (path.startswith(self.root + "/") and path not in self.touched
+                and (not self.stale or path.rsplit("/", 1)[0] not in self.stale))
 
     def answers_read(self, path: str) -> bool:
         """Whether the file's bytes may come from the listing's reads: the lock's never do
@@ -98,7 +101,7 @@ class Listing:
     def answers_dir(self, path: str) -> bool:
         """Whether the listing answers for the directory ``path`` (ROOT itself only when something
         is below it: an empty listing says nothing of a file named ROOT)."""
-        return (self.below(path) and path not in self.touched_dirs
+        return (self.below(path) and path not in self.touched_dirs and path not in self.stale
                 and (path != self.root or path in self.children))
 
     def info(self, path: str) -> dict[str, Any] | None:
@@ -272,10 +275,16 @@ class ListedStorage:
             fetch_all(self._snap, self.fs, [p for p in paths if p in self._snap.files])
 
     def forget_reads(self, directory: str) -> None:
-        """What was read of ``directory``'s files that ``reread`` names (its state file) is read
-        again, with its version: a lock taken after all (what :meth:`lock` does without a note)."""
+        """``directory`` is asked of the store again, its files and their bytes too (the state file
+        with its version): a plan made from the listing found stale (``prune --recursive``'s
+        planned-first run whose state file changed since), made again from what is there now."""
         if self._snap is not None:
             self._snap.forget_contents(directory)
+            top = directory.rstrip("/")
+            with self._snap.lock:
+                self._snap.stale.add(top)
+                for p in [p for p in self._snap.versions if p.rsplit("/", 1)[0] == top]:
+                    del self._snap.versions[p]
 
     def version_known(self, path: str) -> bool:
         """Whether the bytes of ``path`` the command read came with the store's version token
