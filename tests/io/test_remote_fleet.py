@@ -224,7 +224,6 @@ def test_fleet_on_gcs_lists_once_and_matches_local(run, gs, gcs_server, tmp_path
         if deleting:
             lo, _ = run(*[a.format(local) for a in argv])
             assert normalized(json.loads(ro), url, str(local)) == normalized(json.loads(lo), str(local), str(local))
-        print(f"gcs {argv[0]}{' --dry-run' if '--dry-run' in argv else ''}: {len(seen)} requests")
         top = url.split("/", 3)[3] + "/"  # the fleet's prefix in its bucket
         lists = [s for s in seen if "/o?" in s and f"prefix={top}" in s.replace("%2F", "/")]
         assert len(lists) == 1 and not re.search(r"delimiter=[^&]", lists[0]), seen[:5]  # one flat listing
