@@ -41,6 +41,7 @@ from ckptool.io.backends.remote_files import (
     prefetching,
     protocol_of,
     request_errors,
+    s3_session,
     split_url,
 )
 from ckptool.io.backends.remote_listing import UNLISTED, ListedStorage
@@ -75,6 +76,10 @@ def filesystem(protocol: str, **options: Any) -> Any:
             import fsspec
         except ImportError as exc:
             raise missing_backend(protocol, exc) from None
+        if protocol in ("s3", "s3a") and "session" not in opts:
+            session = s3_session(opts)
+            if session is not None:
+                opts["session"] = session
         try:
             fs = fsspec.filesystem(protocol, **opts)
         except ImportError as exc:

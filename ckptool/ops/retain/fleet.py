@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -109,6 +110,29 @@ def _likely_indexes(storage: Storage, d: Dir, policy: dict[str, Any], scan: bool
     return [d.join(b + INDEX_SUFFIX) for b in sorted(b for b in bases if b)]
 
 
+def _chunked(walk: Iterator[Dir], ahead_ok: bool, policies: Any, prune_all: Any) -> None:
+    """Each run of ``walk`` through ``policies(chunk)`` then ``prune_all(chunk, policies)``: one at a
+    time for a local walk (it closes each directory when it moves on); on an object store (``ahead_ok``)
+    :data:`CHUNK` runs at a time, a chunk's policies (and the reads they start) while the one before
+    is pruned."""
+    ahead: tuple[list[tuple[int, Dir]], dict[int, Any]] | None = None
+    batch: list[tuple[int, Dir]] = []
+    for i, d in enumerate(walk):
+        batch.append((i, d))
+        if not ahead_ok:
+            prune_all(batch, policies(batch))
+            batch = []
+        elif len(batch) >= CHUNK:
+            nxt = (batch, policies(batch))
+            if ahead is not None:
+                prune_all(*ahead)
+            ahead, batch = nxt, []
+    last = (batch, policies(batch))
+    for got in (ahead, last):
+        if got is not None:
+            prune_all(*got)
+
+
 def _message(exc: CkptError | OSError, d: str) -> str:
     if isinstance(exc, CkptError):
         return str(exc)
@@ -188,8 +212,9 @@ def _prune_tree(root: str, storage: Storage, *, max_to_keep: Any, keep_every_n_h
     runs = find_runs(root, exclude=exclude, scan=want_scan, storage=storage, one_file_system=one_file_system,
                      follow_symlinks=follow_symlinks) if progress else []
 
-    def chunk(dirs: list[tuple[int, Dir]]) -> None:
-        """Policies, then the chunk's likely index reads at once (an object store), then each prune."""
+    def policies(dirs: list[tuple[int, Dir]]) -> dict[int, Any]:
+        """Each run's policy; then, on an object store, its likely index reads fetched at once, in
+        the background (the chunk before is pruned meanwhile)."""
         effs: dict[int, Any] = {}
         for i, d in dirs:
             try:
@@ -197,22 +222,22 @@ def _prune_tree(root: str, storage: Storage, *, max_to_keep: Any, keep_every_n_h
             except (CkptError, OSError) as exc:
                 out.errors[d.path] = _message(exc, d.path)
         if fetch is not None and read_indexes:
-            fetch([p for i, d in dirs if effs.get(i) is not None
-                   for p in _likely_indexes(storage, d, effs[i].policy, scan)])
+            effs[-1] = pool.submit(fetch, [p for i, d in dirs if effs.get(i) is not None
+                                           for p in _likely_indexes(storage, d, effs[i].policy, scan)])
+        return effs
+
+    def prune_all(dirs: list[tuple[int, Dir]], effs: dict[int, Any]) -> None:
+        if -1 in effs:
+            effs.pop(-1).result()  # its reads are in (a failed one is read where it is used)
         for i, d in dirs:
             if progress:
                 progress(i, len(runs), d.path)
             if effs.get(i) is not None:
                 one(d, effs[i])
 
-    batch: list[tuple[int, Dir]] = []
-    for i, d in enumerate(walk_runs(root, exclude=exclude, scan=want_scan, one_file_system=one_file_system,
-                                    follow_symlinks=follow_symlinks, storage=storage)):
-        batch.append((i, d))
-        if fetch is None or len(batch) >= CHUNK:  # a local walk closes each directory when it moves on
-            chunk(batch)
-            batch = []
-    chunk(batch)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        _chunked(walk_runs(root, exclude=exclude, scan=want_scan, one_file_system=one_file_system,
+                           follow_symlinks=follow_symlinks, storage=storage), fetch is not None, policies, prune_all)
     out.runs = dict(sorted(out.runs.items()))
     out.no_policy.sort()
     out.errors = dict(sorted(out.errors.items()))
