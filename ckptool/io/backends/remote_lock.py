@@ -162,10 +162,14 @@ class RemoteLock:
 
     def release(self) -> None:
         """Stop renewing and delete the lock object if it is still at our version (else it
-        expires by itself); ``__exit__`` calls it when the outermost hold ends."""
+        expires by itself); ``__exit__`` calls it when the outermost hold ends. A journal inherited
+        from a killed holder that was not finished (``inherited`` still set: a command that deletes
+        nothing took the lock over) stays in it: the lock expires with it, never deleted."""
         self._stop.set()
         if self._renewer is not None:
             self._renewer.join()
+        if self.inherited is not None:  # a killed holder's journal no command here finished: left to expire
+            return  # with it, for the next deleting command to take over and finish (within TTL s)
         try:
             remote_cas.delete(self.storage, self.path, self._token)
         except CkptError:
