@@ -401,3 +401,29 @@ def test_a_trainer_saving_during_a_fleet_prune_keeps_its_checkpoint_and_entry(ru
     assert 'model_checkpoint_path: "ckpt-6"' in state and '"ckpt-5"' in state and '"ckpt-4"' not in state
     assert st.listdir(f"{url}/run") == ["checkpoint", "ckpt-5.data-00000-of-00001", "ckpt-5.index",
                                         "ckpt-6.data-00000-of-00001", "ckpt-6.index"]
+
+
+def test_a_taken_over_journal_no_command_finished_stays_in_the_lock(store):
+    """The lock object of a killed prune carries its journal: whoever takes the expired lock over
+    finds it (``inherited``) and carries it on; a command that finishes no journal leaves the lock
+    to expire with it rather than deleting it (the next deleting command finishes it)."""
+    from ckptool.io.backends import remote_lock
+
+    fs, root = store
+    st = remote.storage_for_url(root)
+    d = f"{root}/run"
+    fs.pipe_file(f"{d}/checkpoint", b'model_checkpoint_path: "ckpt-5"\n')
+    dead = {"tool": "ckptool", "pid": 1, "host": "gone", "command": "ckptool prune", "expires": time.time() - 1,
+            "note": ["ckpt-3"]}
+    fs.pipe_file(f"{d}/.ckptool.lock", json.dumps(dead).encode())
+    with st.lock(d, timeout=0.0) as held:
+        assert held.contended and held.inherited == ["ckpt-3"]
+        assert json.loads(st.read_bytes(f"{d}/.ckptool.lock"))["note"] == ["ckpt-3"]  # carried on
+    left = json.loads(st.read_bytes(f"{d}/.ckptool.lock"))
+    assert left["note"] == ["ckpt-3"] and left["pid"] == os.getpid()  # not deleted: it expires with it
+    del left["note"]
+    left["expires"] = time.time() - 1
+    fs.pipe_file(f"{d}/.ckptool.lock", json.dumps(left).encode())
+    with st.lock(d, timeout=0.0) as mine:  # an expired lock without a journal: taken over, released as ever
+        assert mine.contended and mine.inherited is None
+    assert remote_lock.held(st, d) is None and ".ckptool.lock" not in st.listdir(d)
