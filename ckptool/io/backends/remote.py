@@ -41,10 +41,11 @@ from ckptool.io.backends.remote_files import (
     prefetching,
     protocol_of,
     request_errors,
+    s3_session,
     split_url,
 )
 from ckptool.io.backends.remote_listing import UNLISTED, ListedStorage
-from ckptool.io.backends.remote_lock import RemoteLock, held_elsewhere
+from ckptool.io.backends.remote_lock import NOTE_MAX, RemoteLock, held, held_elsewhere
 from ckptool.io.base import ANY
 from ckptool.io.safety.atomic import tempstate_name
 
@@ -75,6 +76,10 @@ def filesystem(protocol: str, **options: Any) -> Any:
             import fsspec
         except ImportError as exc:
             raise missing_backend(protocol, exc) from None
+        if protocol in ("s3", "s3a") and "session" not in opts:
+            session = s3_session(opts)
+            if session is not None:
+                opts["session"] = session
         try:
             fs = fsspec.filesystem(protocol, **opts)
         except ImportError as exc:
@@ -426,9 +431,23 @@ class RemoteStorage(PathCapabilities, ListedStorage):
         return known if known is not None else remote_cas.read(self, path)
 
     def lock(self, directory: str, **options: Any) -> RemoteLock:  # the object DIR/.ckptool.lock
-        if self._snap is not None:  # what is read under the lock is read again
+        """The lock object; with ``note`` (a JSON value: prune's journal, planned before the lock
+        from bytes read with their version) the lock's body carries it, and what was read stays."""
+        if self._snap is not None and options.get("note") is None:  # what is read under the lock is read again
             self._snap.forget_contents(directory)
         return RemoteLock(self, directory, **options)
+
+    @property
+    def lock_note_max(self) -> int:
+        """The bytes of JSON a lock object may carry as its note (0: none; :meth:`lock`)."""
+        return NOTE_MAX if remote_cas.supported(self.protocol) else 0
+
+    def listed_version(self, info: dict[str, Any], data: bytes) -> Any:
+        return remote_cas.listed_version(self.protocol, info, data) if remote_cas.supported(self.protocol) else None
+
+    def held_lock(self, directory: str) -> RemoteLock | None:
+        """The lock object this process holds on ``directory`` (None: none)."""
+        return held(self, directory)
 
     def lock_held(self, directory: str, dir_fd: int | None = None) -> bool:
         return held_elsewhere(self, directory)  # a live lock object of another holder

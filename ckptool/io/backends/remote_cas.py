@@ -86,6 +86,21 @@ def read(st: Any, path: str) -> tuple[bytes | None, Any]:
     return got
 
 
+def listed_version(protocol: str, info: dict[str, Any], data: bytes) -> Any:
+    """The version token of an object as a listing described it (S3's ``ETag``, GCS's
+    ``generation``; memory://: the bytes read), None when the listing does not say: what
+    :func:`read` returns, for bytes read after that listing."""
+    if protocol == "memory":
+        return data
+    if protocol in ("gs", "gcs"):
+        gen = info.get("generation")
+        return str(gen) if gen not in (None, "") else None
+    if protocol in ("s3", "s3a"):
+        tag = info.get("ETag") or info.get("etag")
+        return tag if isinstance(tag, str) and tag else None
+    return None
+
+
 def put(st: Any, path: str, data: bytes, token: Any) -> Any:
     """Write ``data`` only if the object is still at version ``token`` (None: only if there is
     none). The new version's token, or None when someone else wrote first."""
@@ -214,4 +229,5 @@ def _wrong(protocol: str, token: Any) -> str:
     return '"00000000000000000000000000000000"' if token != '"00000000000000000000000000000000"' else '"1"'
 
 
-__all__ = ["BATCH", "CONDITIONAL", "check_honoured", "delete", "delete_many", "put", "read", "refuse", "supported"]
+__all__ = ["BATCH", "CONDITIONAL", "check_honoured", "delete", "delete_many", "listed_version", "put", "read", "refuse",
+           "supported"]

@@ -16,8 +16,10 @@ of :mod:`ckptool.io.backends.prefetch`).
 What the command itself writes or deletes below ROOT is no longer answered from the listing
 (:meth:`Listing.touch`: that path, and the listings of the directories above it, go to the
 store again); the lock object's bytes are never answered from it, and taking a lock on a directory
-drops what was read of the files it names (the state file is read again under the lock). The
-conditional writes read what they compare against from the store, as without a listing.
+drops what was read of the files it names (the state file is read again under the lock), unless
+the command planned before it (``prune --recursive``'s runs: the state file's version came with the
+listing, and the conditional write compares against it). The conditional writes otherwise read what
+they compare against from the store, as without a listing.
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ class Listing:
         self.touched: set[str] = set()  # files written or deleted since the listing
         self.written: set[str] = set()  # of them, those this command wrote whole last
         self.touched_dirs: set[str] = set()  # directories holding one of them
+        self.stale: set[str] = set()  # directories the store answers for again, their files too (relisted)
         self.reread: tuple[str, ...] = ()  # names read again once their directory is locked
         #: of them, those read again under the lock: their bytes and the store's version token of them,
         #: which the next conditional write of the file compares against instead of reading it a third time
@@ -85,8 +88,10 @@ class Listing:
         return path == self.root or path.startswith(self.root + "/")
 
     def answers_file(self, path: str) -> bool:
-        """Whether the listing answers for the file ``path`` (below ROOT, untouched)."""
-        return path.startswith(self.root + "/") and path not in self.touched
+        """Whether the listing answers for the file ``path`` (below ROOT, untouched, not in a
+        directory listed again)."""
+        return (path.startswith(self.root + "/") and path not in self.touched
+                and (not self.stale or path.rsplit("/", 1)[0] not in self.stale))
 
     def answers_read(self, path: str) -> bool:
         """Whether the file's bytes may come from the listing's reads: the lock's never do
@@ -96,7 +101,7 @@ class Listing:
     def answers_dir(self, path: str) -> bool:
         """Whether the listing answers for the directory ``path`` (ROOT itself only when something
         is below it: an empty listing says nothing of a file named ROOT)."""
-        return (self.below(path) and path not in self.touched_dirs
+        return (self.below(path) and path not in self.touched_dirs and path not in self.stale
                 and (path != self.root or path in self.children))
 
     def info(self, path: str) -> dict[str, Any] | None:
@@ -176,10 +181,14 @@ def list_prefix(fs: Any, root: str, strip: Callable[[Any, str], str]) -> dict[st
     return out
 
 
-def fetch_all(listing: Listing, fs: Any, paths: Iterable[str], jobs: int | None = None) -> None:
+def fetch_all(listing: Listing, fs: Any, paths: Iterable[str], jobs: int | None = None,
+              version: Callable[[dict[str, Any], bytes], Any] | None = None) -> None:
     """Read ``paths`` (files of the listing) into it, ``jobs`` GETs in flight (an async backend's
     own batches, else as many threads); a file that cannot be read now is left to be read (and
-    its error raised) where it is used."""
+    its error raised) where it is used. ``version(info, bytes)``: the store's version token of a
+    file the listing named (S3's ETag, GCS's generation), kept beside the bytes of those files
+    ``reread`` names (the state files): the listing came before the GET, so the token names the
+    bytes read or an older version, and a conditional write at it fails if the file changed since."""
     todo, budget = [], KEEP_TOTAL - listing.kept_bytes  # never fetch what could not be kept
     for p in paths:
         size = int(listing.files.get(p, {}).get("size") or 0)
@@ -203,6 +212,10 @@ def fetch_all(listing: Listing, fs: Any, paths: Iterable[str], jobs: int | None 
     for p, data in zip(todo, got):
         if isinstance(data, (bytes, bytearray)):
             listing.keep(p, bytes(data))
+            token = version(listing.files[p], bytes(data)) if version is not None and listing.rereads(p) else None
+            if token is not None and listing.content(p) is not None:
+                with listing.lock:
+                    listing.versions[p] = (bytes(data), token)
 
 
 def _or_error(fetch: Callable[..., Any], path: str) -> Any:
@@ -246,10 +259,38 @@ class ListedStorage:
         try:
             patterns = tuple(reads)
             fetch_all(snap, self.fs, [u for u in snap.files if any(
-                fnmatch.fnmatchcase(u.rsplit("/", 1)[-1], g) for g in patterns)])
+                fnmatch.fnmatchcase(u.rsplit("/", 1)[-1], g) for g in patterns)], version=self.listed_version)
             yield
         finally:
             self._snap = prev
+
+    def listed_version(self, info: dict[str, Any], data: bytes) -> Any:
+        """The store's version token of a listed file (None: none known)."""
+        return None
+
+    def fetch_listed(self, paths: Iterable[str]) -> None:
+        """Fetch the files ``paths`` of the listing at once, in parallel (a command that knows
+        which of them it will read: the indexes of what ``prune --recursive`` keeps)."""
+        if self._snap is not None:
+            fetch_all(self._snap, self.fs, [p for p in paths if p in self._snap.files])
+
+    def forget_reads(self, directory: str) -> None:
+        """``directory`` is asked of the store again, its files and their bytes too (the state file
+        with its version): a plan made from the listing found stale (``prune --recursive``'s
+        planned-first run whose state file changed since), made again from what is there now."""
+        if self._snap is not None:
+            self._snap.forget_contents(directory)
+            top = directory.rstrip("/")
+            with self._snap.lock:
+                self._snap.stale.add(top)
+                for p in [p for p in self._snap.versions if p.rsplit("/", 1)[0] == top]:
+                    del self._snap.versions[p]
+
+    def version_known(self, path: str) -> bool:
+        """Whether the bytes of ``path`` the command read came with the store's version token
+        (a conditional write of it needs no read first)."""
+        snap = self._snap
+        return snap is not None and path in snap.versions and snap.content(path) is not None
 
     def _snap_file(self, path: str) -> Listing | None:
         """The listing when it answers for the file ``path`` (its bytes included)."""

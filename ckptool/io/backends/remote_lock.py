@@ -10,6 +10,10 @@ holding who took it and when it expires.
   refusal, :func:`ckptool.io.control.lock.held_refusal`).
 - Released: deleted only if still at our version.
 - Re-entrant within a process, as :class:`ckptool.io.control.lock.DirLock`.
+- A note: the body may carry a JSON value (``note``: prune's journal of what it is about to
+  delete, written with the lock rather than as an object of its own). A holder killed with one
+  leaves it in the lock object; whoever takes the expired lock over finds it in ``inherited``
+  (and carries it in its own body until it releases the lock), and finishes it.
 - A protocol with no conditional write cannot hold it: refused plainly.
 """
 
@@ -31,6 +35,8 @@ from ckptool.io.control.lock import LOCK_FILENAME, held_refusal
 TTL = 120.0
 #: A lock object is a few hundred bytes; a larger one is not ours (read as expired).
 LOCK_DOC_LIMIT = 64 << 10
+#: The largest note a lock object carries (the rest of its body is a few hundred bytes).
+NOTE_MAX = LOCK_DOC_LIMIT // 2
 _POLL = 0.2
 
 _held: dict[str, list[Any]] = {}  # lock URL -> [depth, RemoteLock]
@@ -40,6 +46,15 @@ _mutex = threading.Lock()
 def _holder_doc() -> dict[str, Any]:
     return {"tool": "ckptool", "pid": os.getpid(), "host": socket.gethostname(),
             "command": " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv[:3]))}
+
+
+def _note(raw: bytes | None) -> Any:
+    """The note a lock object's bytes carry (None: none, or not a lock object of ours)."""
+    try:
+        doc = load_json(raw or b"", "lock object", max_bytes=LOCK_DOC_LIMIT)
+    except (CorruptError, ValueError):
+        return None
+    return doc.get("note") if isinstance(doc, dict) else None
 
 
 def _who(raw: bytes | None) -> tuple[str, float]:
@@ -57,7 +72,7 @@ class RemoteLock:
     """``with RemoteLock(storage, directory, timeout): ...`` (``storage`` a RemoteStorage)."""
 
     def __init__(self, storage: Any, directory: str, timeout: float | None = 30.0,
-                 on_wait: Any = None, **_: object):
+                 on_wait: Any = None, note: Any = None, **_: object):
         self.storage = storage
         self.directory = directory
         self.path = storage.join(directory, LOCK_FILENAME)
@@ -67,9 +82,25 @@ class RemoteLock:
         self._stop = threading.Event()
         self._renewer: threading.Thread | None = None
         self.lost = False  # a renewal found the lock taken over (we were stalled past TTL)
+        self.note = note  # carried in the body
+        self.inherited: Any = None  # the note of the expired lock object taken over
+        self.contended = False  # the lock object was there when we first asked (held, or a killed holder's)
 
     def _body(self) -> bytes:
-        return dump_json({**_holder_doc(), "expires": time.time() + TTL}, "lock object", compact=True)
+        doc = {**_holder_doc(), "expires": time.time() + TTL}
+        if self.note is not None:
+            doc["note"] = self.note
+        return dump_json(doc, "lock object", compact=True)
+
+    def set_note(self, note: Any) -> None:
+        """Carry ``note`` from now on: the lock object rewritten at our version (a held lock)."""
+        self.note = note
+        token = remote_cas.put(self.storage, self.path, self._body(), self._token)
+        if token is None:
+            self.lost = True
+            raise CkptError(f"{self.path}: the lock was taken over by another process (this one was stalled "
+                            f"for over {TTL:.0f} s); stopping")
+        self._token = token
 
     def __enter__(self) -> RemoteLock:
         if not remote_cas.supported(self.storage.protocol):
@@ -84,10 +115,17 @@ class RemoteLock:
             body = self._body()
             token = remote_cas.put(self.storage, self.path, body, None)
             if token is None:
+                self.contended = True
                 raw, stale = remote_cas.read(self.storage, self.path)
                 who, expires = _who(raw)
                 if raw is not None and expires < time.time():  # a killed holder's: take it over
+                    inherited = _note(raw)
+                    if inherited is not None:  # carried on until this holder has finished it
+                        self.note = inherited
+                        body = self._body()
                     token = remote_cas.put(self.storage, self.path, body, stale)
+                    if token is not None:
+                        self.inherited = inherited
                 if token is None:
                     waited = time.monotonic() - start
                     if raw is not None and self.timeout is not None and waited >= self.timeout:
@@ -124,10 +162,14 @@ class RemoteLock:
 
     def release(self) -> None:
         """Stop renewing and delete the lock object if it is still at our version (else it
-        expires by itself); ``__exit__`` calls it when the outermost hold ends."""
+        expires by itself); ``__exit__`` calls it when the outermost hold ends. A journal inherited
+        from a killed holder that was not finished (``inherited`` still set: a command that deletes
+        nothing took the lock over) stays in it: the lock expires with it, never deleted."""
         self._stop.set()
         if self._renewer is not None:
             self._renewer.join()
+        if self.inherited is not None:  # a killed holder's journal no command here finished: left to expire
+            return  # with it, for the next deleting command to take over and finish (within TTL s)
         try:
             remote_cas.delete(self.storage, self.path, self._token)
         except CkptError:
@@ -146,6 +188,13 @@ class RemoteLock:
         return False
 
 
+def held(storage: Any, directory: str) -> RemoteLock | None:
+    """The lock this process holds on ``directory`` (None: none)."""
+    with _mutex:
+        entry = _held.get(storage.join(directory, LOCK_FILENAME))
+    return entry[1] if entry is not None else None
+
+
 def held_elsewhere(storage: Any, directory: str) -> bool:
     """Whether another holder's lock object on DIR is live now (not ours, not expired), without
     taking it: ``prune --clean-temp --dry-run`` says nothing would go while a writer holds it."""
@@ -157,4 +206,4 @@ def held_elsewhere(storage: Any, directory: str) -> bool:
     return raw is not None and _who(raw)[1] >= time.time()
 
 
-__all__ = ["LOCK_FILENAME", "TTL", "RemoteLock", "held_elsewhere"]
+__all__ = ["LOCK_FILENAME", "NOTE_MAX", "TTL", "RemoteLock", "held", "held_elsewhere"]

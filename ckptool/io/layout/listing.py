@@ -4,6 +4,7 @@ by the rules of :mod:`ckptool.io.layout.checkpoints` (and nothing else)."""
 from __future__ import annotations
 
 import stat as _stat
+from collections.abc import Callable, Iterator, MutableSet
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -30,6 +31,50 @@ class FileInfo:
     is_dir: bool = False
 
 
+class Complete(MutableSet[str]):
+    """The complete checkpoints of a listing, each index read when first asked about (``in``),
+    all of them when the set is iterated or counted: a prune reads the indexes of what it keeps,
+    not of what it deletes. ``pending``: base -> its ``.index`` name, not read yet."""
+
+    def __init__(self, known: set[str] | None = None, pending: dict[str, str] | None = None,
+                 check: Callable[[str], bool] | None = None):
+        self.known = set(known or ())
+        self.pending = dict(pending or {})
+        self.check = check
+
+    def _settle(self, base: str) -> None:
+        name = self.pending.pop(base, None)
+        if name is not None and self.check is not None and self.check(name):
+            self.known.add(base)
+
+    def __contains__(self, base: object) -> bool:
+        if isinstance(base, str) and base in self.pending:
+            self._settle(base)
+        return base in self.known
+
+    def _all(self) -> set[str]:
+        for base in sorted(self.pending):
+            self._settle(base)
+        return self.known
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(self._all()))
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+    def add(self, base: str) -> None:
+        self.pending.pop(base, None)
+        self.known.add(base)
+
+    def discard(self, base: str) -> None:
+        self.pending.pop(base, None)
+        self.known.discard(base)
+
+    def __repr__(self) -> str:
+        return f"Complete({sorted(self._all())!r})"
+
+
 @dataclass
 class DirListing:
     """DIR's files by checkpoint base (temporaries apart); ``complete``: the bases whose
@@ -38,7 +83,7 @@ class DirListing:
 
     directory: str
     files: dict[str, list[FileInfo]] = field(default_factory=dict)
-    complete: set[str] = field(default_factory=set)
+    complete: MutableSet[str] = field(default_factory=set)
     v1: set[str] = field(default_factory=set)
     temps: list[FileInfo] = field(default_factory=list)
     temp_owner: dict[str, str | None] = field(default_factory=dict)
@@ -137,13 +182,16 @@ def _indexed(d: Dir, storage: Storage, name: str, read_indexes: bool) -> bool:
 
 def scan(d: Dir, read_indexes: bool = True) -> DirListing:
     """Group the files of the open directory ``d`` (:mod:`ckptool.io.safety.dirfd`) by checkpoint;
-    ``read_indexes`` False: an index's presence and size, not its contents, make a checkpoint complete."""
+    ``read_indexes`` False: an index's presence and size, not its contents, make a checkpoint complete;
+    else each index is read when its checkpoint's completeness is first asked (:class:`Complete`)."""
     from ckptool.io.backends.local import LOCAL
     from ckptool.io.backends.urls import storage_for
 
     names = d.names()
     real = d.realpath()
     out = DirListing(d.path, real=real)
+    complete = Complete(check=lambda name: _indexed(d, storage, name, read_indexes))
+    out.complete = complete
     storage: Storage = getattr(d, "storage", None) or LOCAL
     if storage is LOCAL and "://" in (d.path or ""):
         storage = storage_for(d.path)[0]
@@ -176,8 +224,11 @@ def scan(d: Dir, read_indexes: bool = True) -> DirListing:
         out.temps.append(info)
         out.temp_owner[n] = owner
     for n, (base, kind) in roles.items():
-        if kind == L.INDEX and _indexed(d, storage, n, read_indexes):
-            out.complete.add(base)
+        if kind == L.INDEX and base not in complete.known:
+            if read_indexes:
+                complete.pending[base] = n  # read when first asked about (while ``d`` is open)
+            elif _indexed(d, storage, n, False):
+                complete.add(base)
         elif kind == L.V1_FILE and base not in out.v1:
             out.v1.add(base)
     for base in list(out.v1):
@@ -185,9 +236,9 @@ def scan(d: Dir, read_indexes: bool = True) -> DirListing:
         if shards and L.is_v1_table(storage, d.join(shards[0])):
             out.complete.add(base)
     for n, (base, kind) in roles.items():
-        if kind == L.META and base not in out.complete:
+        if kind == L.META:  # a sharded V1 checkpoint's meta graph, unless P.index makes P complete
             sharded = [b for b in out.v1 if L.meta_graph_filename(b) == n]
-            if sharded:
+            if sharded and base not in out.complete:
                 base = sharded[0]
         info = _info(d, n, real)
         if info is None or info.is_dir or (info.link_out and kind == L.INDEX):

@@ -11,16 +11,20 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, MissingError
+from ckptool.format.bundle import INDEX_SUFFIX
 from ckptool.io.backends.urls import storage_for
 from ckptool.io.control.policy import read_policy, resolve_policy
 from ckptool.io.control.state import STATE_FILENAME
+from ckptool.io.layout.checkpoints import resolve_recorded
 from ckptool.io.layout.keptdir import is_kept_dir
-from ckptool.io.layout.walk import TREE_READS, TREE_REREAD, TREE_STATE_READS
+from ckptool.io.layout.walk import TREE_REREAD, TREE_STATE_READS
 from ckptool.io.oserrors import os_error
+from ckptool.ops.retain.deletion import read_dir_state
 from ckptool.ops.retain.outcome import PruneResult
 from ckptool.ops.retain.policy_args import UNSET, policy_values
 from ckptool.ops.retain.prune import prune_open
@@ -81,6 +85,54 @@ class TreeResult:
                 "preserved": sum(len(r.preserved) for r in rs), "bytes_freed": sum(r.bytes_freed for r in rs)}
 
 
+#: Runs whose likely index reads an object store fetches at once (:func:`_likely_indexes`).
+CHUNK = 256
+
+
+def _likely_indexes(storage: Storage, d: Dir, policy: dict[str, Any], scan: bool) -> list[str]:
+    """The indexes a prune of ``d`` will most likely read, fetched ahead a chunk of runs at once:
+    those of the newest ``max_to_keep`` entries of its state file and its latest (what it keeps,
+    whose health it checks); every index of a run pruned by ``--scan``. A guess only: what else
+    the plan asks (a damaged one's successor, a pin) is read when asked, and what it deletes never."""
+    names = d.names()
+    if scan or STATE_FILENAME not in names:
+        return [d.join(n) for n in names if n.endswith(INDEX_SUFFIX)]
+    try:
+        _, state = read_dir_state(d)
+    except (CkptError, OSError):
+        return []  # the prune reports it
+    if state is None:
+        return []
+    paths = list(state.all_model_checkpoint_paths)
+    keep = policy.get("max_to_keep") or len(paths)
+    bases = {resolve_recorded(storage, d.path, p, warn=False).base for p in paths[-keep:]}
+    bases.add(resolve_recorded(storage, d.path, state.model_checkpoint_path, warn=False).base)
+    return [d.join(b + INDEX_SUFFIX) for b in sorted(b for b in bases if b)]
+
+
+def _chunked(walk: Iterator[Dir], ahead_ok: bool, policies: Any, prune_all: Any) -> None:
+    """Each run of ``walk`` through ``policies(chunk)`` then ``prune_all(chunk, policies)``: one at a
+    time for a local walk (it closes each directory when it moves on); on an object store (``ahead_ok``)
+    :data:`CHUNK` runs at a time, a chunk's policies (and the reads they start) while the one before
+    is pruned."""
+    ahead: tuple[list[tuple[int, Dir]], dict[int, Any]] | None = None
+    batch: list[tuple[int, Dir]] = []
+    for i, d in enumerate(walk):
+        batch.append((i, d))
+        if not ahead_ok:
+            prune_all(batch, policies(batch))
+            batch = []
+        elif len(batch) >= CHUNK:
+            nxt = (batch, policies(batch))
+            if ahead is not None:
+                prune_all(*ahead)
+            ahead, batch = nxt, []
+    last = (batch, policies(batch))
+    for got in (ahead, last):
+        if got is not None:
+            prune_all(*got)
+
+
 def _message(exc: CkptError | OSError, d: str) -> str:
     if isinstance(exc, CkptError):
         return str(exc)
@@ -106,8 +158,9 @@ def prune_tree(root: str, *, max_to_keep: Any = UNSET, keep_every_n_hours: Any =
         storage, root = storage_for(root)
     if root != "/" and root.endswith("/") and "://" not in root:
         root = root.rstrip("/")
-    reads = TREE_READS if read_indexes or not dry_run else TREE_STATE_READS
-    with storage.listed(root, reads, TREE_REREAD):  # an object store: one listing, the small files at once
+    # an object store: one listing, the state files and policies at once; the indexes of what each run
+    # keeps are fetched a chunk of runs at a time (_likely_indexes), those of what it deletes never
+    with storage.listed(root, TREE_STATE_READS, TREE_REREAD):
         return _prune_tree(root, storage, max_to_keep=max_to_keep, keep_every_n_hours=keep_every_n_hours,
                            keep_steps_every=keep_steps_every, min_age=min_age, keep=keep, exclude=exclude,
                            scan=scan, dry_run=dry_run, now=now, progress=progress, discover_all=discover_all,
@@ -129,20 +182,24 @@ def _prune_tree(root: str, storage: Storage, *, max_to_keep: Any, keep_every_n_h
     want_scan = scan or discover_all
     any_policy_flag = bool(explicit)
 
-    def one(d: Dir) -> None:
+    def policy_of(d: Dir) -> Any:
+        """The run's effective policy, or None when it is left alone (recorded in ``out``)."""
+        if is_kept_dir(storage, d.path):  # part of its run: pruned only by a policy of its own
+            if read_policy(d.path, storage) is None:
+                out.kept_dirs.append(d.path)
+                return None
+            eff = resolve_policy(d.path, d.path, {**defaults, "max_to_keep": None}, storage)
+        else:
+            eff = resolve_policy(root, d.path, defaults, storage, explicit)
+        if not want_scan and not eff.policy.get("series") and STATE_FILENAME not in d.names():
+            return None  # Keras files only (io.layout.walk.is_run): a run only for a series policy
+        if not any_policy_flag and not eff.files:
+            out.no_policy.append(d.path)
+            return None
+        return eff
+
+    def one(d: Dir, eff: Any) -> None:
         try:
-            if is_kept_dir(storage, d.path):  # part of its run: pruned only by a policy of its own
-                if read_policy(d.path, storage) is None:
-                    out.kept_dirs.append(d.path)
-                    return
-                eff = resolve_policy(d.path, d.path, {**defaults, "max_to_keep": None}, storage)
-            else:
-                eff = resolve_policy(root, d.path, defaults, storage, explicit)
-            if not want_scan and not eff.policy.get("series") and STATE_FILENAME not in d.names():
-                return  # Keras files only (io.layout.walk.is_run): a run only for a series policy
-            if not any_policy_flag and not eff.files:
-                out.no_policy.append(d.path)
-                return
             run_scan = scan or STATE_FILENAME not in d.names()
             res = prune_open(storage, d, eff.policy, now=now, dry_run=dry_run, scan_all=run_scan,
                              clean_temp=clean_temp, verify=verify, read_indexes=read_indexes)
@@ -151,13 +208,36 @@ def _prune_tree(root: str, storage: Storage, *, max_to_keep: Any, keep_every_n_h
         except (CkptError, OSError) as exc:
             out.errors[d.path] = _message(exc, d.path)
 
+    fetch = getattr(storage, "fetch_listed", None)
     runs = find_runs(root, exclude=exclude, scan=want_scan, storage=storage, one_file_system=one_file_system,
                      follow_symlinks=follow_symlinks) if progress else []
-    for i, d in enumerate(walk_runs(root, exclude=exclude, scan=want_scan, one_file_system=one_file_system,
-                                    follow_symlinks=follow_symlinks, storage=storage)):
-        if progress:
-            progress(i, len(runs), d.path)
-        one(d)
+
+    def policies(dirs: list[tuple[int, Dir]]) -> dict[int, Any]:
+        """Each run's policy; then, on an object store, its likely index reads fetched at once, in
+        the background (the chunk before is pruned meanwhile)."""
+        effs: dict[int, Any] = {}
+        for i, d in dirs:
+            try:
+                effs[i] = policy_of(d)
+            except (CkptError, OSError) as exc:
+                out.errors[d.path] = _message(exc, d.path)
+        if fetch is not None and read_indexes:
+            effs[-1] = pool.submit(fetch, [p for i, d in dirs if effs.get(i) is not None
+                                           for p in _likely_indexes(storage, d, effs[i].policy, scan)])
+        return effs
+
+    def prune_all(dirs: list[tuple[int, Dir]], effs: dict[int, Any]) -> None:
+        if -1 in effs:
+            effs.pop(-1).result()  # its reads are in (a failed one is read where it is used)
+        for i, d in dirs:
+            if progress:
+                progress(i, len(runs), d.path)
+            if effs.get(i) is not None:
+                one(d, effs[i])
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        _chunked(walk_runs(root, exclude=exclude, scan=want_scan, one_file_system=one_file_system,
+                           follow_symlinks=follow_symlinks, storage=storage), fetch is not None, policies, prune_all)
     out.runs = dict(sorted(out.runs.items()))
     out.no_policy.sort()
     out.errors = dict(sorted(out.errors.items()))

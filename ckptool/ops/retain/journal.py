@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, CorruptError
 from ckptool.format.json_doc import dump_json, load_json
+from ckptool.io.control.lock import LOCK_FILENAME
 from ckptool.io.control.state import CheckpointState
 from ckptool.io.layout.checkpoints import resolve_recorded
 from ckptool.io.layout.listing import FileInfo, scan
@@ -21,16 +22,24 @@ if TYPE_CHECKING:
     from ckptool.io.base import Dir, Storage
 
 
-def write_journal(d: Dir, bases: Iterable[str], moves: dict[str, str] | None = None,
-                  groups: Iterable[list[FileInfo]] = ()) -> None:
-    """What is about to go: a JSON list of checkpoint bases to delete and of ``groups`` of files
+def journal_doc(bases: Iterable[str], moves: dict[str, str] | None = None,
+                groups: Iterable[list[FileInfo]] = ()) -> Any:
+    """The journal as a JSON value: a list of checkpoint bases to delete and of ``groups`` of files
     deleted as one (a Keras series member: its files by name, size and time, its first file
-    first); when some checkpoints move into kept/, ``{"delete": [...], "move": {base: name in kept/}}``."""
+    first); when some checkpoints move into kept/, ``{"delete": [...], "move": {base: name in kept/}}``.
+    Written as the file :data:`JOURNAL`, or carried by the lock object (``prune --recursive`` on an
+    object store: :func:`ckptool.ops.retain.prune.run`'s planned-first path)."""
     doc: Any = sorted(set(bases))
     doc += [{"files": [[f.name, f.size, f.mtime] for f in g]} for g in groups]
     if moves:
         doc = {"delete": doc, "move": dict(sorted(moves.items()))}
-    d.replace(JOURNAL, dump_json(doc, d.join(JOURNAL), compact=True))
+    return doc
+
+
+def write_journal(d: Dir, bases: Iterable[str], moves: dict[str, str] | None = None,
+                  groups: Iterable[list[FileInfo]] = ()) -> None:
+    """What is about to go (:func:`journal_doc`), as the file :data:`JOURNAL`."""
+    d.replace(JOURNAL, dump_json(journal_doc(bases, moves, groups), d.join(JOURNAL), compact=True))
 
 
 #: The largest journal read (one names at most every checkpoint of a directory).
@@ -76,25 +85,54 @@ def _finish_group(d: Dir, files: list[tuple[str, int, float]], failed: list[dict
     return delete_files(d, infos, failed, files[0][0])[1]
 
 
-def finish_journal(storage: Storage, d: Dir, state: CheckpointState | None) -> None:
-    """Complete the deletions and moves of an earlier prune or rm (killed, or stopped by a file
-    it could not delete): the checkpoints it journaled that the state file does not list, and
-    its groups of files (:func:`write_journal`) that are still as journaled."""
+def _journal_file(d: Dir) -> tuple[list[Any], dict[str, str]] | None:
+    """The journal file's checkpoints and groups, and moves (None: none, or unreadable: removed)."""
     st = d.lstat(JOURNAL)
     if st is None:
-        return
+        return None
     try:
         if st.st_size > JOURNAL_MAX_BYTES:  # never read whole: one a hostile hand made 3 GB cost 6 GB and 24 s
             raise CorruptError(f"{d.join(JOURNAL)}: over {JOURNAL_MAX_BYTES} bytes, more than a prune journal")
         raw = d.read(JOURNAL)
         if raw is None:
-            return
-        names, moves = _read_journal(raw, d.join(JOURNAL))
+            return None
+        return _read_journal(raw, d.join(JOURNAL))
     except (ValueError, CkptError) as exc:
         why = str(exc).removeprefix(d.join(JOURNAL) + ": ") if isinstance(exc, CkptError) else "not a journal"
         warn(f"{d.join(JOURNAL)}: unreadable journal ({why}); ignored")
         d.unlink(JOURNAL)
+        return None
+
+
+def _lock_journal(storage: Storage, d: Dir) -> tuple[Any, tuple[list[Any], dict[str, str]] | None]:
+    """``(the lock we hold, the journal its takeover found)``: a holder killed with the journal in
+    its lock object's note (:func:`ckptool.ops.retain.prune.run`'s planned-first path); the lock
+    is None where the storage's lock carries no note."""
+    held = getattr(storage, "held_lock", None)
+    lock = held(d.path) if held is not None else None
+    note = getattr(lock, "inherited", None)
+    if note is None:
+        return lock, None
+    try:
+        return lock, _read_journal(dump_json(note, d.join(LOCK_FILENAME), compact=True), d.join(LOCK_FILENAME))
+    except (ValueError, CkptError):
+        warn(f"{d.join(LOCK_FILENAME)}: the journal its last holder left is unreadable; ignored")
+        return lock, None
+
+
+def finish_journal(storage: Storage, d: Dir, state: CheckpointState | None) -> None:
+    """Complete the deletions and moves of an earlier prune or rm (killed, or stopped by a file
+    it could not delete): the checkpoints it journaled (the journal file, or the note of the
+    lock object a killed holder left, which the lock we hold took over) that the state file
+    does not list, and its groups of files (:func:`write_journal`) that are still as journaled."""
+    lock, noted = _lock_journal(storage, d)
+    filed = _journal_file(d)
+    if filed is None and noted is None:
         return
+    names, moves = filed if filed is not None else ([], {})
+    if noted is not None:
+        names = names + [n for n in noted[0] if n not in names]
+        moves = {**noted[1], **moves}
     listed = set()
     if state is not None:
         for p in state.all_model_checkpoint_paths + [state.model_checkpoint_path]:
@@ -136,9 +174,14 @@ def finish_journal(storage: Storage, d: Dir, state: CheckpointState | None) -> N
         try:
             write_journal(d, left, {b: moves[b] for b in sorted(left_moves)}, left_groups)
         except CkptError:
-            pass  # the old journal names a superset: still true
-    else:
+            if filed is None:
+                raise  # the lock's note is the only record: it stays, in the lock object we hold
+            return  # the old journal names a superset: still true
+    elif filed is not None:
         d.unlink(JOURNAL)
+    if noted is not None:  # finished (or in the journal file now): the lock object carries it no more
+        lock.inherited = None
+        lock.set_note(None)
 
 
 def journaled(d: Dir) -> set[str]:
@@ -168,4 +211,4 @@ def end_journal(d: Dir, left: Iterable[str], left_moves: dict[str, str] | None =
             pass
 
 
-__all__ = ["JOURNAL", "end_journal", "finish_journal", "journaled", "write_journal"]
+__all__ = ["JOURNAL", "end_journal", "finish_journal", "journal_doc", "journaled", "write_journal"]

@@ -15,7 +15,10 @@ Decisions come from the pure engine (:mod:`ckptool.ops.retain.retention`) throug
   disk (1) is skipped and (3) comes before (2): space first, then a valid state file;
 - a file that cannot be deleted is reported (``failed``), the others still go, and it
   stays in the journal, which later runs retry without failing on it;
-- the directory lock (:mod:`ckptool.io.control.lock`) keeps a save and a prune apart.
+- the directory lock (:mod:`ckptool.io.control.lock`) keeps a save and a prune apart;
+- ``prune --recursive`` on an object store plans a run before its lock (:func:`_planned_first`):
+  the lock object carries the journal, and the state file's conditional write compares against
+  the version the listing read; a run with nothing to do takes no lock and writes nothing.
 """
 
 from __future__ import annotations
@@ -28,8 +31,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, MissingError, RefusedError
+from ckptool.format.json_doc import dump_json
 from ckptool.io.backends.urls import storage_for
-from ckptool.io.control.lock import DEFAULT_TIMEOUT, lock_open
+from ckptool.io.control.lock import DEFAULT_TIMEOUT, LOCK_FILENAME, lock_open
 from ckptool.io.control.policy import DEFAULT, FLAG, effective_policy, resolve_policy
 from ckptool.io.control.state import STATE_FILENAME, CheckpointState
 from ckptool.io.layout.checkpoints import basename_any, file_role, names_in, strip_file_suffix
@@ -53,7 +57,7 @@ from ckptool.ops.retain.deletion import (
     warn,
 )
 from ckptool.ops.retain.health import Health
-from ckptool.ops.retain.journal import end_journal, finish_journal, write_journal
+from ckptool.ops.retain.journal import end_journal, finish_journal, journal_doc, write_journal
 from ckptool.ops.retain.keep_best import best_settings, spec_from_policy
 from ckptool.ops.retain.kept import MOVE
 from ckptool.ops.retain.metrics import metric_values
@@ -143,20 +147,27 @@ def preflight(storage: Storage, d: Dir, *, scan_all: bool, pins: tuple[str, ...]
     return dataclasses.replace(spec, found=metric_values(d.path, spec.metric, metrics=spec.metrics, storage=storage))
 
 
-def run(storage: Storage, d: Dir, policy: R.Policy, *, now: float, dry_run: bool, scan_all: bool,
-        new_entry: str | None = None, pins: tuple[str, ...] = (), strict_pins: bool = False, clean_temp: bool = False,
-        soft_pins: tuple[str, ...] = (), best: Any = None, verify: bool = False,
-        progress: Callable[[int, int], None] | None = None, read_indexes: bool = True) -> PruneResult:
-    """One prune of the open directory ``d`` (the caller holds its lock unless ``dry_run``).
-    ``pins`` name checkpoints never deleted (an error, with ``strict_pins``, when one names
-    none of DIR); ``soft_pins`` (a policy file's) may name checkpoints of other runs.
-    ``verify``: what is kept is also checked by its CRCs, not only by the cheap check.
-    ``read_indexes`` False (a dry run for ``du``): no index is read; a checkpoint is complete and
-    intact by what the listing tells (its index there), see :func:`ckptool.io.layout.listing.scan`."""
+@dataclasses.dataclass
+class _Planned:
+    """A run's plan and what it was made from."""
+
+    res: PruneResult
+    raw: bytes | None
+    state: CheckpointState | None
+    listing: DirListing
+    plan: Plan
+    hold: str | None
+
+
+def _plan_run(storage: Storage, d: Dir, policy: R.Policy, *, now: float, dry_run: bool, finish: bool,
+              scan_all: bool, new_entry: str | None, pins: tuple[str, ...], strict_pins: bool,
+              soft_pins: tuple[str, ...], best: Any, verify: bool, read_indexes: bool) -> _Planned:
+    """Read DIR (state file, listing; with ``finish`` an earlier run's journal completed first)
+    and plan: :func:`run`'s first half, ``res`` as a dry run reports it."""
     res = PruneResult(d.path, dry_run=dry_run)
     refuse_special(d)
     raw, state = read_dir_state(d)
-    if not dry_run:
+    if finish:
         finish_journal(storage, d, state)
     listing = scan(d) if read_indexes else scan(d, read_indexes=False)
     refuse_special(d, listing)
@@ -173,13 +184,98 @@ def run(storage: Storage, d: Dir, policy: R.Policy, *, now: float, dry_run: bool
     plan = _settled_plan(storage, d, raw, state, listing, policy, now, scan_all, new_entry, best,
                          Health(storage, d.path, listing, verify, read_indexes), clock)
     _report_plan(res, storage, plan, listing)
+    return _Planned(res, raw, state, listing, plan, hold)
+
+
+def run(storage: Storage, d: Dir, policy: R.Policy, *, now: float, dry_run: bool, scan_all: bool,
+        new_entry: str | None = None, pins: tuple[str, ...] = (), strict_pins: bool = False, clean_temp: bool = False,
+        soft_pins: tuple[str, ...] = (), best: Any = None, verify: bool = False,
+        progress: Callable[[int, int], None] | None = None, read_indexes: bool = True) -> PruneResult:
+    """One prune of the open directory ``d`` (the caller holds its lock unless ``dry_run``).
+    ``pins`` name checkpoints never deleted (an error, with ``strict_pins``, when one names
+    none of DIR); ``soft_pins`` (a policy file's) may name checkpoints of other runs.
+    ``verify``: what is kept is also checked by its CRCs, not only by the cheap check.
+    ``read_indexes`` False (a dry run for ``du``): no index is read; a checkpoint is complete and
+    intact by what the listing tells (its index there), see :func:`ckptool.io.layout.listing.scan`."""
+    p = _plan_run(storage, d, policy, now=now, dry_run=dry_run, finish=not dry_run, scan_all=scan_all,
+                  new_entry=new_entry, pins=pins, strict_pins=strict_pins, soft_pins=soft_pins, best=best,
+                  verify=verify, read_indexes=read_indexes)
+    res, listing, plan = p.res, p.listing, p.plan
     if not dry_run:
-        _apply(storage, d, listing, state, plan, res, new_entry=new_entry, scan_all=scan_all, progress=progress)
+        _apply(storage, d, listing, p.state, plan, res, new_entry=new_entry, scan_all=scan_all, progress=progress)
         if plan.clock is not None:  # after the deletions: killed before, the next run keeps more, never less
-            write_clock(storage, d, plan.clock, hold or plan.latest_base)
+            write_clock(storage, d, plan.clock, p.hold or plan.latest_base)
     if clean_temp:
         res.bytes_freed += _clean_temp(storage, d, listing, res, now)
     return res
+
+
+class _Replan(Exception):
+    """The state file changed between the read a plan was made from and the write (planned first)."""
+
+
+def _plans_first(storage: Storage, d: Dir) -> bool:
+    """Whether a prune of ``d`` may plan before it takes the lock: the storage's lock object carries
+    the journal (:meth:`ckptool.io.backends.remote.RemoteStorage.lock`'s note), the state file was
+    read with its version (the listing of ``prune --recursive``: the conditional write compares
+    against that version, so no second read), and the listing shows neither a lock object (held,
+    or a killed holder's with its journal) nor a journal file: nothing to finish first."""
+    st: Any = storage
+    if not getattr(st, "lock_note_max", 0) or st.held_lock(d.path) is not None:
+        return False
+    return bool(st.version_known(d.join(STATE_FILENAME))) and d.lstat(JOURNAL) is None \
+        and d.lstat(LOCK_FILENAME) is None
+
+
+def _planned_first(storage: Storage, d: Dir, policy: R.Policy, lock_timeout: float | None,
+                   **kw: Any) -> PruneResult:
+    """A prune planned before its lock (:func:`_plans_first`), in 4 requests beside the indexes of
+    what it keeps, its deletions included as before: nothing to do takes no lock and writes
+    nothing; else the lock object is written carrying the journal (what is about to go), the
+    state file replaced conditionally on the version the plan read (changed since: the run is
+    planned again under the lock, as :func:`run`), the checkpoints deleted, the lock deleted.
+    Killed anywhere, the next deleting command takes the expired lock over and finishes the
+    journal it carries (:func:`ckptool.ops.retain.journal.finish_journal`). A lock found taken,
+    moves into kept/ or TF1's clock: :func:`run` under the lock."""
+    plan_kw = {k: kw[k] for k in ("scan_all", "pins", "strict_pins", "soft_pins", "best", "verify")}
+    p = _plan_run(storage, d, policy, now=kw["now"], dry_run=False, finish=False, new_entry=None,
+                  read_indexes=True, **plan_kw)
+    plan, listing = p.plan, p.listing
+    gone = sorted({e.name for e in plan.decision.deleted if listing.files.get(e.name)})
+    st: Any = storage
+    note = journal_doc(gone)
+    quiet = not plan.moves and plan.clock is None
+    if quiet and not gone and _new_state(storage, d, p.state, plan, None, kw["scan_all"], p.raw, p.state) is KEEP:
+        return p.res  # nothing to do: no lock, no write
+    small = len(dump_json(note, d.join(JOURNAL), compact=True)) <= st.lock_note_max
+    with st.lock(d.path, timeout=lock_timeout, note=note if quiet and small else None) as held:
+        if quiet and small and not held.contended:
+            try:
+                _apply(storage, d, listing, p.state, plan, p.res, new_entry=None, scan_all=kw["scan_all"],
+                       progress=kw["progress"], planned=p.raw)
+                return p.res
+            except _Replan:
+                pass
+        if held.note is note:
+            held.set_note(None)  # the plan it names is made again
+        st.forget_reads(d.path)  # the state file read again, with its version
+        return run(storage, d, policy, dry_run=False, read_indexes=True, **kw)
+
+
+def _new_state(storage: Storage, d: Dir, state: CheckpointState | None, plan: Plan, new_entry: str | None,
+               scan_all: bool, cur_raw: bytes | None, current: CheckpointState | None) -> object:
+    """The state file to write after ``plan``, given what it holds now (``cur_raw``, ``current``):
+    a :class:`CheckpointState`, None (remove it) or :data:`KEEP`."""
+    decision = plan.decision
+    if current is None and state is not None:
+        current = state  # the file went meanwhile: the planned state is written back
+    new_state = merge_state(storage, d.path, state, current, plan, new_entry)
+    if new_state is None or not (new_entry is not None or plan.drop or decision.deleted or scan_all
+                                 or state is None or state.to_text() != new_state.to_text()):
+        return KEEP
+    if current is not None and cur_raw is not None and current.to_text() == new_state.to_text():
+        return KEEP
+    return new_state
 
 
 def _settled_plan(storage: Storage, d: Dir, raw: bytes | None, state: CheckpointState | None, listing: DirListing,
@@ -219,8 +315,11 @@ def _report_plan(res: PruneResult, storage: Storage, plan: Plan, listing: DirLis
 
 def _apply(storage: Storage, d: Dir, listing: DirListing, state: CheckpointState | None, plan: Plan,
            res: PruneResult, *, new_entry: str | None, scan_all: bool,
-           progress: Callable[[int, int], None] | None) -> None:
-    """Carry ``plan`` out in the order of the module docstring, ``res`` updated with what was done."""
+           progress: Callable[[int, int], None] | None, planned: object = None) -> None:
+    """Carry ``plan`` out in the order of the module docstring, ``res`` updated with what was done.
+    ``planned`` (not None: the bytes the plan read before the lock, whose journal the lock object
+    carries; :func:`_planned_first`): no journal file unless something could not go, and a state
+    file changed since those bytes raises :class:`_Replan` before anything is deleted."""
     decision = plan.decision
     # (0) what is kept out of the trainer's reach gets its second name in DIR/kept/ first
     placed, fresh = keep_into(storage, d, listing, {b: res.timestamps.get(b, 0.0) for b in plan.moves}, res.failed,
@@ -228,7 +327,8 @@ def _apply(storage: Storage, d: Dir, listing: DirListing, state: CheckpointState
     moving = {b: k for b, k in placed.items() if plan.moves[b] == MOVE}
     gone = {e.name for e in decision.deleted if listing.files.get(e.name)}
     space_first = False
-    if gone or moving:
+    noted = planned is not None
+    if (gone or moving) and not noted:
         try:
             write_journal(d, gone, moving)  # (1)
         except CkptError as exc:
@@ -241,15 +341,9 @@ def _apply(storage: Storage, d: Dir, listing: DirListing, state: CheckpointState
         done, left = _delete_all(d, listing, decision, res, progress)  # (3) before (2)
 
     def compute(cur_raw: bytes | None, current: CheckpointState | None) -> object:
-        if current is None and state is not None:
-            current = state  # the file went meanwhile: the planned state is written back
-        new_state = merge_state(storage, d.path, state, current, plan, new_entry)
-        if new_state is None or not (new_entry is not None or plan.drop or decision.deleted or scan_all
-                                     or state is None or state.to_text() != new_state.to_text()):
-            return KEEP
-        if current is not None and cur_raw is not None and current.to_text() == new_state.to_text():
-            return KEEP
-        return new_state
+        if noted and cur_raw != planned:
+            raise _Replan  # changed since the plan's read: planned again, under the lock
+        return _new_state(storage, d, state, plan, new_entry, scan_all, cur_raw, current)
 
     try:
         try:
@@ -261,7 +355,7 @@ def _apply(storage: Storage, d: Dir, listing: DirListing, state: CheckpointState
             done, left = _delete_all(d, listing, decision, res, progress)
             update_state(d, compute, "prune")
     except RefusedError:
-        if (gone or moving) and not space_first:
+        if (gone or moving) and not space_first and not noted:
             d.unlink(JOURNAL)
         raise
     if not space_first:
@@ -269,7 +363,7 @@ def _apply(storage: Storage, d: Dir, listing: DirListing, state: CheckpointState
     _, left_moves = release(storage, d, listing, moving, res.failed)  # (3) the DIR names of what moved
     describe(res, storage, plan, listing, placed, left, fresh)
     res.bytes_freed = freed_bytes(done)
-    if gone or moving:
+    if (gone or moving) and not (noted and not left and not left_moves):  # the lock's journal goes with it
         end_journal(d, left, {b: moving[b] for b in sorted(left_moves)})
 
 
@@ -355,11 +449,16 @@ def prune_open(storage: Storage, d: Dir, pol: dict[str, Any], *, now: float, dry
         series.policy.update(best_settings(pol))
         return series
     best = preflight(storage, d, scan_all=scan_all, pins=tuple(pins), strict_pins=strict_pins, pol=pol)
+    kw: dict[str, Any] = {"now": now, "scan_all": scan_all, "pins": tuple(pins), "strict_pins": strict_pins,
+                          "clean_temp": clean_temp, "soft_pins": tuple(pol.get("keep") or ()), "best": best,
+                          "verify": verify, "progress": progress}
+    if not dry_run and not clean_temp and _plans_first(storage, d):
+        res = _planned_first(storage, d, policy, lock_timeout, **kw)
+        res.policy.update(best_settings(pol))
+        return res
     lock = contextlib.nullcontext() if dry_run else lock_open(storage, d, timeout=lock_timeout)
     with lock:
-        res = run(storage, d, policy, now=now, dry_run=dry_run, scan_all=scan_all, pins=tuple(pins),
-                  strict_pins=strict_pins, clean_temp=clean_temp, soft_pins=tuple(pol.get("keep") or ()),
-                  best=best, verify=verify, progress=progress, read_indexes=read_indexes or not dry_run)
+        res = run(storage, d, policy, dry_run=dry_run, read_indexes=read_indexes or not dry_run, **kw)
     res.policy.update(best_settings(pol))
     return res
 
