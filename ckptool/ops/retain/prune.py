@@ -72,7 +72,6 @@ _FULL = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
 SETTLE = 0.2  # seconds before a second look at what seems damaged (a trainer's sweep deletes file by file)
 
 
-
 def _disk_full(exc: BaseException) -> bool:
     cause = exc.__cause__ if isinstance(exc, CkptError) else exc
     return isinstance(cause, OSError) and cause.errno in _FULL
