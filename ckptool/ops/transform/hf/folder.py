@@ -17,7 +17,7 @@ old ``model.safetensors`` beside a new sharded export.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, RefusedError, UnsupportedError, UsageError
@@ -31,6 +31,7 @@ from ckptool.ops.transform.hf.weightmap import Placed, Plan, apply
 
 if TYPE_CHECKING:
     from ckptool.io.base import Storage
+    from ckptool.ops.read.spec import RawTensor
 
 DEFAULT_SHARD = 5 * 10**9  # transformers' usual hub size; --max-shard-size
 SINGLE, INDEX = HF_SINGLE, HF_INDEX  # the layout the reader knows (ckptool.ops.read.hffolder)
@@ -80,11 +81,13 @@ def shards(placed: list[Placed], limit: int) -> list[list[Placed]]:
 
 
 def _bytes(p: Placed, config: dict[str, Any]) -> Any:
+    """A tensor's bytes as written (a buffer); a weight kept as stored: a :class:`_Stored`, copied
+    a chunk at a time when written (never held whole)."""
     import numpy as np
 
     s = p.spec
     if not p.op and not (p.rule and p.rule.fan) and s.raw is not None and not s.raw.entry.slices:
-        return s.raw.checkpoint.read_raw(s.raw.entry, verify=s.raw.verify)
+        return _Stored(s.raw)
     arr = np.asarray(apply(p.rule.parsed if p.rule else p.op, s.load(), config, p.groups, p.name))
     if tuple(arr.shape) != p.shape:
         raise CkptError(f"tensor {p.name!r}: became {list(arr.shape)}, not {list(p.shape)}")
@@ -93,11 +96,40 @@ def _bytes(p: Placed, config: dict[str, Any]) -> Any:
     return np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
 
 
-def _put(f: AtomicFile, data: Any) -> int:
-    view = memoryview(data).cast("B")
-    for i in range(0, len(view), _CHUNK):
-        f.write(view[i:i + _CHUNK])
-    return len(view)
+class _Stored:
+    """A V2 entry's stored bytes, copied into the shard :data:`_CHUNK` at a time through one
+    buffer, its CRC32C checked across the chunks (a mismatch raises before the file is sealed)."""
+
+    def __init__(self, raw: RawTensor):
+        self.raw = raw
+
+    def chunks(self) -> Iterator[Any]:
+        ck, e = self.raw.checkpoint, self.raw.entry
+        if not e.dtype.is_fixed or e.size <= _CHUNK:
+            yield ck.read_raw(e, verify=self.raw.verify)
+            return
+        yield from ck.iter_fixed(e, memoryview(bytearray(_CHUNK)), self.raw.verify)
+
+
+class _Out:
+    """A shard being written: its bytes in writes of at most :data:`_CHUNK`, the disk writes
+    started every :data:`_CHUNK` bytes when syncing (the final fsync then waits for the tail alone)."""
+
+    def __init__(self, f: AtomicFile):
+        self.f = f
+        self.flushed = 0
+
+    def put(self, data: Any) -> int:
+        n = 0
+        for buf in data.chunks() if isinstance(data, _Stored) else (data,):
+            view = memoryview(buf).cast("B")
+            for i in range(0, len(view), _CHUNK):
+                self.f.write(view[i:i + _CHUNK])
+                if self.f.sync and self.f.written - self.flushed >= _CHUNK:
+                    self.f.start_writeback(self.flushed, self.f.written - self.flushed)
+                    self.flushed = self.f.written
+            n += len(view)
+        return n
 
 
 def _write_shard(f: AtomicFile, group: list[Placed], config: dict[str, Any], where: str,
@@ -115,6 +147,7 @@ def _write_shard(f: AtomicFile, group: list[Placed], config: dict[str, Any], whe
         header.append((p.hf, code, p.shape))
     head, total = stm.encode_header(header, stm.Extras(format="pt"))
     f.write(head)
+    out = _Out(f)
     done = 0
     pending: Future[int] | None = None
     held = 0
@@ -127,7 +160,7 @@ def _write_shard(f: AtomicFile, group: list[Placed], config: dict[str, Any], whe
             data = _bytes(p, config)
             if pending is not None:
                 done += _settle(pending, tick)
-            pending, held = pool.submit(_put, f, data), n
+            pending, held = pool.submit(out.put, data), n
             del data
         if pending is not None:
             done += _settle(pending, tick)
