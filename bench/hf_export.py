@@ -104,7 +104,8 @@ def main():
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         env["PYTHONPYCACHEPREFIX"] = os.path.join(d, "pycache")
         out = os.path.join(d, "out")
-        subprocess.run(env_py, check=True, env=env, stdout=subprocess.DEVNULL)  # bytecode compiled, untimed
+        subprocess.run(env_py, check=True, env=env, stdout=subprocess.DEVNULL,  # bytecode compiled, untimed
+                       stderr=subprocess.DEVNULL)
         load0 = os.getloadavg()[0]
         dd, ck, rss, dd_cpu, ck_cpu = [], [], [], [], []
         for _ in range(a.repeat):

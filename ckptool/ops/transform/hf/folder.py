@@ -3,7 +3,10 @@
 (``{"metadata": {"total_size"}, "weight_map"}``), the tokenizer files, ``config.json``.
 
 Streaming: one tensor in memory at a time (its transform's copy beside it); a weight kept as
-stored is copied as its stored bytes (CRC-checked), never decoded. Every file goes to a
+stored is copied as its stored bytes, 8 MiB at a time (CRC-checked), never decoded; a stored
+matrix only transposed is transposed as it is read, a cache-sized block of rows at a time. Each
+tensor is made while the one before is written by a second thread; when syncing, the disk
+writes start every 8 MiB, so that the final fsync waits for the tail alone. Every file goes to a
 temporary name (on an object store: an upload that appears when closed); once all are written
 and synced, an earlier export in the folder stops being loadable first (its ``config.json``
 removed, then its weight files this export does not overwrite: other shards, the other layout),
@@ -29,6 +32,7 @@ from ckptool.ops.read.hffolder import HF_INDEX, HF_SINGLE
 from ckptool.ops.transform.hf.steps import parse_op, strip_rows, transpose_rows
 from ckptool.ops.transform.hf.tokenizer import Data
 from ckptool.ops.transform.hf.weightmap import Placed, Plan, apply
+from ckptool.ops.write.stwrite import ChunkedOut
 
 if TYPE_CHECKING:
     from ckptool.io.base import Storage
@@ -152,25 +156,8 @@ class _Stored:
         yield from ck.iter_fixed(e, memoryview(bytearray(_CHUNK)), self.raw.verify)
 
 
-class _Out:
-    """A shard being written: its bytes in writes of at most :data:`_CHUNK`, the disk writes
-    started every :data:`_CHUNK` bytes when syncing (the final fsync then waits for the tail alone)."""
-
-    def __init__(self, f: AtomicFile):
-        self.f = f
-        self.flushed = 0
-
-    def put(self, data: Any) -> int:
-        n = 0
-        for buf in data.chunks() if isinstance(data, _Stored) else (data,):
-            view = memoryview(buf).cast("B")
-            for i in range(0, len(view), _CHUNK):
-                self.f.write(view[i:i + _CHUNK])
-                if self.f.sync and self.f.written - self.flushed >= _CHUNK:
-                    self.f.start_writeback(self.flushed, self.f.written - self.flushed)
-                    self.flushed = self.f.written
-            n += len(view)
-        return n
+def _put(out: ChunkedOut, data: Any) -> int:
+    return sum(out.put(buf) for buf in (data.chunks() if isinstance(data, _Stored) else (data,)))
 
 
 def _write_shard(f: AtomicFile, group: list[Placed], config: dict[str, Any], where: str,
@@ -188,7 +175,7 @@ def _write_shard(f: AtomicFile, group: list[Placed], config: dict[str, Any], whe
         header.append((p.hf, code, p.shape))
     head, total = stm.encode_header(header, stm.Extras(format="pt"))
     f.write(head)
-    out = _Out(f)
+    out = ChunkedOut(f)
     done = 0
     pending: Future[int] | None = None
     held = 0
@@ -201,7 +188,7 @@ def _write_shard(f: AtomicFile, group: list[Placed], config: dict[str, Any], whe
             data = _bytes(p, config)
             if pending is not None:
                 done += _settle(pending, tick)
-            pending, held = pool.submit(out.put, data), n
+            pending, held = pool.submit(_put, out, data), n
             del data
         if pending is not None:
             done += _settle(pending, tick)
