@@ -15,6 +15,26 @@ from ckptool.io.safety.destination import check_destination
 from ckptool.ops.write.writer import WRITEBACK
 
 
+class ChunkedOut:
+    """A file written :data:`WRITEBACK` bytes at a time, its disk writes started every
+    :data:`WRITEBACK` bytes when syncing (as the checkpoint writer does): the final fsync then
+    waits for the tail alone, not for the whole file."""
+
+    def __init__(self, f: AtomicFile):
+        self.f = f
+        self.started = 0  # bytes whose writeback was started
+
+    def put(self, buf: Any) -> int:
+        """Write ``buf`` (any buffer); its length."""
+        view = memoryview(buf).cast("B")
+        for i in range(0, len(view), WRITEBACK):
+            self.f.write(view[i:i + WRITEBACK])
+            if self.f.sync and self.f.written - self.started >= WRITEBACK:
+                self.f.start_writeback(self.started, self.f.written - self.started)
+                self.started = self.f.written
+        return len(view)
+
+
 def write_file(dst: str, tensors: Iterable[tuple[str, str, tuple[int, ...]]], extras: stm.Extras,
                chunks: Iterable[Any], *, force: bool | tuple[bool, Sequence[str]] = False,
                progress: Callable[[int, int], None] | None = None, check: Callable[[], None] | None = None,
@@ -36,13 +56,11 @@ def write_file(dst: str, tensors: Iterable[tuple[str, str, tuple[int, ...]]], ex
     try:
         for piece in head:
             f.write(piece)
+        out = ChunkedOut(f)
         done = 0
         for buf in chunks:
-            view = memoryview(buf).cast("B")
-            for i in range(0, len(view), WRITEBACK):
-                f.write(view[i:i + WRITEBACK])
-            done += len(view)
-            del buf, view  # one tensor in memory at a time, not two
+            done += out.put(buf)
+            del buf  # one tensor in memory at a time, not two
             if progress:
                 progress(done, total)
         if done != total:
@@ -56,4 +74,4 @@ def write_file(dst: str, tensors: Iterable[tuple[str, str, tuple[int, ...]]], ex
     return path, total
 
 
-__all__ = ["write_file"]
+__all__ = ["ChunkedOut", "write_file"]

@@ -3,7 +3,10 @@
 (``{"metadata": {"total_size"}, "weight_map"}``), the tokenizer files, ``config.json``.
 
 Streaming: one tensor in memory at a time (its transform's copy beside it); a weight kept as
-stored is copied as its stored bytes (CRC-checked), never decoded. Every file goes to a
+stored is copied as its stored bytes, 8 MiB at a time (CRC-checked), never decoded; a stored
+matrix only transposed is transposed as it is read, a cache-sized block of rows at a time. Each
+tensor is made while the one before is written by a second thread; when syncing, the disk
+writes start every 8 MiB, so that the final fsync waits for the tail alone. Every file goes to a
 temporary name (on an object store: an upload that appears when closed); once all are written
 and synced, an earlier export in the folder stops being loadable first (its ``config.json``
 removed, then its weight files this export does not overwrite: other shards, the other layout),
@@ -17,7 +20,7 @@ old ``model.safetensors`` beside a new sharded export.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ckptool.errors import CkptError, RefusedError, UnsupportedError, UsageError
@@ -26,11 +29,14 @@ from ckptool.format.json_doc import dump_json
 from ckptool.io.safety.atomic import AtomicFile, make_output_dir, publish
 from ckptool.io.safety.destination import check_destination
 from ckptool.ops.read.hffolder import HF_INDEX, HF_SINGLE
+from ckptool.ops.transform.hf.steps import parse_op, strip_rows, transpose_rows
 from ckptool.ops.transform.hf.tokenizer import Data
 from ckptool.ops.transform.hf.weightmap import Placed, Plan, apply
+from ckptool.ops.write.stwrite import ChunkedOut
 
 if TYPE_CHECKING:
     from ckptool.io.base import Storage
+    from ckptool.ops.read.spec import RawTensor
 
 DEFAULT_SHARD = 5 * 10**9  # transformers' usual hub size; --max-shard-size
 SINGLE, INDEX = HF_SINGLE, HF_INDEX  # the layout the reader knows (ckptool.ops.read.hffolder)
@@ -38,6 +44,7 @@ WEIGHT_FILE = re.compile(r"model(-\d{5}-of-\d{5})?\.safetensors(\.index\.json)?"
 _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
           "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
 _CHUNK = 8 << 20
+_BLOCK = 512 << 10  # rows read at once to be transposed: the block stays in the core's L2 cache
 
 
 def parse_size(size: int | str | None) -> int:
@@ -80,11 +87,15 @@ def shards(placed: list[Placed], limit: int) -> list[list[Placed]]:
 
 
 def _bytes(p: Placed, config: dict[str, Any]) -> Any:
+    """A tensor's bytes as written (a buffer); a weight kept as stored: a :class:`_Stored`, copied
+    a chunk at a time when written (never held whole)."""
     import numpy as np
 
     s = p.spec
     if not p.op and not (p.rule and p.rule.fan) and s.raw is not None and not s.raw.entry.slices:
-        return s.raw.checkpoint.read_raw(s.raw.entry, verify=s.raw.verify)
+        return _Stored(s.raw)
+    if s.raw is not None and _plain_transpose(p):
+        return _transposed(s.raw, p)
     arr = np.asarray(apply(p.rule.parsed if p.rule else p.op, s.load(), config, p.groups, p.name))
     if tuple(arr.shape) != p.shape:
         raise CkptError(f"tensor {p.name!r}: became {list(arr.shape)}, not {list(p.shape)}")
@@ -93,11 +104,60 @@ def _bytes(p: Placed, config: dict[str, Any]) -> Any:
     return np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
 
 
-def _put(f: AtomicFile, data: Any) -> int:
-    view = memoryview(data).cast("B")
-    for i in range(0, len(view), _CHUNK):
-        f.write(view[i:i + _CHUNK])
-    return len(view)
+def _plain_transpose(p: Placed) -> bool:
+    """Whether ``p`` is a stored matrix (plain, fixed-size, as stored: little-endian) only transposed."""
+    if (p.rule and p.rule.fan) or [st.name for st in (p.rule.parsed if p.rule else parse_op(p.op)).steps] != ["T"]:
+        return False
+    raw = p.spec.raw
+    if raw is None:
+        return False
+    e = raw.entry
+    return (len(e.shape) == 2 and e.size > 0 and not e.slices and e.dtype.is_fixed
+            and e.dtype.itemsize in (1, 2, 4, 8) and not raw.checkpoint.header.swaps(e.dtype))
+
+
+def _transposed(raw: RawTensor, p: Placed) -> Any:
+    """A stored matrix, transposed as it is read: :data:`_BLOCK` bytes of rows at a time into one
+    buffer that stays in cache, CRC32C-checked there (chained across the blocks, checked after
+    the last) and moved into the output from there. The source matrix is never held whole, nor
+    goes through main memory three times (read into memory, read for the CRC, read to be
+    transposed); its elements move as unsigned integers of their width (bit patterns kept)."""
+    import numpy as np
+
+    ck, e = raw.checkpoint, raw.entry
+    n, m = e.shape
+    if (m, n) != p.shape:
+        raise CkptError(f"tensor {p.name!r}: became {[m, n]}, not {list(p.shape)}")
+    dt = np.dtype(f"<u{e.dtype.itemsize}")
+    out = np.empty((m, n), dt)
+    strip = strip_rows(dt.itemsize)
+    k = max(1, _BLOCK // (m * dt.itemsize * strip)) * strip
+    buf = np.empty(min(k, n) * m, dt)
+    i = 0
+    for part in ck.iter_fixed(e, buf.view(np.uint8).data, raw.verify):
+        rows = np.frombuffer(part, dt).reshape(-1, m)
+        transpose_rows(out, i, rows)
+        i += len(rows)
+    return out.reshape(-1).view(np.uint8)
+
+
+class _Stored:
+    """A V2 entry's stored bytes, copied into the shard :data:`_CHUNK` at a time through one
+    buffer, its CRC32C checked across the chunks (a mismatch raises before the file is sealed)."""
+
+    def __init__(self, raw: RawTensor):
+        self.raw = raw
+
+    def chunks(self) -> Iterator[Any]:
+        ck, e = self.raw.checkpoint, self.raw.entry
+        if not e.dtype.is_fixed or e.size <= _CHUNK:
+            yield ck.read_raw(e, verify=self.raw.verify)
+            return
+        yield from ck.iter_fixed(e, memoryview(bytearray(_CHUNK)), self.raw.verify)
+
+
+def _put(out: ChunkedOut, data: Any) -> int:
+    return sum(out.put(buf) for buf in (data.chunks() if isinstance(data, _Stored) else (data,)))
 
 
 def _write_shard(f: AtomicFile, group: list[Placed], config: dict[str, Any], where: str,
@@ -115,6 +175,7 @@ def _write_shard(f: AtomicFile, group: list[Placed], config: dict[str, Any], whe
         header.append((p.hf, code, p.shape))
     head, total = stm.encode_header(header, stm.Extras(format="pt"))
     f.write(head)
+    out = ChunkedOut(f)
     done = 0
     pending: Future[int] | None = None
     held = 0
@@ -127,7 +188,7 @@ def _write_shard(f: AtomicFile, group: list[Placed], config: dict[str, Any], whe
             data = _bytes(p, config)
             if pending is not None:
                 done += _settle(pending, tick)
-            pending, held = pool.submit(_put, f, data), n
+            pending, held = pool.submit(_put, out, data), n
             del data
         if pending is not None:
             done += _settle(pending, tick)
