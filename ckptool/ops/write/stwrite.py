@@ -12,27 +12,7 @@ from ckptool.format import safetensors_meta as stm
 from ckptool.io.backends.urls import storage_for
 from ckptool.io.safety.atomic import AtomicFile, make_output_dir, publish
 from ckptool.io.safety.destination import check_destination
-from ckptool.ops.write.writer import WRITEBACK
-
-
-class ChunkedOut:
-    """A file written :data:`WRITEBACK` bytes at a time, its disk writes started every
-    :data:`WRITEBACK` bytes when syncing (as the checkpoint writer does): the final fsync then
-    waits for the tail alone, not for the whole file."""
-
-    def __init__(self, f: AtomicFile):
-        self.f = f
-        self.started = 0  # bytes whose writeback was started
-
-    def put(self, buf: Any) -> int:
-        """Write ``buf`` (any buffer); its length."""
-        view = memoryview(buf).cast("B")
-        for i in range(0, len(view), WRITEBACK):
-            self.f.write(view[i:i + WRITEBACK])
-            if self.f.sync and self.f.written - self.started >= WRITEBACK:
-                self.f.start_writeback(self.started, self.f.written - self.started)
-                self.started = self.f.written
-        return len(view)
+from ckptool.ops.write.writer import ChunkedOut
 
 
 def write_file(dst: str, tensors: Iterable[tuple[str, str, tuple[int, ...]]], extras: stm.Extras,
@@ -74,4 +54,4 @@ def write_file(dst: str, tensors: Iterable[tuple[str, str, tuple[int, ...]]], ex
     return path, total
 
 
-__all__ = ["ChunkedOut", "write_file"]
+__all__ = ["write_file"]

@@ -50,6 +50,26 @@ WRITEBACK = 8 << 20
 CRC_BESIDE_BYTES = 1 << 20
 
 
+class ChunkedOut:
+    """A file written :data:`WRITEBACK` bytes at a time, its disk writes started every
+    :data:`WRITEBACK` bytes when syncing: the final fsync then waits for the tail alone, not for
+    the whole file. A checkpoint's data shards, ``.safetensors`` files and HF shards go through it."""
+
+    def __init__(self, f: AtomicFile):
+        self.f = f
+        self.started = 0  # bytes whose writeback was started
+
+    def put(self, buf: Any) -> int:
+        """Write ``buf`` (any buffer); its length."""
+        view = memoryview(buf).cast("B")
+        for i in range(0, len(view), WRITEBACK):
+            self.f.write(view[i:i + WRITEBACK])
+            if self.f.sync and self.f.written - self.started >= WRITEBACK:
+                self.f.start_writeback(self.started, self.f.written - self.started)
+                self.started = self.f.written
+        return len(view)
+
+
 def retire_index(storage: Storage, prefix: str, finals: Iterable[str], sync: bool = True) -> bool:
     """Before data files are put in place over a checkpoint being replaced (``--force``),
     its ``.index`` goes if any of them would land on one of its data files (the same
@@ -121,8 +141,8 @@ class BundleWriter:
         self._order: list[bytes] = []  # keys as added (listing order for results)
         self._slice_keys: set[bytes] = set()
         self._shard_bytes = [0] * num_shards
-        self._written_back = [0] * num_shards  # bytes whose writeback was started
         self._files: list[AtomicFile] = []  # the data shards being written
+        self._outs: list[ChunkedOut] = []  # each written through one
         self._crc_thread: ThreadPoolExecutor | None = None  # of one thread, started for the first big tensor
         self._closed = False
         self._finished = False
@@ -131,6 +151,7 @@ class BundleWriter:
             for i in range(num_shards):
                 final = bundle.data_filename(prefix, i, num_shards)
                 self._files.append(AtomicFile(storage, final, sync=sync))
+                self._outs.append(ChunkedOut(self._files[-1]))
         except BaseException:
             self.abort()
             raise
@@ -174,17 +195,8 @@ class BundleWriter:
         return offset, self._shard_bytes[shard] - offset
 
     def _write(self, shard: int, view: memoryview) -> None:
-        """Write to a shard; when syncing, start the disk writes every WRITEBACK bytes (the
-        final fsync then has only the tail left)."""
-        f = self._files[shard]
-        for i in range(0, len(view), WRITEBACK):
-            part = view[i:i + WRITEBACK]
-            f.write(part)
-            self._shard_bytes[shard] += len(part)
-            if self.sync and self._shard_bytes[shard] - self._written_back[shard] >= WRITEBACK:
-                start = self._written_back[shard]
-                f.start_writeback(start, self._shard_bytes[shard] - start)
-                self._written_back[shard] = self._shard_bytes[shard]
+        """Write to a shard (through its :class:`ChunkedOut`)."""
+        self._shard_bytes[shard] += self._outs[shard].put(view)
 
     def add(self, name: str | bytes, value: object, shard: int | None = None) -> None:
         """Add a tensor: a numpy array (any TF dtype), a scalar, or bytes/str (DT_STRING)."""
@@ -392,4 +404,4 @@ def write(prefix: str, mapping: Mapping[Any, object] | Iterable[tuple[Any, objec
         return w.finish()
 
 
-__all__ = ["write", "write_index", "index_file", "BundleWriter", "WriteResult", "encode_tensor"]
+__all__ = ["write", "write_index", "index_file", "BundleWriter", "ChunkedOut", "WriteResult", "encode_tensor"]

@@ -32,7 +32,7 @@ from ckptool.ops.read.hffolder import HF_INDEX, HF_SINGLE
 from ckptool.ops.transform.hf.steps import parse_op, strip_rows, transpose_rows
 from ckptool.ops.transform.hf.tokenizer import Data
 from ckptool.ops.transform.hf.weightmap import Placed, Plan, apply
-from ckptool.ops.write.stwrite import ChunkedOut
+from ckptool.ops.write.writer import ChunkedOut
 
 if TYPE_CHECKING:
     from ckptool.io.base import Storage
