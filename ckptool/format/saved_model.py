@@ -13,12 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ckptool.errors import CorruptError
+from ckptool.format import dtypes
 from ckptool.format.coding import decode_varint
 from ckptool.format.keras_metadata import proto_fields
 
 #: the largest saved_model.pb read (its graph and functions; the weights are in variables/)
 SAVED_MODEL_LIMIT = 256 << 20
-_STRING, _INT32, _INT64 = 7, 3, 9  # tensorflow DataType enum values
+_STRING, _INT32, _INT64 = (dtypes.BY_NAME[n].value for n in ("string", "int32", "int64"))  # the one dtype table
 
 
 def _text(v: int | memoryview, where: str) -> str:
