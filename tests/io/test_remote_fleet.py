@@ -50,7 +50,7 @@ def _key(r: dict) -> str:
 def _outside(log, url) -> list[dict]:
     """The requests for paths above ROOT (the .ckptool.toml files up to the bucket's root)."""
     top = "/" + url.split("://", 1)[1].rstrip("/") + "/"
-    return [r for r in log if not _key(r).startswith(top)]
+    return [r for r in log if not _key(r).startswith(top) and r not in _deletions(log)]
 
 
 def _requests(counter, run, *argv) -> tuple[list[dict], str]:
@@ -104,44 +104,60 @@ def test_fleet_verify_recursive_matches_local(run, fleet):
     assert len(log) <= 8 * RUNS
 
 
+def _deletions(log: list[dict]) -> list[dict]:
+    """The requests that delete checkpoint files: a DELETE, or S3's batch (a POST ``?delete``)."""
+    return [r for r in log if (r["method"] == "DELETE" and ".ckptool" not in r["path"])
+            or (r["method"] == "POST" and "delete" in r["query"])]
+
+
 def test_fleet_prune_deletes_as_locally_in_few_requests_a_run(run, fleet):
     local, url, counter = fleet
     lo, _ = run("prune", str(local), "--recursive", "--json")
     log, ro = _requests(counter, run, "prune", url, "--recursive", "--json")
     assert normalized(json.loads(ro), url, str(local)) == normalized(json.loads(lo), str(local), str(local))
-    deletes = [r for r in log if r["method"] == "DELETE" and not r["path"].endswith((".ckptool.lock",
-                                                                                    ".ckptool-prune-pending"))]
-    deleted = sum(len(d["deleted"]) for d in json.loads(ro)["directories"])
-    assert deleted and len(deletes) == 2 * deleted  # index and data of each checkpoint gone, once each
+    doc = json.loads(ro)
+    assert all(len(d["deleted"]) == (2 if "/team1/" in d["directory"] else 1) for d in doc["directories"])
+    # a run's deletions in 2 requests, however many checkpoints go: their indexes (one DELETE, or a batch),
+    # then every other file of theirs at once, the lock object (its journal) released in that same batch
+    deletes = _deletions(log)
+    assert len(deletes) == 2 * RUNS and sum(r["method"] == "POST" for r in deletes) == RUNS + RUNS // 4
+    assert not [r for r in log if r["method"] == "DELETE" and ".ckptool" in r["path"]]  # no lock DELETE of its own
     others = len(log) - len(deletes)
-    print(f"prune: {len(log)} requests, {len(deletes)} deletions, {others / RUNS:.1f} other requests a run")
-    # issue 54, at most 6 a run beside its deletions: its state file (read once, with the listing's
-    # version, which the compare-and-swap writes at), the indexes of what it keeps (2, or 1 in team1:
-    # never those of what it deletes), the lock object's PUT carrying the journal and its DELETE, the
-    # state's conditional PUT; no journal object. Once a process: the store's conditions checked
-    # (2 PUTs), the listing, the policies (those above ROOT looked up once)
     kinds = {m: sum(r["method"] == m for r in log) for m in ("GET", "PUT", "DELETE", "HEAD", "POST")}
-    print(f"prune: {kinds}")
+    print(f"prune: {len(log)} requests, {len(deletes)} deletions, {others / RUNS:.2f} other requests a run {kinds}")
+    # issue 54, at most 6 a run beside its deletions, the command's own requests included: a run's state file
+    # (read once, with the listing's version, which the compare-and-swap writes at), the indexes of what it
+    # keeps (2, or 1 in team1: never those of what it deletes), the lock object's PUT carrying the journal,
+    # the state's conditional PUT; no journal object. Once a process: the store's conditions checked (2 PUTs),
+    # the listing, the policies (those above ROOT looked up once)
     assert len(_outside(log, url)) <= 4 and sum(r["path"].endswith("/checkpoint") and r["method"] == "GET"
                                                 for r in log) == RUNS
     assert not [r for r in log if r["path"].endswith(".ckptool-prune-pending")]
-    kept = sum(len(d["kept"]) for d in json.loads(ro)["directories"])
+    kept = sum(len(d["kept"]) for d in doc["directories"])
     assert sum(r["path"].endswith(".index") and r["method"] == "GET" for r in log) == kept
     once = [r for r in log if r in _outside(log, url) or "list-type=2" in r["query"]
             or r["path"].endswith("/.ckptool.toml")]  # the listing and the policies, once a command
     checks = sum(r["method"] == "PUT" and r["path"].endswith("/.ckptool.lock") for r in log) - RUNS  # conditions
     assert len(once) <= 7 and checks == 2, (once, checks)
-    assert len(log) - len(deletes) - len(once) - checks <= 6 * RUNS, len(log)
+    assert others - len(once) - checks == 3 * RUNS + kept, others
+    assert others <= 6 * RUNS, others
     st = remote.storage_for_url(url)
-    for p in sorted(local.rglob("checkpoint")):
+    for p in sorted(local.rglob("checkpoint")):  # the lock objects gone too
         rel = p.parent.relative_to(local).as_posix()
         assert st.listdir(f"{url}/{rel}") == sorted(n for n in (x.name for x in p.parent.iterdir())
                                                       if n != ".ckptool.lock")
 
 
-def test_a_sharded_checkpoint_goes_index_first_then_its_data_in_one_batch(run, s3, tmp_path):
-    """S3's DeleteObjects: a checkpoint of 5 data shards costs 2 deletions (its index alone, first,
-    then the 5 data files at once), where one by one it cost 6; local and remote agree."""
+def test_sharded_checkpoints_go_indexes_first_then_their_data_in_one_batch(run, s3, tmp_path, monkeypatch):
+    """S3's DeleteObjects: two checkpoints of 5 data shards each cost 2 deletions (both indexes at
+    once, first, then the 10 data files at once), where one by one they cost 12; local and remote
+    agree."""
+    from ckptool.io.backends import remote_cas
+
+    batches = []
+    real = remote_cas.delete_many
+    monkeypatch.setattr(remote_cas, "delete_many",
+                        lambda st, paths, versions=None: batches.append(paths) or real(st, paths, versions))
     fs, root, counter = s3
     local = tmp_path / "run"
     local.mkdir()
@@ -157,18 +173,22 @@ def test_a_sharded_checkpoint_goes_index_first_then_its_data_in_one_batch(run, s
     assert normalized(json.loads(ro), url, str(local)) == normalized(json.loads(lo), str(local), str(local))
     gone = [r for r in log if (r["method"] == "DELETE" and ".ckptool" not in r["path"])
             or (r["method"] == "POST" and "delete" in r["query"])]
-    assert [("index" if r["method"] == "DELETE" else "batch") for r in gone] == ["index", "batch"] * 2, gone
-    assert gone[0]["path"].endswith("/ckpt-1.index") and gone[2]["path"].endswith("/ckpt-2.index")
+    assert [r["method"] for r in gone] == ["POST", "POST"], gone
+    assert [sorted(p.rsplit("/", 1)[1] for p in b) for b in batches] == [
+        ["ckpt-1.index", "ckpt-2.index"], sorted(f"ckpt-{s}.data-0000{i}-of-00005" for s in (1, 2) for i in range(5))]
     st = remote.storage_for_url(url)
     assert st.listdir(url) == sorted(p.name for p in local.iterdir() if p.name != ".ckptool.lock")
 
 
-def test_a_data_file_the_batch_could_not_delete_is_reported_and_journaled(run, s3, tmp_path, monkeypatch):
+@pytest.mark.parametrize("recursive", [False, True])
+def test_a_data_file_the_batch_could_not_delete_is_reported_and_journaled(run, s3, tmp_path, monkeypatch, recursive):
     """One key of the batch refused by the store: that file is reported, its checkpoint is not
-    called deleted and stays in the journal (the next prune finishes it); the other keys went."""
+    called deleted and stays in the journal (the next prune finishes it); the other keys went.
+    ``--recursive`` (planned first): the lock object went in that batch with the journal it carried;
+    the lock is taken again to write the journal, and released."""
     from ckptool.io.backends import remote_cas
 
-    fs, root, _ = s3
+    fs, root, counter = s3
     local = tmp_path / "run"
     shutil.copytree(DATA / "dtensor", local)
     for f in list(local.glob("ckpt-1.*")):
@@ -179,16 +199,25 @@ def test_a_data_file_the_batch_could_not_delete_is_reported_and_journaled(run, s
     upload(fs, local, url)
     real = remote_cas.delete_many
 
-    def refusing(st, paths):
+    def refusing(st, paths, versions=None):
+        if not remote_cas.batches(st, paths):
+            return None
         stuck = [p for p in paths if p.endswith("data-00003-of-00005")]
-        got = real(st, [p for p in paths if p not in stuck])
+        got = real(st, [p for p in paths if p not in stuck], versions)
         return {**(got or {}), **{p: "AccessDenied: refused" for p in stuck}}
 
     monkeypatch.setattr(remote_cas, "delete_many", refusing)
-    out, err = run("prune", url, "--max-to-keep", "1", "--json", code=1)
+    counter.reset()
+    out, err = run("prune", url, "--max-to-keep", "1", "--json", *(["--recursive"] if recursive else []), code=1)
     doc = json.loads(out)
+    if recursive:
+        doc = doc["directories"][0]
+        locks = [r["method"] for r in counter.snapshot() if r["path"].endswith("/.ckptool.lock")]
+        assert len(locks) >= 3 and locks[-2:] == ["PUT", "DELETE"] and locks.count("DELETE") == 1, locks  # taken
+        # (and the store's conditions proven, once a process); gone with the batch; taken again; released
     assert doc["deleted"] == [] and [f["path"] for f in doc["failed"]] == [f"{url}/ckpt-1.data-00003-of-00005"]
     st = remote.storage_for_url(url)
+    assert ".ckptool.lock" not in st.listdir(url)
     assert [n for n in st.listdir(url) if n.startswith("ckpt-1")] == ["ckpt-1.data-00003-of-00005"]
     assert json.loads(st.read_bytes(f"{url}/.ckptool-prune-pending")) == ["ckpt-1"]
     monkeypatch.setattr(remote_cas, "delete_many", real)
@@ -281,30 +310,30 @@ class Killed(BaseException):
 
 def _kill_at(monkeypatch, where: str) -> None:
     """Make ``prune --recursive`` die at ``where``: before the state file's write (the lock object
-    written, carrying the journal), before the deletions (the state written), or after the first
-    checkpoint's deletion; the lock object left behind."""
+    written, carrying the journal), before the deletions (the state written), or between the
+    request deleting the indexes and the one deleting the rest with the lock; the lock object
+    left behind."""
     from ckptool.io.backends import remote_lock
     from ckptool.ops.retain import prune as P
 
     monkeypatch.setattr(remote_lock.RemoteLock, "release", lambda self: self._stop.set())  # dead: no DELETE
+
+    def die(*a, **k):
+        raise Killed
     if where == "state":
-        def die(*a, **k):
-            raise Killed
         monkeypatch.setattr(P, "update_state", die)
     elif where == "deletions":
-        def die(*a, **k):
-            raise Killed
-        monkeypatch.setattr(P, "_delete_all", die)
+        monkeypatch.setattr(P, "delete_checkpoints", die)
     else:
-        real = P.delete_checkpoint
+        real = remote.RemoteStorage.remove_many
         calls = []
 
-        def die(*a, **k):
+        def second(self, *a, **k):
             if calls:
                 raise Killed
             calls.append(a)
-            return real(*a, **k)
-        monkeypatch.setattr(P, "delete_checkpoint", die)
+            return real(self, *a, **k)
+        monkeypatch.setattr(remote.RemoteStorage, "remove_many", second)
 
 
 @pytest.mark.parametrize("where", ["state", "deletions", "mid-deletions"])
@@ -427,3 +456,29 @@ def test_a_taken_over_journal_no_command_finished_stays_in_the_lock(store):
     with st.lock(d, timeout=0.0) as mine:  # an expired lock without a journal: taken over, released as ever
         assert mine.contended and mine.inherited is None
     assert remote_lock.held(st, d) is None and ".ckptool.lock" not in st.listdir(d)
+
+
+def test_a_lock_released_along_a_batch_goes_only_at_our_version(store):
+    """``release_along``: the files and the lock object in one batch where the store has one (S3),
+    the lock object deleted only at the version we wrote; one another holder has written since (ours
+    taken over while we stalled) stays, with its journal. Without a batch delete (GCS) nothing is
+    deleted and the lock stays held, released as ever when its ``with`` ends."""
+    from ckptool.io.backends import remote_lock
+
+    fs, root = store
+    st = remote.storage_for_url(root)
+    d = f"{root}/run"
+    for name in ("a", "b", "c", "d"):
+        fs.pipe_file(f"{d}/{name}", b"x")
+    batch = st.protocol.startswith("s3")
+    with st.lock(d, timeout=0.0) as held:
+        got = st.remove_many([f"{d}/a", f"{d}/b"], release=held)
+        assert got == {f"{d}/a": None, f"{d}/b": None}
+        assert (".ckptool.lock" in st.listdir(d)) != batch and (remote_lock.held(st, d) is None) == batch
+    assert st.listdir(d) == ["c", "d"]
+    with st.lock(d, timeout=0.0) as held:
+        other = {"tool": "ckptool", "pid": 1, "host": "other", "command": "ckptool prune",
+                 "expires": time.time() + 100, "note": ["ckpt-9"]}
+        fs.pipe_file(f"{d}/.ckptool.lock", json.dumps(other).encode())  # taken over while we stalled
+        st.remove_many([f"{d}/c", f"{d}/d"], release=held)
+    assert st.listdir(d) == [".ckptool.lock"] and json.loads(st.read_bytes(f"{d}/.ckptool.lock")) == other

@@ -119,7 +119,7 @@ def test_a_prune_killed_at_each_step_is_finished_by_the_next(tmp_path, monkeypat
 
             mp.setattr(deletion, "place_file", place)
         elif where == "delete":
-            mp.setattr(P, "_delete_all", lambda *a, **k: (_ for _ in ()).throw(Killed()))
+            mp.setattr(P, "delete_checkpoints", lambda *a, **k: (_ for _ in ()).throw(Killed()))
         else:
             mp.setattr(P, where, lambda *a, **k: (_ for _ in ()).throw(Killed()))
         with pytest.raises(Killed):

@@ -276,13 +276,20 @@ def _one(directory, given, pinned, scan, dry_run, as_json, **options) -> None:
         render_result(result)
     elif (result.deleted or result.temp_deleted or result.failed or changed(result)) and not quiet():
         render_result(result, plan=False)  # what was done, and the summary: cron mails every line
-    for f in result.failed:
-        error(f"{f['path']}: cannot {f.get('action', 'delete')}: {f['error']}")
-    if result.failed:
-        raise Failed(f"{plural(len(result.failed), 'file')} could not be "
-                     f"{'deleted' if all(f.get('action', 'delete') == 'delete' for f in result.failed) else 'handled'}")
+    if (failed := _say_failed(result.failed)) is not None:
+        raise Failed(failed)
     if (damaged := damage_failure([result])) is not None:
         raise Failed(damaged)
+
+
+def _say_failed(failed: list[dict]) -> str | None:
+    """Each file that could not be deleted (or moved) on stderr; the exit's message, None when none."""
+    for f in failed:
+        error(f"{f['path']}: cannot {f.get('action', 'delete')}: {f['error']}")
+    if not failed:
+        return None
+    return (f"{plural(len(failed), 'file')} could not be "
+            f"{'deleted' if all(f.get('action', 'delete') == 'delete' for f in failed) else 'handled'}")
 
 def render_sources(result, prefix: str = "") -> None:
     """Where each setting came from: flag, a .ckptool.toml (which), or the default (-v, --dry-run)."""
@@ -350,9 +357,12 @@ def _recursive(root, given, pinned, scan, exclude, dry_run, as_json, prune_tree,
     said = list(dict.fromkeys(tree.errors.values()))  # a bad .ckptool.toml read by many runs: said once
     for msg in said:
         error(msg)
+    failed = _say_failed([f for r in tree.runs.values() for f in r.failed])  # cron learns of each
     if tree.errors:
         dirs = plural(len(tree.runs) + len(tree.errors), "directory", "directories")
         raise Failed(f"{len(tree.errors)} of {dirs} failed" if len(said) > 1 or len(tree.errors) == 1 else "")
+    if failed is not None:
+        raise Failed(failed)
     if (damaged := damage_failure(tree.runs.values())) is not None:
         raise Failed(damaged)
 

@@ -375,10 +375,11 @@ class RemoteStorage(PathCapabilities, ListedStorage):
         with request_errors(path, "delete"):
             self.fs.rm_file(path)
 
-    def remove_many(self, paths: list[str]) -> dict[str, BaseException | None]:
+    def remove_many(self, paths: list[str], release: Any = None) -> dict[str, BaseException | None]:
         """Delete several files, by the store's batch delete where it has one (S3: one request a
         thousand keys), else one by one: path -> None when it went, or the error (MissingError
-        for one that was not there)."""
+        for one that was not there). ``release``: the lock this process holds on their directory,
+        released in the same batch request (:meth:`RemoteLock.release_along`) where it can be."""
         out: dict[str, BaseException | None] = {}
         there = []
         for p in paths:
@@ -389,7 +390,7 @@ class RemoteStorage(PathCapabilities, ListedStorage):
                 there.append(p)
         for p in there:
             self._forget(p)
-        failed = remote_cas.delete_many(self, there)
+        failed = remote_cas.delete_many(self, there) if release is None else release.release_along(there)
         for p in there:
             if failed is None:
                 try:

@@ -163,19 +163,28 @@ def delete(st: Any, path: str, token: Any) -> bool:
 BATCH = 1000
 
 
-def delete_many(st: Any, paths: list[str]) -> dict[str, str] | None:
+def batches(st: Any, paths: list[str]) -> bool:
+    """Whether the store deletes ``paths`` in a batch (:func:`delete_many`): S3, one bucket, two
+    keys or more (one goes by a plain DELETE)."""
+    if st.protocol not in ("s3", "s3a") or len(paths) < 2:
+        return False
+    bucket = st.fs.split_path(paths[0])[0]
+    return all(st.fs.split_path(p)[0] == bucket for p in paths)
+
+
+def delete_many(st: Any, paths: list[str], versions: dict[str, Any] | None = None) -> dict[str, str] | None:
     """Delete ``paths`` (one bucket) by the store's batch delete: S3's ``DeleteObjects``, a
     request per :data:`BATCH` keys; path -> the store's error for each that did not go. None
-    when the store has no batch delete here (the caller deletes them one by one)."""
-    if st.protocol not in ("s3", "s3a") or not paths:
+    when the store has no batch delete here (the caller deletes them one by one). A path of
+    ``versions`` goes only if still at that version (its ETag), as :func:`delete`."""
+    if not batches(st, paths):
         return None
     import fsspec.asyn
 
     fs = st.fs
     bucket = fs.split_path(paths[0])[0]
-    if any(fs.split_path(p)[0] != bucket for p in paths):
-        return None
     by_key = {fs.split_path(p)[1]: p for p in paths}
+    etags = {fs.split_path(p)[1]: v for p, v in (versions or {}).items()}
     failed: dict[str, str] = {}
     keys = list(by_key)
     for i in range(0, len(keys), BATCH):
@@ -183,7 +192,8 @@ def delete_many(st: Any, paths: list[str]) -> dict[str, str] | None:
         try:
             with request_errors(by_key[chunk[0]], "delete"):
                 out = fsspec.asyn.sync(fs.loop, s3_call, fs, "delete_objects", Bucket=bucket,
-                                       Delete={"Objects": [{"Key": k} for k in chunk], "Quiet": True})
+                                       Delete={"Objects": [{"Key": k, **({"ETag": etags[k]} if k in etags else {})}
+                                                           for k in chunk], "Quiet": True})
         finally:
             for k in chunk:
                 fs.invalidate_cache(by_key[k])
@@ -229,5 +239,5 @@ def _wrong(protocol: str, token: Any) -> str:
     return '"00000000000000000000000000000000"' if token != '"00000000000000000000000000000000"' else '"1"'
 
 
-__all__ = ["BATCH", "CONDITIONAL", "check_honoured", "delete", "delete_many", "listed_version", "put", "read", "refuse",
-           "supported"]
+__all__ = ["BATCH", "CONDITIONAL", "batches", "check_honoured", "delete", "delete_many", "listed_version", "put",
+           "read", "refuse", "supported"]

@@ -175,6 +175,30 @@ class RemoteLock:
         except CkptError:
             pass  # it expires by itself
 
+    def release_along(self, paths: list[str]) -> dict[str, str] | None:
+        """Delete ``paths`` (files of the locked directory) and release the lock in the same
+        batch request, its object deleted only at our version (S3's ``DeleteObjects``): what
+        :func:`ckptool.io.backends.remote_cas.delete_many` answers for ``paths``. None, nothing
+        deleted and the lock still held, where the store has no batch delete, or where this is
+        not the outermost hold (a caller up the stack still needs it). A lock the batch did not
+        delete is released as ever (or expires); a batch request that failed leaves it to expire,
+        with the journal its note carries. Either way ``__exit__`` then does nothing."""
+        with _mutex:
+            entry = _held.get(self.path)
+            if not remote_cas.batches(self.storage, [*paths, self.path]) or entry is None or entry[1] is not self \
+                    or entry[0] != 1:
+                return None
+            del _held[self.path]
+        self._stop.set()
+        if self._renewer is not None:
+            self._renewer.join()  # no renewal may change the version the batch deletes at
+        ours = not self.lost and self.inherited is None
+        failed = remote_cas.delete_many(self.storage, [*paths, self.path] if ours else paths,
+                                        {self.path: self._token} if ours else None) or {}
+        if ours and self.path in failed:
+            self.release()  # a refused key: deleted at our version, alone (or left to expire)
+        return {p: why for p, why in failed.items() if p != self.path}
+
     def __exit__(self, *exc: object) -> Literal[False]:
         with _mutex:
             entry = _held.get(self.path)

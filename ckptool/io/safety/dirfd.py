@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import stat as _stat
 import uuid
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ckptool.errors import CkptError, MissingError
 from ckptool.io.base import ANY
@@ -242,13 +242,14 @@ class PathDir:
     def unlink_if(self, name: str, expect: bytes) -> bool:
         return self.storage.remove_if(self.join(name), expect)
 
-    def unlink_many(self, names: list[str]) -> dict[str, BaseException | None] | None:
+    def unlink_many(self, names: list[str], release: Any = None) -> dict[str, BaseException | None] | None:
         """Delete ``names`` at once where the storage can (an object store's batch delete): name ->
-        None or the error; None when it cannot (the caller unlinks them one by one)."""
+        None or the error; None when it cannot (the caller unlinks them one by one). ``release``:
+        the lock held on this directory, released with them where the store can (``remove_many``)."""
         many = getattr(self.storage, "remove_many", None)
         if many is None:
             return None
-        got = many([self.join(n) for n in names])
+        got = many([self.join(n) for n in names], release)
         return {n: got[self.join(n)] for n in names}
 
     def rmtree(self, name: str) -> None:

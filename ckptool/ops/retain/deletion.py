@@ -107,6 +107,41 @@ def delete_checkpoint(d: Dir, listing: DirListing, base: str, failed: list[dict[
     return delete_files(d, files, failed, base + INDEX_SUFFIX)
 
 
+def delete_checkpoints(d: Dir, listing: DirListing, bases: list[str], failed: list[dict[str, str]],
+                       release: Any = None, progress: Callable[[int, int], None] | None = None,
+                       ) -> tuple[list[FileInfo], set[str]]:
+    """Delete the checkpoints ``bases``, each one's index (the commit marker) before its other
+    files: ``(files deleted, the bases not wholly gone)``. Where DIR deletes in batches (an object
+    store's ``unlink_many``), in two requests for them all: every index, then every other file of
+    those whose index went (or had none), with ``release`` (the lock held on DIR, whose object
+    carries the journal) released in that same request; else one checkpoint after another
+    (:func:`delete_checkpoint`)."""
+    many = getattr(d, "unlink_many", None)
+    markers = {b: f for b in bases for f in listing.files.get(b, []) if f.name == b + INDEX_SUFFIX}
+    got = many([f.name for f in markers.values()]) if many is not None and markers else None
+    done: list[FileInfo] = []
+    left: set[str] = set()
+    if got is None and (many is None or markers):  # no batch delete: one checkpoint at a time
+        for i, b in enumerate(bases):
+            ok_files, ok = delete_checkpoint(d, listing, b, failed)
+            done += ok_files
+            if not ok:
+                left.add(b)
+            if progress is not None:
+                progress(i + 1, len(bases))
+        return done, left
+    left = {b for b, f in markers.items() if not _gone(d, f, (got or {})[f.name], done, failed)}
+    owner = {f.name: b for b in bases if b not in left for f in listing.files.get(b, []) if f is not markers.get(b)}
+    rest = [f for b in bases for f in listing.files.get(b, []) if f.name in owner]
+    got = many(list(owner), release) if owner and many is not None else {}
+    for f in rest:
+        if not _gone(d, f, _unlink(d, f.name) if got is None else got[f.name], done, failed):
+            left.add(owner[f.name])
+    if progress is not None:
+        progress(len(bases), len(bases))
+    return done, left
+
+
 def delete_files(d: Dir, files: list[FileInfo], failed: list[dict[str, str]],
                  marker: str | None = None) -> tuple[list[FileInfo], bool]:
     """Delete one saved state's files in the order given, through DIR's descriptor: the
@@ -122,15 +157,20 @@ def delete_files(d: Dir, files: list[FileInfo], failed: list[dict[str, str]],
                 for g in files[i:]:
                     ok = _gone(d, g, got[g.name], done, failed) and ok
                 return done, ok
-        try:
-            d.unlink(f.name)
-        except (OSError, CkptError) as exc:
-            ok = _gone(d, f, exc, done, failed) and ok
-            if f.name == marker and not isinstance(exc, FileNotFoundError):
-                break
-            continue
-        done.append(f)
+        exc = _unlink(d, f.name)
+        ok = _gone(d, f, exc, done, failed) and ok
+        if exc is not None and f.name == marker and not isinstance(exc, FileNotFoundError):
+            break
     return done, ok
+
+
+def _unlink(d: Dir, name: str) -> BaseException | None:
+    """Unlink ``name`` of DIR: None, or why it could not go."""
+    try:
+        d.unlink(name)
+    except (OSError, CkptError) as exc:
+        return exc
+    return None
 
 
 def _gone(d: Dir, f: FileInfo, exc: BaseException | None, done: list[FileInfo], failed: list[dict[str, str]]) -> bool:
@@ -366,6 +406,6 @@ def update_state(d: Dir, compute: Callable[[bytes | None, CheckpointState | None
                        f"updating it (is a trainer saving every few milliseconds?); nothing deleted; run {who} again")
 
 
-__all__ = ["JOURNAL", "KEEP", "STATE_ATTEMPTS", "TEMP_MAX_AGE", "carried_clock", "delete_checkpoint", "delete_files",
-           "delete_temporaries", "keep_into", "latest_base", "newest_on_disk", "read_dir_state", "refuse_special",
-           "release", "update_state", "warn"]
+__all__ = ["JOURNAL", "KEEP", "STATE_ATTEMPTS", "TEMP_MAX_AGE", "carried_clock", "delete_checkpoint",
+           "delete_checkpoints", "delete_files", "delete_temporaries", "keep_into", "latest_base", "newest_on_disk",
+           "read_dir_state", "refuse_special", "release", "update_state", "warn"]

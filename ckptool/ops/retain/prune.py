@@ -48,6 +48,7 @@ from ckptool.ops.retain.deletion import (
     TEMP_MAX_AGE,
     carried_clock,
     delete_checkpoint,
+    delete_checkpoints,
     delete_temporaries,
     keep_into,
     read_dir_state,
@@ -325,6 +326,7 @@ def _apply(storage: Storage, d: Dir, listing: DirListing, state: CheckpointState
                               prove={b for b, how in plan.moves.items() if how == MOVE})
     moving = {b: k for b, k in placed.items() if plan.moves[b] == MOVE}
     gone = {e.name for e in decision.deleted if listing.files.get(e.name)}
+    doomed = [e.name for e in decision.deleted]
     space_first = False
     noted = planned is not None
     if (gone or moving) and not noted:
@@ -337,7 +339,7 @@ def _apply(storage: Storage, d: Dir, listing: DirListing, state: CheckpointState
     done: list[FileInfo] = []
     left: set[str] = set()
     if space_first:
-        done, left = _delete_all(d, listing, decision, res, progress)  # (3) before (2)
+        done, left = delete_checkpoints(d, listing, doomed, res.failed, progress=progress)  # (3) before (2)
 
     def compute(cur_raw: bytes | None, current: CheckpointState | None) -> object:
         if noted and cur_raw != planned:
@@ -351,33 +353,22 @@ def _apply(storage: Storage, d: Dir, listing: DirListing, state: CheckpointState
             if isinstance(exc, RefusedError) or not _disk_full(exc) or space_first or not decision.deleted:
                 raise
             space_first = True
-            done, left = _delete_all(d, listing, decision, res, progress)
+            done, left = delete_checkpoints(d, listing, doomed, res.failed, progress=progress)
             update_state(d, compute, "prune")
     except RefusedError:
         if (gone or moving) and not space_first and not noted:
             d.unlink(JOURNAL)
         raise
-    if not space_first:
-        done, left = _delete_all(d, listing, decision, res, progress)  # (3)
+    if not space_first:  # (3); planned first, the lock object (the journal) goes in the last request
+        st: Any = storage  # planned first: an object store's, which knows the lock it holds
+        held = st.held_lock(d.path) if noted else None
+        done, left = delete_checkpoints(d, listing, doomed, res.failed, held, progress)
     _, left_moves = release(storage, d, listing, moving, res.failed)  # (3) the DIR names of what moved
     describe(res, storage, plan, listing, placed, left, fresh)
     res.bytes_freed = freed_bytes(done)
     if (gone or moving) and not (noted and not left and not left_moves):  # the lock's journal goes with it
-        end_journal(d, left, {b: moving[b] for b in sorted(left_moves)})
-
-
-def _delete_all(d: Dir, listing: DirListing, decision: R.Decision, res: PruneResult,
-                progress: Callable[[int, int], None] | None = None) -> tuple[list[FileInfo], set[str]]:
-    done: list[FileInfo] = []
-    left: set[str] = set()
-    for i, e in enumerate(decision.deleted):
-        ok_files, ok = delete_checkpoint(d, listing, e.name, res.failed)
-        done += ok_files
-        if not ok:
-            left.add(e.name)
-        if progress is not None:
-            progress(i + 1, len(decision.deleted))
-    return done, left
+        with lock_open(storage, d, timeout=DEFAULT_TIMEOUT) if noted else contextlib.nullcontext():
+            end_journal(d, left, {b: moving[b] for b in sorted(left_moves)})  # (the lock may have gone with (3))
 
 
 def _directory(storage: Storage | None, directory: str) -> tuple[Storage, str]:
