@@ -3,10 +3,11 @@
 stay a few whatever the depth of the tree; the answers are those of the same tree on a local disk.
 
 moto's S3 server counts every request (conftest.Counter). Per run of 3 checkpoints: its state
-file, and for prune its 3 indexes (whether each ``.index`` parses decides which checkpoints are
-whole; du needs none: the listing gives the sizes); the ``.ckptool.toml`` files once for the
-fleet (those above ROOT looked up once per command: policy files are read up to the bucket's
-root), one listing per 1,000 objects.
+file, and for prune the indexes of what it keeps (whether each ``.index`` parses decides which
+checkpoints are whole; du needs none: the listing gives the sizes), and for a prune that deletes
+the lock's PUT, the state's conditional PUT and 2 deletion requests (the lock released in the
+second); the ``.ckptool.toml`` files once for the fleet (those above ROOT looked up once per
+command: policy files are read up to the bucket's root), one listing per 1,000 objects.
 """
 
 from __future__ import annotations
@@ -265,6 +266,7 @@ def test_fleet_on_gcs_lists_once_and_matches_local(run, gs, gcs_server, tmp_path
         # command asks once (the listing, the policies, the lookups above ROOT, the conditions' check)
         dels = [s for s in seen if s.startswith("DELETE") and ".ckptool" not in s]
         assert len(dels) == 50 and not [s for s in seen if ".ckptool-prune-pending" in s], seen
+        print(f"gcs prune: {len(seen)} requests, {len(dels)} deletions, {(len(seen) - len(dels)) / RUNS:.2f} a run")
         assert len(seen) - len(dels) <= 6 * RUNS + 10, len(seen)
 
 

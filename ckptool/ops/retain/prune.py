@@ -11,14 +11,16 @@ Decisions come from the pure engine (:mod:`ckptool.ops.retain.retention`) throug
 - the latest checkpoint is never deleted; a plan that would leave none is refused;
 - the order on disk is explicit: (1) the journal ``DIR/.ckptool-prune-pending`` names
   what will go, (2) the state file is replaced (re-read and merged just before, so a
-  writer's new entries stay), (3) each checkpoint's files go, index first. On a full
-  disk (1) is skipped and (3) comes before (2): space first, then a valid state file;
+  writer's new entries stay), (3) each checkpoint's files go, index first (on an object store
+  with a batch delete: every index, then every other file). On a full disk (1) is skipped and
+  (3) comes before (2): space first, then a valid state file;
 - a file that cannot be deleted is reported (``failed``), the others still go, and it
   stays in the journal, which later runs retry without failing on it;
 - the directory lock (:mod:`ckptool.io.control.lock`) keeps a save and a prune apart;
 - ``prune --recursive`` on an object store plans a run before its lock (:func:`_planned_first`):
   the lock object carries the journal, and the state file's conditional write compares against
-  the version the listing read; a run with nothing to do takes no lock and writes nothing.
+  the version the listing read; the lock object goes with the last batch of (3); a run with
+  nothing to do takes no lock and writes nothing.
 """
 
 from __future__ import annotations
@@ -229,11 +231,12 @@ def _plans_first(storage: Storage, d: Dir) -> bool:
 
 def _planned_first(storage: Storage, d: Dir, policy: R.Policy, lock_timeout: float | None,
                    **kw: Any) -> PruneResult:
-    """A prune planned before its lock (:func:`_plans_first`), in 4 requests beside the indexes of
-    what it keeps, its deletions included as before: nothing to do takes no lock and writes
-    nothing; else the lock object is written carrying the journal (what is about to go), the
-    state file replaced conditionally on the version the plan read (changed since: the run is
-    planned again under the lock, as :func:`run`), the checkpoints deleted, the lock deleted.
+    """A prune planned before its lock (:func:`_plans_first`), in 3 requests beside the indexes of
+    what it keeps and its deletions: nothing to do takes no lock and writes nothing; else the lock
+    object is written carrying the journal (what is about to go), the state file replaced
+    conditionally on the version the plan read (changed since: the run is planned again under the
+    lock, as :func:`run`), the checkpoints deleted, the lock object with their last batch where the
+    store has one (:func:`ckptool.ops.retain.deletion.delete_checkpoints`), else on its own.
     Killed anywhere, the next deleting command takes the expired lock over and finishes the
     journal it carries (:func:`ckptool.ops.retain.journal.finish_journal`). A lock found taken,
     moves into kept/ or TF1's clock: :func:`run` under the lock."""
