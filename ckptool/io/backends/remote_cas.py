@@ -30,6 +30,7 @@ from ckptool.io.backends.remote_files import request_errors
 CONDITIONAL = ("s3", "s3a", "gs", "gcs", "memory")
 
 _MEMORY = threading.Lock()
+_PROVING = threading.Lock()
 _honoured: dict[tuple[int, str], bool] = {}  # (id of the filesystem, bucket) -> the probe's answer
 
 
@@ -223,14 +224,16 @@ def check_honoured(st: Any, path: str, data: bytes, token: Any) -> None:
         return
     bucket = st.fs.split_path(path)[0]
     key = (id(st.fs), bucket)
-    if _honoured.get(key):
-        return
-    if put(st, path, data, None) is not None or put(st, path, data, _wrong(st.protocol, token)) is not None:
+    with _PROVING:  # runs pruned at once: one proves it, the others wait for its answer
+        if _honoured.get(key):
+            return
+        if put(st, path, data, None) is None and put(st, path, data, _wrong(st.protocol, token)) is None:
+            _honoured[key] = True
+            return
         _honoured[key] = False
         raise RefusedError(f"{path}: this {st.protocol}:// store accepts conditional writes but does not honour "
                            "them (a write 'only if absent' replaced an existing object), so two processes could "
                            "overwrite each other's state file; refusing")
-    _honoured[key] = True
 
 
 def _wrong(protocol: str, token: Any) -> str:
