@@ -98,11 +98,34 @@ def test_fleet_reads_list_once_and_match_local(run, fleet, argv):
 def test_fleet_verify_recursive_matches_local(run, fleet):
     local, url, counter = fleet
     same_output(run, str(local), url, "verify", "{}", "--recursive")
+    same_output(run, str(local), url, "verify", "{}", "--recursive", "--json")
     log, _ = _requests(counter, run, "verify", url, "--recursive")
     inside = [r for r in log if r not in _outside(log, url)]
     assert sum("list-type=2" in r["query"] for r in inside) == 1 and not [r for r in inside if r["method"] == "HEAD"]
     # beyond the du reads, each run's 3 data files: the bytes verify checks
     assert len(log) <= 8 * RUNS
+
+
+def test_fleet_verify_recursive_reports_damage_in_order_as_locally(run, s3, tmp_path):
+    """Small checkpoints are checked many at once on an object store; the report is the local one,
+    line for line: a flipped byte, a truncated data file and a missing index, each where it is."""
+    fs, root, _ = s3
+    local = _fleet(tmp_path, fs, f"{root}/clean")
+    for rel, how in (("team1/run05/ckpt-4.data-00000-of-00001", "flip"), ("team2/run10/ckpt-5.data-00000-of-00001",
+                                                                          "cut"), ("team3/run15/ckpt-3.index", "rm")):
+        p = local / rel
+        if how == "rm":
+            p.unlink()
+        else:
+            b = bytearray(p.read_bytes())
+            b[-1 if how == "flip" else 0] ^= 1
+            p.write_bytes(bytes(b[: len(b) // 2] if how == "cut" else b))
+    url = f"{root}/damaged"
+    upload(fs, local, url)
+    lo, ro = same_output(run, str(local), url, "verify", "{}", "--recursive", "--json", code=1)
+    doc = json.loads(lo)
+    assert doc["damaged"] == 2 and [r["prefix"] for r in doc["results"]] == sorted(r["prefix"] for r in doc["results"])
+    same_output(run, str(local), url, "verify", "{}", "--recursive", code=1)
 
 
 def _deletions(log: list[dict]) -> list[dict]:

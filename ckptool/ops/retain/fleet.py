@@ -231,9 +231,8 @@ def _prune_tree(root: str, storage: Storage, *, max_to_keep: Any, keep_every_n_h
         return effs
 
     def prune_all(dirs: list[tuple[int, Dir]], effs: dict[int, Any]) -> None:
-        """The runs of ``dirs`` with a policy pruned: one after another where the walk holds them open
-        (a local disk), :data:`RUN_JOBS` at a time on an object store (each its own directory, lock and
-        state file; the answer in walk order either way)."""
+        """The runs of ``dirs`` with a policy pruned: one by one where the walk holds them open (a local
+        disk), :data:`RUN_JOBS` at a time on an object store; the answers in walk order either way."""
         if -1 in effs:
             effs.pop(-1).result()  # its reads are in (a failed one is read where it is used)
         todo = [(i, d) for i, d in dirs if effs.get(i) is not None]
