@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ckptool.format import dtypes
+from ckptool.format.tensor_proto import FIELD_NUMBERS
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
@@ -35,19 +36,17 @@ if TYPE_CHECKING:
 SMALL_RECORD = 1 << 16
 MAX_DEPTH = 100  # nested groups in an unknown field: the runtime's recursion limit
 _HALF, _BFLOAT16 = dtypes.BY_NAME["float16"].value, dtypes.BY_NAME["bfloat16"].value
-#: ScalarTensor's repeated numeric fields: number -> (wire type unpacked, width or 0 for varints)
-_TYPED = {13: (0, 0), 5: (5, 4), 6: (1, 8), 7: (0, 0), 10: (0, 0), 11: (0, 0), 16: (0, 0), 17: (0, 0)}
-#: The numbers of those fields (tensor.proto), by name (:data:`ckptool.format.dtypes.PROTO_FIELDS`)
-_FIELD_NUMBERS = {"half_val": 13, "float_val": 5, "double_val": 6, "int_val": 7, "int64_val": 10, "bool_val": 11,
-                  "uint32_val": 16, "uint64_val": 17}
+#: ScalarTensor's repeated numeric fields: number (:data:`ckptool.format.tensor_proto.FIELD_NUMBERS`)
+#: -> (wire type unpacked, width or 0 for varints)
+_TYPED = {FIELD_NUMBERS[name]: spec for name, spec in (
+    ("half_val", (0, 0)), ("float_val", (5, 4)), ("double_val", (1, 8)), ("int_val", (0, 0)), ("int64_val", (0, 0)),
+    ("bool_val", (0, 0)), ("uint32_val", (0, 0)), ("uint64_val", (0, 0)))}
 #: The numeric dtypes a scalar summary may have: dtype enum -> (struct format of one element in
 #: tensor_content, the typed TensorProto field TF fills)
 SCALAR_DTYPES = {dtypes.BY_NAME[name].value: (fmt, dtypes.PROTO_FIELDS[name]) for name, fmt in (
     ("float32", "<f"), ("float64", "<d"), ("int32", "<i"), ("uint8", "<B"), ("int16", "<h"), ("int8", "<b"),
     ("int64", "<q"), ("bool", "<?"), ("uint16", "<H"), ("float16", "<e"), ("bfloat16", "<H"), ("uint32", "<I"),
     ("uint64", "<Q"))}
-#: dtype enum -> (struct format of one element in tensor_content, the typed field's number)
-_DTYPES = {value: (fmt, _FIELD_NUMBERS[field]) for value, (fmt, field) in SCALAR_DTYPES.items()}
 _LONG_VARINT = re.compile(rb"[\x80-\xff]{10}")
 _HIGH = bytes(range(0x80, 0x100))
 
@@ -214,29 +213,29 @@ class _Tensor:
 
     def value(self) -> float | None:
         """As :func:`ckptool.format.events.tensor_scalar`: the value of a one-element numeric tensor."""
-        spec = _DTYPES.get(self.dtype)
+        spec = SCALAR_DTYPES.get(self.dtype)
         if spec is None or self.unknown_rank or self.count != 1:
             return None
-        fmt, num = spec
+        fmt, field = spec
         if self.content is not None and len(self.content):
             if len(self.content) != struct.calcsize(fmt):
                 return None
             (value,) = struct.unpack(fmt, self.content)
         else:
-            count, first = self.typed.get(num, (0, None))
+            count, first = self.typed.get(FIELD_NUMBERS[field], (0, None))
             if count != 1 or first is None:
                 return None
-            if num == 5:
+            if field == "float_val":
                 (value,) = struct.unpack("<f", first)
-            elif num == 6:
+            elif field == "double_val":
                 (value,) = struct.unpack("<d", first)
-            elif num in (7, 13):
+            elif field in ("int_val", "half_val"):
                 value = _signed(int(first), 32)
-            elif num == 10:
+            elif field == "int64_val":
                 value = _signed(int(first), 64)
-            elif num == 11:
+            elif field == "bool_val":
                 value = bool(first)
-            elif num == 16:
+            elif field == "uint32_val":
                 value = int(first) & 0xFFFFFFFF
             else:
                 value = int(first)

@@ -13,13 +13,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ckptool.errors import CorruptError
-from ckptool.format import dtypes
+from ckptool.format import dtypes, tensor_proto
 from ckptool.format.coding import decode_varint
 from ckptool.format.keras_metadata import proto_fields
 
 #: the largest saved_model.pb read (its graph and functions; the weights are in variables/)
 SAVED_MODEL_LIMIT = 256 << 20
-_STRING, _INT32, _INT64 = (dtypes.BY_NAME[n].value for n in ("string", "int32", "int64"))  # the one dtype table
+#: The dtypes of the constants decoded (a lookup table's keys and values): their enum values
+_DECODED = tuple(dtypes.BY_NAME[n].value for n in ("string", "int32", "int64"))  # a tuple: a dtype field may be bytes
 
 
 def _text(v: int | memoryview, where: str) -> str:
@@ -34,8 +35,9 @@ def _msg(v: int | memoryview, where: str) -> list[tuple[int, int | memoryview]]:
     return proto_fields(v, where)
 
 
-def _ints(v: int | memoryview, where: str) -> list[int]:
-    """A repeated integer field's values (one varint, or packed), as signed 64-bit integers."""
+def _ints(v: int | memoryview, where: str, bits: int = 64) -> list[int]:
+    """A repeated integer field's values (one varint, or packed), as signed integers of ``bits``
+    bits (a wider varint truncated, as the protobuf runtime reads an int32 field)."""
     if isinstance(v, int):
         raw = [v]
     else:
@@ -43,7 +45,8 @@ def _ints(v: int | memoryview, where: str) -> list[int]:
         while pos < len(v):
             x, pos = decode_varint(v, pos, len(v), what=where)
             raw.append(x)
-    return [x - (1 << 64) if x >= 1 << 63 else x for x in raw]
+    mask, sign = (1 << bits) - 1, 1 << (bits - 1)
+    return [(x & mask) - ((x & sign) << 1) for x in raw]
 
 
 @dataclass
@@ -150,9 +153,10 @@ def parse(data: bytes, where: str = "saved_model.pb") -> SavedObjects:
 
 def tensor_value(buf: memoryview, where: str) -> list[Any] | None:
     """A ``TensorProto``'s values, flattened: strings as ``bytes``, int32/int64 as ints; None for
-    another dtype."""
+    another dtype. Decoded as TensorFlow reads a graph constant (:func:`ckptool.format.tensor_proto.decode`,
+    :attr:`~ckptool.format.tensor_proto.Fill.REPEAT_LAST`)."""
     fields = proto_fields(buf, where)
-    dtype = next((v for n, v in fields if n == 1), 0)
+    value = next((v for n, v in fields if n == 1), 0)
     size = 1
     for n, v in fields:
         if n == 2:
@@ -160,23 +164,20 @@ def tensor_value(buf: memoryview, where: str) -> list[Any] | None:
                 if k == 2:
                     dim = dict(_msg(d, where)).get(1, 0)
                     size *= dim if isinstance(dim, int) else 0
-    if dtype == _STRING:
-        vals: list[Any] = [bytes(v) for n, v in fields if n == 8 and isinstance(v, memoryview)]
-    elif dtype in (_INT32, _INT64):
-        content = next((v for n, v in fields if n == 4), None)
-        if isinstance(content, memoryview) and len(content):
-            width = 4 if dtype == _INT32 else 8
-            if len(content) != size * width:
-                raise CorruptError(f"{where}: tensor_content of {len(content)} bytes for {size} values")
-            return [int.from_bytes(content[i:i + width], "little", signed=True) for i in range(0, len(content), width)]
-        vals = [x for n, v in fields if n == (7 if dtype == _INT32 else 10) for x in _ints(v, where)]
-    else:
+    if value not in _DECODED:
         return None
-    if len(vals) < size and vals and dtype != _STRING:
-        vals += [vals[-1]] * (size - len(vals))  # TensorFlow repeats the last value to fill the shape
-    if len(vals) != size:
-        raise CorruptError(f"{where}: {len(vals)} values for a tensor of {size}")
-    return vals
+    dtype = dtypes.BY_VALUE[value]
+    field = dtypes.PROTO_FIELDS[dtype.name]
+    number = tensor_proto.FIELD_NUMBERS[field]
+    content: memoryview | bytes = b""
+    if field == "string_val":  # read from string_val alone
+        vals: list[Any] = [v for n, v in fields if n == number and isinstance(v, memoryview)]
+    else:
+        first = next((v for n, v in fields if n == 4), None)  # tensor_content
+        content = first if isinstance(first, memoryview) else b""
+        vals = [x for n, v in fields if n == number for x in _ints(v, where, 8 * dtype.itemsize)]
+    out: list[Any] = tensor_proto.decode(dtype, (size,), content, vals, where, tensor_proto.Fill.REPEAT_LAST).tolist()
+    return out
 
 
 __all__ = ["SAVED_MODEL_LIMIT", "SavedObjects", "parse", "tensor_value"]

@@ -15,22 +15,14 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from ckptool.errors import CorruptError, UnsupportedError
-from ckptool.format import dtypes
+from ckptool.format import dtypes, tensor_proto
 from ckptool.format.bundle import shape_from_proto, slice_from_proto
 from ckptool.format.coding import BytesLike
-from ckptool.format.entry import numel
 from ckptool.format.protos.tensor_bundle_pb2 import SavedTensorSlices, TensorProto
 from ckptool.format.slices import Slice
 
 V1_CONSUMER = 1
 
-#: TensorProto typed field (:data:`ckptool.format.dtypes.PROTO_FIELDS`) -> numpy dtype of its
-#: elements (tensor.proto; None: bytes)
-_ELEMENTS = {
-    "float_val": "<f4", "double_val": "<f8", "int_val": "<i4", "half_val": "<i4", "int64_val": "<i8",
-    "bool_val": "?", "scomplex_val": "<f4", "dcomplex_val": "<f8", "uint32_val": "<u4", "uint64_val": "<u8",
-    "string_val": None,
-}
 #: The dtypes TF 1's V1 writer never stores, though a TensorProto field could hold them.
 _NOT_V1 = frozenset({"bfloat16"})
 
@@ -76,31 +68,10 @@ def parse_slice(value: BytesLike, where: str) -> tuple[str, Any, Any]:
 
 
 def decode_tensor_proto(tp: TensorProto, dtype: dtypes.DType, shape: tuple[int, ...], where: str) -> np.ndarray:
-    n = numel(shape)
-    if tp.tensor_content:
-        if not dtype.is_fixed:
-            raise CorruptError(f"{where}: tensor_content set for dtype {dtype.name}")
-        if len(tp.tensor_content) != n * dtype.itemsize:
-            raise CorruptError(f"{where}: tensor_content holds {len(tp.tensor_content)} bytes, expected "
-                               f"{n * dtype.itemsize}")
-        return np.frombuffer(tp.tensor_content, dtype=dtype.numpy).copy().reshape(shape)
+    """A V1 slice's values (:func:`ckptool.format.tensor_proto.decode`): every element written, a
+    count that is not the slice's is damage; no bfloat16 (TF 1's V1 writer never stores one)."""
     field = dtypes.PROTO_FIELDS.get(dtype.name)
-    if field is None or dtype.name in _NOT_V1:
+    if not tp.tensor_content and (field is None or dtype.name in _NOT_V1):
         raise UnsupportedError(f"{where}: dtype {dtype.name} cannot be stored in a V1 checkpoint")
-    elem = _ELEMENTS[field]
-    values = getattr(tp, field)
-    count = n * (2 if dtype.name.startswith("complex") else 1)
-    if len(values) != count:
-        raise CorruptError(f"{where}: holds {len(values)} values, its slice needs {count}")
-    if field == "string_val":
-        out = np.empty(n, dtype=object)
-        for i, v in enumerate(values):
-            out[i] = bytes(v)
-        return out.reshape(shape)
-    raw = np.array(values, dtype=elem)
-    if dtype.name == "float16":
-        return raw.astype(np.uint16).view(np.float16).reshape(shape)
-    if dtype.name.startswith("complex"):
-        return raw.view(dtype.numpy).reshape(shape)
-    return raw.astype(dtype.numpy.fields[dtype.name][0] if dtype.numpy.fields else dtype.numpy) \
-        .view(dtype.numpy).reshape(shape)
+    values = getattr(tp, field) if field is not None else ()
+    return tensor_proto.decode(dtype, shape, tp.tensor_content, values, where, tensor_proto.Fill.EXACT)
