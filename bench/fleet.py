@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -81,14 +82,17 @@ class Store:
         self.proc.wait()
 
 
-def ckptool(argv: list[str], env: dict) -> tuple[float, str]:
+def ckptool(argv: list[str], env: dict) -> tuple[float, str, float]:
+    """``(wall seconds, stdout, CPU seconds)`` of one ``ckptool`` process."""
+    cpu = resource.getrusage(resource.RUSAGE_CHILDREN)  # the store, still running, is not counted
     t = time.perf_counter()  # run from the measured checkout (``-m`` puts the working directory first)
     p = subprocess.run([sys.executable, "-m", "ckptool", *argv], env=env, capture_output=True, text=True,
                        cwd=env["PYTHONPATH"].split(os.pathsep)[0])
     dt = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if p.returncode != 0:
         raise SystemExit(f"ckptool {' '.join(argv)}: exit {p.returncode}: {p.stderr.strip()[:500]}")
-    return dt, p.stdout
+    return dt, p.stdout, after.ru_utime + after.ru_stime - cpu.ru_utime - cpu.ru_stime
 
 
 def comparable(text: str, spelled: str, as_: str) -> object:
@@ -146,24 +150,25 @@ def measure_command(name: str, n: int, built: str, copies: dict, store: Store, e
     best_local = best_store = None
     for _ in range(repeat):
         local = fresh(built, copies["local"]) if deletes else built
-        lt, lo = ckptool([a.format(local) for a in argv], env)
+        lt, lo, _ = ckptool([a.format(local) for a in argv], env)
         if best_local is None or lt < best_local[0]:
             best_local = (lt, lo, local, tree(local) if deletes else None)
         if deletes:
             fresh(built, copies["store"])
         store.stats("POST")
-        rt, ro = ckptool([a.format(url) for a in argv], env)
+        rt, ro, rcpu = ckptool([a.format(url) for a in argv], env)
         st = store.stats()
         if best_store is None or rt < best_store[0]:
-            best_store = (rt, ro, st, tree(copies["store"]) if deletes else None)
-    (lt, lo, local, ltree), (rt, ro, st, rtree) = best_local, best_store
+            best_store = (rt, ro, st, tree(copies["store"]) if deletes else None, rcpu)
+    (lt, lo, local, ltree), (rt, ro, st, rtree, rcpu) = best_local, best_store
     same = comparable(ro, url, local) == comparable(lo, local, local)
     req, dels = st["requests"], st["deletes"]
     row = {"runs": n, "command": name, "local_s": lt, "store_s": rt, "requests": req, "requests_per_run": req / n,
-           "deletes": dels, "gets": st["gets"], "puts": st["puts"], "deleted": st["deleted"], "same": same,
+           "store_cpu_s": rcpu, "deletes": dels, "gets": st["gets"], "puts": st["puts"], "deleted": st["deleted"],
+           "same": same,
            "trees_same": None if ltree is None else ltree == rtree,
            "files_left": None if ltree is None else len(ltree)}
-    print(f"{n:>6} runs  {name:<16} local {lt:7.2f} s   store {rt:7.2f} s   {req:>6} requests "
+    print(f"{n:>6} runs  {name:<16} local {lt:7.2f} s   store {rt:7.2f} s (CPU {rcpu:.2f} s)   {req:>6} requests "
           f"({req / n:.2f} a run: {(req - dels) / n:.2f} + {dels / n:.2f} deletion requests; "
           f"GET {st['gets']}, PUT {st['puts']}, keys deleted {st['deleted']})   output {'equal' if same else 'DIFFERS'}"
           + ("" if ltree is None else f", trees {'alike' if ltree == rtree else 'DIFFER'} ({len(ltree)} files)"),
