@@ -5,14 +5,28 @@
 
 Serves the directory ROOT as buckets (``ROOT/<bucket>/<key>``) on 127.0.0.1,
 speaking enough of S3 for s3fs: HeadBucket, HeadObject, GetObject (whole or
-one ``Range: bytes=a-b``), ListObjectsV2 (prefix, delimiter, paging). Every
-object response waits ``--latency`` seconds before its first byte (S3's
-first-byte latency) and then sends at most ``--rate-mib`` MiB/s on its
-connection (S3's per-connection throughput); with ``--every-request`` HEADs and listings wait
-too (the fleet rows: a request's cost, whatever it asks); bytes come from the files
-(``sendfile``), so the server is never the bottleneck. It counts what it
-serves: ``GET /__stats__`` answers ``{"requests", "gets", "bytes",
-"max_in_flight"}`` (GETs of objects being answered at once) and
+one ``Range: bytes=a-b``), ListObjectsV2 (prefix, delimiter, paging), and the
+writes ckptool's prune sends (ckptool/io/backends/remote_cas.py): PutObject
+(the whole body; ``If-None-Match: *``: 412 PreconditionFailed when the key
+exists; ``If-Match: ETAG``: 412 when it is absent or at another ETag),
+DeleteObject (``If-Match`` as PutObject's; else 204, also when absent) and
+DeleteObjects (``POST /<bucket>?delete``, a key's ``<ETag>`` its condition: an
+``<Error>`` PreconditionFailed for that key; Quiet or not). Writes go to the
+files under ROOT (a temporary file outside the buckets, then ``os.replace``); a
+write's condition is checked and the write done under one server lock, so two
+conditional writes of a key never both win. An object's ETag is the md5 of its
+path, size and modification time in ns, which each write sets past the last
+write's, so it changes on every write (the same in PutObject's answer, HEAD,
+GET and listings). Every object response waits ``--latency`` seconds before its
+first byte (S3's first-byte latency) and then sends at most ``--rate-mib`` MiB/s
+on its connection (S3's per-connection throughput); with ``--every-request``
+HEADs, listings and writes wait too (the fleet rows: a request's cost, whatever
+it asks); bytes come from the files (``sendfile``), so the server is never the
+bottleneck. It counts what it serves: ``GET /__stats__`` answers
+``{"requests", "gets", "puts", "deletes", "deleted", "bytes",
+"max_in_flight"}`` (``requests``: every request but these; ``deletes``:
+DeleteObject and DeleteObjects requests, ``deleted`` the keys they removed;
+``max_in_flight``: GETs of objects being answered at once) and
 ``POST /__stats__`` resets the counts. Loopback only. Prints its port on
 stdout, then serves until killed.
 """
@@ -26,8 +40,10 @@ import json
 import os
 import re
 import sys
+import tempfile
 import threading
 import time
+import xml.etree.ElementTree as ET
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote, urlsplit
 from xml.sax.saxutils import escape
@@ -35,6 +51,7 @@ from xml.sax.saxutils import escape
 NS = "http://s3.amazonaws.com/doc/2006-03-01/"
 RANGE = re.compile(r"bytes=(\d+)-(\d*)$")
 SLICE = 256 << 10  # bytes sent between pacing checks
+TMP = ".s3server-tmp"  # ROOT/TMP: writes' temporary files, outside every bucket's listing
 
 
 class Stats:
@@ -44,10 +61,11 @@ class Stats:
 
     def reset(self) -> None:
         self.requests = self.gets = self.bytes = self.max_in_flight = self.in_flight = 0
+        self.puts = self.deletes = self.deleted = 0
 
     def doc(self) -> dict:
-        return {"requests": self.requests, "gets": self.gets, "bytes": self.bytes,
-                "max_in_flight": self.max_in_flight}
+        return {"requests": self.requests, "gets": self.gets, "puts": self.puts, "deletes": self.deletes,
+                "deleted": self.deleted, "bytes": self.bytes, "max_in_flight": self.max_in_flight}
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -88,40 +106,189 @@ class Handler(BaseHTTPRequestHandler):
             return None
         return path
 
-    def _drain(self) -> None:
-        n = int(self.headers.get("Content-Length") or 0)
-        if n:
-            self.rfile.read(n)
+    def _body(self) -> bytes:
+        """The request's body (a botocore that frames it as ``aws-chunked``: unframed)."""
+        data = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if "aws-chunked" not in (self.headers.get("Content-Encoding") or ""):
+            return data
+        out, pos = bytearray(), 0
+        while True:  # "<hex size>[;chunk-signature=...]\r\n<bytes>\r\n" ..., "0\r\n" then trailers
+            eol = data.index(b"\r\n", pos)
+            n = int(data[pos:eol].split(b";")[0], 16)
+            if not n:
+                return bytes(out)
+            out += data[eol + 2:eol + 2 + n]
+            pos = eol + 4 + n
+
+    def _wait(self) -> None:
+        if self.server.every_request:
+            time.sleep(self.server.latency)
+
+    # -- writes ---------------------------------------------------------------
+
+    def _target(self, bucket: str, key: str) -> str | None:
+        """Where key ``key`` of ``bucket`` lives (None: no such bucket, or a key that is no file's name)."""
+        base = os.path.join(self.server.root, bucket)
+        path = os.path.realpath(os.path.join(base, key))
+        if not bucket or bucket == TMP or not os.path.isdir(base) or not key or key.endswith("/") \
+                or not path.startswith(os.path.realpath(base) + os.sep):
+            return None
+        return path
+
+    def _no_target(self, bucket: str) -> None:
+        if bucket and bucket != TMP and os.path.isdir(os.path.join(self.server.root, bucket)):
+            self._error(400, "InvalidRequest")  # the bucket itself, or a key that names no file
+        else:
+            self._error(404, "NoSuchBucket")
+
+    @staticmethod
+    def _same(tag: str, etag: str) -> bool:
+        return tag.strip().removeprefix("W/").strip('"') == etag.strip('"')
+
+    def _refused(self, path: str, if_match: str | None, if_none_match: str | None) -> bool:
+        """Whether the object at ``path`` fails the request's conditions (call under the write lock)."""
+        etag = self._etag(path)
+        if if_none_match is not None and (if_none_match.strip() != "*" or etag is not None):
+            return True  # only "*" is S3's: "only if there is none"
+        return if_match is not None and (etag is None or not self._same(if_match, etag))
+
+    def _etag(self, path: str) -> str | None:
+        try:
+            return self._meta(path, os.stat(path))["ETag"]
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+
+    def _put_file(self, path: str, data: bytes) -> str:
+        """Write ``data`` at ``path`` (under the write lock), its modification time past the last
+        write's (so its ETag is new); its ETag."""
+        srv = self.server
+        tmp_dir = os.path.join(srv.root, TMP)
+        os.makedirs(tmp_dir, exist_ok=True)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=tmp_dir)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            srv.last_ns = max(time.time_ns(), srv.last_ns + 1)
+            os.utime(tmp, ns=(srv.last_ns, srv.last_ns))
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+        return self._meta(path, os.stat(path))["ETag"]
+
+    def _remove(self, path: str) -> bool:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            return False
+        with self.server.stats.lock:
+            self.server.stats.deleted += 1
+        return True
+
+    def do_PUT(self) -> None:
+        self._count("puts")
+        data = self._body()
+        self._wait()
+        bucket, key, _ = self._split()
+        path = self._target(bucket, key)
+        if path is None:
+            self._no_target(bucket)
+            return
+        with self.server.write_lock:
+            if self._refused(path, self.headers.get("If-Match"), self.headers.get("If-None-Match")):
+                refused = True
+            else:
+                refused, etag = False, self._put_file(path, data)
+        if refused:
+            self._error(412, "PreconditionFailed")
+            return
+        self._send(200, headers={"ETag": etag})
+
+    def do_DELETE(self) -> None:
+        self._count("deletes")
+        self._body()
+        self._wait()
+        bucket, key, _ = self._split()
+        path = self._target(bucket, key)
+        if path is None:
+            self._no_target(bucket)
+            return
+        with self.server.write_lock:
+            refused = self._refused(path, self.headers.get("If-Match"), None)
+            if not refused:
+                self._remove(path)
+        if refused:
+            self._error(412, "PreconditionFailed")
+            return
+        self._send(204)
+
+    def _delete_objects(self, bucket: str, body: bytes) -> None:
+        """DeleteObjects: ``<Delete><Quiet>?<Object><Key><ETag>?</Object>...</Delete>``."""
+        try:
+            doc = ET.fromstring(body)
+        except ET.ParseError:
+            self._error(400, "MalformedXML")
+            return
+        local = {el: el.tag.rsplit("}", 1)[-1] for el in doc.iter()}
+        quiet = any(local[el] == "Quiet" and (el.text or "").strip().lower() == "true" for el in doc)
+        objects = []
+        for el in doc:
+            if local[el] == "Object":
+                fields = {local[c]: c.text or "" for c in el}
+                objects.append((fields.get("Key", ""), fields.get("ETag")))
+        out = [f'<?xml version="1.0" encoding="UTF-8"?><DeleteResult xmlns="{NS}">']
+        with self.server.write_lock:
+            for key, etag in objects:
+                path = self._target(bucket, key)
+                if path is None or self._refused(path, etag, None):
+                    code = "PreconditionFailed" if path is not None else "InvalidRequest"
+                    out.append(f"<Error><Key>{escape(key)}</Key><Code>{code}</Code><Message>{code}</Message></Error>")
+                    continue
+                self._remove(path)
+                if not quiet:
+                    out.append(f"<Deleted><Key>{escape(key)}</Key></Deleted>")
+        out.append("</DeleteResult>")
+        self._send(200, "".join(out).encode())
 
     # -- methods --------------------------------------------------------------
 
     def do_POST(self) -> None:
-        self._drain()
         if self.path.startswith("/__stats__"):
+            self._body()
             with self.server.stats.lock:
                 self.server.stats.reset()
             self._send(200, b"{}", "application/json")
             return
-        self._error(501, "NotImplemented")
-
-    def do_PUT(self) -> None:
-        self._drain()
-        self._error(501, "NotImplemented")  # read-only: the bench reads
+        bucket, key, query = self._split()
+        self._count("deletes" if "delete" in query and not key else None)
+        body = self._body()
+        self._wait()
+        if key or "delete" not in query:
+            self._error(501, "NotImplemented")
+            return
+        if not os.path.isdir(os.path.join(self.server.root, bucket)) or bucket == TMP:
+            self._error(404, "NoSuchBucket")
+            return
+        self._delete_objects(bucket, body)
 
     def do_HEAD(self) -> None:
         self._count()
-        if self.server.every_request:
-            time.sleep(self.server.latency)
+        self._wait()
         bucket, key, _ = self._split()
         if not key:
             ok = os.path.isdir(os.path.join(self.server.root, bucket))
             self._send(200 if ok else 404, head=True)
             return
         path = self._file(bucket, key)
-        if path is None:
+        try:
+            st = os.stat(path) if path is not None else None
+        except FileNotFoundError:  # deleted since
+            st = None
+        if path is None or st is None:
             self._error(404, "NoSuchKey", head=True)
             return
-        st = os.stat(path)
         self.send_response(200)
         for k, v in self._meta(path, st).items():
             self.send_header(k, v)
@@ -145,9 +312,11 @@ class Handler(BaseHTTPRequestHandler):
             return
         self._object(path)
 
-    def _count(self) -> None:
+    def _count(self, kind: str | None = None) -> None:
         with self.server.stats.lock:
             self.server.stats.requests += 1
+            if kind is not None:
+                setattr(self.server.stats, kind, getattr(self.server.stats, kind) + 1)
 
     @staticmethod
     def _meta(path: str, st: os.stat_result) -> dict:
@@ -156,13 +325,18 @@ class Handler(BaseHTTPRequestHandler):
                 "Content-Type": "binary/octet-stream", "Accept-Ranges": "bytes"}
 
     def _object(self, path: str) -> None:
+        try:
+            f = open(path, "rb")  # these bytes, whatever a write does meanwhile (it replaces the file)
+        except FileNotFoundError:  # deleted since
+            self._error(404, "NoSuchKey")
+            return
         stats = self.server.stats
         with stats.lock:
             stats.gets += 1
             stats.in_flight += 1
             stats.max_in_flight = max(stats.max_in_flight, stats.in_flight)
         try:
-            st = os.stat(path)
+            st = os.fstat(f.fileno())
             size = st.st_size
             start, end, code = 0, size, 200
             rng = self.headers.get("Range")
@@ -184,27 +358,26 @@ class Handler(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.flush()
             t0, sent, rate = time.perf_counter(), 0, self.server.rate
-            with open(path, "rb") as f:
-                while start + sent < end:
-                    n = min(SLICE, end - start - sent)
-                    done = self.connection.sendfile(f, start + sent, n)
-                    if not done:
-                        break
-                    sent += done
-                    ahead = t0 + sent / rate - time.perf_counter()
-                    if ahead > 0:
-                        time.sleep(ahead)
+            while start + sent < end:
+                n = min(SLICE, end - start - sent)
+                done = self.connection.sendfile(f, start + sent, n)
+                if not done:
+                    break
+                sent += done
+                ahead = t0 + sent / rate - time.perf_counter()
+                if ahead > 0:
+                    time.sleep(ahead)
             with stats.lock:
                 stats.bytes += sent
         finally:
+            f.close()
             with stats.lock:
                 stats.in_flight -= 1
 
     def _list(self, bucket: str, query: dict) -> None:
-        if self.server.every_request:
-            time.sleep(self.server.latency)
+        self._wait()
         base = os.path.join(self.server.root, bucket)
-        if not os.path.isdir(base):
+        if not os.path.isdir(base) or bucket == TMP:
             self._error(404, "NoSuchBucket")
             return
         q = {k: v[0] for k, v in query.items()}
@@ -243,7 +416,10 @@ class Handler(BaseHTTPRequestHandler):
             if is_prefix:
                 out.append(f"<CommonPrefixes><Prefix>{escape(k)}</Prefix></CommonPrefixes>")
                 continue
-            st = os.stat(os.path.join(base, k))
+            try:
+                st = os.stat(os.path.join(base, k))
+            except FileNotFoundError:  # deleted since the walk
+                continue
             when = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(st.st_mtime))
             etag = self._meta(os.path.join(base, k), st)["ETag"]
             out.append(f"<Contents><Key>{escape(k)}</Key><LastModified>{when}</LastModified>"
@@ -264,6 +440,8 @@ class Server(ThreadingHTTPServer):
         self.latency = latency
         self.rate = rate
         self.stats = Stats()
+        self.write_lock = threading.Lock()  # a write's condition checked and the write done under it
+        self.last_ns = 0  # the modification time the last write set (each write's is past it)
 
 
 def main(argv: list[str] | None = None) -> int:

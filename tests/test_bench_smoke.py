@@ -139,3 +139,58 @@ def test_growth_exponent_fit():
     assert abs(growth.exponent([(1_000, 2.0), (10_000, 20.0), (100_000, 200.0)]) - 1.0) < 1e-9
     assert abs(growth.exponent([(10, 1.0), (20, 4.0)]) - 2.0) < 1e-9
     assert growth.exponent([(10, 1.0)]) is None
+
+
+def test_s3server_write_side_for_prune(tmp_path):
+    """bench/s3server.py's writes, as prune sends them: conditional PUTs refused with 412, the
+    ETag new on every write (the same in PUT's answer, HEAD and the listing), DELETE at a version,
+    DeleteObjects with a key's ETag as its condition; every write counted."""
+    import http.client
+    import threading
+    import xml.etree.ElementTree as ET
+
+    s3 = _load("s3server")
+    (tmp_path / "bkt").mkdir()
+    srv = s3.Server(str(tmp_path), 0, 0.0, float(1 << 30), every_request=True)
+    threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    def ask(method, path, body=b"", **headers):
+        conn = http.client.HTTPConnection("127.0.0.1", srv.server_address[1], timeout=10)
+        try:
+            conn.request(method, path, body=body, headers=headers)
+            r = conn.getresponse()
+            return r.status, r.getheader("ETag"), r.read()
+        finally:
+            conn.close()
+
+    try:
+        code, e1, _ = ask("PUT", "/bkt/run/k", b"one", **{"If-None-Match": "*"})
+        assert code == 200 and e1
+        code, _, body = ask("PUT", "/bkt/run/k", b"two", **{"If-None-Match": "*"})
+        assert code == 412 and b"PreconditionFailed" in body
+        assert (tmp_path / "bkt" / "run" / "k").read_bytes() == b"one"
+        assert ask("HEAD", "/bkt/run/k")[1] == e1
+        listing = ask("GET", "/bkt?list-type=2&prefix=run/")[2]
+        assert e1 in listing.decode().replace("&quot;", '"')
+        code, e2, _ = ask("PUT", "/bkt/run/k", b"one", **{"If-Match": e1})  # the same bytes: a new ETag
+        assert code == 200 and e2 != e1 and ask("GET", "/bkt/run/k")[1:] == (e2, b"one")
+        assert ask("PUT", "/bkt/run/k", b"three", **{"If-Match": e1})[0] == 412
+        assert ask("PUT", "/bkt/run/absent", b"x", **{"If-Match": e2})[0] == 412
+        assert ask("DELETE", "/bkt/run/k", **{"If-Match": e1})[0] == 412
+        assert ask("DELETE", "/bkt/run/k", **{"If-Match": e2})[0] == 204
+        assert not (tmp_path / "bkt" / "run" / "k").exists()
+        assert ask("DELETE", "/bkt/run/k")[0] == 204  # absent: S3 answers 204 too
+        for k in ("p", "q"):
+            assert ask("PUT", f"/bkt/run/{k}", b"x")[0] == 200
+        doc = (b'<Delete xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Object><Key>run/p</Key></Object>'
+               b'<Object><Key>run/q</Key><ETag>"0"</ETag></Object><Quiet>true</Quiet></Delete>')
+        code, _, body = ask("POST", "/bkt?delete", doc)
+        assert code == 200
+        errors = [(e.findtext("{*}Key"), e.findtext("{*}Code")) for e in ET.fromstring(body).findall("{*}Error")]
+        assert errors == [("run/q", "PreconditionFailed")]
+        assert sorted(os.listdir(tmp_path / "bkt" / "run")) == ["q"]
+        stats = srv.stats.doc()
+        assert (stats["puts"], stats["deletes"], stats["deleted"], stats["requests"]) == (7, 4, 2, 14)  # 7 PUTs, 3 DELETEs, a POST, HEAD, listing, GET
+    finally:
+        srv.shutdown()
+        srv.server_close()

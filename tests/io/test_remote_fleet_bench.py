@@ -1,5 +1,6 @@
 """bench/fleet.py runs end to end on a toy fleet (8 runs): the modelled store serves the local tree,
-the requests a run are counted, and local and store answer alike (slow: 8 ckptool processes)."""
+the requests a run are counted, and local and store answer alike; the deleting prune leaves both
+trees alike (slow: 6 ckptool processes)."""
 
 from __future__ import annotations
 
@@ -22,5 +23,12 @@ def test_fleet_bench_rows_on_a_toy_fleet(tmp_path, monkeypatch):
     # issue 54: du its state file a run (no index), prune --dry-run the state file and the indexes of the
     # 2 checkpoints it keeps (never the one it deletes); shared: the listing, the root's policy, the
     # lookups of .ckptool.toml above ROOT (once a command)
-    assert all(r["requests"] <= (1 if r["command"] == "du" else 3) * 8 + 6 for r in rows), rows
+    # the deleting prune: beside its deletions, the state file, the 2 indexes it keeps, the lock's PUT
+    # and the state's conditional PUT (shared: the above, and the store's conditions probed: 2 PUTs)
+    ceiling = {"du": 1, "prune --dry-run": 3, "prune": 5}
+    assert all(r["requests"] - r["deletes"] <= ceiling[r["command"]] * 8 + 6 for r in rows), rows
+    prune = rows[-1]
+    assert prune["trees_same"] and prune["files_left"] == 8 * 5 + 2  # 2 of 3 checkpoints a run, the toml, .done
+    assert 0 < prune["deletes"] <= 2 * 8 and prune["deleted"] >= 2 * 8  # each run's index and data file went
+    assert all(r["deletes"] == 0 for r in rows[:-1])
     assert "| 8 | `du` |" in fleet.table(rows, 0.0, "0")
