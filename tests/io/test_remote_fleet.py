@@ -95,6 +95,32 @@ def test_fleet_reads_list_once_and_match_local(run, fleet, argv):
         assert len(indexes) == 2 * RUNS - RUNS // 4 and len(log) <= 6 * RUNS, len(log)
 
 
+def test_the_files_beside_a_runs_checkpoints_are_not_read(run, s3, tmp_path):
+    """A run's TensorBoard event file, graph, JSON and text files are no V1 checkpoint by their names:
+    du, prune --dry-run and verify read none of them (a request a file a run on an object store), and
+    answer as locally; a file of another name is still read for a V1 table's footer."""
+    fs, root, counter = s3
+    local = tmp_path / "fleet"
+    for i in range(4):
+        run_dir = local / f"run{i}"
+        shutil.copytree(DATA / "manager", run_dir, ignore=shutil.ignore_patterns("*.json"))
+        (run_dir / "events.out.tfevents.1733480000.host.123.0.v2").write_bytes(b"\0" * 64)
+        (run_dir / "graph.pbtxt").write_text("node {}\n")
+        (run_dir / "config.json").write_text("{}")
+        (run_dir / "flags.txt").write_text("--lr=0.1\n")
+    (local / "run0" / "stray").write_bytes(b"\0" * 64)  # no name TF gives: looked at
+    (local / ".ckptool.toml").write_text("max_to_keep = 2\n")
+    url = f"{root}/fleet"
+    upload(fs, local, url)
+    for argv in (("du", "{}", "--json"), ("prune", "{}", "--recursive", "--dry-run", "--json"),
+                 ("verify", "{}", "--recursive", "--json")):
+        same_output(run, str(local), url, *argv)
+        log, _ = _requests(counter, run, *[a.format(url) for a in argv])
+        read = sorted({r["path"].rsplit("/", 1)[1] for r in log if r["method"] == "GET" and "list-type" not in r["query"]})
+        assert not [n for n in read if n.startswith("events.") or n.endswith((".pbtxt", ".json", ".txt"))], read
+        assert "stray" in read, read
+
+
 def test_fleet_verify_recursive_matches_local(run, fleet):
     local, url, counter = fleet
     same_output(run, str(local), url, "verify", "{}", "--recursive")

@@ -35,6 +35,7 @@ from ckptool.io.layout.names import (  # the name rules: re-exported (__all__), 
     file_role,
     is_staging_dir,
     is_temp,
+    may_be_v1_table,
     meta_graph_filename,
     owns,
     prefix_of_dir,
@@ -190,7 +191,7 @@ def list_v1_checkpoints(storage: Storage, directory: str, damaged: bool = False)
     out: list[str] = []
     for name in names:
         role = file_role(name)
-        if role is None and name != "checkpoint":
+        if role is None and name != "checkpoint" and may_be_v1_table(name):
             base = name
         elif role is not None and role[1] == V1_FILE:
             base = role[0]
@@ -309,7 +310,7 @@ def _locate_dir(storage: Storage, directory: str) -> Located:
         return Located(storage, found[0], V2)
     if not found:
         v1 = [storage.join(directory, n) for n in storage.listdir(directory)
-              if file_role(n) is None and is_v1_table(storage, storage.join(directory, n))]
+              if file_role(n) is None and may_be_v1_table(n) and is_v1_table(storage, storage.join(directory, n))]
         if len(v1) == 1:
             return Located(storage, v1[0], V1, (v1[0],))
         raise MissingError(f"{directory}: no checkpoint here (no 'checkpoint' state file, no *.index file)")
@@ -374,6 +375,7 @@ __all__ = [
     "list_checkpoints",
     "list_v1_checkpoints",
     "locate",
+    "may_be_v1_table",
     "meta_graph_filename",
     "names_in",
     "owns",

@@ -206,7 +206,7 @@ def scan(d: Dir, read_indexes: bool = True) -> DirListing:
         role = L.file_role(n)
         if role is not None:
             roles[n] = role
-        elif L.is_v1_table(storage, d.join(n)):
+        elif L.may_be_v1_table(n) and L.is_v1_table(storage, d.join(n)):
             roles[n] = (n, L.V1_FILE)
             out.v1.add(n)
             out.complete.add(n)

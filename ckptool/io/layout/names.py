@@ -128,6 +128,22 @@ def file_role(name: str) -> tuple[str, str] | None:
     return None
 
 
+#: What TensorFlow, TensorBoard, Keras and the tools around a run name files that are never a V1
+#: table: a directory is searched for V1 checkpoints (known by content only: :func:`file_role`) by
+#: reading each other file's footer, a request a file on an object store, so these are not read.
+NOT_TABLES = (("events.out.tfevents.",), (".json", ".jsonl", ".pbtxt", ".pb", ".txt", ".csv", ".tsv", ".yaml",
+                                           ".yml", ".log", ".toml", ".md", ".h5", ".hdf5", ".keras", ".png", ".svg"))
+
+
+def may_be_v1_table(name: str) -> bool:
+    """Whether a directory's search for V1 checkpoints reads the file ``name`` (:data:`NOT_TABLES`:
+    an event file, a JSON or text file, a graph, a Keras file are not; a path named explicitly
+    is always read)."""
+    heads, tails = NOT_TABLES
+    low = name.lower()
+    return not low.startswith(heads) and not low.endswith(tails)
+
+
 def owns(base: str, name: str) -> bool:
     """Whether ``name`` is one of checkpoint ``base``'s files by its name: its ``.index``, a data
     shard, its ``.meta``, a V1 shard of the spec ``base``. Compared whole, never as a prefix
