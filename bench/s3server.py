@@ -187,33 +187,33 @@ class Handler(BaseHTTPRequestHandler):
             self.server.stats.deleted += 1
         return True
 
-    def do_PUT(self) -> None:
-        self._count("puts")
+    def _write_target(self, kind: str) -> tuple[str | None, bytes]:
+        """A write request begun: counted, its body read, the latency waited; the file it names
+        under ROOT and the body (None: no such bucket or key, answered already)."""
+        self._count(kind)
         data = self._body()
         self._wait()
         bucket, key, _ = self._split()
         path = self._target(bucket, key)
         if path is None:
             self._no_target(bucket)
+        return path, data
+
+    def do_PUT(self) -> None:
+        path, data = self._write_target("puts")
+        if path is None:
             return
         with self.server.write_lock:
-            if self._refused(path, self.headers.get("If-Match"), self.headers.get("If-None-Match")):
-                refused = True
-            else:
-                refused, etag = False, self._put_file(path, data)
-        if refused:
+            refused = self._refused(path, self.headers.get("If-Match"), self.headers.get("If-None-Match"))
+            etag = None if refused else self._put_file(path, data)
+        if etag is None:
             self._error(412, "PreconditionFailed")
             return
         self._send(200, headers={"ETag": etag})
 
     def do_DELETE(self) -> None:
-        self._count("deletes")
-        self._body()
-        self._wait()
-        bucket, key, _ = self._split()
-        path = self._target(bucket, key)
+        path, _ = self._write_target("deletes")
         if path is None:
-            self._no_target(bucket)
             return
         with self.server.write_lock:
             refused = self._refused(path, self.headers.get("If-Match"), None)
