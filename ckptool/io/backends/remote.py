@@ -171,13 +171,22 @@ class RemoteStorage(PathCapabilities, ListedStorage):
             return outside.outside[path]
         with request_errors(path, "look up"):
             try:
-                info: dict[str, Any] | None = self.fs.info(path)
+                info: dict[str, Any] | None = self._named(path) if outside is not None else self.fs.info(path)
             except FileNotFoundError:
                 info = None
         if outside is not None:
             outside.outside[path] = info
         if info is not None and info.get("type") == "file":
             self._listed[path] = (time.monotonic(), info)
+        return info
+
+    def _named(self, path: str) -> dict[str, Any] | None:
+        """The object ``path``, or a prefix of that name (a directory), in one listing request of the
+        names in its parent that begin so: for what a command asks once above ROOT (a policy file,
+        mostly absent), where ``fs.info`` asks twice when nothing is there (a HEAD, then a listing)."""
+        parent, name = posixpath.split(path.rstrip("/"))
+        found = self.fs.find(parent, maxdepth=1, withdirs=True, detail=True, prefix=name)
+        info: dict[str, Any] | None = found.get(strip_protocol(self.fs, path).rstrip("/"))
         return info
 
     def exists(self, path: str) -> bool:
@@ -311,8 +320,9 @@ class RemoteStorage(PathCapabilities, ListedStorage):
         outside = self._snap_outside(path)
         if outside is not None and outside.content(path) is not None:
             return outside.content(path) or b""
-        with request_errors(path, "read"):
-            data = bytes(self.fs.cat_file(path))
+        known = outside.outside.get(path) if outside is not None else None  # looked up: its size known
+        with request_errors(path, "read"):  # then "bytes=0-": one GET, no HEAD for the size first
+            data = bytes(self.fs.cat_file(path, start=0)) if known is None or int(known.get("size") or 0) else b""
         if outside is not None and path in outside.outside:  # a file looked up above ROOT: read once
             outside.keep(path, data)
         return data
