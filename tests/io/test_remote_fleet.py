@@ -507,3 +507,156 @@ def test_a_lock_released_along_a_batch_goes_only_at_our_version(store):
         fs.pipe_file(f"{d}/.ckptool.lock", json.dumps(other).encode())  # taken over while we stalled
         st.remove_many([f"{d}/c", f"{d}/d"], release=held)
     assert st.listdir(d) == [".ckptool.lock"] and json.loads(st.read_bytes(f"{d}/.ckptool.lock")) == other
+
+
+# --------------------------------------------------------------------------- review (issue 54): failures mid-way
+
+
+def _one_run(fs, root, tmp_path, policy="max_to_keep = 1\n"):
+    local = tmp_path / "one"
+    shutil.copytree(DATA / "manager", local / "run", ignore=shutil.ignore_patterns("*.json"))
+    (local / ".ckptool.toml").write_text(policy)
+    url = f"{root}/one"
+    upload(fs, local, url)
+    return local, url
+
+
+@pytest.mark.parametrize("applied", [False, True])
+def test_an_index_batch_that_raises_leaves_a_journal_the_next_prune_finishes(run, s3, tmp_path, monkeypatch,
+                                                                            applied):
+    """The request deleting the indexes fails on the wire (before the store applied it, or after:
+    a connection reset on the answer). Planned first, the journal is in the lock object only: it
+    must not go with the lock while files it names are left, and the state file no longer lists
+    them, so without it nothing would ever delete them. The next prune ends as a clean one."""
+    from ckptool.io.backends import remote_cas
+    from ckptool.io.backends.remote_files import RemoteError
+
+    fs, root, _ = s3
+    local, url = _one_run(fs, root, tmp_path)
+    real = remote_cas.delete_many
+    calls = []
+
+    def reset_on_first(st, paths, versions=None):
+        calls.append(paths)
+        if len(calls) == 1 and remote_cas.batches(st, paths):
+            if applied:
+                real(st, paths, versions)
+            raise RemoteError(f"{paths[0]}: cannot delete: ConnectionResetError: reset by peer")
+        return real(st, paths, versions)
+
+    monkeypatch.setattr(remote_cas, "delete_many", reset_on_first)
+    remote.clear_cache()
+    out, err = run("prune", url, "--recursive", "--json", code=1)
+    assert calls and "reset by peer" in err, err
+    monkeypatch.setattr(remote_cas, "delete_many", real)
+    st = remote.storage_for_url(url)
+    names = st.listdir(f"{url}/run")
+    state = st.read_bytes(f"{url}/run/checkpoint").decode()
+    assert "ckpt-3" not in state and "ckpt-4" not in state  # the state was written before the deletions
+    if ".ckptool.lock" in names:  # left to expire with its journal: taken over TTL seconds later
+        lock = json.loads(st.read_bytes(f"{url}/run/.ckptool.lock"))
+        assert lock["note"] == ["ckpt-3", "ckpt-4"]
+        lock["expires"] = time.time() - 1
+        fs.pipe_file(f"{url}/run/.ckptool.lock", json.dumps(lock).encode())
+    else:  # else a journal file names what is left
+        assert json.loads(st.read_bytes(f"{url}/run/.ckptool-prune-pending")) == ["ckpt-3", "ckpt-4"], names
+    remote.clear_cache()
+    run("prune", url, "--recursive")
+    assert st.listdir(f"{url}/run") == ["checkpoint", "ckpt-5.data-00000-of-00001", "ckpt-5.index"]
+
+
+def test_an_interrupted_fleet_prune_starts_no_more_runs(s3, tmp_path, monkeypatch):
+    """Ctrl-C (KeyboardInterrupt in the main thread) while runs are pruned RUN_JOBS at a time: the
+    runs already started finish, the others are not started (they were queued in the pool, which
+    ran every one of them before the interrupt was let through)."""
+    from ckptool.ops.retain import fleet as F
+
+    fs, root, _ = s3
+    _fleet(tmp_path, fs, f"{root}/fleet")
+    url = f"{root}/fleet"
+    monkeypatch.setattr(F, "RUN_JOBS", 2)
+    started = []
+    real = F.prune_open
+
+    def slow(storage, d, *a, **k):
+        started.append(d.path)
+        time.sleep(0.2)
+        return real(storage, d, *a, **k)
+
+    monkeypatch.setattr(F, "prune_open", slow)
+
+    def interrupt(i, n, path):
+        raise KeyboardInterrupt
+
+    remote.clear_cache()
+    with pytest.raises(KeyboardInterrupt):
+        F.prune_tree(url, progress=interrupt)
+    time.sleep(0.5)
+    assert 0 < len(started) <= 3, started
+    st = remote.storage_for_url(url)
+    pruned = [p for p in st.find(url, "ckpt-3.index")]
+    assert len(pruned) >= RUNS - 3, pruned  # the others untouched
+
+
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_fleet_prune_warns_of_damage_in_walk_order_as_locally(run, s3, tmp_path, monkeypatch, dry_run):
+    """Runs pruned at once on an object store warn (a damaged checkpoint kept) from their threads:
+    stderr is the local one, line for line, whichever run finishes first (the first run in walk
+    order made the slowest here)."""
+    from ckptool.ops.retain import fleet as F
+
+    fs, root, _ = s3
+    local = _fleet(tmp_path, fs, f"{root}/clean")
+    for rel in ("team0/run00", "team0/run04", "team2/run02"):
+        p = local / rel / "ckpt-5.index"
+        b = bytearray(p.read_bytes())
+        b[-1] ^= 1  # the footer's magic: an index that does not parse
+        p.write_bytes(bytes(b))
+    url = f"{root}/damaged"
+    upload(fs, local, url)
+    real = F.prune_open
+
+    def first_slowest(storage, d, *a, **k):
+        if d.path.endswith("team0/run00"):
+            time.sleep(0.6)
+        return real(storage, d, *a, **k)
+
+    monkeypatch.setattr(F, "prune_open", first_slowest)
+    argv = ("prune", "{}", "--recursive", "--json", *(["--dry-run"] if dry_run else []))
+    lo, le = run(*[a.format(local) for a in argv], code=1)
+    ro, re_ = run(*[a.format(url) for a in argv], code=1)
+    assert le.count("damaged") >= 3 and re_.replace(url, str(local)) == le, (le, re_)
+    assert normalized(json.loads(ro), url, str(local)) == normalized(json.loads(lo), str(local), str(local))
+
+
+def test_an_interrupted_fleet_verify_starts_no_more_checks(s3, tmp_path, monkeypatch):
+    """Ctrl-C during ``verify --recursive`` on an object store: the small checkpoints queued to be
+    checked at once are not all checked first (thousands of them: the interrupt waited for all)."""
+    from ckptool.ops.inspect import verify_tree as V
+
+    fs, root, _ = s3
+    _fleet(tmp_path, fs, f"{root}/fleet")
+    url = f"{root}/fleet"
+    monkeypatch.setattr(V, "AT_ONCE", 2)
+    real_small, real_check = V._small, V._check
+    first: list[str] = []
+    started = []
+
+    def all_but_first(storage, todo):
+        first.append(todo[0])
+        return real_small(storage, todo) - {todo[0]}  # the first checked in the caller's thread
+
+    def check(target, seen, progress, workers):
+        if target == first[0]:
+            time.sleep(0.1)
+            raise KeyboardInterrupt
+        started.append(target)
+        time.sleep(0.1)
+        return real_check(target, seen, progress, workers)
+
+    monkeypatch.setattr(V, "_small", all_but_first)
+    monkeypatch.setattr(V, "_check", check)
+    remote.clear_cache()
+    with pytest.raises(KeyboardInterrupt):
+        V.verify_paths([url], recursive=True)
+    assert 0 < len(started) <= 4, len(started)
