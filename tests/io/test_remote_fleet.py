@@ -660,3 +660,49 @@ def test_an_interrupted_fleet_verify_starts_no_more_checks(s3, tmp_path, monkeyp
     with pytest.raises(KeyboardInterrupt):
         V.verify_paths([url], recursive=True)
     assert 0 < len(started) <= 4, len(started)
+
+
+def test_forgetting_a_runs_reads_while_other_runs_write_their_state_files(monkeypatch):
+    """Runs pruned at once share the listing: one planned again (``forget_reads``: its state file
+    changed since the listing) walks the versions the listing keeps while the others' state
+    writes take theirs out of it. It raised 'dictionary changed size during iteration'."""
+    import sys
+    import threading
+    import uuid
+
+    from ckptool.io.backends.remote_listing import Listing
+
+    pytest.importorskip("fsspec")
+    root = f"memory://race{uuid.uuid4().hex[:12]}"
+    st = remote.storage_for_url(root)
+    snap = Listing(root, {})
+    n = 100_000
+    snap.versions = {f"{root}/r{i}/checkpoint": (b"", i) for i in range(n)}
+    monkeypatch.setattr(st, "_snap", snap)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def writes():
+        for i in range(n - 1, 0, -1):
+            if stop.is_set():
+                return
+            snap.versions.pop(f"{root}/r{i}/checkpoint", None)  # as write_bytes_atomic / _versioned take it
+            if i % 50 == 0:
+                st.write_bytes_atomic(f"{root}/r{i}/checkpoint", b"x")
+
+    writer = threading.Thread(target=writes)
+    writer.start()
+    try:
+        for _ in range(30):
+            try:
+                st.forget_reads(f"{root}/r0")
+            except RuntimeError as exc:
+                errors.append(exc)
+                break
+    finally:
+        stop.set()
+        writer.join()
+        sys.setswitchinterval(interval)
+    assert not errors, errors
