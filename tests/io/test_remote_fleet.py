@@ -706,3 +706,71 @@ def test_forgetting_a_runs_reads_while_other_runs_write_their_state_files(monkey
         writer.join()
         sys.setswitchinterval(interval)
     assert not errors, errors
+
+
+def test_fleet_prune_on_memory_matches_local_and_leaves_no_lock(run, tmp_path):
+    """memory:// (conditional writes, no batch delete): the runs pruned at once as on a local disk,
+    each lock object released after its run's files."""
+    import uuid
+
+    fsspec = pytest.importorskip("fsspec")
+    fs, url = fsspec.filesystem("memory"), f"memory://fleet{uuid.uuid4().hex[:12]}"
+    local = _fleet(tmp_path, fs, url)
+    try:
+        same_output(run, str(local), url, "prune", "{}", "--recursive", "--json")
+        st = remote.storage_for_url(url)
+        for p in sorted(local.rglob("checkpoint")):
+            rel = p.parent.relative_to(local).as_posix()
+            assert st.listdir(f"{url}/{rel}") == sorted(x.name for x in p.parent.iterdir() if x.name != ".ckptool.lock")
+    finally:
+        fs.rm(url, recursive=True)
+
+
+def test_trainers_saving_during_a_parallel_fleet_prune_keep_their_checkpoints(run, s3, tmp_path, monkeypatch):
+    """Trainers of several runs save ckpt-6 (files, then a plain write of the state file) while the
+    runs are pruned at once, between the listing's read of their state file and prune's write: each
+    of those runs is planned again under its lock and keeps ckpt-6; no state file names a deleted
+    checkpoint; the other runs end as the local prune leaves them."""
+    from ckptool.io.backends import remote_cas
+    from ckptool.io.control.state import read_state
+
+    fs, root, _ = s3
+    local = _fleet(tmp_path, fs, f"{root}/fleet")
+    url = f"{root}/fleet"
+    training = {"team0/run00", "team1/run05", "team2/run10", "team3/run15"}
+    real_put = remote_cas.put
+    saved = []
+
+    def trainer_saves_first(st, path, data, token):
+        rel = path[len(url) + 1:].rsplit("/", 1)[0]
+        if path.endswith("/checkpoint") and rel in training and rel not in saved:
+            saved.append(rel)
+            src = local / rel
+            for n in ("index", "data-00000-of-00001"):
+                fs.pipe_file(f"{url}/{rel}/ckpt-6.{n}", (src / f"ckpt-5.{n}").read_bytes())
+            text = (src / "checkpoint").read_text().replace('model_checkpoint_path: "ckpt-5"',
+                                                            'model_checkpoint_path: "ckpt-6"')
+            text = text.replace('all_model_checkpoint_paths: "ckpt-5"\n',
+                                'all_model_checkpoint_paths: "ckpt-5"\nall_model_checkpoint_paths: "ckpt-6"\n')
+            text = text.replace("last_preserved", f"all_model_checkpoint_timestamps: {time.time()}\nlast_preserved")
+            fs.pipe_file(path, text.encode())
+        return real_put(st, path, data, token)
+
+    monkeypatch.setattr(remote_cas, "put", trainer_saves_first)
+    remote.clear_cache()
+    run("prune", url, "--recursive")
+    assert sorted(saved) == sorted(training)
+    run("prune", str(local), "--recursive")
+    st = remote.storage_for_url(url)
+    remote.clear_cache()
+    for p in sorted(local.rglob("checkpoint")):
+        rel = p.parent.relative_to(local).as_posix()
+        state = read_state(f"{url}/{rel}", st)
+        names = [x.rsplit("/", 1)[-1] for x in state.all_model_checkpoint_paths]
+        files = st.listdir(f"{url}/{rel}")
+        assert all(n + ".index" in files for n in names), (rel, names, files)
+        if rel in training:
+            assert names[-1] == "ckpt-6" and "ckpt-6.data-00000-of-00001" in files, (rel, names)
+            assert len(names) == (1 if rel.startswith("team1") else 2), (rel, names)
+        else:
+            assert files == sorted(x.name for x in p.parent.iterdir() if x.name != ".ckptool.lock"), rel

@@ -52,7 +52,7 @@ class _Failed(Exception):
 
 def _say(said: list[Any]) -> None:
     for w in said:
-        (_state["show"] or warnings.showwarning)(*w)
+        _show(*w)  # held back again when this thread runs a task of an Ordered pool itself
 
 
 def _held_back(fn: Callable[..., T], *args: Any) -> tuple[T, list[Any]]:
