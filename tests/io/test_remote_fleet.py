@@ -774,3 +774,36 @@ def test_trainers_saving_during_a_parallel_fleet_prune_keep_their_checkpoints(ru
             assert len(names) == (1 if rel.startswith("team1") else 2), (rel, names)
         else:
             assert files == sorted(x.name for x in p.parent.iterdir() if x.name != ".ckptool.lock"), rel
+
+
+def test_ordered_says_warnings_and_raises_in_the_order_asked(recwarn):
+    """``ops.read.ordered.Ordered``: tasks finishing in reverse order; their warnings said, and the
+    failing one's exception raised, in submission order, each warning once; the hook put back."""
+    import threading
+    import warnings
+
+    from ckptool.errors import CkptWarning
+    from ckptool.ops.read.ordered import Ordered
+
+    before = warnings.showwarning
+    gates = [threading.Event() for _ in range(4)]
+
+    def task(i):
+        if i < 3:
+            gates[i + 1].wait(5)  # task i finishes after task i + 1
+        warnings.warn(f"task {i}", CkptWarning)
+        gates[i].set()
+        if i == 2:
+            raise ValueError("task 2 failed")
+        return i
+
+    got = []
+    with pytest.raises(ValueError, match="task 2 failed"):
+        with Ordered(4) as pool:
+            tasks = [pool.submit(task, i) for i in range(4)]
+            warnings.warn("caller", CkptWarning)  # the caller's own: said at once
+            for t in tasks:
+                got.append(t.result())
+    assert got == [0, 1]
+    assert [str(w.message) for w in recwarn.list] == ["caller", "task 0", "task 1", "task 2"]
+    assert warnings.showwarning is before
