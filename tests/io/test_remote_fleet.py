@@ -807,3 +807,25 @@ def test_ordered_says_warnings_and_raises_in_the_order_asked(recwarn):
     assert got == [0, 1]
     assert [str(w.message) for w in recwarn.list] == ["caller", "task 0", "task 1", "task 2"]
     assert warnings.showwarning is before
+
+
+@pytest.mark.parametrize("what", ["no index", "no files", "only indexes"])
+def test_fleet_prune_of_checkpoints_without_an_index_or_any_file_matches_local(run, store, tmp_path, what):
+    """The checkpoints a run deletes have no index (a data file left), no file at all (a state
+    entry only), or only their index: deleted (or reported) as locally, the lock object released
+    whichever request is the last, no journal left."""
+    fs, root = store
+    local = tmp_path / "fleet"
+    shutil.copytree(DATA / "manager", local / "run", ignore=shutil.ignore_patterns("*.json"))
+    (local / ".ckptool.toml").write_text("max_to_keep = 1\n")
+    for base in ("ckpt-3", "ckpt-4"):
+        for f in (local / "run").glob(f"{base}.*"):
+            if what == "no files" or (what == "no index") == f.name.endswith(".index"):
+                f.unlink()
+    url = f"{root}/fleet"
+    upload(fs, local, url)
+    remote.clear_cache()
+    same_output(run, str(local), url, "prune", "{}", "--recursive", "--json")
+    st = remote.storage_for_url(url)
+    assert st.listdir(f"{url}/run") == sorted(p.name for p in (local / "run").iterdir() if p.name != ".ckptool.lock")
+    assert st.listdir(f"{url}/run") == ["checkpoint", "ckpt-5.data-00000-of-00001", "ckpt-5.index"]
