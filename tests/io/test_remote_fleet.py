@@ -791,7 +791,7 @@ def test_ordered_says_warnings_and_raises_in_the_order_asked(recwarn):
     def task(i):
         if i < 3:
             gates[i + 1].wait(5)  # task i finishes after task i + 1
-        warnings.warn(f"task {i}", CkptWarning)
+        warnings.warn(f"task {i}", CkptWarning, stacklevel=2)
         gates[i].set()
         if i == 2:
             raise ValueError("task 2 failed")
@@ -801,7 +801,7 @@ def test_ordered_says_warnings_and_raises_in_the_order_asked(recwarn):
     with pytest.raises(ValueError, match="task 2 failed"):
         with Ordered(4) as pool:
             tasks = [pool.submit(task, i) for i in range(4)]
-            warnings.warn("caller", CkptWarning)  # the caller's own: said at once
+            warnings.warn("caller", CkptWarning, stacklevel=2)  # the caller's own: said at once
             for t in tasks:
                 got.append(t.result())
     assert got == [0, 1]
@@ -829,3 +829,37 @@ def test_fleet_prune_of_checkpoints_without_an_index_or_any_file_matches_local(r
     st = remote.storage_for_url(url)
     assert st.listdir(f"{url}/run") == sorted(p.name for p in (local / "run").iterdir() if p.name != ".ckptool.lock")
     assert st.listdir(f"{url}/run") == ["checkpoint", "ckpt-5.data-00000-of-00001", "ckpt-5.index"]
+
+
+def test_a_journal_that_cannot_be_written_for_a_refused_key_is_reported_with_it(run, s3, tmp_path, monkeypatch):
+    """Planned first, the lock object (the journal) went in the batch but a data key was refused;
+    before the lock is taken again to write the journal file, another holder takes it and keeps it
+    past the wait. The run is still reported: the file that could not be deleted, and the journal
+    that could not be written (it was an error line about the lock alone, the file unnamed)."""
+    from ckptool.io.backends import remote_cas
+    from ckptool.ops.retain import prune as P
+
+    fs, root, _ = s3
+    local, url = _one_run(fs, root, tmp_path)
+    real = remote_cas.delete_many
+    other = {"tool": "ckptool", "pid": 1, "host": "elsewhere", "command": "ckptool save", "expires": time.time() + 60}
+
+    def refusing_then_taken(st, paths, versions=None):
+        if not versions:
+            return real(st, paths, versions)
+        stuck = [p for p in paths if p.endswith("ckpt-3.data-00000-of-00001")]
+        got = real(st, [p for p in paths if p not in stuck], versions)
+        fs.pipe_file(f"{url}/run/.ckptool.lock", json.dumps(other).encode())  # a trainer's save takes it
+        return {**(got or {}), **{p: "AccessDenied: refused" for p in stuck}}
+
+    monkeypatch.setattr(remote_cas, "delete_many", refusing_then_taken)
+    monkeypatch.setattr(P, "DEFAULT_TIMEOUT", 0.3)
+    remote.clear_cache()
+    out, err = run("prune", url, "--recursive", "--json", code=1)
+    doc = json.loads(out)
+    assert [d["error"] for d in doc["directories"]] == [None], doc
+    failed = {f["path"]: f.get("action", "delete") for f in doc["directories"][0]["failed"]}
+    assert failed == {f"{url}/run/ckpt-3.data-00000-of-00001": "delete", f"{url}/run/.ckptool-prune-pending": "write"}
+    assert "ckpt-3.data-00000-of-00001: cannot delete" in err and ".ckptool-prune-pending: cannot write" in err, err
+    st = remote.storage_for_url(url)
+    assert json.loads(st.read_bytes(f"{url}/run/.ckptool.lock")) == other  # the other holder's, untouched
