@@ -333,3 +333,25 @@ def test_a_nested_hold_keeps_its_lock_and_still_deletes_in_one_batch(s3):
             assert [r["method"] for r in log if r["method"] in ("POST", "DELETE")] == ["POST"], log
         assert remote_lock.held(st, d) is held and ".ckptool.lock" in st.listdir(d)
     assert remote_lock.held(st, d) is None and not st.exists(f"{d}/.ckptool.lock")
+
+
+def test_a_lock_taken_over_with_a_journal_is_not_released_along_a_batch(s3):
+    """``release_along`` on a lock taken over from a killed holder with its journal (``inherited``):
+    the files go in the batch, the lock object stays with the journal it carries (to expire, for the
+    next deleting command to finish), neither the batch nor the ``with``'s end deletes it."""
+    fs, root, counter = s3
+    st = remote.storage_for_url(root)
+    d = f"{root}/inh"
+    for name in ("a", "b"):
+        fs.pipe_file(f"{d}/{name}", b"x")
+    dead = {"tool": "ckptool", "pid": 1, "host": "gone", "command": "ckptool prune", "expires": time.time() - 1,
+            "note": ["ckpt-3"]}
+    fs.pipe_file(f"{d}/.ckptool.lock", json.dumps(dead).encode())
+    with st.lock(d, timeout=0.0) as held:
+        assert held.inherited == ["ckpt-3"]
+        counter.reset()
+        assert st.remove_many([f"{d}/a", f"{d}/b"], release=held) == {f"{d}/a": None, f"{d}/b": None}
+        assert not [r for r in counter.snapshot() if r["method"] == "DELETE"]
+        assert remote_lock.held(st, d) is None
+    left = json.loads(st.read_bytes(f"{d}/.ckptool.lock"))
+    assert st.listdir(d) == [".ckptool.lock"] and left["note"] == ["ckpt-3"] and left["pid"] == os.getpid()
