@@ -565,3 +565,360 @@ def test_a_policy_above_root_is_found_in_one_listing_request(run, s3, tmp_path):
     _, le = run("prune", str(up / "fleet"), "--recursive", "--dry-run", code=1)
     _, re_ = run("prune", f"{url}/fleet", "--recursive", "--dry-run", code=1)
     assert re_.replace(url, str(up)) == le and "not a regular file" in le, (le, re_)
+
+
+# --------------------------------------------------------------------------- review (issue 54): failures mid-way
+
+
+def _one_run(fs, root, tmp_path, policy="max_to_keep = 1\n"):
+    local = tmp_path / "one"
+    shutil.copytree(DATA / "manager", local / "run", ignore=shutil.ignore_patterns("*.json"))
+    (local / ".ckptool.toml").write_text(policy)
+    url = f"{root}/one"
+    upload(fs, local, url)
+    return local, url
+
+
+@pytest.mark.parametrize("batch", ["indexes", "rest"])
+@pytest.mark.parametrize("applied", [False, True])
+def test_a_batch_that_raises_leaves_a_journal_the_next_prune_finishes(run, s3, tmp_path, monkeypatch, applied,
+                                                                     batch):
+    """The request deleting the indexes, or the one deleting the rest with the lock object, fails on
+    the wire (before the store applied it, or after: a connection reset on the answer). Planned first, the journal is in the lock object only: it
+    must not go with the lock while files it names are left, and the state file no longer lists
+    them, so without it nothing would ever delete them. The next prune ends as a clean one."""
+    from ckptool.io.backends import remote_cas
+    from ckptool.io.backends.remote_files import RemoteError
+
+    fs, root, _ = s3
+    local, url = _one_run(fs, root, tmp_path)
+    real = remote_cas.delete_many
+    calls = []
+
+    def reset_on_first(st, paths, versions=None):
+        calls.append(paths)
+        if len(calls) == (1 if batch == "indexes" else 2) and remote_cas.batches(st, paths):
+            if applied:
+                real(st, paths, versions)
+            raise RemoteError(f"{paths[0]}: cannot delete: ConnectionResetError: reset by peer")
+        return real(st, paths, versions)
+
+    monkeypatch.setattr(remote_cas, "delete_many", reset_on_first)
+    remote.clear_cache()
+    out, err = run("prune", url, "--recursive", "--json", code=1)
+    assert calls and "reset by peer" in err, err
+    monkeypatch.setattr(remote_cas, "delete_many", real)
+    st = remote.storage_for_url(url)
+    names = st.listdir(f"{url}/run")
+    state = st.read_bytes(f"{url}/run/checkpoint").decode()
+    assert "ckpt-3" not in state and "ckpt-4" not in state  # the state was written before the deletions
+    if ".ckptool.lock" in names:  # left to expire with its journal: taken over TTL seconds later
+        lock = json.loads(st.read_bytes(f"{url}/run/.ckptool.lock"))
+        assert lock["note"] == ["ckpt-3", "ckpt-4"]
+        lock["expires"] = time.time() - 1
+        fs.pipe_file(f"{url}/run/.ckptool.lock", json.dumps(lock).encode())
+    elif any(n.startswith(("ckpt-3", "ckpt-4")) for n in names):  # else a journal file names what is left
+        assert json.loads(st.read_bytes(f"{url}/run/.ckptool-prune-pending")) == ["ckpt-3", "ckpt-4"], names
+    remote.clear_cache()
+    run("prune", url, "--recursive")
+    assert st.listdir(f"{url}/run") == ["checkpoint", "ckpt-5.data-00000-of-00001", "ckpt-5.index"]
+
+
+def test_an_interrupted_fleet_prune_starts_no_more_runs(s3, tmp_path, monkeypatch):
+    """Ctrl-C (KeyboardInterrupt in the main thread) while runs are pruned RUN_JOBS at a time: the
+    runs already started finish, the others are not started (they were queued in the pool, which
+    ran every one of them before the interrupt was let through)."""
+    from ckptool.ops.retain import fleet as F
+
+    fs, root, _ = s3
+    _fleet(tmp_path, fs, f"{root}/fleet")
+    url = f"{root}/fleet"
+    monkeypatch.setattr(F, "RUN_JOBS", 2)
+    started = []
+    real = F.prune_open
+
+    def slow(storage, d, *a, **k):
+        started.append(d.path)
+        time.sleep(0.2)
+        return real(storage, d, *a, **k)
+
+    monkeypatch.setattr(F, "prune_open", slow)
+
+    def interrupt(i, n, path):
+        raise KeyboardInterrupt
+
+    remote.clear_cache()
+    with pytest.raises(KeyboardInterrupt):
+        F.prune_tree(url, progress=interrupt)
+    time.sleep(0.5)
+    assert 0 < len(started) <= 3, started
+    st = remote.storage_for_url(url)
+    pruned = [p for p in st.find(url, "ckpt-3.index")]
+    assert len(pruned) >= RUNS - 3, pruned  # the others untouched
+
+
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_fleet_prune_warns_of_damage_in_walk_order_as_locally(run, s3, tmp_path, monkeypatch, dry_run):
+    """Runs pruned at once on an object store warn (a damaged checkpoint kept) from their threads:
+    stderr is the local one, line for line, whichever run finishes first (the first run in walk
+    order made the slowest here)."""
+    from ckptool.ops.retain import fleet as F
+
+    fs, root, _ = s3
+    local = _fleet(tmp_path, fs, f"{root}/clean")
+    for rel in ("team0/run00", "team0/run04", "team2/run02"):
+        p = local / rel / "ckpt-5.index"
+        b = bytearray(p.read_bytes())
+        b[-1] ^= 1  # the footer's magic: an index that does not parse
+        p.write_bytes(bytes(b))
+    url = f"{root}/damaged"
+    upload(fs, local, url)
+    real = F.prune_open
+
+    def first_slowest(storage, d, *a, **k):
+        if d.path.endswith("team0/run00"):
+            time.sleep(0.6)
+        return real(storage, d, *a, **k)
+
+    monkeypatch.setattr(F, "prune_open", first_slowest)
+    argv = ("prune", "{}", "--recursive", "--json", *(["--dry-run"] if dry_run else []))
+    lo, le = run(*[a.format(local) for a in argv], code=1)
+    ro, re_ = run(*[a.format(url) for a in argv], code=1)
+    assert le.count("damaged") >= 3 and re_.replace(url, str(local)) == le, (le, re_)
+    assert normalized(json.loads(ro), url, str(local)) == normalized(json.loads(lo), str(local), str(local))
+
+
+def test_an_interrupted_fleet_verify_starts_no_more_checks(s3, tmp_path, monkeypatch):
+    """Ctrl-C during ``verify --recursive`` on an object store: the small checkpoints queued to be
+    checked at once are not all checked first (thousands of them: the interrupt waited for all)."""
+    from ckptool.ops.inspect import verify_tree as V
+
+    fs, root, _ = s3
+    _fleet(tmp_path, fs, f"{root}/fleet")
+    url = f"{root}/fleet"
+    monkeypatch.setattr(V, "AT_ONCE", 2)
+    real_small, real_check = V._small, V._check
+    first: list[str] = []
+    started = []
+
+    def all_but_first(storage, todo):
+        first.append(todo[0])
+        return real_small(storage, todo) - {todo[0]}  # the first checked in the caller's thread
+
+    def check(target, seen, progress, workers):
+        if target == first[0]:
+            time.sleep(0.1)
+            raise KeyboardInterrupt
+        started.append(target)
+        time.sleep(0.1)
+        return real_check(target, seen, progress, workers)
+
+    monkeypatch.setattr(V, "_small", all_but_first)
+    monkeypatch.setattr(V, "_check", check)
+    remote.clear_cache()
+    with pytest.raises(KeyboardInterrupt):
+        V.verify_paths([url], recursive=True)
+    assert 0 < len(started) <= 4, len(started)
+
+
+def test_forgetting_a_runs_reads_while_other_runs_write_their_state_files(monkeypatch):
+    """Runs pruned at once share the listing: one planned again (``forget_reads``: its state file
+    changed since the listing) walks the versions the listing keeps while the others' state
+    writes take theirs out of it. It raised 'dictionary changed size during iteration'."""
+    import sys
+    import threading
+    import uuid
+
+    from ckptool.io.backends.remote_listing import Listing
+
+    pytest.importorskip("fsspec")
+    root = f"memory://race{uuid.uuid4().hex[:12]}"
+    st = remote.storage_for_url(root)
+    snap = Listing(root, {})
+    n = 100_000
+    snap.versions = {f"{root}/r{i}/checkpoint": (b"", i) for i in range(n)}
+    monkeypatch.setattr(st, "_snap", snap)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def writes():
+        for i in range(n - 1, 0, -1):
+            if stop.is_set():
+                return
+            snap.versions.pop(f"{root}/r{i}/checkpoint", None)  # as write_bytes_atomic / _versioned take it
+            if i % 50 == 0:
+                st.write_bytes_atomic(f"{root}/r{i}/checkpoint", b"x")
+
+    writer = threading.Thread(target=writes)
+    writer.start()
+    try:
+        for _ in range(30):
+            try:
+                st.forget_reads(f"{root}/r0")
+            except RuntimeError as exc:
+                errors.append(exc)
+                break
+    finally:
+        stop.set()
+        writer.join()
+        sys.setswitchinterval(interval)
+    assert not errors, errors
+
+
+def test_fleet_prune_on_memory_matches_local_and_leaves_no_lock(run, tmp_path):
+    """memory:// (conditional writes, no batch delete): the runs pruned at once as on a local disk,
+    each lock object released after its run's files."""
+    import uuid
+
+    fsspec = pytest.importorskip("fsspec")
+    fs, url = fsspec.filesystem("memory"), f"memory://fleet{uuid.uuid4().hex[:12]}"
+    local = _fleet(tmp_path, fs, url)
+    try:
+        same_output(run, str(local), url, "prune", "{}", "--recursive", "--json")
+        st = remote.storage_for_url(url)
+        for p in sorted(local.rglob("checkpoint")):
+            rel = p.parent.relative_to(local).as_posix()
+            assert st.listdir(f"{url}/{rel}") == sorted(x.name for x in p.parent.iterdir() if x.name != ".ckptool.lock")
+    finally:
+        fs.rm(url, recursive=True)
+
+
+def test_trainers_saving_during_a_parallel_fleet_prune_keep_their_checkpoints(run, s3, tmp_path, monkeypatch):
+    """Trainers of several runs save ckpt-6 (files, then a plain write of the state file) while the
+    runs are pruned at once, between the listing's read of their state file and prune's write: each
+    of those runs is planned again under its lock and keeps ckpt-6; no state file names a deleted
+    checkpoint; the other runs end as the local prune leaves them."""
+    from ckptool.io.backends import remote_cas
+    from ckptool.io.control.state import read_state
+
+    fs, root, _ = s3
+    local = _fleet(tmp_path, fs, f"{root}/fleet")
+    url = f"{root}/fleet"
+    training = {"team0/run00", "team1/run05", "team2/run10", "team3/run15"}
+    real_put = remote_cas.put
+    saved = []
+
+    def trainer_saves_first(st, path, data, token):
+        rel = path[len(url) + 1:].rsplit("/", 1)[0]
+        if path.endswith("/checkpoint") and rel in training and rel not in saved:
+            saved.append(rel)
+            src = local / rel
+            for n in ("index", "data-00000-of-00001"):
+                fs.pipe_file(f"{url}/{rel}/ckpt-6.{n}", (src / f"ckpt-5.{n}").read_bytes())
+            text = (src / "checkpoint").read_text().replace('model_checkpoint_path: "ckpt-5"',
+                                                            'model_checkpoint_path: "ckpt-6"')
+            text = text.replace('all_model_checkpoint_paths: "ckpt-5"\n',
+                                'all_model_checkpoint_paths: "ckpt-5"\nall_model_checkpoint_paths: "ckpt-6"\n')
+            text = text.replace("last_preserved", f"all_model_checkpoint_timestamps: {time.time()}\nlast_preserved")
+            fs.pipe_file(path, text.encode())
+        return real_put(st, path, data, token)
+
+    monkeypatch.setattr(remote_cas, "put", trainer_saves_first)
+    remote.clear_cache()
+    run("prune", url, "--recursive")
+    assert sorted(saved) == sorted(training)
+    run("prune", str(local), "--recursive")
+    st = remote.storage_for_url(url)
+    remote.clear_cache()
+    for p in sorted(local.rglob("checkpoint")):
+        rel = p.parent.relative_to(local).as_posix()
+        state = read_state(f"{url}/{rel}", st)
+        names = [x.rsplit("/", 1)[-1] for x in state.all_model_checkpoint_paths]
+        files = st.listdir(f"{url}/{rel}")
+        assert all(n + ".index" in files for n in names), (rel, names, files)
+        if rel in training:
+            assert names[-1] == "ckpt-6" and "ckpt-6.data-00000-of-00001" in files, (rel, names)
+            assert len(names) == (1 if rel.startswith("team1") else 2), (rel, names)
+        else:
+            assert files == sorted(x.name for x in p.parent.iterdir() if x.name != ".ckptool.lock"), rel
+
+
+def test_ordered_says_warnings_and_raises_in_the_order_asked(recwarn):
+    """``ops.read.ordered.Ordered``: tasks finishing in reverse order; their warnings said, and the
+    failing one's exception raised, in submission order, each warning once; the hook put back."""
+    import threading
+    import warnings
+
+    from ckptool.errors import CkptWarning
+    from ckptool.ops.read.ordered import Ordered
+
+    before = warnings.showwarning
+    gates = [threading.Event() for _ in range(4)]
+
+    def task(i):
+        if i < 3:
+            gates[i + 1].wait(5)  # task i finishes after task i + 1
+        warnings.warn(f"task {i}", CkptWarning, stacklevel=2)
+        gates[i].set()
+        if i == 2:
+            raise ValueError("task 2 failed")
+        return i
+
+    got = []
+    with pytest.raises(ValueError, match="task 2 failed"):
+        with Ordered(4) as pool:
+            tasks = [pool.submit(task, i) for i in range(4)]
+            warnings.warn("caller", CkptWarning, stacklevel=2)  # the caller's own: said at once
+            for t in tasks:
+                got.append(t.result())
+    assert got == [0, 1]
+    assert [str(w.message) for w in recwarn.list] == ["caller", "task 0", "task 1", "task 2"]
+    assert warnings.showwarning is before
+
+
+@pytest.mark.parametrize("what", ["no index", "no files", "only indexes"])
+def test_fleet_prune_of_checkpoints_without_an_index_or_any_file_matches_local(run, store, tmp_path, what):
+    """The checkpoints a run deletes have no index (a data file left), no file at all (a state
+    entry only), or only their index: deleted (or reported) as locally, the lock object released
+    whichever request is the last, no journal left."""
+    fs, root = store
+    local = tmp_path / "fleet"
+    shutil.copytree(DATA / "manager", local / "run", ignore=shutil.ignore_patterns("*.json"))
+    (local / ".ckptool.toml").write_text("max_to_keep = 1\n")
+    for base in ("ckpt-3", "ckpt-4"):
+        for f in (local / "run").glob(f"{base}.*"):
+            if what == "no files" or (what == "no index") == f.name.endswith(".index"):
+                f.unlink()
+    url = f"{root}/fleet"
+    upload(fs, local, url)
+    remote.clear_cache()
+    same_output(run, str(local), url, "prune", "{}", "--recursive", "--json")
+    st = remote.storage_for_url(url)
+    assert st.listdir(f"{url}/run") == sorted(p.name for p in (local / "run").iterdir() if p.name != ".ckptool.lock")
+    assert st.listdir(f"{url}/run") == ["checkpoint", "ckpt-5.data-00000-of-00001", "ckpt-5.index"]
+
+
+def test_a_journal_that_cannot_be_written_for_a_refused_key_is_reported_with_it(run, s3, tmp_path, monkeypatch):
+    """Planned first, the lock object (the journal) went in the batch but a data key was refused;
+    before the lock is taken again to write the journal file, another holder takes it and keeps it
+    past the wait. The run is still reported: the file that could not be deleted, and the journal
+    that could not be written (it was an error line about the lock alone, the file unnamed)."""
+    from ckptool.io.backends import remote_cas
+    from ckptool.ops.retain import prune as P
+
+    fs, root, _ = s3
+    local, url = _one_run(fs, root, tmp_path)
+    real = remote_cas.delete_many
+    other = {"tool": "ckptool", "pid": 1, "host": "elsewhere", "command": "ckptool save", "expires": time.time() + 60}
+
+    def refusing_then_taken(st, paths, versions=None):
+        if not versions:
+            return real(st, paths, versions)
+        stuck = [p for p in paths if p.endswith("ckpt-3.data-00000-of-00001")]
+        got = real(st, [p for p in paths if p not in stuck], versions)
+        fs.pipe_file(f"{url}/run/.ckptool.lock", json.dumps(other).encode())  # a trainer's save takes it
+        return {**(got or {}), **{p: "AccessDenied: refused" for p in stuck}}
+
+    monkeypatch.setattr(remote_cas, "delete_many", refusing_then_taken)
+    monkeypatch.setattr(P, "DEFAULT_TIMEOUT", 0.3)
+    remote.clear_cache()
+    out, err = run("prune", url, "--recursive", "--json", code=1)
+    doc = json.loads(out)
+    assert [d["error"] for d in doc["directories"]] == [None], doc
+    failed = {f["path"]: f.get("action", "delete") for f in doc["directories"][0]["failed"]}
+    assert failed == {f"{url}/run/ckpt-3.data-00000-of-00001": "delete", f"{url}/run/.ckptool-prune-pending": "write"}
+    assert "ckpt-3.data-00000-of-00001: cannot delete" in err and ".ckptool-prune-pending: cannot write" in err, err
+    st = remote.storage_for_url(url)
+    assert json.loads(st.read_bytes(f"{url}/run/.ckptool.lock")) == other  # the other holder's, untouched

@@ -270,3 +270,87 @@ def test_the_state_file_is_deleted_only_at_the_version_read(store):
     assert not st.remove_if(path, b'model_checkpoint_path: "ckpt-0"\n') and st.exists(path)
     assert st.remove_if(path, b'model_checkpoint_path: "ckpt-1"\n') and not st.exists(path)
     assert not st.remove_if(path, b"anything")  # gone: nothing to delete
+
+
+# --------------------------------------------------------------------------- review (issue 54): fleets at once
+
+
+def test_two_fleet_prunes_at_once_end_as_one(run, s3, tmp_path):
+    """Two ``prune --recursive`` processes over the same S3 fleet, each pruning 16 runs at once:
+    no state file names a deleted checkpoint, nothing the policy keeps is deleted, no lock object
+    or journal is left, and the fleet ends as one prune leaves it (the local tree, pruned once)."""
+    import shutil
+
+    from test_remote import DATA, upload
+
+    fs, root, _ = s3
+    local = tmp_path / "fleet"
+    local.mkdir()
+    (local / ".ckptool.toml").write_text("max_to_keep = 2\n")
+    for i in range(24):
+        shutil.copytree(DATA / "manager", local / f"team{i % 3}" / f"run{i:02d}",
+                        ignore=shutil.ignore_patterns("*.json"))
+    (local / "team1" / ".ckptool.toml").write_text("max_to_keep = 1\n")
+    url = f"{root}/fleet"
+    upload(fs, local, url)
+    procs = [subprocess.Popen([sys.executable, "-m", "ckptool", "prune", url, "--recursive"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+             for _ in range(2)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    for p, (_, err) in zip(procs, outs):  # a run whose lock the other holds is reported, not waited for
+        errors = [ln for ln in err.splitlines() if ln.startswith("ckptool: error:")]
+        assert p.returncode == 0 or all("its lock is held by" in ln or "directories failed" in ln
+                                        for ln in errors), err
+    run("prune", str(local), "--recursive")
+    st = remote.storage_for_url(url)
+    remote.clear_cache()
+    for state in sorted(local.rglob("checkpoint")):
+        rel = state.parent.relative_to(local).as_posix()
+        names, gone = _listed_exist(f"{url}/{rel}")
+        assert not gone, (rel, names, gone)
+        assert st.listdir(f"{url}/{rel}") == sorted(p.name for p in state.parent.iterdir()  # no lock object,
+                                                    if p.name != ".ckptool.lock"), rel  # no journal either
+        assert st.read_bytes(f"{url}/{rel}/checkpoint").decode().splitlines()[:3] == \
+            state.read_text().splitlines()[:3]
+
+
+def test_a_nested_hold_keeps_its_lock_and_still_deletes_in_one_batch(s3):
+    """``remove_many(release=)`` where the lock cannot go with the batch (held twice: a caller up
+    the stack still needs it): the files still go in one batch request (they went one DELETE each),
+    the lock stays held and goes when the outer hold ends."""
+    fs, root, counter = s3
+    st = remote.storage_for_url(root)
+    d = f"{root}/nested"
+    for name in ("a", "b", "c"):
+        fs.pipe_file(f"{d}/{name}", b"x")
+    with st.lock(d, timeout=0.0) as held:
+        with st.lock(d, timeout=0.0):
+            counter.reset()
+            got = st.remove_many([f"{d}/a", f"{d}/b", f"{d}/c"], release=held)
+            log = counter.snapshot()
+            assert got == {f"{d}/a": None, f"{d}/b": None, f"{d}/c": None}
+            assert [r["method"] for r in log if r["method"] in ("POST", "DELETE")] == ["POST"], log
+        assert remote_lock.held(st, d) is held and ".ckptool.lock" in st.listdir(d)
+    assert remote_lock.held(st, d) is None and not st.exists(f"{d}/.ckptool.lock")
+
+
+def test_a_lock_taken_over_with_a_journal_is_not_released_along_a_batch(s3):
+    """``release_along`` on a lock taken over from a killed holder with its journal (``inherited``):
+    the files go in the batch, the lock object stays with the journal it carries (to expire, for the
+    next deleting command to finish), neither the batch nor the ``with``'s end deletes it."""
+    fs, root, counter = s3
+    st = remote.storage_for_url(root)
+    d = f"{root}/inh"
+    for name in ("a", "b"):
+        fs.pipe_file(f"{d}/{name}", b"x")
+    dead = {"tool": "ckptool", "pid": 1, "host": "gone", "command": "ckptool prune", "expires": time.time() - 1,
+            "note": ["ckpt-3"]}
+    fs.pipe_file(f"{d}/.ckptool.lock", json.dumps(dead).encode())
+    with st.lock(d, timeout=0.0) as held:
+        assert held.inherited == ["ckpt-3"]
+        counter.reset()
+        assert st.remove_many([f"{d}/a", f"{d}/b"], release=held) == {f"{d}/a": None, f"{d}/b": None}
+        assert not [r for r in counter.snapshot() if r["method"] == "DELETE"]
+        assert remote_lock.held(st, d) is None
+    left = json.loads(st.read_bytes(f"{d}/.ckptool.lock"))
+    assert st.listdir(d) == [".ckptool.lock"] and left["note"] == ["ckpt-3"] and left["pid"] == os.getpid()

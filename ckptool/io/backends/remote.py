@@ -400,7 +400,13 @@ class RemoteStorage(PathCapabilities, ListedStorage):
                 there.append(p)
         for p in there:
             self._forget(p)
-        failed = remote_cas.delete_many(self, there) if release is None else release.release_along(there)
+        # a batch with the lock that fails raises: the lock is left to expire with the journal it carries
+        failed = None if release is None else release.release_along(there)
+        try:
+            if failed is None:  # no lock released along (none, or not here): a batch without it where there is one
+                failed = remote_cas.delete_many(self, there)
+        except CkptError as exc:  # the request failed on the wire: none known gone, each reported (and journaled)
+            return {**out, **{p: exc for p in there}}
         for p in there:
             if failed is None:
                 try:

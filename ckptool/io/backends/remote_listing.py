@@ -283,8 +283,9 @@ class ListedStorage:
             top = directory.rstrip("/")
             with self._snap.lock:
                 self._snap.stale.add(top)
-                for p in [p for p in self._snap.versions if p.rsplit("/", 1)[0] == top]:
-                    del self._snap.versions[p]
+                # a copy (one step under the GIL): the other runs' state writes pop theirs meanwhile, unlocked
+                for p in [p for p in list(self._snap.versions) if p.rsplit("/", 1)[0] == top]:
+                    self._snap.versions.pop(p, None)
 
     def version_known(self, path: str) -> bool:
         """Whether the bytes of ``path`` the command read came with the store's version token

@@ -18,7 +18,6 @@ find (``latest_checkpoint`` None: a trainer would start from scratch), is report
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -31,6 +30,7 @@ from ckptool.io.layout.keptdir import kept_path
 from ckptool.io.layout.walk import TREE_READS
 from ckptool.ops.inspect.verify import Problem, VerifyReport, verify
 from ckptool.ops.read.hffolder import hf_weights
+from ckptool.ops.read.ordered import Ordered
 
 if TYPE_CHECKING:
     from ckptool.io.base import Storage
@@ -144,7 +144,7 @@ def _verify_path(path: str, recursive: bool, report: TreeReport, seen: set[str],
     todo = [t for t in dict.fromkeys(targets(path, recursive, report.unreadable)) if t not in seen]
     seen.update(todo)
     small = _small(storage, todo) if recursive and getattr(storage, "fetch_listed", None) is not None else set()
-    with ThreadPoolExecutor(max_workers=AT_ONCE) as pool:
+    with Ordered(AT_ONCE) as pool:  # Ctrl-C: no check started after it; each one's warnings said in order
         ahead = {t: pool.submit(_check, t, None, None, workers) for t in todo if t in small}
         for target in todo:
             if target in ahead:

@@ -5,8 +5,8 @@ opening one of any kind (``reader.open``; TF ones: ``tfopen``), the V2 bundle an
 folder: ``hffolder``; as checkpoints for every reading command: ``files``), bounded chunked reads
 (``chunks``), what a streaming read tells storage (``prefetch``), the name filters every command
 shares (``select``), "did you mean" (``suggest``), the cheap integrity check (``integrity``), a
-directory's Keras ModelCheckpoint series (``series``) and which tensors are moving averages
-(``ema``). Imports no other family.
+directory's Keras ModelCheckpoint series (``series``), which tensors are moving averages
+(``ema``) and work done in threads answered in order (``ordered``). Imports no other family.
 
 The same concepts in the other layers: the byte codecs in :mod:`ckptool.format` (``bundle``,
 ``table``, ``tensors``, ``v1``, ``safetensors_meta``, ``keras3``: Keras 3's structure,

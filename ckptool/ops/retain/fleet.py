@@ -24,6 +24,7 @@ from ckptool.io.layout.checkpoints import resolve_recorded
 from ckptool.io.layout.keptdir import is_kept_dir
 from ckptool.io.layout.walk import TREE_REREAD, TREE_STATE_READS
 from ckptool.io.oserrors import os_error
+from ckptool.ops.read.ordered import Ordered
 from ckptool.ops.retain.deletion import read_dir_state
 from ckptool.ops.retain.outcome import PruneResult
 from ckptool.ops.retain.policy_args import UNSET, policy_values
@@ -236,16 +237,16 @@ def _prune_tree(root: str, storage: Storage, *, max_to_keep: Any, keep_every_n_h
         if -1 in effs:
             effs.pop(-1).result()  # its reads are in (a failed one is read where it is used)
         todo = [(i, d) for i, d in dirs if effs.get(i) is not None]
-        done = runs_pool.map(lambda t: one(t[1], effs[t[0]]), todo) if runs_pool is not None else None
-        for i, d in todo:
+        done = [runs_pool.submit(one, d, effs[i]) for i, d in todo] if runs_pool is not None else None
+        for k, (i, d) in enumerate(todo):
             if progress:
                 progress(i, len(runs), d.path)
             if done is None:
                 one(d, effs[i])
-            else:
-                next(done)  # in order: a run's exception is raised here, as it would be unparallel
+            else:  # in order: a run's warnings said and its exception raised here, as unparallel
+                done[k].result()
 
-    with ThreadPoolExecutor(max_workers=1) as pool, ThreadPoolExecutor(max_workers=RUN_JOBS) as jobs:
+    with ThreadPoolExecutor(max_workers=1) as pool, Ordered(RUN_JOBS) as jobs:
         runs_pool = jobs if fetch is not None else None
         _chunked(walk_runs(root, exclude=exclude, scan=want_scan, one_file_system=one_file_system,
                            follow_symlinks=follow_symlinks, storage=storage), fetch is not None, policies, prune_all)

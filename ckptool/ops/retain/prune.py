@@ -371,8 +371,13 @@ def _apply(storage: Storage, d: Dir, listing: DirListing, state: CheckpointState
     describe(res, storage, plan, listing, placed, left, fresh)
     res.bytes_freed = freed_bytes(done)
     if (gone or moving) and not (noted and not left and not left_moves):  # the lock's journal goes with it
-        with lock_open(storage, d, timeout=DEFAULT_TIMEOUT) if noted else contextlib.nullcontext():
-            end_journal(d, left, {b: moving[b] for b in sorted(left_moves)})  # (the lock may have gone with (3))
+        try:
+            with lock_open(storage, d, timeout=DEFAULT_TIMEOUT) if noted else contextlib.nullcontext():
+                end_journal(d, left, {b: moving[b] for b in sorted(left_moves)})  # (the lock may have gone with (3))
+        except RefusedError as exc:  # planned first: the lock went with (3), another holder has it since
+            if not noted:
+                raise
+            res.failed.append({"path": d.join(JOURNAL), "action": "write", "error": str(exc)})  # said, with what
 
 
 def _directory(storage: Storage | None, directory: str) -> tuple[Storage, str]:
