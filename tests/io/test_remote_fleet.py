@@ -922,3 +922,20 @@ def test_a_journal_that_cannot_be_written_for_a_refused_key_is_reported_with_it(
     assert "ckpt-3.data-00000-of-00001: cannot delete" in err and ".ckptool-prune-pending: cannot write" in err, err
     st = remote.storage_for_url(url)
     assert json.loads(st.read_bytes(f"{url}/run/.ckptool.lock")) == other  # the other holder's, untouched
+
+
+def test_a_botocore_that_cannot_send_a_keys_version_releases_the_lock_on_its_own(run, fleet, monkeypatch):
+    """An older botocore refuses ``ETag`` in DeleteObjects: the lock object is then not put in the
+    batch (the request would fail, leaving the lock to expire), but released by its own conditional
+    DELETE after the files; the data files still go in one batch; the answers are as locally."""
+    from ckptool.io.backends import remote_cas
+
+    local, url, counter = fleet
+    monkeypatch.setattr(remote_cas, "batch_versions_known", lambda st: False)
+    lo, _ = run("prune", str(local), "--recursive", "--json")
+    log, ro = _requests(counter, run, "prune", url, "--recursive", "--json")
+    assert normalized(json.loads(ro), url, str(local)) == normalized(json.loads(lo), str(local), str(local))
+    assert sum(r["method"] == "DELETE" and r["path"].endswith("/.ckptool.lock") for r in log) == RUNS
+    assert len(_deletions(log)) == 2 * RUNS
+    st = remote.storage_for_url(url)
+    assert not [p for p in st.fs.find(url) if p.endswith(".ckptool.lock")]

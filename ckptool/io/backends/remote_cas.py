@@ -173,6 +173,16 @@ def batches(st: Any, paths: list[str]) -> bool:
     return all(st.fs.split_path(p)[0] == bucket for p in paths)
 
 
+def batch_versions_known(st: Any) -> bool:
+    """Whether this botocore sends a key's version (its ETag) in ``DeleteObjects`` (an older one
+    refuses the parameter): where it does not, a lock object is not released in a batch."""
+    import fsspec.asyn
+
+    client = fsspec.asyn.sync(st.fs.loop, st.fs.set_session)
+    objects = client.meta.service_model.operation_model("DeleteObjects").input_shape.members["Delete"]
+    return "ETag" in objects.members["Objects"].member.members
+
+
 def delete_many(st: Any, paths: list[str], versions: dict[str, Any] | None = None) -> dict[str, str] | None:
     """Delete ``paths`` (one bucket) by the store's batch delete: S3's ``DeleteObjects``, a
     request per :data:`BATCH` keys; path -> the store's error for each that did not go. None
@@ -242,5 +252,5 @@ def _wrong(protocol: str, token: Any) -> str:
     return '"00000000000000000000000000000000"' if token != '"00000000000000000000000000000000"' else '"1"'
 
 
-__all__ = ["BATCH", "CONDITIONAL", "batches", "check_honoured", "delete", "delete_many", "listed_version", "put",
-           "read", "refuse", "supported"]
+__all__ = ["BATCH", "CONDITIONAL", "batch_versions_known", "batches", "check_honoured", "delete", "delete_many",
+           "listed_version", "put", "read", "refuse", "supported"]

@@ -179,14 +179,17 @@ class RemoteLock:
         """Delete ``paths`` (files of the locked directory) and release the lock in the same
         batch request, its object deleted only at our version (S3's ``DeleteObjects``): what
         :func:`ckptool.io.backends.remote_cas.delete_many` answers for ``paths``. None, nothing
-        deleted and the lock still held, where the store has no batch delete, or where this is
-        not the outermost hold (a caller up the stack still needs it). A lock the batch did not
+        deleted and the lock still held, where the store has no batch delete (or botocore cannot
+        send a key's version in one), or where this is not the outermost hold (a caller up the
+        stack still needs it). A lock the batch did not
         delete is released as ever (or expires); a batch request that failed leaves it to expire,
         with the journal its note carries. Either way ``__exit__`` then does nothing."""
+        st = self.storage
+        if not (remote_cas.batches(st, [*paths, self.path]) and remote_cas.batch_versions_known(st)):
+            return None
         with _mutex:
             entry = _held.get(self.path)
-            if not remote_cas.batches(self.storage, [*paths, self.path]) or entry is None or entry[1] is not self \
-                    or entry[0] != 1:
+            if entry is None or entry[1] is not self or entry[0] != 1:
                 return None
             del _held[self.path]
         self._stop.set()
