@@ -360,6 +360,18 @@ class Killed(BaseException):
     """kill -9 at a step: nothing after it runs, the lock object is left as it is."""
 
 
+def _save_ckpt6(fs, run_url: str, src) -> None:
+    """A trainer saves ckpt-6 into the run at ``run_url`` as TF does (no lock): its files (copies of
+    ``src``'s ckpt-5), then the state file naming it, with its timestamp."""
+    for n in ("index", "data-00000-of-00001"):
+        fs.pipe_file(f"{run_url}/ckpt-6.{n}", (src / f"ckpt-5.{n}").read_bytes())
+    text = (src / "checkpoint").read_text().replace('model_checkpoint_path: "ckpt-5"', 'model_checkpoint_path: "ckpt-6"')
+    text = text.replace('all_model_checkpoint_paths: "ckpt-5"\n',
+                        'all_model_checkpoint_paths: "ckpt-5"\nall_model_checkpoint_paths: "ckpt-6"\n')
+    text = text.replace("last_preserved", f"all_model_checkpoint_timestamps: {time.time()}\nlast_preserved")
+    fs.pipe_file(f"{run_url}/checkpoint", text.encode())
+
+
 def _kill_at(monkeypatch, where: str) -> None:
     """Make ``prune --recursive`` die at ``where``: before the state file's write (the lock object
     written, carrying the journal), before the deletions (the state written), or between the
@@ -461,14 +473,7 @@ def test_a_trainer_saving_during_a_fleet_prune_keeps_its_checkpoint_and_entry(ru
     def trainer_saves_first(st, path, data, token):
         if path.endswith("/run/checkpoint") and not saved:
             saved.append(path)
-            for n in ("index", "data-00000-of-00001"):
-                fs.pipe_file(f"{url}/run/ckpt-6.{n}", (local / "run" / f"ckpt-5.{n}").read_bytes())
-            text = (local / "run" / "checkpoint").read_text().replace('model_checkpoint_path: "ckpt-5"',
-                                                                     'model_checkpoint_path: "ckpt-6"')
-            text = text.replace('all_model_checkpoint_paths: "ckpt-5"\n',
-                                'all_model_checkpoint_paths: "ckpt-5"\nall_model_checkpoint_paths: "ckpt-6"\n')
-            text = text.replace("last_preserved", f"all_model_checkpoint_timestamps: {time.time()}\nlast_preserved")
-            fs.pipe_file(path, text.encode())
+            _save_ckpt6(fs, f"{url}/run", local / "run")
         return real_put(st, path, data, token)
 
     monkeypatch.setattr(remote_cas, "put", trainer_saves_first)
@@ -804,15 +809,7 @@ def test_trainers_saving_during_a_parallel_fleet_prune_keep_their_checkpoints(ru
         rel = path[len(url) + 1:].rsplit("/", 1)[0]
         if path.endswith("/checkpoint") and rel in training and rel not in saved:
             saved.append(rel)
-            src = local / rel
-            for n in ("index", "data-00000-of-00001"):
-                fs.pipe_file(f"{url}/{rel}/ckpt-6.{n}", (src / f"ckpt-5.{n}").read_bytes())
-            text = (src / "checkpoint").read_text().replace('model_checkpoint_path: "ckpt-5"',
-                                                            'model_checkpoint_path: "ckpt-6"')
-            text = text.replace('all_model_checkpoint_paths: "ckpt-5"\n',
-                                'all_model_checkpoint_paths: "ckpt-5"\nall_model_checkpoint_paths: "ckpt-6"\n')
-            text = text.replace("last_preserved", f"all_model_checkpoint_timestamps: {time.time()}\nlast_preserved")
-            fs.pipe_file(path, text.encode())
+            _save_ckpt6(fs, f"{url}/{rel}", local / rel)
         return real_put(st, path, data, token)
 
     monkeypatch.setattr(remote_cas, "put", trainer_saves_first)
