@@ -232,19 +232,19 @@ def _prune_tree(root: str, storage: Storage, *, max_to_keep: Any, keep_every_n_h
         return effs
 
     def prune_all(dirs: list[tuple[int, Dir]], effs: dict[int, Any]) -> None:
-        """The runs of ``dirs`` with a policy pruned: one by one where the walk holds them open (a local
-        disk), :data:`RUN_JOBS` at a time on an object store; the answers in walk order either way."""
+        """``dirs`` pruned, answered in walk order: one by one on a local disk, RUN_JOBS at a time on a store."""
         if -1 in effs:
             effs.pop(-1).result()  # its reads are in (a failed one is read where it is used)
-        todo = [(i, d) for i, d in dirs if effs.get(i) is not None]
-        done = [runs_pool.submit(one, d, effs[i]) for i, d in todo] if runs_pool is not None else None
-        for k, (i, d) in enumerate(todo):
+        done = {i: runs_pool.submit(one, d, effs[i]) for i, d in dirs if effs.get(i) is not None} \
+            if runs_pool is not None else None
+        for i, d in dirs:
             if progress:
                 progress(i, len(runs), d.path)
             if done is None:
-                one(d, effs[i])
-            else:  # in order: a run's warnings said and its exception raised here, as unparallel
-                done[k].result()
+                if effs.get(i) is not None:
+                    one(d, effs[i])
+            elif i in done:  # in order: a run's warnings said and its exception raised here, as unparallel
+                done[i].result()
 
     with ThreadPoolExecutor(max_workers=1) as pool, Ordered(RUN_JOBS) as jobs:
         runs_pool = jobs if fetch is not None else None
