@@ -39,6 +39,17 @@ def _fleet(tmp_path, fs, root):
     return local
 
 
+def _one_run(fs, root, tmp_path, policy="max_to_keep = 1\n"):
+    """A fleet of one run of 3 checkpoints (ROOT/run) under ``policy`` at ROOT, local and uploaded:
+    ``(local ROOT, its URL)``."""
+    local = tmp_path / "one"
+    shutil.copytree(DATA / "manager", local / "run", ignore=shutil.ignore_patterns("*.json"))
+    (local / ".ckptool.toml").write_text(policy)
+    url = f"{root}/one"
+    upload(fs, local, url)
+    return local, url
+
+
 def _key(r: dict) -> str:
     """The object (or, for a listing, the prefix) a request is about, as /bucket/key."""
     if "list-type=2" in r["query"]:
@@ -411,11 +422,7 @@ def test_a_prune_killed_at_each_step_is_finished_by_the_next(run, store, tmp_pat
     from ckptool.ops.retain.fleet import prune_tree
 
     fs, root = store
-    local = tmp_path / "fleet"
-    shutil.copytree(DATA / "manager", local / "run", ignore=shutil.ignore_patterns("*.json"))
-    (local / ".ckptool.toml").write_text("max_to_keep = 1\n")
-    url = f"{root}/fleet"
-    upload(fs, local, url)
+    local, url = _one_run(fs, root, tmp_path)
     lo, _ = run("prune", str(local), "--recursive", "--json")
     with monkeypatch.context() as m:
         _kill_at(m, where)
@@ -462,11 +469,7 @@ def test_a_trainer_saving_during_a_fleet_prune_keeps_its_checkpoint_and_entry(ru
     from ckptool.io.backends import remote_cas
 
     fs, root = store
-    local = tmp_path / "fleet"
-    shutil.copytree(DATA / "manager", local / "run", ignore=shutil.ignore_patterns("*.json"))
-    (local / ".ckptool.toml").write_text("max_to_keep = 2\n")
-    url = f"{root}/fleet"
-    upload(fs, local, url)
+    local, url = _one_run(fs, root, tmp_path, "max_to_keep = 2\n")
     real_put = remote_cas.put
     saved = []
 
@@ -573,15 +576,6 @@ def test_a_policy_above_root_is_found_in_one_listing_request(run, s3, tmp_path):
 
 
 # --------------------------------------------------------------------------- review (issue 54): failures mid-way
-
-
-def _one_run(fs, root, tmp_path, policy="max_to_keep = 1\n"):
-    local = tmp_path / "one"
-    shutil.copytree(DATA / "manager", local / "run", ignore=shutil.ignore_patterns("*.json"))
-    (local / ".ckptool.toml").write_text(policy)
-    url = f"{root}/one"
-    upload(fs, local, url)
-    return local, url
 
 
 @pytest.mark.parametrize("batch", ["indexes", "rest"])
