@@ -197,11 +197,12 @@ def test_a_checkpoint_saved_during_a_prune_keeps_its_state_entry(run, store, tmp
     fs, root = store
     url = _make_run(run, root, range(1, 7), tmp_path)
     st = remote.storage_for_url(url)
-    real_put = remote_cas.put
+    real_read = remote_cas.read
     done = []
 
-    def trainer_saves_then_write(storage, path, *a, **k):
-        if path.endswith("/checkpoint") and not done:  # prune read the state file (and planned) before
+    def read_then_trainer_saves(storage, path):
+        got = real_read(storage, path)
+        if path.endswith("/checkpoint") and not done:
             done.append(path)
             ckptool.write(f"{url}/ckpt-7", {"kernel": np.ones(6, np.float32)})
             state = read_state(url, st)
@@ -209,9 +210,9 @@ def test_a_checkpoint_saved_during_a_prune_keeps_its_state_entry(run, store, tmp
             state.all_model_checkpoint_paths.append("ckpt-7")
             state.all_model_checkpoint_timestamps.append(time.time())
             st.write_bytes_atomic(f"{url}/checkpoint", state.to_text().encode())
-        return real_put(storage, path, *a, **k)
+        return got
 
-    monkeypatch.setattr(remote_cas, "put", trainer_saves_then_write)
+    monkeypatch.setattr(remote_cas, "read", read_then_trainer_saves)
     _, err = run("prune", url, "--max-to-keep", "3")
     assert done
     names, gone = _listed_exist(url)

@@ -41,7 +41,6 @@ from ckptool.io.control.state import STATE_FILENAME, CheckpointState
 from ckptool.io.layout.checkpoints import basename_any, file_role, names_in, strip_file_suffix
 from ckptool.io.layout.keptdir import is_kept_dir, kept_path, write_clock
 from ckptool.io.layout.listing import DirListing, FileInfo, scan
-from ckptool.io.layout.walk import TREE_REREAD, TREE_STATE_READS
 from ckptool.io.safety.dirfd import open_dir
 from ckptool.ops.retain import retention as R
 from ckptool.ops.retain.deletion import (
@@ -412,17 +411,6 @@ def prune(directory: str, *, max_to_keep: Any = UNSET, keep_every_n_hours: Any =
     lasting rule moves into ``DIR/kept/`` (``.moved``; ``.linked`` for those still among them).
     """
     storage, directory = _directory(storage, directory)
-    with storage.listed(directory, TREE_STATE_READS, TREE_REREAD):  # an object store: DIR listed once
-        return _prune(storage, directory, max_to_keep=max_to_keep, keep_every_n_hours=keep_every_n_hours,
-                      keep_steps_every=keep_steps_every, min_age=min_age, keep=keep, scan=scan, dry_run=dry_run,
-                      now=now, policy_file=policy_file, clean_temp=clean_temp, lock_timeout=lock_timeout, best=best,
-                      verify=verify, progress=progress, series=series)
-
-
-def _prune(storage: Storage, directory: str, *, max_to_keep: Any, keep_every_n_hours: Any, keep_steps_every: Any,
-           min_age: Any, keep: tuple[str, ...], scan: bool, dry_run: bool, now: float | None, policy_file: bool,
-           clean_temp: bool, lock_timeout: float | None, best: Any, verify: bool,
-           progress: Callable[[int, int], None] | None, series: str | None) -> PruneResult:
     now = time.time() if now is None else now
     pol, explicit = policy_values(max_to_keep, keep_every_n_hours, keep_steps_every, min_age, (), best, series)
     explicit |= {"keep"} if keep else set()  # the pins given: their source is the flag's
